@@ -1,0 +1,1 @@
+"""The operator console (Textual) and the `frank` CLI: the only package that imports textual."""

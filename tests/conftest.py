@@ -1,0 +1,71 @@
+"""Shared fixtures. The whole session runs with FRANK_HOME in a temp dir, so no test touches the user's
+files, and the integration tier shares ONE real embedded engine (a start costs about a minute).
+
+- `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end.
+- `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
+At the end of the session no engine process of this session may be left: it is killed and the run fails.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="frank-test-home-"))
+os.environ["FRANK_HOME"] = str(_SESSION_HOME)
+os.environ.setdefault("FRANK_MODELS", str(REPO / ".build" / "models"))
+os.environ.pop("NO_COLOR", None)
+
+
+def _engine_processes() -> list[psutil.Process]:
+    """Supervisors started from this session's homes (their spec lives under _SESSION_HOME or a tmp home)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info.get("cmdline") or []
+        if "engine.supervisor" in cmd and any(str(_SESSION_HOME) in part or "pytest-of" in part for part in cmd):
+            found.append(proc)
+    return found
+
+
+@pytest.fixture(scope="session")
+def session_home() -> Path:
+    return _SESSION_HOME
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The shared embedded engine (real vLLM on the CPU). Tests must not stop or restart it."""
+    from engine.controller import EngineController
+
+    controller = EngineController()  # the session home's default state dir, so CLI subprocesses adopt it
+    status = controller.start("embedded-cpu")
+    assert status.state == "ready", status
+    yield controller
+    controller.stop()
+
+
+@pytest.fixture
+def fresh_frank_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("FRANK_HOME", str(home))
+    return home
+
+
+def pytest_sessionfinish(session, exitstatus):
+    leftovers = _engine_processes()
+    for proc in leftovers:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if leftovers:
+        print(f"\nERROR: tests left {len(leftovers)} engine process group(s) running; killed them")
+        session.exitstatus = 1
+    shutil.rmtree(_SESSION_HOME, ignore_errors=True)

@@ -1,0 +1,40 @@
+"""The headless layers never import textual or console (checked in a fresh interpreter per module)."""
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _modules(package: str) -> list[str]:
+    root = REPO / package
+    names = [package]
+    for info in pkgutil.walk_packages([str(root)], prefix=f"{package}."):
+        names.append(info.name)
+    return names
+
+
+# region_cache runs inside the vLLM API server (engine venv): it is checked by its own tests there.
+HEADLESS = [m for m in _modules("engine") + _modules("replays") if not m.startswith("engine.region_cache")
+            and m != "engine.tiny_model"]
+
+
+@pytest.mark.parametrize("module", HEADLESS)
+def test_headless_module_does_not_import_textual_or_console(module):
+    code = (f"import sys, importlib; importlib.import_module({module!r}); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'console')); "
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{module} imports {result.stdout.strip()} {result.stderr[-500:]}"
+
+
+def test_headless_cli_commands_do_not_import_textual():
+    code = ("import sys; import console.cli as c; c.build_parser(); "
+            "sys.exit(1 if 'textual' in sys.modules else 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-800:]

@@ -1,0 +1,130 @@
+"""Profiles and knobs: validation names the file and the field; launch specs are exact."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.profiles import ProfileError, build_launch, list_profiles, load_profile, load_profile_file
+
+GOOD = """
+name = "mine"
+python = "/usr/bin/python3"
+model = "/models/x"
+served_model_name = "x"
+port = 8123
+[knobs.sched]
+values = [1, 2]
+default = 1
+apply = "env"
+target = "SCHED"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "mine") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_builtin_profiles_load():
+    names = {p.name for p in list_profiles() if not isinstance(p, Exception)}
+    assert {"embedded-cpu", "frankenstein"} <= names
+
+
+def test_frankenstein_exact_command_line_and_environment():
+    prof = load_profile("frankenstein")
+    spec = build_launch(prof, prof.resolve_knobs({"cpu_experts_sched": "1"}), 8000, "TOKEN")
+    assert spec.argv == [
+        "/opt/frankenstein/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "/models/DeepSeek-V4.1-Flash-1017-EXL3-3.0bpw",
+        "--served-model-name", "deepseek-v4.1-flash",
+        "--host", "127.0.0.1", "--port", "8000",
+        "--tensor-parallel-size", "2",
+        "--quantization", "exl3",
+        "--dtype", "bfloat16",
+        "--max-model-len", "196608",
+        "--speculative-config",
+        '{"method":"dspark","model":"/models/DeepSeek-V4.1-Flash-1017-DSpark","num_speculative_tokens":3}',
+        "--engram-config", '{"path":"/models/DeepSeek-V4.1-Flash-1017-Engram-int4","dtype":"int4"}',
+        "--enable-prefix-caching",
+        "--max-num-seqs", "1",
+        "--gpu-memory-utilization", "0.94",
+        "--tokenizer-mode", "deepseek_v41",
+        "--middleware", "engine.region_cache.control.ControlMiddleware",
+    ]
+    assert spec.env == {
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+        "VLLM_NO_USAGE_STATS": "1",
+        "EXL3_MOE_CPU_OFFLOAD": "1",
+        "EXL3_MOE_CPU_OFFLOAD_FRACTION": "0.33",
+        "EXL3_MOE_CPU_OFFLOAD_THREADS": "64",
+        "OMP_NUM_THREADS": "64",
+        "EXL3_CPU_EXPERTS_SCHED": "1",
+        "FRANK_REGION_CACHE": "off",
+        "FRANK_CONTROL_TOKEN": "TOKEN",
+    }
+    # the default schedule is the served one (schedule 2 since 1 November)
+    assert build_launch(prof, prof.default_knobs(), 8000, "T").env["EXL3_CPU_EXPERTS_SCHED"] == "2"
+
+
+def test_embedded_profile_binds_loopback_and_spec_knob_changes_spec_config():
+    prof = load_profile("embedded-cpu")
+    assert prof.host == "127.0.0.1"
+    spec = build_launch(prof, prof.resolve_knobs({"num_speculative_tokens": "2", "region_cache": "on"}), 9000, "T")
+    config = json.loads(spec.argv[spec.argv.index("--speculative-config") + 1])
+    assert config == {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    assert spec.env["FRANK_REGION_CACHE"] == "on"
+    assert "--enable-prefix-caching" in spec.argv
+    assert prof.knobs["region_cache"].needs_restart is False
+    assert prof.knobs["num_speculative_tokens"].needs_restart is True
+
+
+def test_good_user_profile(tmp_path):
+    prof = load_profile_file(write(tmp_path, GOOD))
+    assert prof.knobs["sched"].parse("2") == 2
+    assert build_launch(prof, prof.default_knobs(), 8123, "t").env["SCHED"] == "1"
+
+
+@pytest.mark.parametrize("text, field", [
+    ("name = \"mine\"\npython = [", "invalid TOML"),
+    (GOOD.replace('served_model_name = "x"\n', ""), "served_model_name: missing required field"),
+    (GOOD.replace("port = 8123", "port = \"eight\""), "port: expected an integer or \"auto\""),
+    (GOOD.replace("port = 8123", "port = 70000"), "port: 70000 is out of range"),
+    (GOOD + "colour = 3\n", "colour: unknown field"),
+    (GOOD.replace("default = 1", "default = 3"), "knobs.sched.default: 3 is not one of the values"),
+    (GOOD.replace('apply = "env"', 'apply = "magic"'), "knobs.sched.apply: 'magic' is not one of"),
+    (GOOD.replace('apply = "env"', 'apply = "arg"'), "knobs.sched.target: an arg knob targets"),
+    (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
+    (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
+    (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
+])
+def test_bad_profile_names_file_and_field(tmp_path, text, field):
+    path = write(tmp_path, text)
+    with pytest.raises(ProfileError) as err:
+        load_profile_file(path)
+    assert str(path) in str(err.value)
+    assert field in str(err.value)
+
+
+def test_unknown_knob_and_bad_value_are_named():
+    prof = load_profile("embedded-cpu")
+    with pytest.raises(ProfileError, match="unknown knob 'nope'"):
+        prof.resolve_knobs({"nope": 1})
+    with pytest.raises(ProfileError, match="knob num_speculative_tokens: '3' is not one of: 1, 2, 4, 8"):
+        prof.resolve_knobs({"num_speculative_tokens": "3"})
+
+
+def test_user_profile_overrides_builtin_and_bad_one_is_reported(fresh_frank_home):
+    from engine import paths
+
+    user_dir = paths.user_profiles_dir()
+    user_dir.mkdir(parents=True)
+    (user_dir / "broken.toml").write_text("name = \"broken\"\n")
+    entries = list_profiles()
+    errors = [e for e in entries if isinstance(e, ProfileError)]
+    assert len(errors) == 1 and "broken.toml: python: missing required field" in str(errors[0])
+    with pytest.raises(ProfileError, match="no profile named 'absent'"):
+        load_profile("absent")
