@@ -1,0 +1,148 @@
+"""The controller against the real embedded vLLM engine: start, chat, adopt, refuse a second start, flip a
+restart knob, kill -9 (crashed), stop (nothing of the group left). Its own FRANK_HOME, two engine starts."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import psutil
+import pytest
+
+from engine.controller import EngineController, EngineError, _group_members
+from engine.profiles import ProfileError
+
+pytestmark = pytest.mark.engine
+
+
+def frank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+def chat(url: str, text: str, max_tokens: int = 16) -> dict:
+    body = {"model": "tiny-frank", "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
+            "temperature": 0}
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=120)
+    response.raise_for_status()
+    return response.json()
+
+
+def test_engine_lifecycle(fresh_frank_home):
+    controller = EngineController()
+    started = frank("engine", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    status = json.loads(started.stdout)
+    assert status["state"] == "ready" and status["profile"] == "embedded-cpu"
+    assert status["url"].startswith("http://127.0.0.1:") and status["ready_s"] > 0
+    assert status["knobs"] == {"num_speculative_tokens": 4, "region_cache": "off"}
+    pgid = status["pgid"]
+    try:
+        # the state dir and the record holding the token are private to the user
+        assert os.stat(controller.files.root).st_mode & 0o777 == 0o700
+        assert os.stat(controller.files.record).st_mode & 0o777 == 0o600
+        reply = chat(status["url"], "def add(a, b):\n    return a + b\n")
+        assert reply["usage"]["completion_tokens"] > 0
+
+        # a second controller (another console) adopts it and refuses to start a second engine
+        second = EngineController()
+        adopted = second.status()
+        assert adopted.state == "ready" and adopted.pid == status["pid"]
+        with pytest.raises(EngineError, match="already running"):
+            second.start()
+
+        # a restart knob restarts the engine with the new value, and says so
+        flip = frank("engine", "knob", "num_speculative_tokens", "2", "--json")
+        assert flip.returncode == 0, flip.stderr
+        change = json.loads(flip.stdout)
+        assert change["applied"] == "restart" and change["old"] == 4 and change["new"] == 2
+        assert not _group_members(pgid), "the old engine's process group must be gone"
+        after = controller.status()
+        assert after.state == "ready" and after.knobs["num_speculative_tokens"] == 2 and after.pid != status["pid"]
+        argv = json.loads(controller.files.record.read_text())["argv"]
+        assert '"num_speculative_tokens":2' in argv[argv.index("--speculative-config") + 1]
+        changes = controller.files.knob_changes.read_text().splitlines()
+        assert json.loads(changes[-1])["applied"] == "restart"
+        pgid = after.pgid
+
+        # kill -9 of the server: the controller reports `crashed` with the signal and the log tail
+        os.kill(after.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while controller.status().state != "crashed" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        crashed = controller.status()
+        assert crashed.state == "crashed"
+        assert crashed.exit["signal"] == "SIGKILL" and crashed.log_tail
+        # the supervisor cleaned up the rest of the group (engine-core children)
+        deadline = time.monotonic() + 15
+        while _group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _group_members(pgid)
+        reported = json.loads(frank("engine", "status", "--json").stdout)
+        assert reported["state"] == "crashed" and reported["exit"]["signal"] == "SIGKILL"
+    finally:
+        controller.stop()
+    assert controller.status().state == "stopped"
+    assert not _group_members(pgid)
+
+
+def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
+    controller = EngineController()
+    status = controller.start()
+    members = _group_members(status.pgid)
+    assert status.pid in members and len(members) >= 2
+    # a long request in flight makes the API server wait for it on SIGTERM: stop must still finish
+    body = {"model": "tiny-frank", "prompt": "x " * 2000, "max_tokens": 4000, "ignore_eos": True}
+    proc = subprocess.Popen([sys.executable, "-c",
+                             f"import httpx; httpx.post({status.url + '/v1/completions'!r}, json={body!r}, timeout=600)"])
+    time.sleep(3)
+    t0 = time.monotonic()
+    stopped = subprocess.run([sys.executable, "-m", "console.cli", "engine", "stop", "--grace", "3", "--json"],
+                             capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    proc.kill()
+    assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped"
+    assert took < 40
+    assert not _group_members(status.pgid)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in members)
+
+
+def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
+    from engine import paths
+
+    user_dir = paths.user_profiles_dir()
+    user_dir.mkdir(parents=True)
+    base = (paths.REPO_ROOT / "engine" / "profiles" / "embedded-cpu.toml").read_text()
+
+    # a taken port
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        (user_dir / "fixed.toml").write_text(base.replace('name = "embedded-cpu"', 'name = "fixed"')
+                                             .replace('port = "auto"', f"port = {port}"))
+        result = frank("engine", "start", "--profile", "fixed")
+        assert result.returncode != 0
+        assert f"port: {port} on 127.0.0.1 is taken" in result.stderr and "fixed.toml" in result.stderr
+
+    # a missing model
+    (user_dir / "nomodel.toml").write_text(base.replace('name = "embedded-cpu"', 'name = "nomodel"')
+                                           .replace('"@models/tiny-frank"', f'"{tmp_path}/absent-model"'))
+    result = frank("engine", "start", "--profile", "nomodel")
+    assert result.returncode != 0 and f"model: {tmp_path}/absent-model does not exist" in result.stderr
+
+    # a python without vLLM
+    (user_dir / "novllm.toml").write_text(base.replace('name = "embedded-cpu"', 'name = "novllm"')
+                                          .replace('"@engine-venv"', f'"{sys.executable}"'))
+    with pytest.raises(ProfileError, match="python: vLLM is not importable"):
+        EngineController().start("novllm")
+    # a missing python, the frankenstein profile here
+    result = frank("engine", "start", "--profile", "frankenstein")
+    assert result.returncode != 0
+    assert "frankenstein.toml: python: /opt/frankenstein/venv/bin/python does not exist" in result.stderr
+    assert EngineController().status().state == "stopped"
