@@ -23,12 +23,12 @@ os.environ.setdefault("FRANK_MODELS", str(REPO / ".build" / "models"))
 os.environ.pop("NO_COLOR", None)
 
 
-def _engine_processes() -> list[psutil.Process]:
+def _engine_processes(basetemp: str | None = None) -> list[psutil.Process]:
     """Supervisors started from this session's homes (their spec lives under _SESSION_HOME or a tmp home)."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info.get("cmdline") or []
-        if "engine.supervisor" in cmd and any(str(_SESSION_HOME) in part or "pytest-of" in part for part in cmd):
+        if "engine.supervisor" in cmd and any(str(_SESSION_HOME) in part or (basetemp and basetemp in part) for part in cmd):
             found.append(proc)
     return found
 
@@ -59,7 +59,10 @@ def fresh_frank_home(tmp_path, monkeypatch) -> Path:
 
 
 def pytest_sessionfinish(session, exitstatus):
-    leftovers = _engine_processes()
+    # Only this session's tmp dirs: other pytest sessions on the machine have their own engines.
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    basetemp = str(factory.getbasetemp()) if factory is not None and factory._basetemp is not None else None
+    leftovers = _engine_processes(basetemp)
     for proc in leftovers:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
