@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -123,6 +124,8 @@ class Sampler:
         self._gpu = gpu_sampler or (GpuSampler() if gpu else None)
         self._cpu = cpu_sampler
         self._client = httpx.Client(timeout=scrape_timeout_s)
+        # The engine renders /metrics in about 8 ms: the scrape waits on it while psutil and NVML run.
+        self._scraper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank-scrape")
         self._seq = 0
         self._metrics_hist: deque[m.MetricsSample] = deque()
         self._idle_base: m.MetricsSample | None = None
@@ -206,6 +209,7 @@ class Sampler:
     def _close(self) -> None:
         if self._gpu is not None:
             self._gpu.close()
+        self._scraper.shutdown(wait=True)
         self._client.close()
 
     def _sample(self) -> Snapshot:
@@ -218,6 +222,7 @@ class Sampler:
             target_error = None
         except Exception as exc:  # the controller's state files can be mid-write; say so, keep sampling
             target, target_error = None, f"engine status: {exc}"
+        scrape = self._start_scrape(target)
         cpu = self._cpu.sample(target.pid if target else None)
         t1 = time.perf_counter()
         if self._gpu is not None:
@@ -225,7 +230,7 @@ class Sampler:
         else:
             gpu = GpuReading((), "no GPU telemetry (disabled)", 0.0)
         t2 = time.perf_counter()
-        engine = self._engine_view(target, target_error)
+        engine = self._engine_view(target, target_error, scrape)
         t3 = time.perf_counter()
         self._seq += 1
         snap = Snapshot(self._seq, taken_at, wall, self.period_s, cpu, gpu, engine, t3 - t0, t2 - t1, t1 - t0, t3 - t2)
@@ -239,12 +244,17 @@ class Sampler:
                 self.errors += 1
         return snap
 
-    def _engine_view(self, target: Target | None, error: str | None) -> EngineView:
+    def _start_scrape(self, target: Target | None) -> Future | None:
         if target is None or not target.url:
+            return None
+        return self._scraper.submit(m.fetch_metrics, self._client, target.url, target.api_key, target.model_name)
+
+    def _engine_view(self, target: Target | None, error: str | None, scrape: Future | None) -> EngineView:
+        if target is None or not target.url or scrape is None:
             self._forget_metrics()
             return EngineView("stopped" if error is None else "error", None, None, None, None,
                               self._last_request, error)
-        sample = m.fetch_metrics(self._client, target.url, target.api_key, target.model_name)
+        sample = scrape.result()
         if not sample.ok:
             self._forget_metrics()
             # while the controller says starting, a refused connection is expected
