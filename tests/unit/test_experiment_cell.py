@@ -1,0 +1,97 @@
+"""The real cell executor's pure parts: measures from replay records, and leaving no engine behind when a
+stop request arrives mid-start (the controller is replaced by a recorder for that fault only)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replays.experiments import registry
+from replays.experiments.cell import EngineCellExecutor, measures_from_records
+from replays.experiments.runner import RunnerInterrupted, run_experiment
+from tests.unit.experiment_helpers import BLOCKS_DESIGN
+
+
+def rec(i: int, *, ok: bool = True, attributed: bool = True, front: float = 0.1, decode: float = 0.5,
+        steps: float = 10, total: float = 1.0, tokens: int = 20, h: str = "h") -> dict[str, Any]:
+    return {"id": f"r{i}", "index": i, "status": "ok" if ok else "failed", "prompt_ids_sha256": h,
+            "client": {"total_s": total}, "completion_tokens": tokens,
+            "server": {"attributed": attributed, "front_end_s": front, "decode_s": decode, "verify_steps": steps}}
+
+
+def test_measures_by_hand() -> None:
+    records = {
+        "1": [rec(0, front=9.0, decode=9.0, steps=1), rec(1, front=0.2, decode=0.4, steps=8, total=2.0, tokens=30),
+              rec(2, front=0.3, decode=0.6, steps=12, total=1.0, tokens=10)],
+        "2": [rec(0, front=9.0), rec(1, front=0.1, decode=0.0, steps=0, total=1.0, tokens=0),
+              rec(2, ok=False)],
+    }
+    m = measures_from_records(records, warmup=1)          # index 0 of each draw is warm-up
+    assert m["time_per_verify_step"] == pytest.approx((0.4 + 0.6) / (8 + 12))
+    assert m["front_end_by_draw"] == pytest.approx({"1": 0.5, "2": 0.1})
+    assert m["front_end_per_draw"] == pytest.approx(0.3)
+    assert m["total_replay_time"] == pytest.approx(4.0)
+    assert m["tokens_per_s"] == pytest.approx(40 / 4.0)
+    assert m["failed"] == 1 and m["measured_requests"] == 3 and m["unattributed"] == 0
+    assert set(m["prompt_hashes"]) == {"1/r0", "1/r1", "1/r2", "2/r0", "2/r1", "2/r2"}
+
+
+def test_latest_record_wins_and_unattributed_is_counted() -> None:
+    records = {"1": [rec(0, ok=False), rec(0, front=0.4), rec(1, attributed=False)]}
+    m = measures_from_records(records, warmup=0)
+    assert m["failed"] == 0 and m["front_end_per_draw"] == pytest.approx(0.4) and m["unattributed"] == 1
+
+
+class InterruptedWhileStartingController:
+    """Stands in for EngineController for one fault a real engine cannot give on demand: a stop request
+    arriving while the engine is starting."""
+
+    def __init__(self) -> None:
+        self.stops = 0
+        self.running = False
+
+    def status(self, check_health: bool = True) -> Any:
+        return type("S", (), {"state": "starting" if self.running else "stopped", "pid": 1, "profile": "x",
+                              "started_at": None})()
+
+    def start(self, profile: str, knobs: dict[str, Any]) -> Any:
+        self.running = True
+        raise RunnerInterrupted("stopped by SIGTERM")
+
+    def stop(self) -> None:
+        self.stops += 1
+        self.running = False
+
+
+def test_stop_request_during_engine_start_leaves_no_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
+    workload = tmp_path / "tiny"
+    from replays.workload import write_workload
+
+    write_workload(workload, "tiny", "", [("1", [{"id": "r1", "task": "t", "episode": "e", "turn": 1,
+                                                  "offset_s": 0.0, "body": {"messages": [{"role": "user",
+                                                                                          "content": "hi"}]}}])])
+    design = tmp_path / "d.toml"
+    design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', f'name = "{workload}"'))
+    run = registry.register(design, seed=1)
+    controller = InterruptedWhileStartingController()
+    result = run_experiment(run, EngineCellExecutor(controller))    # type: ignore[arg-type]
+    assert result.reason == "interrupted"
+    assert controller.stops == 1 and not controller.running
+
+
+def test_registration_refuses_a_draw_the_workload_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
+    from replays.workload import write_workload
+
+    write_workload(tmp_path / "tiny", "tiny", "", [("draw-1", [{"id": "r1", "task": "t", "episode": "e", "turn": 1,
+                                                               "offset_s": 0.0, "body": {"messages": [
+                                                                   {"role": "user", "content": "hi"}]}}])])
+    design = tmp_path / "d.toml"
+    design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', 'name = "tiny"\ndraws = ["1"]'))
+    with pytest.raises(registry.RunError, match=r"d\.toml: workload\.draws\[0\]: .* no draw named '1' \(draws: draw-1\)"):
+        registry.register(design, seed=1)
+    design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', 'name = "tiny"\ndraws = ["draw-1"]'))
+    run = registry.register(design, seed=1)      # relative to the design file's folder
+    assert run.meta["workload"]["path"] == str((tmp_path / "tiny").resolve())

@@ -1,0 +1,270 @@
+"""The runner's resume logic, with the engine replaced by an injected FakeCellExecutor (real engine starts
+are covered by tests/integration/test_experiment_e2e.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replays.experiments import registry
+from replays.experiments.journal import read_events
+from replays.experiments.randomize import Slot
+from replays.experiments.report import report_for_run
+from replays.experiments.runner import (CellError, RunLock, RunnerInterrupted, load_state, lock_holder,
+                                        run_experiment)
+from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
+
+
+@pytest.fixture(autouse=True)
+def frank_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def fake_value(slot: Slot) -> float:
+    base = 1.0 if slot.arm in ("spec-2", "on") else 1.5
+    return base + 0.01 * (slot.block or slot.slot)
+
+
+class FakeCellExecutor:
+    """Stands in for the engine: deterministic values, and failures or interruptions on demand."""
+
+    def __init__(self, fail: dict[tuple[int, int], BaseException] | None = None,
+                 hashes: dict[int, str] | None = None) -> None:
+        self.fail = fail or {}
+        self.hashes = hashes or {}
+        self.calls: list[tuple[int, int]] = []
+        self.cleanups: list[tuple[int, int]] = []
+
+    def precheck(self, run: Any) -> None:
+        pass
+
+    def cleanup(self, run: Any, attempt: Any) -> str:
+        self.cleanups.append((attempt.slot, attempt.attempt))
+        return "no engine was left"
+
+    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+        self.calls.append((slot.slot, attempt))
+        note("engine_ready", slot=slot.slot, attempt=attempt, pid=0, ready_s=0.0)
+        if (slot.slot, attempt) in self.fail:
+            raise self.fail[(slot.slot, attempt)]
+        note("replay_done", slot=slot.slot, attempt=attempt, requests=2, failed=0)
+        note("engine_stopped", slot=slot.slot, attempt=attempt)
+        return {"value": fake_value(slot), "failed": 0, "requests": 2,
+                "prompt_hashes": {"d1/r1": self.hashes.get(slot.slot, "h1"), "d1/r2": "h2"}}
+
+
+def _register(tmp_path: Path, text: str = BLOCKS_DESIGN, seed: int = 7) -> registry.Run:
+    path = tmp_path / "design.toml"
+    path.write_text(text)
+    return registry.register(path, seed=seed)
+
+
+def test_full_run_and_report(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    fake = FakeCellExecutor()
+    result = run_experiment(run, fake)
+    assert result.reason == "finished" and result.cells_run == 6
+    assert [c[0] for c in fake.calls] == [0, 1, 2, 3, 4, 5]
+    report = report_for_run(run)
+    for key in ("design_sha256", "order", "blocks", "p_value", "null_size", "decision"):
+        assert key in report
+    assert report["design_sha256"] == run.design.sha256
+    assert [o["arm"] for o in report["order"]] == [s.arm for s in run.slots]
+    assert report["decision"] == "confirmed" and report["p_value"] == pytest.approx(1 / 8)
+    assert report["blocks"][0]["effect_pct"] == pytest.approx((1.01 - 1.51) / 1.51 * 100)
+    assert [g["status"] for g in report["guards"]] == ["pass"]
+    state = load_state(run)
+    assert state.status == "finished" and state.wins == 3 and state.remaining == 0 and state.can_still_meet
+
+
+def _truncated_copy(run: registry.Run, lines: list[bytes], keep: int, torn: bool) -> registry.Run:
+    folder = run.folder.parent / f"{run.run_id}-cut{keep}{'t' if torn else ''}"
+    shutil.copytree(run.folder, folder)
+    data = b"".join(lines[:keep])
+    if torn and keep < len(lines):
+        data += lines[keep][: len(lines[keep]) // 2]        # killed in the middle of writing the next event
+    (folder / "journal.jsonl").write_bytes(data)
+    return registry.load_run(folder.name)
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_resume_after_a_kill_at_every_event(tmp_path: Path, torn: bool) -> None:
+    run = _register(tmp_path)
+    run_experiment(run, FakeCellExecutor())
+    lines = run.journal_path.read_bytes().splitlines(keepends=True)
+    expected = {s.slot: fake_value(s) for s in run.slots}
+    kinds = set()
+    cut_mid_cell = 0
+    for keep in range(1, len(lines) + 1):
+        prefix = [json.loads(line) for line in lines[:keep]]
+        kinds.add(prefix[-1]["event"])
+        done_before = {e["slot"] for e in prefix if e["event"] == "cell_done"}
+        open_before = [e for e in prefix if e["event"] == "cell_started" and e["slot"] not in done_before]
+        copy = _truncated_copy(run, lines, keep, torn)
+        fake = FakeCellExecutor()
+        result = run_experiment(copy, fake)
+        assert result.reason == "finished", keep
+        after = copy.journal_path.read_bytes()
+        assert after.startswith(b"".join(lines[:keep])), "nothing recorded is lost or rewritten"
+        events = read_events(copy.journal_path)
+        done = {e["slot"]: e for e in events if e["event"] == "cell_done"}
+        assert {k: v["value"] for k, v in done.items()} == expected
+        assert len([e for e in events if e["event"] == "cell_done"]) == 6, "no cell is measured twice"
+        assert {c[0] for c in fake.calls} == set(range(6)) - done_before, "done cells are not redone"
+        if open_before:
+            cut_mid_cell += 1
+            cut = open_before[-1]
+            assert fake.cleanups == [(cut["slot"], cut["attempt"])]
+            assert fake.calls[0] == (cut["slot"], cut["attempt"] + 1), "redone from its engine start"
+            assert any(e["event"] == "cell_interrupted" and e["slot"] == cut["slot"] for e in events)
+        else:
+            assert fake.cleanups == []
+    assert cut_mid_cell == 6 * 4      # after cell_started, engine_ready, replay_done, engine_stopped
+    assert {"registered", "runner_started", "cell_started", "engine_ready", "replay_done", "engine_stopped",
+            "cell_done", "runner_stopped"} <= kinds
+
+
+def test_failure_rule_retry_then_exhausted(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    fake = FakeCellExecutor(fail={(1, 1): CellError("engine crashed"), (1, 2): CellError("engine crashed again")})
+    result = run_experiment(run, fake)
+    assert result.reason == "retries_exhausted"
+    assert fake.calls == [(0, 1), (1, 1), (1, 2)]
+    state = load_state(run)
+    assert state.status == "failed" and state.cells[1].status == "failed" and state.cells[1].attempts == 2
+    again = run_experiment(run, FakeCellExecutor())        # the frozen rule allows no third attempt
+    assert again.reason == "retries_exhausted" and again.cells_run == 0
+    report = report_for_run(run)
+    assert report["decision"] == "incomplete"
+    assert [a["status"] for a in report["attempts"]["2"]] == ["failed", "failed"]
+
+
+def test_failure_rule_retry_succeeds(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    fake = FakeCellExecutor(fail={(3, 1): CellError("engine did not start")})
+    assert run_experiment(run, fake).reason == "finished"
+    assert (3, 2) in fake.calls and report_for_run(run)["decision"] == "confirmed"
+
+
+def test_failure_rule_void_block(tmp_path: Path) -> None:
+    text = BLOCKS_DESIGN.replace('action = "retry"\nmax_retries = 1', 'action = "void_block"')
+    run = _register(tmp_path, text)
+    fake = FakeCellExecutor(fail={(2, 1): CellError("engine crashed")})
+    assert run_experiment(run, fake).reason == "finished"
+    block = run.slots[2].block
+    assert not any(c[0] in (2, 3) and c[1] > 1 for c in fake.calls)
+    events = read_events(run.journal_path)
+    assert [e["block"] for e in events if e["event"] == "block_voided"] == [block]
+    state = load_state(run)
+    assert state.blocks[block - 1].voided and not state.can_still_meet
+    report = report_for_run(run)
+    assert report["decision"] == "not confirmed" and report["voided_blocks"] == [block]
+    assert "in 2 of 3 blocks" in report["decision_reason"]
+
+
+def test_interrupt_records_the_cut_cell_and_resume_redoes_it(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    first = FakeCellExecutor(fail={(2, 1): RunnerInterrupted("stopped by SIGTERM")})
+    result = run_experiment(run, first)
+    assert result.reason == "interrupted"
+    events = read_events(run.journal_path)
+    assert [e["event"] for e in events[-2:]] == ["cell_interrupted", "runner_stopped"]
+    assert load_state(run).status == "stopped"
+    second = FakeCellExecutor()
+    assert run_experiment(run, second).reason == "finished"
+    assert second.calls[0] == (2, 2) and second.cleanups == []
+    assert report_for_run(run)["attempts"]["3"][0]["status"] == "interrupted"
+
+
+def test_two_runners_never_run_one_experiment(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    with RunLock(run.lock_path):
+        assert lock_holder(run.lock_path) is not None
+        with pytest.raises(registry.RunError, match="another runner .* is running this experiment"):
+            run_experiment(run, FakeCellExecutor())
+    assert lock_holder(run.lock_path) is None
+    assert run_experiment(run, FakeCellExecutor()).reason == "finished"
+
+
+def test_run_refuses_an_altered_frozen_copy(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    frozen = run.folder / "design.toml"
+    frozen.write_text(frozen.read_text().replace("blocks = 3", "blocks = 2"))
+    with pytest.raises(registry.RunError, match="altered after registration"):
+        registry.load_run(run.run_id)
+    run2 = _register(tmp_path, seed=8)
+    meta = json.loads((run2.folder / "run.json").read_text())
+    meta["order"]["slots"].reverse()
+    (run2.folder / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(registry.RunError, match="order differs from the one recorded at registration"):
+        registry.load_run(run2.run_id)
+    # a comment-only edit changes the bytes but not the canonical form: still refused
+    run3 = _register(tmp_path, seed=9)
+    (run3.folder / "design.toml").write_text("# edited\n" + (run3.folder / "design.toml").read_text())
+    with pytest.raises(registry.RunError, match="source hash mismatch"):
+        registry.load_run(run3.run_id)
+
+
+def test_registration_records_seed_order_and_hash(tmp_path: Path) -> None:
+    run = _register(tmp_path, seed=42)
+    meta = run.meta
+    assert meta["order"]["seed"] == "42" and meta["order"]["count"] == 8
+    assert meta["design_sha256"] == run.design.sha256 and meta["smallest_p"] == pytest.approx(1 / 8)
+    assert oct(run.folder.stat().st_mode & 0o777) == "0o700"
+    assert read_events(run.journal_path)[0]["event"] == "registered"
+    assert registry.load_run(run.run_id[:22]).run_id == run.run_id     # a unique prefix works
+
+
+def test_live_state_tracks_signs_and_whether_the_rule_can_be_met(tmp_path: Path) -> None:
+    run = _register(tmp_path)
+    first_block = [s.slot for s in run.slots if s.block == 1]
+    fake = FakeCellExecutor(fail={(first_block[1] + 1, 1): RunnerInterrupted("stop")})
+    run_experiment(run, fake)
+    state = load_state(run)
+    assert state.blocks[0].sign == "+" and state.wins == 1 and state.remaining == 2
+    assert state.can_still_meet and state.best_possible_p == pytest.approx(1 / 8)
+    assert state.cells[first_block[1] + 1].status == "interrupted"
+
+
+def test_balanced_run_guard_on_prompt_ids(tmp_path: Path) -> None:
+    run = _register(tmp_path, BALANCED_DESIGN)
+    assert run_experiment(run, FakeCellExecutor()).reason == "finished"
+    report = report_for_run(run)
+    assert report["decision"] == "confirmed" and report["p_value"] == pytest.approx(1 / 20)
+    assert report["null_size"] == 20 and len(report["starts"]) == 6
+    run2 = _register(tmp_path, BALANCED_DESIGN, seed=3)
+    run_experiment(run2, FakeCellExecutor(hashes={4: "different"}))
+    report2 = report_for_run(run2)
+    assert report2["decision"] == "not confirmed"
+    assert "guard failed: prompt_token_ids_identical" in report2["decision_reason"]
+
+
+def test_detached_runner_is_its_own_session_and_records_why_it_stopped(tmp_path: Path, frank_home: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --detach` (how the console launches it) survives its parent: own session, output to the run
+    folder. Its workload is missing here, so it stops before any engine start, and says why in the journal."""
+    import os
+    import time
+
+    from console.cli import main
+
+    run = _register(tmp_path, BLOCKS_DESIGN.replace('name = "tiny"', 'name = "no-such-workload"'))
+    assert main(["experiment", "run", run.run_id, "--detach", "--json"]) == 0
+    pid = json.loads(capsys.readouterr().out)["pid"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(e["event"] == "runner_stopped" for e in read_events(run.journal_path)):
+        time.sleep(0.2)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    events = read_events(run.journal_path)
+    assert [e["event"] for e in events] == ["registered", "runner_started", "runner_stopped"]
+    assert events[1]["pid"] == pid and events[1]["sid"] == pid, "a session of its own (an SSH drop cannot reach it)"
+    assert events[2]["reason"] == "error" and "workload.name: no workload 'no-such-workload'" in events[2]["message"]
+    assert "workload.name" in run.log_path.read_text()
+    assert lock_holder(run.lock_path) is None
