@@ -1,0 +1,172 @@
+"""Console benchmark: prints measured figures (no pass/fail; targets are in issue 7).
+
+1. Keypress to visible reaction while telemetry and a replay update the screen: the real app (Pilot,
+   headless) over the real engine, real sampler at 1 s, a W01-mini replay running in the console; each
+   key switches the screen or a panel and we time until the new screen has been rendered.
+2. The console's own CPU over 60 s, idle on the dashboard with the engine running, at default refresh:
+   `frank` in a real terminal (tmux, 120x36), CPU time of its process from psutil. Beside it, in the same
+   60 s, the telemetry sampler alone (same period) in its own process: the console's floor.
+
+Needs a running engine in FRANK_HOME's state dir (`frank engine start`), or pass --start to start one
+(stopped again at the end). Usage: python benchmarks/bench_console.py [--start] [--idle-s 60] [--keys 40]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SAMPLER_ONLY = """
+import sys, time
+from engine.telemetry.sampler import Sampler, controller_target
+s = Sampler(controller_target(), period_s=1.0).start()
+time.sleep(float(sys.argv[1]))
+s.stop()
+"""
+
+
+async def keypress_latency(keys: int, replay_limit: int) -> dict:
+    from console.app import FrankApp, default_services
+    from console.screens.dashboard import DashboardScreen
+    from console.screens.logs import LogsScreen
+    from console.screens.replays import ReplaysScreen
+    from textual.screen import Screen
+
+    app = FrankApp(default_services(None, 1.0), remember_theme=False)
+    lat: list[float] = []
+    per_screen: dict[str, list[float]] = {}
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if app.engine_status is not None:
+                break
+        if app.engine_state != "ready":
+            raise SystemExit(f"the engine is {app.engine_state}; start it first (or pass --start)")
+        await pilot.press("2")
+        await pilot.pause(1.0)
+        screen = app.screen
+        screen.query_one("#rep-limit").value = str(replay_limit)
+        screen.query_one("#rep-draws").value = "draw-2"
+        screen.query_one("#workloads").focus()
+        await pilot.press("enter")
+        for _ in range(600):
+            await pilot.pause(0.1)
+            if app.replay is not None and app.replay.records:
+                break
+        sequence = [("4", LogsScreen), ("1", DashboardScreen), ("2", ReplaysScreen), ("1", DashboardScreen)]
+        painted: dict[str, float] = {}
+        original = Screen._compositor_refresh
+
+        def timed_refresh(screen: Screen) -> None:   # the moment a screen is written out to the terminal
+            original(screen)
+            if screen is app.screen:
+                painted.setdefault(type(screen).__name__, time.perf_counter())
+
+        Screen._compositor_refresh = timed_refresh  # type: ignore[method-assign]
+        try:
+            for i in range(keys):
+                key, kind = sequence[i % len(sequence)]
+                painted.clear()
+                t0 = time.perf_counter()
+                app.simulate_key(key)         # the key enters the app's queue as the driver would put it
+                while kind.__name__ not in painted and time.perf_counter() - t0 < 10:
+                    await asyncio.sleep(0.001)
+                lat.append(painted.get(kind.__name__, time.perf_counter()) - t0)
+                per_screen.setdefault(kind.__name__, []).append(lat[-1] * 1000)
+                await asyncio.sleep(0.3)      # let telemetry and the replay redraw in between
+        finally:
+            Screen._compositor_refresh = original  # type: ignore[method-assign]
+        replay = app.replay
+        done = len(replay.records) if replay else 0
+        if replay and replay.running:
+            replay.cancel()
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if not replay.running:
+                    break
+    lat_ms = sorted(x * 1000 for x in lat)
+    return {"keys": len(lat_ms), "p50_ms": statistics.median(lat_ms),
+            "p95_ms": lat_ms[int(0.95 * (len(lat_ms) - 1))], "max_ms": lat_ms[-1],
+            "replay_requests_during": done,
+            "per_screen": {k: (statistics.median(v), max(v)) for k, v in per_screen.items()}}
+
+
+def idle_cpu(seconds: float) -> dict:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise SystemExit("tmux is needed for the idle CPU measurement")
+    name = f"frank-bench-{uuid.uuid4().hex[:6]}"
+    frank = Path(sys.executable).parent / "frank"
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("FRANK_HOME", "FRANK_MODELS") if k in os.environ)
+    subprocess.run([tmux, "new-session", "-d", "-s", name, "-x", "120", "-y", "36", f"env {env} {frank}"], check=True)
+    sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 10)], cwd=str(REPO))
+    try:
+        time.sleep(8)   # start-up (imports, first paint) is not idle
+        pane_pid = int(subprocess.run([tmux, "display-message", "-p", "-t", name, "#{pane_pid}"],
+                                      capture_output=True, text=True).stdout.strip())
+        console = psutil.Process(pane_pid)
+        console = next((p for p in [console, *console.children(recursive=True)] if "frank" in " ".join(p.cmdline())), console)
+        samp = psutil.Process(sampler.pid)
+        c0, s0, t0 = sum(console.cpu_times()[:2]), sum(samp.cpu_times()[:2]), time.monotonic()
+        time.sleep(seconds)
+        c1, s1, t1 = sum(console.cpu_times()[:2]), sum(samp.cpu_times()[:2]), time.monotonic()
+        pane = subprocess.run([tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
+        sampler.wait(timeout=30)
+    wall = t1 - t0
+    return {"wall_s": wall, "console_cpu_pct": 100 * (c1 - c0) / wall, "sampler_only_cpu_pct": 100 * (s1 - s0) / wall,
+            "dashboard_showed_ready": "● ready" in pane}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--start", action="store_true", help="start the embedded engine first (stopped at the end)")
+    parser.add_argument("--idle-s", type=float, default=60.0)
+    parser.add_argument("--keys", type=int, default=40)
+    parser.add_argument("--replay-limit", type=int, default=45)
+    parser.add_argument("--skip-keys", action="store_true")
+    parser.add_argument("--skip-idle", action="store_true")
+    args = parser.parse_args()
+    from engine.controller import EngineController
+
+    controller = EngineController()
+    started = False
+    if args.start and controller.status().state != "ready":
+        st = controller.start()
+        started = True
+        print(f"engine ready in {st.ready_s:.1f} s")
+    try:
+        print(f"cores: {psutil.cpu_count()}  load: {os.getloadavg()[0]:.2f}")
+        if not args.skip_keys:
+            r = asyncio.run(keypress_latency(args.keys, args.replay_limit))
+            print(f"keypress -> screen rendered, {r['keys']} keys during a replay ({r['replay_requests_during']} "
+                  f"requests recorded) and 1 s telemetry: p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
+                  f"max {r['max_ms']:.1f} ms (target < 100 ms)")
+            print("  per target screen (p50 / max ms): " + ", ".join(
+                f"{k} {p50:.0f}/{mx:.0f}" for k, (p50, mx) in r["per_screen"].items()))
+        if not args.skip_idle:
+            r = idle_cpu(args.idle_s)
+            print(f"idle on the dashboard, engine running, {r['wall_s']:.0f} s: console {r['console_cpu_pct']:.2f}% "
+                  f"of one core (target < 2%); the telemetry sampler alone {r['sampler_only_cpu_pct']:.2f}%; "
+                  f"dashboard showed ready: {r['dashboard_showed_ready']}")
+    finally:
+        if started:
+            controller.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

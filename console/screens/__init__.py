@@ -1,0 +1,1 @@
+"""The console's screens: Dashboard, Replays, Experiments and Logs (app MODES), help and confirm."""

@@ -1,0 +1,323 @@
+"""Pilot tests of the console's screens and key paths over the real headless layers (engine stopped)."""
+from __future__ import annotations
+
+import dataclasses
+
+from textual.widgets import DataTable, Tabs
+
+from console import config
+from console.screens.confirm import ConfirmDialog
+from console.screens.dashboard import DashboardScreen
+from console.screens.experiments import ExperimentsScreen
+from console.screens.help import HelpScreen
+from console.screens.knobs import KnobScreen
+from console.screens.logs import LogsScreen
+from console.screens.replays import ReplaysScreen
+from console.widgets.cpu_panel import CpuPanel
+from console.widgets.engine_panel import EnginePanel
+from console.widgets.gpu_panel import GpuPanel
+from console.widgets.metrics_panel import MetricsPanel
+
+from tests.console.conftest import READY
+
+
+def messages(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_modes_switch_by_number_keys(make_app):
+    app = make_app(poll=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        for key, kind in (("2", ReplaysScreen), ("3", ExperimentsScreen), ("4", LogsScreen), ("1", DashboardScreen)):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, kind), key
+
+
+async def test_dashboard_adopts_the_controllers_view_of_a_stopped_engine(make_app):
+    app = make_app(poll=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.engine_status is not None:
+                break
+        await pilot.pause(0.1)
+        panel = app.screen.query_one(EnginePanel)
+        assert app.engine_state == "stopped"
+        assert "stopped" in panel.markup_text
+        assert "region_cache" in panel.markup_text and "(live)" in panel.markup_text
+        assert "num_speculative_tokens" in panel.markup_text and "(restart)" in panel.markup_text
+
+
+async def test_dashboard_renders_recorded_telemetry(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.2)
+        app.tick()
+        await pilot.pause(0.1)
+        screen = app.screen
+        gpu_panel = screen.query_one(GpuPanel)
+        gpu = gpu_panel.markup_text
+        assert "RTX PRO 6000" in gpu and "PCIe tx" in gpu and gpu_panel.border_subtitle == "PCIe gen5 x16"
+        cpu = screen.query_one(CpuPanel)
+        assert cpu.border_subtitle == "64 cores" and "exl3-cpu-0" in cpu.markup_text
+        metrics = screen.query_one(MetricsPanel)
+        table = metrics.query_one(DataTable)
+        assert table.row_count == 1          # one request seen so far, keyed by its snapshot
+        assert "verify step" in metrics._markup and "accept len" in metrics._markup
+
+
+async def test_request_rows_are_updated_by_key_not_refilled(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.1)
+        sampler = app.services.sampler
+        for _ in range(10):
+            sampler.advance()
+            app.tick()
+        await pilot.pause(0.1)
+        table = app.screen.query_one(MetricsPanel).query_one(DataTable)
+        keys_before = [k.value for k in table.rows]
+        assert len(keys_before) == 8                       # the newest 8 requests
+        sampler.advance()
+        app.tick()
+        await pilot.pause(0.05)
+        keys_after = [k.value for k in table.rows]
+        assert keys_after[:-1] == keys_before[1:]          # one dropped, one added; the rest kept in place
+
+
+async def test_narrow_terminal_tabs_the_panels(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        screen = app.screen
+        assert screen.has_class("-narrow")
+        assert screen.query_one(Tabs).display
+        assert screen.query_one("#metrics").display and not screen.query_one("#gpu").display
+        await pilot.press("g")
+        await pilot.pause(0.1)
+        assert screen.query_one("#gpu").display and not screen.query_one("#metrics").display
+        await pilot.press("p")
+        await pilot.pause(0.1)
+        assert screen.query_one("#cpu").display and not screen.query_one("#gpu").display
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause(0.2)
+        assert not screen.has_class("-narrow")
+        assert all(screen.query_one(f"#{n}").display for n in ("metrics", "gpu", "cpu", "log"))
+
+
+async def test_help_lists_keys_with_binding_ids(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = "\n".join(str(s.content) for s in app.screen.query("Static"))
+        for binding_id in ("engine.start", "engine.stop", "engine.region_cache", "mode.logs", "app.quit"):
+            assert binding_id in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_stop_asks_first_and_no_keeps_the_engine(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert app.busy == "" and not any("stopped" in m for m in messages(app))
+        await pilot.press("x", "y")          # yes: the real controller stops (nothing runs: returns stopped)
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if any("engine stopped" in m for m in messages(app)):
+                break
+        assert any("engine stopped" in m for m in messages(app))
+
+
+async def test_restart_knob_asks_first_live_knob_does_not(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        assert isinstance(app.screen, KnobScreen)
+        options = app.screen.query_one("OptionList")
+        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
+        target = ids.index("num_speculative_tokens\x002")
+        options.highlighted = target
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        assert "restart" in str(app.screen.body).lower()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_read_only_disables_every_action(make_app):
+    app = make_app(read_only=True, status=READY)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for action in ("engine_start", "engine_stop", "engine_restart", "toggle_region_cache", "knobs",
+                       "replay_launch", "experiment_register", "experiment_run", "quit_stop"):
+            assert app.check_action(action, ()) is None, action
+        await pilot.press("x", "c", "k")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)     # no dialog opened
+        app.set_knob("region_cache", "off")                  # the palette's path
+        await pilot.pause()
+        assert any("read-only" in m for m in messages(app))
+        assert "read-only" in app.sub_title
+
+
+async def test_theme_cycles_and_is_remembered(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        before = app.theme
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.theme != before and app.theme.startswith("frank-")
+        saved, problems = config.load()
+        assert saved.theme == app.theme and problems == []
+
+
+async def test_start_failure_is_a_notification_not_a_traceback(make_app, monkeypatch, tmp_path):
+    # A profile whose python does not exist: the controller refuses with a FrankError naming the field.
+    monkeypatch.setenv("FRANK_ENGINE_PYTHON", str(tmp_path / "no-such-python"))
+    app = make_app(poll=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.engine_status is not None:
+                break
+        await pilot.press("s")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if any("does not exist" in m for m in messages(app)):
+                break
+        assert any("python" in m and "does not exist" in m for m in messages(app))
+        assert app.busy == "" and app.is_running
+
+
+async def test_quit_leaves_the_engine_alone(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert app.busy == ""   # no stop was issued
+
+
+async def test_palette_offers_every_action_and_knob(make_app):
+    from console.commands import ACTIONS, _entries
+
+    app = make_app(status=READY)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        titles = [t for t, _, _ in _entries(app)]
+        for title, _, _ in ACTIONS:
+            assert title in titles
+        assert "Knob: region_cache = on (current)" in titles
+        assert "Knob: num_speculative_tokens = 8" in titles
+        assert "Theme: frank-monochrome" in titles
+        # every app action named in the palette exists
+        for _, _, action in ACTIONS:
+            name = action.split("(")[0]
+            assert hasattr(app, f"action_{name}"), name
+
+
+def test_config_errors_name_the_file_and_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path))
+    path = config.config_path()
+    path.parent.mkdir(parents=True)
+    path.write_text('theme = "purple"\nrefresh_s = 0\n')
+    settings, problems = config.load()
+    assert settings == config.Settings()
+    assert any(str(path) in p and "theme" in p for p in problems)
+    assert any("refresh_s" in p for p in problems)
+    path.write_text("theme = [")
+    _, problems = config.load()
+    assert problems and str(path) in problems[0]
+
+
+def test_theme_choice_flag_env_and_no_color(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path))
+    monkeypatch.delenv("FRANK_THEME", raising=False)
+    settings = config.Settings()
+    assert config.choose_theme("light", settings) == ("frank-light", None)
+    assert config.choose_theme("nope", settings)[1].startswith("--theme")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert config.choose_theme(None, settings)[0] == "frank-monochrome"
+    monkeypatch.setenv("FRANK_THEME", "hc")
+    assert config.choose_theme(None, settings)[0] == "frank-high-contrast"
+    saved = dataclasses.replace(settings, theme="frank-light", keymap={"engine.start": "S"})
+    config.save(saved)
+    assert config.load()[0] == saved
+
+
+async def test_keymap_remaps_a_binding_by_id(make_app, tmp_path):
+    config.save(config.Settings(keymap={"mode.logs": "f4"}))
+    settings, _ = config.load()
+    app = make_app()
+    app.settings = settings
+    app.set_keymap(settings.keymap)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("f4")
+        await pilot.pause()
+        assert isinstance(app.screen, LogsScreen)
+
+
+async def test_wide_terminal_shows_every_panel(make_app):
+    app = make_app(status=READY)
+    async with app.run_test(size=(250, 60)) as pilot:
+        await pilot.pause(0.2)
+        screen = app.screen
+        assert not screen.has_class("-narrow") and not screen.query_one(Tabs).display
+        for name in ("engine", "metrics", "gpu", "cpu", "run", "log"):
+            widget = screen.query_one(f"#{name}")
+            assert widget.display and widget.region.width > 50, name
+
+
+async def test_a_silent_engine_never_freezes_the_screen(make_app):
+    """An engine that accepts connections and never answers (SilentMetricsServer: the real one cannot be
+    made to hang on demand): the sampler's scrape and the status poll block in their threads, keys work."""
+    import socket
+    import threading
+    import time as _time
+
+    from engine.telemetry.sampler import Sampler, static_target
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:   # SilentMetricsServer: accept, read nothing, answer nothing
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    # A scrape hangs for 30 s: a console that waited for it on the event loop would freeze that long.
+    sampler = Sampler(static_target(url), period_s=1.0, gpu=False, scrape_timeout_s=30.0)
+    app = make_app(sampler=sampler, status=dataclasses.replace(READY, url=url))
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause(1.5)              # the first scrape is now stuck
+            for key, kind in (("4", LogsScreen), ("1", DashboardScreen), ("2", ReplaysScreen)):
+                t0 = _time.perf_counter()
+                await pilot.press(key)
+                assert isinstance(app.screen, kind)
+                assert _time.perf_counter() - t0 < 10.0, key   # generous: CI has 2 busy cores
+    finally:
+        stop.set()
+        for conn in held:
+            conn.close()
+        listener.close()

@@ -1,0 +1,117 @@
+"""The experiments screen over the real registry: register from the menu (hash, drawn order and smallest p
+shown before confirming), the live board, and adopting a run whose runner is alive."""
+from __future__ import annotations
+
+from textual.widgets import DataTable
+
+from console.screens.confirm import ConfirmDialog
+from console.screens.experiments import ExperimentsScreen
+from replays.experiments import registry
+from replays.experiments.runner import RunLock
+
+
+async def select_design(pilot, app, name: str) -> None:
+    table = app.screen.query_one("#designs", DataTable)
+    for _ in range(40):
+        await pilot.pause(0.05)
+        if table.row_count:
+            break
+    keys = [k.value for k in table.rows]
+    table.move_cursor(row=[i for i, k in enumerate(keys) if k.endswith(f"{name}.toml")][0])
+
+
+async def test_register_from_the_menu_shows_hash_order_and_smallest_p(make_app):
+    app = make_app(poll=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        assert isinstance(app.screen, ExperimentsScreen)
+        await select_design(pilot, app, "seed-schedule-2")
+        await pilot.press("g")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, ConfirmDialog):
+                break
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmDialog)
+        assert "sha256" in dialog.body and "1/32" in dialog.body and "order" in dialog.body
+        await pilot.press("y")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if app.experiment_state is not None:
+                break
+        runs = registry.list_runs()
+        assert len(runs) == 1 and runs[0]["name"] == "seed-schedule-2"
+        # the order shown before confirming is the order that was frozen
+        frozen = " ".join(f"{s['arm']}(b{s['block']})" for s in runs[0]["order"]["slots"])
+        assert frozen in dialog.body.replace("\n", " ")
+        state = app.experiment_state
+        assert state.run_id == runs[0]["run_id"] and state.status == "registered"
+        app.tick()
+        await pilot.pause(0.1)
+        board = app.screen.query_one("#board", DataTable)
+        assert board.row_count == 5            # five blocks
+        assert "can still be met" in str(app.screen.query_one("#exp-tally").content)
+
+
+async def test_cancelled_registration_registers_nothing(make_app):
+    app = make_app()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("3")
+        await select_design(pilot, app, "seed-region-cache")
+        await pilot.press("g")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, ConfirmDialog):
+                break
+        assert "1/70" in app.screen.body
+        await pilot.press("n")
+        await pilot.pause()
+    assert registry.list_runs() == []
+
+
+async def test_console_adopts_a_running_experiment(make_app):
+    from replays.designs import __path__ as _  # noqa: F401  (designs ship with the package)
+    make_app()  # sets FRANK_HOME
+    from console.screens.experiments import design_files
+
+    path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
+    run = registry.register(path, seed=7)
+    lock = RunLock(run.lock_path).acquire()   # a live runner holds this lock
+    try:
+        app = make_app(poll=True)
+        async with app.run_test(size=(140, 40)) as pilot:
+            for _ in range(80):
+                await pilot.pause(0.05)
+                if app.followed_run is not None:
+                    break
+            assert app.followed_run == run.run_id
+            assert app.experiment_state.status == "running"
+            assert any("following the running experiment" in str(n.message) for n in app._notifications)
+    finally:
+        lock.release()
+
+
+async def test_a_running_experiment_owns_the_engine(make_app):
+    from tests.console.conftest import READY
+
+    make_app()
+    from console.screens.experiments import design_files
+
+    path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
+    run = registry.register(path, seed=3)
+    lock = RunLock(run.lock_path).acquire()
+    try:
+        app = make_app(poll=True)
+        async with app.run_test(size=(140, 40)) as pilot:
+            for _ in range(80):
+                await pilot.pause(0.05)
+                if app.experiment_state is not None:
+                    break
+            app.engine_status = READY
+            await pilot.press("x")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmDialog)
+            assert any("owns the engine" in str(n.message) for n in app._notifications)
+    finally:
+        lock.release()

@@ -1,0 +1,62 @@
+"""Integration tier: the console over the shared real embedded engine (tests/conftest.py `engine`).
+Adopt it, flip the live region cache from the keyboard (and back), launch a short replay from the menu
+and watch its rows arrive by key, then see the request values on the dashboard."""
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable
+
+from console.app import FrankApp, Services
+from console.screens.replays import ReplaysScreen
+from console.widgets.engine_panel import EnginePanel
+from engine.telemetry.sampler import Sampler, controller_target
+
+pytestmark = pytest.mark.engine
+
+
+async def wait(pilot, predicate, timeout_s: float) -> bool:
+    for _ in range(int(timeout_s / 0.1)):
+        if predicate():
+            return True
+        await pilot.pause(0.1)
+    return predicate()
+
+
+async def test_console_drives_the_real_engine(engine):
+    sampler = Sampler(controller_target(engine), period_s=1.0, gpu=False)
+    app = FrankApp(Services(controller=engine, sampler=sampler), remember_theme=False)
+    before = engine.status().knobs.get("region_cache", "off")
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await wait(pilot, lambda: app.engine_state == "ready", 15)       # adopted, not started
+        assert f"pid[/] {engine.status().pid}" in app.screen.query_one(EnginePanel).markup_text
+        try:
+            await pilot.press("c")
+            flipped = "on" if before == "off" else "off"
+            assert await wait(pilot, lambda: engine.status().knobs.get("region_cache") == flipped, 20)
+        finally:
+            await pilot.press("c")
+            assert await wait(pilot, lambda: engine.status().knobs.get("region_cache") == before, 20)
+
+        await pilot.press("2")
+        await pilot.pause(0.5)
+        screen = app.screen
+        assert isinstance(screen, ReplaysScreen)
+        screen.query_one("#rep-draws").value = "draw-1"
+        screen.query_one("#rep-limit").value = "2"
+        screen.query_one("#workloads").focus()
+        await pilot.press("enter")                                              # w01-mini (made on first use)
+        assert await wait(pilot, lambda: app.replay is not None and not app.replay.running, 240)
+        job = app.replay
+        assert job.state == "finished", job.message
+        assert [r["id"] for r in job.records] == ["d1-t1-r01", "d1-t1-r02"] or len(job.records) == 2
+        app.tick()
+        await pilot.pause(0.2)
+        table = screen.query_one("#rep-requests", DataTable)
+        assert table.row_count == 2
+        assert all(r["status"] == "ok" and r["server"]["attributed"] for r in job.records)
+        totals = str(screen.query_one("#rep-totals").content)
+        assert "2/2 ok" in totals and "0 failed" in totals
+        await pilot.press("1")
+        await pilot.pause(0.3)
+        rows = app.screen.query_one("#metrics").query_one(DataTable)
+        assert rows.row_count == 2                                              # the replay's own records
