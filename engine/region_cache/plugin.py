@@ -1,0 +1,119 @@
+"""The `vllm.general_plugins` entry point: hooks the API server's prompt tokenization.
+
+vLLM loads general plugins in every one of its processes (API server, engine core, workers), so
+`register()` does nothing unless this is the process that renders prompts: the top-level process (no
+multiprocessing parent) or one of vLLM's own API server children (`ApiServer_N` / `APIServer_DP...`).
+
+The hook point (vLLM 0.32): `BaseRenderer._tokenize_prompt(prompt, params)` runs `tokenizer(text,
+**params.get_encode_kwargs())` for every text prompt: chat completions (the HF renderer and the DeepSeek
+V4/V4.1 renderers both render the template to a string with tokenize=False in online serving, see
+vllm/renderers/online_renderer.py preprocess_chat), completions and /tokenize alike. It runs on the
+renderer's thread pool. It is bound into `make_async` when a renderer is built, so the class attribute
+is replaced here, at plugin load, before any renderer exists.
+
+Off means vLLM's own method is called with the same arguments. On, a prompt takes the plain path when
+it asks for token offsets, when a tokenizer kwarg is one this hook does not know, when it would be
+truncated, when the tokenizer is refused (see core), or when anything inside the part raises (counted
+as an error; a request never fails because of the cache).
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from typing import Any
+
+logger = logging.getLogger("frank.region_cache")
+
+_KNOWN_ENCODE_KWARGS = {"truncation", "max_length", "add_special_tokens"}
+_installed = False
+
+
+def register() -> None:
+    """Entry point. Cheap and safe anywhere; installs the hook only in the API server process."""
+    if os.environ.get("FRANK_REGION_CACHE_HOOK", "1") == "0" or not _is_api_server_process():
+        return
+    try:
+        install()
+    except Exception:  # a broken hook must never stop the server: it just serves without the cache
+        logger.exception("frank region cache: hook not installed")
+
+
+def _is_api_server_process() -> bool:
+    if multiprocessing.parent_process() is None:
+        return True
+    return multiprocessing.current_process().name.lower().startswith("apiserver")
+
+
+def install() -> None:
+    global _installed
+    if _installed:
+        return
+    from vllm.renderers.base import BaseRenderer
+
+    original = BaseRenderer._tokenize_prompt
+    if getattr(original, "_frank_region_cache", False):
+        _installed = True
+        return
+
+    from engine.region_cache import runtime
+
+    def _tokenize_prompt(self: Any, prompt: Any, params: Any) -> Any:
+        if runtime.enabled():
+            out = _cached_tokens_prompt(self, prompt, params)
+            if out is not None:
+                return out
+        return original(self, prompt, params)
+
+    _tokenize_prompt._frank_region_cache = True  # type: ignore[attr-defined]
+    _tokenize_prompt.__wrapped__ = original  # type: ignore[attr-defined]
+    BaseRenderer._tokenize_prompt = _tokenize_prompt
+    _register_metrics()
+    _installed = True
+    logger.info("frank region cache: hooked BaseRenderer._tokenize_prompt (enabled=%s)", runtime.enabled())
+
+
+def _cached_tokens_prompt(renderer: Any, prompt: Any, params: Any) -> Any | None:
+    from engine.region_cache import runtime
+
+    try:
+        cache = runtime.cache()
+        text = prompt.get("prompt")
+        if not isinstance(text, str):
+            cache.count_fallback("not_text")
+            return None
+        if renderer._wants_offsets(prompt, params):
+            cache.count_fallback("offsets")
+            return None
+        kwargs = params.get_encode_kwargs()
+        if set(kwargs) - _KNOWN_ENCODE_KWARGS:
+            cache.count_fallback("encode_kwargs")
+            return None
+        encoder = runtime.encoder_for(renderer.get_tokenizer())
+        if encoder is None:
+            cache.count_fallback("not_fast_tokenizer")
+            return None
+        ids = encoder.encode(text, bool(kwargs.get("add_special_tokens", True)))
+        if ids is None:
+            return None
+        max_length = kwargs.get("max_length")
+        if kwargs.get("truncation") and max_length is not None and len(ids) > max_length:
+            cache.count_fallback("truncation")  # the tokenizer would cut it: let it, exactly
+            return None
+        return renderer._build_tokens_prompt(ids, prompt)
+    except Exception:
+        runtime.cache().count(errors=1)
+        logger.exception("frank region cache: error, falling back to plain tokenization")
+        return None
+
+
+def _register_metrics() -> None:
+    """Export the stats as frank:region_cache_* series on the API server's /metrics (default registry)."""
+    try:
+        from prometheus_client import REGISTRY
+
+        from engine.region_cache.metrics import RegionCacheCollector
+
+        REGISTRY.register(RegionCacheCollector())
+    except Exception:
+        logger.exception("frank region cache: /metrics series not registered")
