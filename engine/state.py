@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.paths import private_dir, write_private
+from engine.paths import append_private_line, private_dir, write_private
 
 LOGS_KEPT = 5
 
@@ -82,11 +82,7 @@ class StateFiles:
             path.unlink(missing_ok=True)
 
     def append_knob_change(self, change: dict[str, Any]) -> None:
-        fd = os.open(self.knob_changes, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a") as handle:
-            handle.write(json.dumps({"at": time.time(), **change}, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_private_line(self.knob_changes, json.dumps({"at": time.time(), **change}, sort_keys=True))
 
     def rotate_logs(self) -> Path:
         """Shift engine.log -> engine.log.1 -> ... (LOGS_KEPT kept) and return the fresh log path."""

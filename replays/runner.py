@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import re
 import secrets
 import threading
@@ -139,11 +138,7 @@ def resolve_run_dir(run: str | Path) -> Path:
 
 
 def _append(path: Path, record: Mapping[str, Any]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "ab") as fh:
-        fh.write((json.dumps(record, separators=(",", ":"), default=str) + "\n").encode())
-        fh.flush()
-        os.fsync(fh.fileno())
+    paths.append_private_line(path, json.dumps(record, separators=(",", ":"), default=str))
 
 
 RESTART = "__restart__"  # a marker line: records before it belong to an abandoned pass over the draw
