@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from textual import work
@@ -31,6 +29,7 @@ from textual.worker import Worker, WorkerState
 import themes
 from console import config
 from console.commands import FrankCommands
+from console.log_follow import LogFollower
 from console.screens.confirm import ConfirmDialog
 from console.screens.help import HelpScreen
 from engine.errors import FrankError
@@ -61,8 +60,9 @@ def default_services(profile: str | None, refresh_s: float) -> Services:
 
 
 SCREENS = Binding.Group("screens", compact=True)
-HEALTH_EVERY_S = 10.0
-POLL_LINE = re.compile(r'"GET /(metrics|health) HTTP')
+HEALTH_EVERY_S = 60.0   # once ready, the controller says ready whatever /health answers (see poll_engine)
+STEADY_POLLS = 5          # while the engine is steady, poll its status every 5 refreshes
+CONTROLLER_STATES = ("stopped", "starting", "ready", "crashed")
 
 
 class FrankApp(App):
@@ -120,10 +120,12 @@ class FrankApp(App):
         self.experiment_report: dict[str, Any] | None = None
         self._last_request_obj: Any = None
         self._drawn_seq: Any = None
+        self._sampler_state: str | None = None
         self._status_timer = None
         self._adopt_checked = False
         self._last_health = -1e9
         self._knobs_cache: tuple[str, float, dict[str, Any]] | None = None
+        self._log_follower = LogFollower(self.settings.log_tail_lines)
         self.startup_notes: list[str] = []
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
@@ -154,6 +156,13 @@ class FrankApp(App):
         if snap is not None:
             self.snapshot = snap
             self._note_request(snap)
+            # The sampler reads the controller's state every refresh: a change it sees polls status at once
+            # (the status poll itself is slow while steady).
+            seen = getattr(getattr(snap, "engine", None), "state", None)
+            if seen != self._sampler_state:
+                if self._sampler_state is not None and seen in CONTROLLER_STATES and seen != self.engine_state:
+                    self.refresh_status_now()
+                self._sampler_state = seen
         key = (getattr(snap, "seq", None), self.engine_status, len(self.log_tail) and self.log_tail[-1], self.busy,
                getattr(self.experiment_state, "events", None), getattr(self.experiment_state, "status", None),
                getattr(self.replay, "version", None))
@@ -179,8 +188,8 @@ class FrankApp(App):
     @work(thread=True, exclusive=True, group="status", exit_on_error=False)
     def poll_engine(self) -> None:
         controller = self.services.controller
-        # /health every 10 s (and while starting): a 1 Hz health poll would flood the engine's access log;
-        # the state files and the sampler's /metrics scrape tell the rest.
+        # /health while starting (it decides "ready") and otherwise rarely: each check is a new HTTP client
+        # and an access-log line, and the sampler's 1 Hz /metrics scrape already shows an unreachable engine.
         now = time.monotonic()
         check = now - self._last_health >= HEALTH_EVERY_S or self.engine_state not in ("ready", "stopped")
         status = controller.status(check_health=check)
@@ -191,12 +200,9 @@ class FrankApp(App):
         self.call_from_thread(self._set_status, status, tail, experiment)
 
     def _tail(self, status: Any) -> list[str]:
-        """The log's last lines, reading only its last 16 KiB (this runs every second)."""
-        from engine.state import tail_lines
+        """The log's last lines; each poll reads only what was appended since the last one."""
         path = getattr(status, "log_path", None) or str(self.services.controller.log_path())
-        lines = tail_lines(Path(path), self.settings.log_tail_lines * 6, max_bytes=32768)
-        # Our own 1 Hz /metrics and /health polls would fill the tail; the Logs screen shows everything.
-        return [ln for ln in lines if not POLL_LINE.search(ln)][-self.settings.log_tail_lines:]
+        return self._log_follower.lines(path)
 
     def _read_experiment(self) -> tuple[Any, Any, Any] | None:
         """(state, rule, report) of the followed run; on the first poll adopt a run whose runner is alive."""
@@ -242,11 +248,9 @@ class FrankApp(App):
                     self.notify(f"following the running experiment {state.run_id}", timeout=6)
                 self.followed_run = state.run_id
                 self.experiment_state, self.experiment_rule, self.experiment_report = state, rule, report
-        if changed:          # a state change shows at once; everything else on the next 1 Hz tick
-            self._update_title()
-            self.tick()
         self._update_title()
-        self.tick()
+        if changed:
+            self.tick()       # a state change shows at once; the rest on the next refresh tick
 
     def _update_title(self) -> None:
         status = self.engine_status
@@ -255,11 +259,12 @@ class FrankApp(App):
                 " · read-only" if self.read_only else "")
 
     def _rearm_status(self) -> None:
-        """Poll at the refresh rate while something changes; every 2 refreshes while steady (the sampler's
-        snapshots carry the engine's state in between)."""
+        """Poll at the refresh rate while something changes; every STEADY_POLLS refreshes while steady (the
+        sampler's snapshots carry the engine's state in between, and a change they show polls at once)."""
         if self.poll_status and self.is_running:
-            steady = self.engine_state in ("ready", "stopped") and not self.busy
-            self._status_timer = self.set_timer(self.settings.refresh_s * (2 if steady else 1), self.poll_engine)
+            steady = self.engine_state in ("ready", "stopped") and not self.busy and self.services.sampler is not None
+            self._status_timer = self.set_timer(self.settings.refresh_s * (STEADY_POLLS if steady else 1),
+                                                self.poll_engine)
 
     def refresh_status_now(self) -> None:
         if self._status_timer is not None:

@@ -12,8 +12,9 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from console.widgets.footer import FrankFooter
 from console.screens.base import NARROW_WIDTH, SHORT_HEIGHT, FrankScreen
-from textual.widgets import Footer, Header, Tab, Tabs
+from textual.widgets import Header, Tab, Tabs
 
 from console.widgets.cpu_panel import CpuPanel, CpuView
 from console.widgets.engine_panel import EnginePanel
@@ -47,7 +48,7 @@ class DashboardScreen(FrankScreen):
             yield CpuPanel(id="cpu", classes="tabbed")
             yield RunProgress(id="run")
             yield LogTail(id="log", classes="tabbed")
-        yield Footer(show_command_palette=False)
+        yield FrankFooter()
 
     def on_mount(self) -> None:
         self._layout(self.size.width, self.size.height)
@@ -90,7 +91,8 @@ class DashboardScreen(FrankScreen):
                                          next_profile=app.profile_for_start())
         snap = app.snapshot
         history = app.services.sampler.history(SPARK_POINTS * snap.period_s) if snap is not None else []
-        self.query_one(MetricsPanel).show(metrics_view(snap, history, request_rows(app)))
+        self.query_one(MetricsPanel).show(metrics_view(snap, history, request_rows(app)),
+                                          table=self.size.height >= SHORT_HEIGHT)
         gpus, gpu_error = gpu_views(snap, history)
         self.query_one(GpuPanel).show(gpus, gpu_error)
         self.query_one(CpuPanel).show(cpu_view(snap, history))

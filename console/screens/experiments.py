@@ -18,8 +18,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
+from console.widgets.footer import FrankFooter
 from console.screens.base import FrankScreen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from engine import paths
 
@@ -73,7 +74,7 @@ class ExperimentsScreen(FrankScreen):
                 yield Static("", id="exp-head")
                 yield DataTable(id="board", cursor_type="none")
                 yield Static("", id="exp-tally")
-        yield Footer(show_command_palette=False)
+        yield FrankFooter()
 
     def on_mount(self) -> None:
         designs = self.query_one("#designs", DataTable)

@@ -8,8 +8,9 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from console.widgets.footer import FrankFooter
 from console.screens.base import FrankScreen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from console.widgets.log_view import LogIndex, LogView
 
@@ -35,7 +36,7 @@ class LogsScreen(FrankScreen):
         yield Static("", id="log-status")
         yield LogView(id="logview")
         yield Input(placeholder="search (regex, case-insensitive) — enter finds, escape closes", id="log-search")
-        yield Footer(show_command_palette=False)
+        yield FrankFooter()
 
     def on_mount(self) -> None:
         self.query_one("#log-search", Input).display = False

@@ -18,9 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
-from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
+from textual.widgets import DataTable, Header, Input, Label, ProgressBar, Select, Static
 
+from console.widgets.footer import FrankFooter
 from console.screens.base import FrankScreen
+from console.widgets.base import update_text
 from console.widgets.fmt import secs
 from engine import paths
 
@@ -85,7 +87,7 @@ class ReplayJob:
         now = f"draw {p.draw} ({p.draw_index}/{draws})" if p is not None and p.draw else ""
         fe = sum(t.front_end_s for t in self.totals.values())
         totals = f"{now}  front-end {secs(fe)}  failed {sum(t.failed for t in self.totals.values())}"
-        if self.state not in ("running", "starting") and self.message:
+        if self.state not in ("running", "starting") and self.message and self.message != self.state:
             totals = self.message
         return (f"replay {self.title}", done, total, totals.strip(), self.state)
 
@@ -166,7 +168,7 @@ class ReplaysScreen(FrankScreen):
                 yield VerticalScroll(id="rep-bars")
                 yield DataTable(id="rep-requests", cursor_type="none")
                 yield Static("", id="rep-totals")
-        yield Footer(show_command_palette=False)
+        yield FrankFooter()
 
     def on_mount(self) -> None:
         w = self.query_one("#workloads", DataTable)
@@ -238,8 +240,9 @@ class ReplaysScreen(FrankScreen):
         rid = r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value
         summary = next((s for s in list_runs() if s["run_id"] == rid), None)
         if summary is not None:
-            self.query_one("#rep-head", Static).update(f"[bold]run {escape(rid)}[/]  [$frank-idle]{escape(summary.get('run_dir', ''))}[/]")
-            self.query_one("#rep-totals", Static).update(summary_text(summary))
+            update_text(self.query_one("#rep-head", Static),
+                        f"[bold]run {escape(rid)}[/]  [$frank-idle]{escape(summary.get('run_dir', ''))}[/]")
+            update_text(self.query_one("#rep-totals", Static), summary_text(summary))
 
     # -- the live job ----------------------------------------------------------------------------
     def refresh_view(self) -> None:
@@ -255,7 +258,7 @@ class ReplaysScreen(FrankScreen):
         head = f"[{style}]● {escape(job.state)}[/] [bold]{escape(job.title)}[/]"
         if job.message and job.message != job.state:
             head += f"\n[$frank-idle]{escape(job.message)}[/]"
-        self.query_one("#rep-head", Static).update(head)
+        update_text(self.query_one("#rep-head", Static), head)
         bars = self.query_one("#rep-bars", VerticalScroll)
         for draw, (done, total) in job.draws.items():
             bar = self._bars.get(draw)
@@ -280,7 +283,7 @@ class ReplaysScreen(FrankScreen):
             else:
                 table.add_row(*cells.values(), key=key)
                 table.move_cursor(row=table.row_count - 1)
-        self.query_one("#rep-totals", Static).update(totals_text(job))
+        update_text(self.query_one("#rep-totals", Static), totals_text(job))
         if not job.running:
             self.action_reload()
 

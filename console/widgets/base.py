@@ -27,6 +27,21 @@ class Panel(Static):
         self.update(markup, layout=layout)
         return True
 
+    def set_subtitle(self, text: str) -> None:
+        """Setting a border title repaints the widget even when the text is the same: skip that."""
+        if getattr(self, "_subtitle", None) != text:
+            self._subtitle = text
+            self.border_subtitle = text
+
     @property
     def markup_text(self) -> str:
         return self._markup
+
+
+def update_text(widget: Static, markup: str) -> None:
+    """Static.update without a screen layout pass when the text keeps its line count (and skip no-ops)."""
+    old = getattr(widget, "_frank_markup", None)
+    if markup == old:
+        return
+    widget._frank_markup = markup  # type: ignore[attr-defined]
+    widget.update(markup, layout=old is None or old.count("\n") != markup.count("\n"))

@@ -33,27 +33,35 @@ def heat_style(percent: float) -> str:
     return "$frank-bad"
 
 
+MAX_CELL = 5      # columns per core when there is room (a 2-core box gets 5-column cells, not 2 dots)
+
+
 def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
     """Rows of one cell per core, as even as the width allows (64 cores at 58 columns: 2 rows of 32).
-    A cell's height and colour both show the load, so it reads without colour too."""
+    A cell's height and colour both show the load, so it reads without colour too. With room to spare the
+    cells widen (up to MAX_CELL columns, one blank between them) and a row of per-core percentages sits
+    under them, so a few cores read as clearly as many."""
     width = max(8, width)
     n = len(per_core)
-    rows_needed = max(1, -(-n // width))
-    per_row = -(-n // rows_needed) if n else width
+    if n == 0:
+        return []
+    gap = 1 if 2 * n - 1 <= width else 0
+    cell = max(1, min(MAX_CELL, (width + gap) // n - gap))
+    per_row = n if n * (cell + gap) - gap <= width else max(1, (width + gap) // (cell + gap))
+    rows_needed = -(-n // per_row)
+    per_row = -(-n // rows_needed)                 # even rows: 128 cores at 58 columns -> 3 rows of 43
     rows: list[str] = []
     for start in range(0, n, per_row):
-        parts: list[str] = []
-        style, run = "", ""
-        for value in per_core[start:start + per_row]:
-            s = heat_style(value)
-            if s != style and run:
-                parts.append(f"[{style}]{run}[/]")
-                run = ""
-            style = s
-            run += BLOCKS[min(len(BLOCKS) - 1, int(max(0.0, min(100.0, value)) / 100 * len(BLOCKS)))]
-        if run:
-            parts.append(f"[{style}]{run}[/]")
-        rows.append("".join(parts))
+        chunk = per_core[start:start + per_row]
+        cells = []
+        for value in chunk:
+            v = max(0.0, min(100.0, value))
+            block = BLOCKS[min(len(BLOCKS) - 1, int(v / 100 * len(BLOCKS)))]
+            cells.append(f"[{heat_style(v)}]{block * cell}[/]")
+        rows.append((" " * gap).join(cells))
+        if cell >= 4:                              # few cores: their numbers fit under the cells
+            rows.append("[$frank-idle]" + (" " * gap).join(f"{max(0.0, min(100.0, v)):.0f}%".rjust(cell)
+                                                           for v in chunk) + "[/]")
     return rows
 
 
@@ -67,15 +75,21 @@ class CpuPanel(Panel):
             return
         width = (self.content_size.width or 60)
         n = len(cpu.per_core)
-        self.border_subtitle = f"{n} cores"
+        self.set_subtitle(f"{n} cores")
         lines = heat_strip(cpu.per_core, width)
         lines.append(f"[$frank-idle]all[/] {pct(cpu.total):>4} "
                      f"[$frank-spark]{spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)}[/]")
         eng = (f"[$frank-idle]engine[/] {pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  "
                f"rss {nbytes(cpu.engine_rss)}") if cpu.engine_cpu is not None else "[$frank-idle]engine not running[/]"
         lines.append(eng)
-        if cpu.busiest:
-            busy = "  ".join(f"{escape(str(name))[:14]} {p:.0f}%" for name, p in cpu.busiest[:4])
-            lines.append(f"[$frank-idle]busiest[/] {busy}")
+        # Always this line (a dash when there is none) and cut to the width: a line that comes and goes,
+        # or wraps, changes the panel's height and re-lays out the whole screen.
+        busy, room = [], width - len("busiest ")
+        for name, p in cpu.busiest[:4]:
+            item = f"{str(name)[:14]} {p:.0f}%"
+            if len(item) + 2 * len(busy) + sum(map(len, busy)) > room:
+                break
+            busy.append(item)
+        lines.append(f"[$frank-idle]busiest[/] {escape('  '.join(busy)) or '–'}")
         lines.append(f"[$frank-idle]ram[/] {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}")
         self.set_markup("\n".join(lines))

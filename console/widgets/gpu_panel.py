@@ -62,5 +62,5 @@ class GpuPanel(Panel):
             lines.append(f"  [$frank-idle]{'PCIe rx':<{LABEL - 2}}[/]{rate(g.pcie_rx):>{VALUE - 1}} "
                          f"[$frank-spark]{spark(g.rx_hist, width, 0, peak)}[/]")
         links = {g.link for g in gpus if g.link}
-        self.border_subtitle = f"PCIe {links.pop()}" if len(links) == 1 else ""
+        self.set_subtitle(f"PCIe {links.pop()}" if len(links) == 1 else "")
         self.set_markup("\n".join(lines))

@@ -16,11 +16,14 @@ class LogTail(Panel):
 
     def show(self, lines: list[str], path: str | None = None) -> None:
         if path:
-            self.border_subtitle = path
+            self.set_subtitle(path)
         if not lines:
             self.set_markup("[$frank-idle](the log is empty)[/]")
             return
         width = max(10, self.content_size.width or 120)
+        height = self.content_size.height
+        if height > 0:                  # a tail shows the newest lines that fit, not the oldest
+            lines = lines[-height:]
         self.set_markup("\n".join(_style(escape(line[:width])) for line in lines))
 
 

@@ -44,6 +44,15 @@ COLUMNS = (("ttft", "TTFT"), ("queue", "queue"), ("prefill", "prefill"), ("front
 MAX_ROWS = 8
 
 
+def _latest(value: float | None, history: tuple[float | None, ...], fmt) -> str:
+    """The value right-aligned in 9 columns; with none this second (no verify step ran), the history's last
+    one, dimmed, so the number never disagrees with the sparkline beside it."""
+    if value is not None:
+        return f"{fmt(value):>9}"
+    last = next((v for v in reversed(history) if v is not None), None)
+    return f"{fmt(None):>9}" if last is None else f"[$frank-idle]{fmt(last):>9}[/]"
+
+
 class MetricsPanel(Vertical):
     DEFAULT_CSS = """
     MetricsPanel { border: round $frank-border; border-title-color: $frank-idle; padding: 0 1; height: auto; }
@@ -69,7 +78,10 @@ class MetricsPanel(Vertical):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
 
-    def show(self, view: MetricsView) -> None:
+    # Sparklines start at the series' floor (0 s, an acceptance length of 1), not at their minimum: a steady
+    # 4.36 then 4.40 must not read as an empty bar then a full one.
+    def show(self, view: MetricsView, table: bool = True) -> None:
+        """`table`: show the last requests (a short terminal has no room for them: the Replays screen has)."""
         width = max(8, (self.content_size.width or 60) - 30)
         if view.state != "ok":
             reason = {"stopped": "engine not running", "unreachable": "engine unreachable",
@@ -77,10 +89,10 @@ class MetricsPanel(Vertical):
             markup = f"[$frank-idle]{escape(reason)}[/]" + (f" [$frank-idle]({escape(view.error)})[/]" if view.error else "")
         else:
             markup = "\n".join([
-                f"[$frank-idle]verify step[/] {secs(view.verify_step):>9} "
-                f"[$frank-spark]{spark(view.verify_hist, width)}[/]",
-                f"[$frank-idle]accept len [/] {num(view.acceptance, 2):>9} "
-                f"[$frank-spark]{spark(view.accept_hist, width)}[/]",
+                f"[$frank-idle]verify step[/] {_latest(view.verify_step, view.verify_hist, secs)} "
+                f"[$frank-spark]{spark(view.verify_hist, width, 0)}[/]",
+                f"[$frank-idle]accept len [/] {_latest(view.acceptance, view.accept_hist, lambda v: num(v, 2))} "
+                f"[$frank-spark]{spark(view.accept_hist, width, 1)}[/]",
                 f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
                 f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
                 f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "
@@ -91,9 +103,9 @@ class MetricsPanel(Vertical):
             layout = markup.count("\n") != self._markup.count("\n") or not self._markup
             self._markup = markup
             self.query_one("#metrics-text", Static).update(markup, layout=layout)
-        self._apply_rows(view.requests[-MAX_ROWS:])
+        self._apply_rows(view.requests[-MAX_ROWS:], table)
 
-    def _apply_rows(self, rows: tuple[RequestRow, ...]) -> None:
+    def _apply_rows(self, rows: tuple[RequestRow, ...], visible: bool = True) -> None:
         """Add new rows and drop old ones by key; existing rows are updated cell by cell."""
         table = self.query_one(DataTable)
         keys = [r.key for r in rows]
@@ -109,5 +121,8 @@ class MetricsPanel(Vertical):
                         table.update_cell(row.key, col, value)
             else:
                 table.add_row(row.key, *cells.values(), key=row.key)
+        if keys != self._row_keys and keys:
+            table.call_after_refresh(table.scroll_end, animate=False)   # a short table shows the newest rows
         self._row_keys = keys
-        table.display = bool(keys)
+        if table.display != (bool(keys) and visible):
+            table.display = bool(keys) and visible

@@ -6,6 +6,8 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import ProgressBar, Static
 
+from console.widgets.base import update_text
+
 
 class RunProgress(Vertical):
     DEFAULT_CSS = """
@@ -37,14 +39,14 @@ class RunProgress(Vertical):
         bar = self.query_one(ProgressBar)
         label = self.query_one("#run-label", Static)
         if title is None:
-            label.update("[$frank-idle]no replay or experiment running[/]")
+            update_text(label, "[$frank-idle]no replay or experiment running[/]")
             bar.display = False
             self.query_one("#run-totals", Static).display = False
             return
         style = {"running": "$frank-ok", "failed": "$frank-bad", "done": "$frank-idle"}.get(state, "$frank-warn")
-        label.update(f"[{style}]{escape(state)}[/] {escape(title)}  [$frank-idle]{done}/{total if total else '?'}[/]")
+        update_text(label, f"[{style}]{escape(state)}[/] {escape(title)}  [$frank-idle]{done}/{total if total else '?'}[/]")
         bar.display = True
         bar.update(total=total, progress=done)
         totals_widget = self.query_one("#run-totals", Static)
-        totals_widget.update(escape(totals))
+        update_text(totals_widget, escape(totals))
         totals_widget.display = bool(totals)

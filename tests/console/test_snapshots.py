@@ -10,7 +10,9 @@ import pytest
 
 from tests.console.conftest import READY
 
-LOG = str(Path(__file__).parent / "data" / "engine.log")
+LOG_DATA = Path(__file__).parent / "data" / "engine.log"
+# The logs screen shows the log's path: copy it to a fixed path so a clone anywhere renders the same.
+FIXED_LOG = Path("/tmp/frank-snapshot/engine.log")
 STATUS = dataclasses.replace(READY, log_path="/var/lib/frank/state/logs/engine.log")
 
 
@@ -75,7 +77,9 @@ def test_logs_80x24(snap_compare, make_app):
         await pilot.pause(0.5)
         await pilot.press("g")
         await pilot.pause(0.2)
-    app = make_app(status=dataclasses.replace(STATUS, log_path=LOG))
+    FIXED_LOG.parent.mkdir(exist_ok=True)
+    FIXED_LOG.write_bytes(LOG_DATA.read_bytes())
+    app = make_app(status=dataclasses.replace(STATUS, log_path=str(FIXED_LOG)))
     assert snap_compare(app, terminal_size=(80, 24), run_before=go)
 
 
