@@ -83,6 +83,7 @@ class EngineController:
     def __init__(self, state_dir: Path | None = None, health_timeout_s: float = 2.0) -> None:
         self.files = StateFiles(state_dir or paths.state_dir())
         self.health_timeout_s = health_timeout_s
+        self._http: httpx.Client | None = None   # reused by status(): a console polls it
 
     # -- reading state ---------------------------------------------------------------------------
     @property
@@ -305,8 +306,10 @@ class EngineController:
         return bool(_group_members(pgid))
 
     def _healthy(self, url: str) -> bool:
+        if self._http is None:
+            self._http = httpx.Client(timeout=self.health_timeout_s)
         try:
-            return httpx.get(url + "/health", timeout=self.health_timeout_s).status_code == 200
+            return self._http.get(url + "/health").status_code == 200
         except httpx.HTTPError:
             return False
 

@@ -53,6 +53,7 @@ def test_frankenstein_exact_command_line_and_environment():
         "--gpu-memory-utilization", "0.94",
         "--tokenizer-mode", "deepseek_v41",
         "--middleware", "engine.region_cache.control.ControlMiddleware",
+        "--disable-access-log-for-endpoints", "/metrics,/health",
     ]
     assert spec.env == {
         "CUDA_VISIBLE_DEVICES": "0,1",
