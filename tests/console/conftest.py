@@ -37,3 +37,12 @@ def make_app(tmp_path, monkeypatch):
             app.log_tail = list(LOG_TAIL if log_tail is None else log_tail)
         return app
     return factory
+
+
+async def wait_until(pilot, predicate, timeout_s: float = 2.0, step_s: float = 0.05) -> bool:
+    """Let the app run until `predicate()` holds or `timeout_s` passes; returns the predicate's last value."""
+    for _ in range(max(1, round(timeout_s / step_s))):
+        await pilot.pause(step_s)
+        if predicate():
+            return True
+    return bool(predicate())

@@ -18,7 +18,7 @@ from console.widgets.engine_panel import EnginePanel
 from console.widgets.gpu_panel import GpuPanel
 from console.widgets.metrics_panel import MetricsPanel
 
-from tests.console.conftest import READY
+from tests.console.conftest import READY, wait_until
 
 
 def messages(app) -> list[str]:
@@ -39,10 +39,7 @@ async def test_modes_switch_by_number_keys(make_app):
 async def test_dashboard_adopts_the_controllers_view_of_a_stopped_engine(make_app):
     app = make_app(poll=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if app.engine_status is not None:
-                break
+        await wait_until(pilot, lambda: app.engine_status is not None)
         await pilot.pause(0.1)
         panel = app.screen.query_one(EnginePanel)
         assert app.engine_state == "stopped"
@@ -132,10 +129,7 @@ async def test_stop_asks_first_and_no_keeps_the_engine(make_app):
         assert isinstance(app.screen, DashboardScreen)
         assert app.busy == "" and not any("stopped" in m for m in messages(app))
         await pilot.press("x", "y")          # yes: the real controller stops (nothing runs: returns stopped)
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if any("engine stopped" in m for m in messages(app)):
-                break
+        await wait_until(pilot, lambda: any("engine stopped" in m for m in messages(app)))
         assert any("engine stopped" in m for m in messages(app))
 
 
@@ -189,10 +183,7 @@ async def test_start_failure_is_a_notification_not_a_traceback(make_app, monkeyp
     monkeypatch.setenv("FRANK_ENGINE_PYTHON", str(tmp_path / "no-such-python"))
     app = make_app(poll=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if app.engine_status is not None:
-                break
+        await wait_until(pilot, lambda: app.engine_status is not None)
         await pilot.press("s")
         for _ in range(60):
             await pilot.pause(0.05)

@@ -8,14 +8,12 @@ from console.screens.confirm import ConfirmDialog
 from console.screens.experiments import ExperimentsScreen
 from replays.experiments import registry
 from replays.experiments.runner import RunLock
+from tests.console.conftest import wait_until
 
 
 async def select_design(pilot, app, name: str) -> None:
     table = app.screen.query_one("#designs", DataTable)
-    for _ in range(40):
-        await pilot.pause(0.05)
-        if table.row_count:
-            break
+    await wait_until(pilot, lambda: table.row_count)
     keys = [k.value for k in table.rows]
     table.move_cursor(row=[i for i, k in enumerate(keys) if k.endswith(f"{name}.toml")][0])
 
@@ -81,10 +79,7 @@ async def test_console_adopts_a_running_experiment(make_app):
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:
-            for _ in range(80):
-                await pilot.pause(0.05)
-                if app.followed_run is not None:
-                    break
+            await wait_until(pilot, lambda: app.followed_run is not None, timeout_s=4.0)
             assert app.followed_run == run.run_id
             assert app.experiment_state.status == "running"
             assert any("following the running experiment" in str(n.message) for n in app._notifications)
@@ -104,10 +99,7 @@ async def test_a_running_experiment_owns_the_engine(make_app):
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:
-            for _ in range(80):
-                await pilot.pause(0.05)
-                if app.experiment_state is not None:
-                    break
+            await wait_until(pilot, lambda: app.experiment_state is not None, timeout_s=4.0)
             app.engine_status = READY
             await pilot.press("x")
             await pilot.pause()
