@@ -20,6 +20,11 @@ def _g(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamil
     return GaugeMetricFamily(PREFIX + name, doc, labels=labels or [])
 
 
+def _single(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    """A gauge without labels holding one value."""
+    return GaugeMetricFamily(PREFIX + name, doc, value=value)
+
+
 class SnapshotCollector(Collector):
     def __init__(self, latest: Callable[[], Snapshot | None]) -> None:
         self.latest = latest
@@ -36,9 +41,7 @@ class SnapshotCollector(Collector):
                             ("metrics", snap.cost_metrics_s)):
             cost.add_metric([part], value)
         yield cost
-        age = _g("sample_timestamp_seconds", "Unix time of the last telemetry sample")
-        age.add_metric([], snap.wall_time)
-        yield age
+        yield _single("sample_timestamp_seconds", "Unix time of the last telemetry sample", snap.wall_time)
 
     @staticmethod
     def _cpu(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
@@ -55,21 +58,14 @@ class SnapshotCollector(Collector):
         eng = cpu.engine
         if eng is not None:
             if eng.cpu_percent is not None:
-                g = _g("engine_cpu_percent", "CPU use of the engine's process tree, percent of one core")
-                g.add_metric([], eng.cpu_percent)
-                yield g
-            g = _g("engine_threads", "Threads in the engine's process tree")
-            g.add_metric([], eng.num_threads)
-            yield g
-            g = _g("engine_rss_bytes", "Resident memory of the engine's process tree")
-            g.add_metric([], eng.rss_bytes)
-            yield g
+                yield _single("engine_cpu_percent", "CPU use of the engine's process tree, percent of one core",
+                              eng.cpu_percent)
+            yield _single("engine_threads", "Threads in the engine's process tree", eng.num_threads)
+            yield _single("engine_rss_bytes", "Resident memory of the engine's process tree", eng.rss_bytes)
 
     @staticmethod
     def _gpus(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
-        up = _g("gpu_telemetry_up", "1 if NVML answers, 0 without GPU telemetry")
-        up.add_metric([], 0.0 if snap.gpu.error else 1.0)
-        yield up
+        yield _single("gpu_telemetry_up", "1 if NVML answers, 0 without GPU telemetry", 0.0 if snap.gpu.error else 1.0)
         fields: list[tuple[str, str, Callable[[Any], Any]]] = [
             ("gpu_utilization_percent", "GPU utilization", lambda g: g.util_gpu),
             ("gpu_memory_utilization_percent", "Memory controller utilization", lambda g: g.util_mem),
@@ -115,9 +111,7 @@ class SnapshotCollector(Collector):
             ("engine_mean_acceptance_length", "Mean speculative acceptance length", rates.mean_acceptance_length),
         ):
             if value is not None:
-                g = _g(name, doc)
-                g.add_metric([], float(value))
-                yield g
+                yield _single(name, doc, float(value))
 
 
 def is_loopback(host: str) -> bool:
