@@ -62,6 +62,7 @@ class Progress:
                                    # never started, else None
     detail: str = ""               # one line for humans (current draw, error, ...)
     parts: dict[str, tuple[int, int]] = field(default_factory=dict)   # e.g. draw -> (done, planned)
+    extra: dict[str, Any] = field(default_factory=dict)              # the kind's own figures (per-draw totals)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class JobStatus:
     detail: str = ""
     parts: dict[str, tuple[int, int]] = field(default_factory=dict)
     log: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -249,7 +251,7 @@ def status_of(k: JobKind, run_dir: Path) -> JobStatus:
     log = run_dir / LOG_FILE
     return JobStatus(run_id=run_dir.name, kind=k.name, state=state, done=progress.done, planned=planned,
                      pid=pid if pid and pid > 0 else None, run_dir=str(run_dir), detail=progress.detail,
-                     parts=dict(progress.parts), log=str(log) if log.exists() else "")
+                     parts=dict(progress.parts), log=str(log) if log.exists() else "", extra=progress.extra)
 
 
 def status(run: str) -> JobStatus:

@@ -56,6 +56,18 @@ class Run:
         return paths.private_dir(self.folder / "cells" / f"slot{slot + 1:02d}-attempt{attempt}")
 
 
+BUILTIN_DESIGNS = Path(__file__).resolve().parents[1] / "designs"
+
+
+def design_files() -> list[Path]:
+    """Built-in designs, then the user's (config dir designs/)."""
+    found = sorted(BUILTIN_DESIGNS.glob("*.toml"))
+    user = paths.config_dir() / "designs"
+    if user.is_dir():
+        found += sorted(user.glob("*.toml"))
+    return found
+
+
 def experiments_dir() -> Path:
     return paths.private_dir(paths.runs_dir() / "experiments")
 
