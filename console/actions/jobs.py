@@ -41,6 +41,12 @@ class JobActions(_Base):
         if self.engine_state != "ready":
             self.notify("the engine is not ready: start it first (s)", severity="warning")
             return
+        busy = next((j for j in self.running_jobs if j.kind == "replay"), None)
+        if busy is not None or (self.job is not None and self.job.running and self.job.status.kind == "replay"):
+            run_id = busy.run_id if busy is not None else self.job.run_id
+            self.notify(f"replay {run_id} is running (one request at a time on the engine): cancel it first (C)",
+                        severity="warning")
+            return
         name = screen.selected_workload()
         if name is None:
             self.notify("no workload selected", severity="warning")

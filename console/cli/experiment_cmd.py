@@ -1,7 +1,7 @@
 """`frank experiment register|run|status|report|analyze|list`: registered experiments from the shell.
 
 `run` works in the foreground, or with `--detach` as its own session (stdin from /dev/null, output to the
-run folder's runner.log), which is how the console launches it: an SSH drop then touches nothing, and
+run folder's job.log, through replays.jobs), which is how the console launches it: an SSH drop then touches nothing, and
 `status --follow` (or the console) follows the journal. The runner ignores SIGHUP either way.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     run = esub.add_parser("run", help="execute (or resume) a registered run in its frozen order")
     run.add_argument("run_id")
-    run.add_argument("--detach", action="store_true", help="run as its own session; output to the run folder's runner.log")
+    run.add_argument("--detach", action="store_true", help="run as a job in its own session; output to the run folder's job.log")
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=cmd_run)
 
