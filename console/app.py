@@ -169,7 +169,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         self.redraw()
 
     def redraw(self) -> None:
-        screen = self.screen
+        screen = self.active_screen()
         if hasattr(screen, "refresh_view"):
             with self.batch_update():
                 screen.refresh_view()
@@ -214,8 +214,13 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
 
     def forward(self, message: Any) -> None:
         """Pass a worker's message on to the active screen when it reacts to that kind of message."""
-        if hasattr(self.screen, f"on_{message.handler_name.removeprefix('on_')}"):
-            self.screen.post_message(message)
+        screen = self.active_screen()
+        if screen is not None and hasattr(screen, message.handler_name):
+            screen.post_message(message)
+
+    def active_screen(self) -> Any:
+        """The screen on top, or None while there is none (starting up, shutting down)."""
+        return self.screen_stack[-1] if self.screen_stack else None
 
     def _update_title(self) -> None:
         status = self.engine_status

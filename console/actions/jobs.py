@@ -87,8 +87,9 @@ class JobActions(_Base):
         self.job = FollowedJob(run_id)
         self._follower = None
         from console.screens.replays import ReplaysScreen
-        if isinstance(self.screen, ReplaysScreen):
-            self.screen.reset_job_view()
+        screen = self.active_screen()
+        if isinstance(screen, ReplaysScreen):
+            screen.reset_job_view()
         self.refresh_jobs_now()
 
     def refresh_jobs_now(self) -> None:
