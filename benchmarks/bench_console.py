@@ -113,22 +113,11 @@ def _tmux_session(tmux: str, socket: str, command: str) -> tuple[str, psutil.Pro
     return name, psutil.Process(pid)
 
 
-def _cpu(proc: psutil.Process) -> float:
-    """CPU seconds (user + sys) of a process and its children (`env` execs, so usually just the one)."""
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
 def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None = None) -> dict:
     tmux = shutil.which("tmux")
     if tmux is None:
         raise SystemExit("tmux is needed for the idle CPU measurement")
+    from benchmarks.bench_telemetry import cpu_seconds
     from engine.controller import EngineController
 
     socket = f"frank-bench-{uuid.uuid4().hex[:6]}"    # a private server: sessions get exactly this env
@@ -146,9 +135,9 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
         time.sleep(10)   # start-up (imports, first paint) is not idle
         procs = {label: proc for label, (_, proc) in sessions.items()}
         procs["telemetry sampler alone"] = psutil.Process(sampler.pid)
-        c0, t0 = {k: _cpu(p) for k, p in procs.items()}, time.monotonic()
+        c0, t0 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
         time.sleep(seconds)
-        c1, t1 = {k: _cpu(p) for k, p in procs.items()}, time.monotonic()
+        c1, t1 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
         panes = {label: subprocess.run([tmux, "-L", socket, "capture-pane", "-p", "-t", name],
                                        capture_output=True, text=True).stdout for label, (name, _) in sessions.items()}
     finally:

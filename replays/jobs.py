@@ -60,6 +60,8 @@ class Progress:
     planned: int | None = None
     ended: str | None = None       # finished | cancelled | failed when the run ended cleanly, pending when it
                                    # never started, else None
+    ended_at: float | None = None  # when the end was recorded (time.time()); an end older than the latest
+                                   # process start belongs to an earlier attempt (None: trust it)
     detail: str = ""               # one line for humans (current draw, error, ...)
     parts: dict[str, tuple[int, int]] = field(default_factory=dict)   # e.g. draw -> (done, planned)
     extra: dict[str, Any] = field(default_factory=dict)              # the kind's own figures (per-draw totals)
@@ -239,12 +241,13 @@ def status_of(k: JobKind, run_dir: Path) -> JobStatus:
     job = read_job_file(run_dir)
     pid = holder if holder is not None else _launched_and_alive(job)
     progress = k.progress(run_dir)
+    started = float(job.get("launched_at") or 0.0)     # the latest process's start (each one rewrites it)
     if pid is not None:
         state = "running"
-    elif progress.ended in (*ENDED, "pending"):
-        state = progress.ended
     elif job.get("ended") in ENDED and job.get("pid") == job.get("ended_pid"):
-        state = job["ended"]    # the process recorded its end (e.g. it failed before the kind's files said so)
+        state = job["ended"]    # the latest process recorded its end (it failed before the kind's files said so)
+    elif progress.ended in (*ENDED, "pending") and (progress.ended_at is None or progress.ended_at >= started):
+        state = progress.ended
     else:
         state = "interrupted"   # the process is gone and the run's files record no clean end
     planned = progress.planned if progress.planned is not None else job.get("planned")

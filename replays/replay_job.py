@@ -38,7 +38,8 @@ def progress(run_dir: Path) -> jobs.Progress:
     if summary.get("error"):
         detail += f"; {summary['error']}"
     return jobs.Progress(done=sum(d for d, _ in parts.values()), planned=sum(p for _, p in parts.values()),
-                         ended=ENDED.get(str(summary.get("state"))), detail=detail, parts=parts,
+                         ended=ENDED.get(str(summary.get("state"))), ended_at=summary.get("updated_at"),
+                         detail=detail, parts=parts,
                          extra={"draws": summary.get("draws") or {}, "mode": summary.get("mode"),
                                 "workload": (summary.get("workload") or {}).get("name"), "error": summary.get("error")})
 

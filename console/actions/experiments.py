@@ -159,21 +159,8 @@ class ExperimentActions(_Base):
         if state is None or not state.runner_pid:
             self.notify("no runner is running for the followed experiment", severity="warning")
             return
-        run_id = state.run_id
-
-        def stop() -> None:
-            from replays import jobs
-            try:
-                jobs.cancel(run_id)     # SIGTERM: the runner records the cell as interrupted
-                self.notify(f"asked the runner of {run_id} to stop; `r` resumes it later")
-            except FrankError as exc:
-                self.notify(str(exc), severity="warning")
-        self.confirm("Stop the experiment runner?", "The cell in flight is recorded as interrupted and redone "
-                     "from its engine start on resume, as the design's failure rule says.", stop, "Stop run")
-
-
-def running_experiment() -> str | None:
-    """The id of a registered run whose runner is alive (the console adopts it at start)."""
-    from replays import jobs
-
-    return next((j.run_id for j in jobs.list_jobs(running_only=True) if j.kind == "experiment"), None)
+        # SIGTERM: the runner records the cell in flight as interrupted
+        self.cancel_job(state.run_id, "Stop the experiment runner?",
+                        "The cell in flight is recorded as interrupted and redone from its engine start on resume, "
+                        "as the design's failure rule says.", "Stop run",
+                        f"asked the runner of {state.run_id} to stop; `r` resumes it later")

@@ -150,15 +150,19 @@ class JobActions(_Base):
         if job is None or not job.running:
             self.notify("no job is running", severity="warning")
             return
-        run_id = job.run_id
+        self.cancel_job(job.run_id, "Cancel the job?",
+                        f"{job.run_id} stops after the request in flight; every finished request is kept and the "
+                        "run can be resumed (frank replay --resume).", "Cancel job",
+                        f"asked {job.run_id} to stop; resume it with `frank replay --resume {job.run_id}`")
 
+    def cancel_job(self, run_id: str, title: str, body: str, yes: str, asked: str) -> None:
+        """Ask first; then SIGTERM the job (replays.jobs.cancel): it stops cleanly and can be resumed."""
         def cancel() -> None:
             from replays import jobs
             try:
                 jobs.cancel(run_id)
-                self.notify(f"asked {run_id} to stop; resume it with `frank replay --resume {run_id}`")
+                self.notify(asked)
             except FrankError as exc:
                 self.notify(str(exc), severity="warning")
             self.refresh_jobs_now()
-        self.confirm("Cancel the job?", f"{run_id} stops after the request in flight; every finished request is "
-                     "kept and the run can be resumed (frank replay --resume).", cancel, "Cancel job")
+        self.confirm(title, body, cancel, yes)

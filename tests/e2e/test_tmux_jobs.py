@@ -2,67 +2,25 @@
 console. Kill the tmux session mid-draw (the console gets SIGHUP), start a new console in a new session: it
 shows the replay still running and follows it to 135 of 135 requests ok, none recorded twice. Then cancel a
 replay from the console (it asks first) and `frank replay --resume RUN` completes it with nothing lost.
-
-tmux sessions inherit the tmux *server's* environment, so the test runs its own server on a private socket
-(`-L`) and passes FRANK_HOME, FRANK_MODELS and PYTHONPATH to the console explicitly."""
+Each test runs its own tmux server (tests/e2e/tmux.py)."""
 from __future__ import annotations
 
 import collections
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import psutil
 import pytest
 
 from replays import jobs
+from tests.e2e.tmux import TMUX, Console, kill_server, new_socket
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
 REPO = Path(__file__).resolve().parents[2]
-FRANK = Path(sys.executable).parent / "frank"
-TMUX = shutil.which("tmux")
-
-
-class Console:
-    """`frank` in its own tmux session on a private tmux server."""
-
-    def __init__(self, socket: str, width: int = 140, height: int = 40) -> None:
-        self.socket = socket
-        self.name = f"frank-jobs-{uuid.uuid4().hex[:8]}"
-        env = {k: os.environ[k] for k in ("FRANK_HOME", "FRANK_MODELS", "PYTHONPATH") if os.environ.get(k)}
-        cmd = "env " + " ".join(f"{k}={v}" for k, v in env.items()) + f" {FRANK}"
-        self.tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), cmd)
-        self.pid = int(self.tmux("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
-
-    def tmux(self, *args: str) -> str:
-        return subprocess.run([TMUX, "-L", self.socket, *args], check=True, capture_output=True, text=True).stdout
-
-    def text(self) -> str:
-        return subprocess.run([TMUX, "-L", self.socket, "capture-pane", "-p", "-t", self.name],
-                              capture_output=True, text=True).stdout
-
-    def keys(self, *keys: str) -> None:
-        for key in keys:
-            self.tmux("send-keys", "-t", self.name, key)
-            time.sleep(0.15)
-
-    def wait_for(self, needle: str, timeout_s: float) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            text = self.text()
-            if needle in text:
-                return text
-            time.sleep(0.3)
-        raise AssertionError(f"{needle!r} did not appear within {timeout_s:.0f} s; pane:\n{self.text()}")
-
-    def kill(self) -> None:
-        subprocess.run([TMUX, "-L", self.socket, "kill-session", "-t", self.name], capture_output=True)
 
 
 def running_replay(timeout_s: float, done_at_least: int = 1) -> jobs.JobStatus:
@@ -96,14 +54,14 @@ def records(run_dir: str) -> collections.Counter:
 
 @pytest.fixture
 def tmux_socket():
-    socket = f"frank-test-{uuid.uuid4().hex[:8]}"
+    socket = new_socket()
     yield socket
-    subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)
+    kill_server(socket)
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_socket):
-    first = Console(tmux_socket)
+    first = Console(tmux_socket, width=140, height=40)
     try:
         first.wait_for("● ready", 60)                       # adopts the shared engine
         first.keys("2")
@@ -111,12 +69,12 @@ def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_
         first.keys("Enter")                                 # launch W01 mini, every draw: 3 × 45 requests
         job = running_replay(120, done_at_least=3)          # in the middle of draw-1
         console_proc = psutil.Process(first.pid)
-        first.kill()                                        # the terminal goes away: SIGHUP
+        first.close()                                        # the terminal goes away: SIGHUP
         psutil.wait_procs([console_proc], timeout=10)
         assert not console_proc.is_running()
         assert jobs.status(job.run_id).state == "running"    # the replay did not notice
 
-        second = Console(tmux_socket)
+        second = Console(tmux_socket, width=140, height=40)
         try:
             second.wait_for("● ready", 60)
             second.keys("2")
@@ -126,9 +84,9 @@ def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_
             text = second.wait_for("● finished", 300)
             assert "draw-3 45/45 ok" in text and "0 failed" in text, text
         finally:
-            second.kill()
+            second.close()
     finally:
-        first.kill()
+        first.close()
     final = jobs.status(job.run_id)
     assert (final.state, final.done, final.planned) == ("finished", 135, 135), final
     seen = records(final.run_dir)
@@ -138,7 +96,7 @@ def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
-    console = Console(tmux_socket)
+    console = Console(tmux_socket, width=140, height=40)
     try:
         console.wait_for("● ready", 60)
         console.keys("2")
@@ -157,7 +115,7 @@ def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
         kept = records(st.run_dir)
         assert 2 <= len(kept) < 45
     finally:
-        console.kill()
+        console.close()
     result = subprocess.run([sys.executable, "-m", "console.cli", "replay", "--resume", job.run_id, "--quiet",
                              "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
