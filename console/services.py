@@ -36,6 +36,7 @@ class FollowedJob:
     run_id: str
     status: JobStatus | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
+    received: int = 0           # records received so far (a screen draws only the ones it has not drawn)
     version: int = 0
 
     def update(self, status: JobStatus, records: list[dict[str, Any]]) -> None:
@@ -43,6 +44,7 @@ class FollowedJob:
         self.status = status
         if records:
             self.records = [*self.records, *records][-REQUEST_ROWS:]
+            self.received += len(records)
         if changed:
             self.version += 1
 

@@ -269,12 +269,12 @@ def run_dirs(k: JobKind) -> list[Path]:
     return sorted((d for d in root.iterdir() if d.is_dir() and k.is_run(d)), key=lambda d: d.name, reverse=True)
 
 
-def list_jobs(running_only: bool = False, pending: bool = False) -> list[JobStatus]:
+def list_jobs(running_only: bool = False, pending: bool = False, of: tuple[str, ...] | None = None) -> list[JobStatus]:
     """Every run of every kind, newest first (with `running_only`, only the runs whose lock is held or
     whose launched process is alive: a lock check per run, the run's files read only for those; `pending`
-    adds the runs that were never started, such as a registered experiment)."""
+    adds the runs that were never started, such as a registered experiment; `of`: only these kinds)."""
     out = []
-    for k in kinds():
+    for k in (kinds() if of is None else [kind(name) for name in of]):
         for run_dir in run_dirs(k):
             if running_only and lock_holder(run_dir / k.lock_name) is None \
                     and _launched_and_alive(read_job_file(run_dir)) is None:

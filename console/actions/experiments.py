@@ -164,3 +164,10 @@ class ExperimentActions(_Base):
                         "The cell in flight is recorded as interrupted and redone from its engine start on resume, "
                         "as the design's failure rule says.", "Stop run",
                         f"asked the runner of {state.run_id} to stop; `r` resumes it later")
+
+
+def running_experiment() -> str | None:
+    """The id of a registered run whose runner is alive (the console adopts it at start)."""
+    from replays import jobs
+
+    return next((j.run_id for j in jobs.list_jobs(running_only=True, of=("experiment",))), None)

@@ -85,11 +85,7 @@ class JobActions(_Base):
         if self.job is not None and self.job.run_id == run_id:
             return
         self.job = FollowedJob(run_id)
-        self._follower = None
-        from console.screens.replays import ReplaysScreen
-        screen = self.active_screen()
-        if isinstance(screen, ReplaysScreen):
-            screen.reset_job_view()
+        self._follower = None      # (the replays screen starts its view afresh when it sees another run id)
         self.refresh_jobs_now()
 
     def refresh_jobs_now(self) -> None:

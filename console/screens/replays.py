@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Header, Input, Label, ProgressBar, Select
 
 from console.messages import JobProgressed, JobsListed
 from console.screens.base import FrankScreen
-from console.services import REQUEST_ROWS, FollowedJob
+from console.services import FollowedJob
 from console.widgets.base import update_text
 from console.widgets.fmt import secs
 from console.widgets.footer import FrankFooter
@@ -95,6 +95,8 @@ class ReplaysScreen(FrankScreen):
             q.add_column(label, key=key)
         self._bars: dict[str, ProgressBar] = {}
         self._job_seen: Any = None
+        self._rows_drawn = 0                       # the followed job's records already in the table
+        self._job_run: str | None = None
         self._running_seen: set[str] | None = None
         self.action_reload()
         w.focus()
@@ -174,6 +176,9 @@ class ReplaysScreen(FrankScreen):
         job = self.frank.job
         if job is None or job.status is None:
             return
+        if job.run_id != self._job_run:      # another job is followed now: start its view afresh
+            self.reset_job_view()
+            self._job_run = job.run_id
         key = (job.run_id, job.version)
         if key == self._job_seen:
             return
@@ -194,7 +199,9 @@ class ReplaysScreen(FrankScreen):
                 bars.mount(Horizontal(Label(f"{draw} ", classes="bar-label"), bar, classes="bar-row"))
             bar.update(total=total, progress=done)
         table = self.query_one("#rep-requests", DataTable)
-        for rec in job.records[-REQUEST_ROWS:]:
+        fresh = min(len(job.records), job.received - self._rows_drawn)
+        self._rows_drawn = job.received
+        for rec in job.records[len(job.records) - fresh:]:     # only the records not drawn yet
             if "draw" not in rec or "status" not in rec:
                 continue    # not a request record (another kind's journal line)
             key = f"{rec.get('draw')}/{rec.get('id')}"
@@ -217,6 +224,7 @@ class ReplaysScreen(FrankScreen):
         self.query_one("#rep-bars", VerticalScroll).remove_children()
         self._bars = {}
         self._job_seen = None
+        self._rows_drawn = 0
 
 
 def job_title(st: JobStatus) -> str:
