@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import httpx
 
-from engine import paths
+from engine import measures, paths
 from engine.errors import FrankError
 from engine.metrics import afetch_metrics, afetch_settled, request_delta
 from replays.workload import Workload, WorkloadRequest, load_workload
@@ -75,11 +75,10 @@ class DrawTotals:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     front_end_s: float = 0.0
-    verify_steps: float = 0.0               # speculative drafts verified (spec_decode_num_drafts)
-    decode_steps: float = 0.0               # engine steps after the first token (inter-token latency count)
-    verify_step_s: float | None = None      # decode time / engine steps over the draw (with speculative
-                                            # decoding each step is one verify step, drafted or not)
-    acceptance_length: float | None = None  # 1 + accepted / drafts over the draw
+    verify_steps: float = 0.0               # drafted steps (spec_decode_num_drafts)
+    decode_steps: float = 0.0               # verify steps, drafted or not (inter-token latency count)
+    verify_step_s: float | None = None      # engine.measures.records_time_per_verify_step over the draw
+    acceptance_length: float | None = None  # engine.measures.acceptance_length over the draw
     client_ttft_s: float = 0.0
     client_total_s: float = 0.0
     prompt_tokens: int = 0
@@ -179,7 +178,8 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
                           "decode_steps", "client_ttft_s", "client_total_s", "cold_front_end_s"), 0.0)
     counts = dict.fromkeys(("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens",
                             "cold_requests"), 0)
-    step_decode, steps, drafts, accepted = 0.0, 0.0, 0.0, 0.0
+    drafts, accepted = 0.0, 0.0
+    servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
     for rid in planned:
         rec = latest.get(rid)
@@ -210,18 +210,12 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
         sums["verify_steps"] += server.get("verify_steps") or 0.0
         drafts += server.get("verify_steps") or 0.0
         accepted += server.get("accepted_tokens") or 0.0
-        n = server.get("decode_steps")
-        n = server.get("verify_steps") if n is None else n
-        if n:
-            sums["decode_steps"] += n
-            step_decode += server.get("decode_s") or 0.0
-            steps += n
+        sums["decode_steps"] += server.get("decode_steps") or 0.0
+        servers.append(server)
     t.update(sums)
     t.update(counts)
-    if steps:
-        t["verify_step_s"] = step_decode / steps
-    if drafts:
-        t["acceptance_length"] = 1.0 + accepted / drafts
+    t["verify_step_s"] = measures.records_time_per_verify_step(servers)
+    t["acceptance_length"] = measures.acceptance_length(accepted, drafts)
     if hashes and len(hashes) == len(planned) and all(hashes):
         t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
     return DrawTotals(**t)

@@ -12,6 +12,7 @@ import pytest
 
 from console.cli import main
 from engine.metrics import E2E, fetch_metrics
+from replays.experiments.cell import measures_from_records
 from replays.runner import ReplayOptions, read_records, resume_replay, start_replay
 from replays.w01 import make_w01
 from replays.workload import load_workload
@@ -93,6 +94,9 @@ def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
         assert r["server"]["decode_s"] > 0 and r["server"]["decode_steps"] >= 1
     d = summary["draws"]["draw-3"]
     assert d["verify_step_s"] == pytest.approx(d["decode_s"] / d["decode_steps"])
+    # the experiment cell reads the same records and reports the same time per verify step
+    cell = measures_from_records({"draw-3": records}, warmup=0)
+    assert cell["time_per_verify_step"] == d["verify_step_s"]
 
 
 def _dead_url() -> str:
