@@ -15,7 +15,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Collection, Mapping
+from typing import Any, Collection, Mapping
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -378,6 +378,82 @@ def request_delta(before: MetricsSample, after: MetricsSample) -> RequestDelta:
         generation_tokens=gen if gen is not None else _counter_delta(before, after, GENERATION_TOKENS),
         cached_tokens=_counter_delta(before, after, PREFIX_HITS),
     )
+
+
+# Where a per-request value came from (a replay record's server["sources"]).
+SOURCE_DELTA = "metrics-delta"        # /metrics deltas around the request (request_delta)
+SOURCE_RESPONSE = "response"          # the response's own `metrics` (--enable-per-request-metrics)
+SOURCE_DERIVED = "response-derived"   # computed from response values (decode steps: see response_values)
+SOURCE_CLIENT = "client+response"     # the client's TTFT with the response's queue and prefill
+
+
+def response_values(metrics: Mapping[str, Any] | None, completion_tokens: int | None,
+                    prompt_tokens: int | None, client_ttft_s: float | None,
+                    reason: str = "") -> tuple[RequestDelta, dict[str, str]] | None:
+    """A request's server values from the `metrics` object vLLM 0.32 puts in its response (the usage chunk
+    when streamed) with --enable-per-request-metrics [--per-request-spec-decode-metrics summary]
+    (vllm/entrypoints/generate/base/serving.py build_per_request_timing_metrics), and the source of each.
+
+    vLLM's `time_to_first_token_ms` there is SCHEDULED -> first token, i.e. the prefill time of the
+    /metrics histograms, not a TTFT from arrival; `generation_time_ms` is the decode time; `mean_itl_ms`
+    is per output token. The response has no decode-step count: it is derived as output tokens - 1 -
+    accepted draft tokens (each step gives 1 + accepted tokens), which undercounts when the last step's
+    accepted tokens were cut at a stop or max_tokens. Front-end time uses the client's TTFT (network and
+    client included). None when the response carried no timings."""
+    if not metrics or metrics.get("generation_time_ms") is None:
+        return None
+
+    def sec(key: str) -> float | None:
+        v = metrics.get(key)
+        return None if v is None else float(v) / 1000.0
+
+    queue, prefill, decode = sec("queue_time_ms"), sec("time_to_first_token_ms"), sec("generation_time_ms")
+    spec = metrics.get("speculative_decoding") or {}
+    drafts = spec.get("num_spec_steps")
+    accepted = spec.get("num_accepted_draft_tokens")
+    hist = spec.get("acceptance_histogram") or []
+    per_pos = [float(sum(hist[i + 1:])) for i in range(len(hist) - 1)] if hist else None
+    steps = None
+    if completion_tokens is not None and (accepted is not None or not spec):
+        steps = float(max(completion_tokens - 1 - (accepted or 0), 0))
+    sources = {"queue_s": SOURCE_RESPONSE, "prefill_s": SOURCE_RESPONSE, "decode_s": SOURCE_RESPONSE,
+               "inference_s": SOURCE_DERIVED, "generation_tokens": SOURCE_RESPONSE,
+               "prompt_tokens": SOURCE_RESPONSE}
+    if spec:
+        sources.update(verify_steps=SOURCE_RESPONSE, draft_tokens=SOURCE_RESPONSE,
+                       accepted_tokens=SOURCE_RESPONSE, acceptance_length=SOURCE_DERIVED,
+                       acceptance_per_position=SOURCE_DERIVED)
+    if steps is not None:
+        sources.update(decode_steps=SOURCE_DERIVED, verify_step_s=SOURCE_DERIVED)
+    if client_ttft_s is not None:
+        sources.update(ttft_s=SOURCE_CLIENT, front_end_s=SOURCE_CLIENT)
+    values = RequestDelta(
+        attributed=True,
+        reason=f"from the response's own metrics ({reason})" if reason else "from the response's own metrics",
+        ttft_s=client_ttft_s,
+        queue_s=queue,
+        prefill_s=prefill,
+        decode_s=decode,
+        inference_s=None if prefill is None or decode is None else prefill + decode,
+        front_end_s=measures.front_end_s(client_ttft_s, queue, prefill),
+        verify_steps=None if drafts is None else float(drafts),
+        verify_step_s=measures.time_per_verify_step(decode, steps),
+        draft_tokens=None if spec.get("num_draft_tokens") is None else float(spec["num_draft_tokens"]),
+        accepted_tokens=None if accepted is None else float(accepted),
+        acceptance_length=measures.acceptance_length(accepted, drafts),
+        acceptance_per_position=measures.per_position_acceptance(per_pos, drafts),
+        decode_steps=steps,
+        prompt_tokens=None if prompt_tokens is None else float(prompt_tokens),
+        generation_tokens=None if completion_tokens is None else float(completion_tokens),
+    )
+    return values, sources
+
+
+def delta_sources(delta: RequestDelta) -> dict[str, str]:
+    """Every value an attributed delta has came from /metrics."""
+    skip = ("attributed", "reason")
+    return {k: SOURCE_DELTA for k, v in delta.__dict__.items() if k not in skip and v is not None} \
+        if delta.attributed else {}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Each draw gets a fresh `cache_salt` (vLLM's prompt-cache namespace). Mode `engine` asks for one output token
 (the seed's front-end test); mode `full` sends the recorded parameters, streamed. Around every request the
 runner scrapes `/metrics` and keeps the request's own server values (engine.metrics.request_delta: a delta
-that cannot be attributed to exactly one request is marked, never guessed) next to client timings taken
+that cannot be attributed to exactly one request is marked, never guessed; then the response's own timings
+are used when the engine returns them, engine.metrics.response_values, and server["sources"] says where
+each value came from) next to client timings taken
 with async httpx: send, first byte, first token, end. The prompt token IDs come back in the same response
 (`return_token_ids`) and are kept as a count and a sha256, so two engine starts can be compared.
 
@@ -30,7 +32,7 @@ import httpx
 
 from engine import measures, paths
 from engine.errors import FrankError
-from engine.metrics import afetch_metrics, afetch_settled, request_delta
+from engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
 from replays.workload import Workload, WorkloadRequest, load_workload
 
 MODES = ("engine", "full")
@@ -243,6 +245,7 @@ class _Response:
     finish_reason: str | None = None
     error: str | None = None
     chunks: int = 0
+    metrics: dict[str, Any] | None = None   # the response's own timings (--enable-per-request-metrics)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -449,6 +452,8 @@ class ReplayRunner:
     def _on_payload(payload: Mapping[str, Any], out: _Response) -> None:
         if payload.get("prompt_token_ids") is not None and out.prompt_ids is None:
             out.prompt_ids = list(payload["prompt_token_ids"])
+        if payload.get("metrics"):
+            out.metrics = payload["metrics"]
         usage = payload.get("usage")
         if usage:
             out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
@@ -494,10 +499,16 @@ class ReplayRunner:
             if resp.status >= 500 or resp.status == 0:
                 alive = await self._healthy(client)
         delta = request_delta(before, after)
+        server, sources = asdict(delta), delta_sources(delta)
+        fallback = None if delta.attributed or not ok else response_values(
+            resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}")
+        if fallback is not None:   # more than one request finished between the scrapes: the response's own
+            server, sources = asdict(fallback[0]), fallback[1]
+        server["sources"] = sources
         record.update(
             status="ok" if ok else "failed", error=resp.error, http_status=resp.status,
             client={"ttfb_s": resp.ttfb_s, "ttft_s": resp.ttft_s, "total_s": resp.total_s, "chunks": resp.chunks},
-            server=asdict(delta),
+            server=server, response_metrics=resp.metrics,
             prompt_tokens=resp.prompt_tokens if resp.prompt_tokens is not None else
             (len(resp.prompt_ids) if resp.prompt_ids is not None else None),
             prompt_ids_count=len(resp.prompt_ids) if resp.prompt_ids is not None else None,

@@ -232,3 +232,21 @@ def test_settled_fetch_waits_for_the_request_to_show_up(faulty):
     with httpx.Client(timeout=2) as c:
         after = m.fetch_settled(c, faulty.url, before, api_key="sekrit", timeout_s=3)
     assert m.request_delta(before, after).attributed
+
+
+def test_response_values_from_a_real_response_and_their_sources():
+    rec = json.loads(text("response_metrics.json"))
+    values, sources = m.response_values(rec["metrics"], rec["completion_tokens"], rec["prompt_tokens"], 1.3)
+    spec = rec["metrics"]["speculative_decoding"]
+    assert values.attributed and values.decode_s == pytest.approx(0.09488602499999388)
+    assert values.prefill_s == pytest.approx(1.19434148900001)  # vLLM's "time_to_first_token_ms": scheduled -> 1st
+    assert values.front_end_s == pytest.approx(1.3 - values.queue_s - values.prefill_s)
+    assert values.acceptance_length == pytest.approx(spec["mean_acceptance_length"])
+    assert values.decode_steps == 24 - 1 - 17 and values.verify_step_s == pytest.approx(values.decode_s / 6)
+    # accepted at position i = steps that accepted more than i: histogram [0, 2, 0, 1, 3] over 6 drafts
+    assert values.acceptance_per_position == pytest.approx((6 / 6, 4 / 6, 4 / 6, 3 / 6))
+    assert sources["decode_s"] == m.SOURCE_RESPONSE and sources["decode_steps"] == m.SOURCE_DERIVED
+    assert sources["front_end_s"] == m.SOURCE_CLIENT
+    assert m.response_values(None, 3, 3, 0.1) is None
+    d = m.request_delta(sample("before.txt"), sample("after.txt"))
+    assert set(m.delta_sources(d).values()) == {m.SOURCE_DELTA} and "decode_s" in m.delta_sources(d)
