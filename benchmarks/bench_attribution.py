@@ -29,6 +29,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bench_engine import engine_url  # noqa: E402
 from engine.metrics import fetch_metrics, fetch_settled, request_delta, response_values  # noqa: E402
 from replays.runner import ReplayOptions, read_records, start_replay  # noqa: E402
 from replays.w01 import _text  # noqa: E402
@@ -111,18 +112,7 @@ def main() -> int:
     ap.add_argument("--concurrent", type=int, default=4)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    controller, url = None, args.url
-    if url is None:
-        from engine.controller import EngineController
-
-        controller = EngineController()
-        st = controller.status()
-        if st.state == "ready":
-            url, controller = st.url, None
-        else:
-            print("starting the embedded engine ...", file=sys.stderr)
-            url = controller.start("embedded-cpu").url
-    try:
+    with engine_url(args.url) as url:
         model = httpx.get(url + "/v1/models", timeout=10).json()["data"][0]["id"]
         with tempfile.TemporaryDirectory() as tmp:
             records = sequential(url, args.n, Path(tmp))
@@ -130,9 +120,6 @@ def main() -> int:
                                   "sources": sorted({s for r in records for s in
                                                      ((r.get("server") or {}).get("sources") or {}).values()})}
         result["concurrent"] = asyncio.run(concurrent(url, model, args.concurrent))
-    finally:
-        if controller is not None:
-            controller.stop()
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
