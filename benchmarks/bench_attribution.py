@@ -130,6 +130,8 @@ def main() -> int:
               f"{_fmt(field, r['worst'], r['unit']):>16}")
     print("  (ttft_s and front_end_s: the response has no TTFT from arrival; the client's TTFT stands in, so their"
           " difference is the client path)")
+    print("  (decode_steps from a response is output tokens - 1 - accepted: too low when the last step's accepted"
+          " tokens were cut at max_tokens or a stop; verify_step_s follows it)")
     c = result["concurrent"]
     print(f"{c['requests']} concurrent requests: deltas attributed: {c['delta_attributed']} ({c['delta_reason']}); "
           f"responses with their own metrics: {c['responses_with_own_metrics']} of {c['requests']}")
