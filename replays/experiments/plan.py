@@ -224,7 +224,10 @@ def format_plan(p: Plan) -> str:
     """One line for people: the power, then what 80% and 95% need."""
     def need(n: int | None) -> str:
         return f"{n} {p.size_unit}" if n is not None else "not within the search"
+    from replays.experiments.exact import fraction
+
     test = "sign test" if p.test == "sign" else "permutation test"
+    level = fraction(p.level, 2 ** p.size) if p.test == "sign" else f"{p.level:g}"
     return (f"power {p.power:.2f} to confirm a true {p.effect_pct:g}% effect with {p.size} {p.size_unit} "
-            f"({test} at p <= {p.level:.4g}; spread {p.spread_pct:.3g}%, {p.spread_source}); "
+            f"({test} at p <= {level}; spread {p.spread_pct:.3g}%, {p.spread_source}); "
             f"80%: {need(p.blocks_for_80)}, 95%: {need(p.blocks_for_95)}")
