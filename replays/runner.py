@@ -180,7 +180,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
                           "decode_steps", "client_ttft_s", "client_total_s", "cold_front_end_s"), 0.0)
     counts = dict.fromkeys(("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens",
                             "cold_requests"), 0)
-    drafts, accepted = 0.0, 0.0
+    accepted = 0.0
     servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
     for rid in planned:
@@ -210,14 +210,13 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
             sums["cold_front_end_s"] += server.get("front_end_s") or 0.0
         counts["cached_tokens"] += int(server.get("cached_tokens") or 0)
         sums["verify_steps"] += server.get("verify_steps") or 0.0
-        drafts += server.get("verify_steps") or 0.0
         accepted += server.get("accepted_tokens") or 0.0
         sums["decode_steps"] += server.get("decode_steps") or 0.0
         servers.append(server)
     t.update(sums)
     t.update(counts)
     t["verify_step_s"] = measures.records_time_per_verify_step(servers)
-    t["acceptance_length"] = measures.acceptance_length(accepted, drafts)
+    t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
     if hashes and len(hashes) == len(planned) and all(hashes):
         t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
     return DrawTotals(**t)
