@@ -112,6 +112,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         runner = start_replay(workload, url, options, args.out, progress)
     summary = runner.run_sync()
     emit(args.json, summary, _human)
+    from console.cli.campaign_cmd import watch_after_run
+
+    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
     if summary["state"] != "finished":
         return 3
     return 1 if summary["totals"]["failed"] else 0
