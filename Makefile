@@ -40,11 +40,7 @@ chromium:
 model: setup
 	$(VENV)/bin/frank model build
 
-test-# Headless Chromium (Debian's package) renders the HTML reports and `frank serve` in tests. We run as root.
-chromium:
-	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
-
-model: setup
+test-model: setup
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
 
 clean:
