@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "console.cli.experiment_cmd",
     "console.cli.bench_cmd",
     "console.cli.campaign_cmd",
+    "console.cli.serve_cmd",
 )
 
 

@@ -135,6 +135,8 @@ class _Lines:
                 in_table = line == f"[[parts.{table}]]"
                 if in_table:
                     seen += 1
+                    if not key and seen == nth:
+                        return number       # the table's own header
                 continue
             if not key:
                 if in_table and seen == nth:
@@ -183,7 +185,8 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"at line (\d+)", str(exc))
-        raise CampaignError(f"{path}:{found.group(1) if found else '?'}: invalid TOML: {exc}") from None
+        line = found.group(1) if found else str(max(1, len(text.splitlines())))    # "at end of document"
+        raise CampaignError(f"{path}:{line}: invalid TOML: {exc}") from None
     r = _Reader(path, text)
     bad = r.unknown(data, _TOP)
     if bad:

@@ -2,8 +2,9 @@
 the part's revert rules; each check is an event in the history, fired or not.
 
 A run involves a part when one of its arms ran the part's profile with the part's knob values. The control
-is an arm of the same run and profile without them (an experiment), or else the latest earlier run of the
-same kind and comparable key without them (a replay of the same workload and options). Rules:
+is an arm of the same run without them (an experiment), or else the latest earlier run of the same kind and
+comparable key without them (a replay of the same workload and options): the same profile without the
+part's knob values, or, for a part that is a whole profile (no knob values), another profile. Rules:
 
 - treatment_only_failures: the part's arm failed somewhere (requests, starts, episodes), the control did not
 - pass_rate_drop:          the part's pass rate is below the control's by more than `max_drop`
@@ -62,15 +63,23 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
     return {**out, "outcome": "fired" if fired else "ok", "detail": detail}
 
 
-def _control(result: RunResult, part: Part, adapter_kind: str, earlier: list[RunResult]) -> tuple[ArmResult | None, str]:
+def is_control(arm: ArmResult, part: Part) -> bool:
+    """An arm that can stand for "without the part": the part's profile without its knob values, or, for a
+    part that is a profile of its own (no knob values), any other profile."""
+    if runs_part(arm, part):
+        return False
+    return arm.profile == part.profile if part.knobs else arm.profile != part.profile
+
+
+def _control(result: RunResult, part: Part, earlier: list[RunResult]) -> tuple[ArmResult | None, str]:
     for arm in result.arms:
-        if arm.profile == part.profile and not runs_part(arm, part):
+        if is_control(arm, part):
             return arm, result.run_id
     for other in earlier:            # newest first
         if other.comparable != result.comparable or other.finished_at >= result.finished_at:
             continue
         for arm in other.arms:
-            if arm.profile == part.profile and not runs_part(arm, part):
+            if is_control(arm, part):
                 return arm, other.run_id
     return None, ""
 
@@ -80,7 +89,7 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
     arm = next((a for a in result.arms if runs_part(a, part)), None)
     if arm is None:
         return None
-    control, control_run = _control(result, part, result.kind, earlier)
+    control, control_run = _control(result, part, earlier)
     rules = [evaluate(rule, arm, control) for rule in part.revert_rules]
     return {"part": part.name, "run_kind": result.kind, "run_id": result.run_id, "run_label": result.label,
             "finished_at": result.finished_at, "arm": arm.name,
