@@ -16,6 +16,8 @@ experiment run`, and the console's timer: a fired rule shows at once wherever th
 """
 from __future__ import annotations
 
+import fcntl
+import os
 from typing import Any
 
 from engine.errors import FrankError
@@ -99,7 +101,18 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
 
 def sweep(ledger: Ledger) -> list[dict[str, Any]]:
     """Check every finished run not checked yet against each served part it involves; return the new checks
-    (each also appended to the history)."""
+    (each also appended to the history). One sweep at a time per campaign (a lock file next to the history),
+    so the CLI and the console never record the same check twice."""
+    lock = ledger.history_file.with_name(ledger.history_file.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return _sweep(open_ledger(ledger.campaign.path))
+    finally:
+        os.close(fd)
+
+
+def _sweep(ledger: Ledger) -> list[dict[str, Any]]:
     served = [(p, ledger.since(p, "served") or 0.0) for p in ledger.campaign.parts if ledger.state(p) == "served"]
     if not served:
         return []

@@ -106,8 +106,25 @@ def workload(path: Path) -> Path:
     return write_workload(path, "ctx-check", "one short, one long request", [("1", records)])
 
 
+async def console_shows_the_fired_rule() -> None:
+    from textual.widgets import DataTable
+
+    from console.app import FrankApp, Services
+    from engine.controller import EngineController
+    from tests.console.conftest import wait_until
+
+    app = FrankApp(Services(controller=EngineController()), poll_status=False, remember_theme=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("5")
+        table = app.screen.query_one("#parts-board", DataTable)
+        assert await wait_until(pilot, lambda: table.row_count == 1, timeout_s=30)
+        assert str(table.get_row("short-context")[3]) == "FIRED: only-part-fails, lower-pass-rate"
+        assert str(table.get_row("short-context")[4]).startswith("revert: rule only-part-fails fired")
+        assert "REVERT RULE FIRED" in str(app.screen.query_one("#campaign-status").content)
+
+
 @pytest.mark.timeout(1200)
-def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(fresh_frank_home: Path, tmp_path: Path) -> None:
+async def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(fresh_frank_home: Path, tmp_path: Path) -> None:
     short_profile()
     config = fresh_frank_home / "config"
     (config / "campaign.toml").write_text(CAMPAIGN)
@@ -138,6 +155,8 @@ def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(fresh_f
     assert rules["lower-pass-rate"]["outcome"] == "fired"
     assert part["up_next"].startswith("revert: rule only-part-fails fired")
     assert any("only-part-fails" in line for line in status["alerts"])
+
+    await console_shows_the_fired_rule()
 
     reverted = frank("campaign", "revert", "short-context", "--json")  # the fired rule is the evidence
     assert reverted.returncode == 0, reverted.stderr
