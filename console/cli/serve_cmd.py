@@ -8,7 +8,6 @@ the console). `--read-only` (here or before `serve`) serves a console that watch
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import shlex
 import sys
 
@@ -27,31 +26,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def parse_listen(text: str, allow_remote: bool) -> tuple[str, int]:
-    host, sep, port_text = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host:
-        raise FrankError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8566")
+def listen_address(text: str, allow_remote: bool) -> tuple[str, int]:
+    from engine.telemetry.export import is_loopback, parse_listen   # the exporter's: one parser for --listen
+
     try:
-        port = int(port_text)
-    except ValueError:
-        raise FrankError(f"--listen {text!r}: port {port_text!r} is not a number") from None
-    if not 0 < port < 65536:
-        raise FrankError(f"--listen {text!r}: port {port} is out of range 1-65535")
+        host, port = parse_listen(text)
+    except ValueError as exc:
+        raise FrankError(str(exc)) from None
+    if port == 0:
+        raise FrankError(f"--listen {text!r}: pick a port (browsers need to know it)")
     if not allow_remote and not is_loopback(host):
         raise FrankError(f"--listen {text!r}: {host} is not a loopback address; the console has no login, so "
                          f"anyone who reaches it could start and stop the engine. Use an SSH tunnel to "
                          f"127.0.0.1, or pass --allow-remote (and consider --read-only)")
     return host, port
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def console_command(args: argparse.Namespace) -> str:
@@ -67,7 +55,7 @@ def console_command(args: argparse.Namespace) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    host, port = parse_listen(args.listen, args.allow_remote)
+    host, port = listen_address(args.listen, args.allow_remote)
     try:
         from textual_serve.server import Server
     except ImportError:

@@ -256,14 +256,20 @@ def _parse_part(r: _Reader, raw: Any, i: int) -> Part:
     return part
 
 
-def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
-    at = f"parts[{i}].evidence[{j}]"
-    line = r.lines.key(i, "", j, "evidence")
+def _sub_table(r: _Reader, raw: Any, i: int, j: int, table: str, known: tuple[str, ...]) -> tuple[str, int]:
+    """parts[i].table[j]: its field path and line, after checking it is a table of known fields."""
+    at = f"parts[{i}].{table}[{j}]"
+    line = r.lines.key(i, "", j, table)
     if not isinstance(raw, dict):
         raise r.error(line, at, "expected a table")
-    bad = r.unknown(raw, _EVIDENCE)
+    bad = r.unknown(raw, known)
     if bad:
-        raise r.error(r.lines.key(i, bad, j, "evidence"), f"{at}.{bad}", f"unknown field (known: {', '.join(_EVIDENCE)})")
+        raise r.error(r.lines.key(i, bad, j, table), f"{at}.{bad}", f"unknown field (known: {', '.join(known)})")
+    return at, line
+
+
+def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
+    at, line = _sub_table(r, raw, i, j, "evidence", _EVIDENCE)
     values = {k: r.take(raw, k, str, f"{at}.{k}", r.lines.key(i, k, j, "evidence"), "") for k in _EVIDENCE}
     if values["state"] not in STATES:
         raise r.error(r.lines.key(i, "state", j, "evidence"), f"{at}.state",
@@ -276,13 +282,7 @@ def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
 
 
 def _parse_rule(r: _Reader, raw: Any, i: int, j: int) -> RevertRule:
-    at = f"parts[{i}].revert_rules[{j}]"
-    line = r.lines.key(i, "", j, "revert_rules")
-    if not isinstance(raw, dict):
-        raise r.error(line, at, "expected a table")
-    bad = r.unknown(raw, _RULE)
-    if bad:
-        raise r.error(r.lines.key(i, bad, j, "revert_rules"), f"{at}.{bad}", f"unknown field (known: {', '.join(_RULE)})")
+    at, _ = _sub_table(r, raw, i, j, "revert_rules", _RULE)
     key = lambda k: r.lines.key(i, k, j, "revert_rules")  # noqa: E731
     name = r.take(raw, "name", str, f"{at}.name", key("name"))
     kind = r.take(raw, "kind", str, f"{at}.kind", key("kind"))

@@ -32,7 +32,7 @@ def frank(*args: str) -> subprocess.CompletedProcess:
 def test_serve_refuses_a_non_loopback_address_without_the_flag() -> None:
     res = frank("serve", "--listen", "0.0.0.0:8566")
     assert res.returncode == 1 and "not a loopback address" in res.stderr and "--allow-remote" in res.stderr
-    res = frank("serve", "--listen", "localhost")
+    res = frank("serve", "--listen", "localhost:http")
     assert res.returncode == 1 and "expected HOST:PORT" in res.stderr
 
 
