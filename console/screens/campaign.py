@@ -114,7 +114,11 @@ class CampaignScreen(FrankScreen):
             table.add_column(label, key=key)
         table.focus()
         self.load()
-        self.set_interval(REFRESH_S, self.load)
+        self.set_interval(REFRESH_S, self._tick)
+
+    def _tick(self) -> None:
+        if self.is_current:              # a mode left behind costs nothing; the app-wide watch still runs
+            self.load()
 
     def refresh_view(self) -> None:      # the app's tick: the campaign has its own, slower timer
         pass
