@@ -24,8 +24,8 @@ h1 { font-size: 1.5em; margin-bottom: .1em; } h2 { font-size: 1.15em; margin-top
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1.2em; }
 dl.facts dt { color: #56606b; } dl.facts dd { margin: 0; font-family: ui-monospace, monospace; word-break: break-all; }
 table { border-collapse: collapse; margin: .6em 0; } caption { text-align: left; color: #56606b; padding: .2em 0; }
-th, td { border: 1px solid #d7dce2; padding: .25em .6em; text-align: right; font-variant-numeric: tabular-nums; }
-th { background: #f2f4f7; } td:first-child, th:first-child { text-align: left; }
+th, td { border: 1px solid #d7dce2; padding: .25em .6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; } th { background: #f2f4f7; }
 figure { margin: 1em 0; } figcaption { color: #56606b; font-size: .92em; } figure svg { max-width: 100%; height: auto; }
 .decision { padding: .8em 1em; border-radius: 6px; margin: 1em 0; border: 1px solid; }
 .decision.confirmed { background: #e9f7ef; border-color: #3c9a5f; }
@@ -57,7 +57,7 @@ class Page:
     def table(self, headers: list[str], rows: Iterable[Iterable[Any]], caption: str = "", element_id: str = "") -> None:
         ident = f' id="{element_id}"' if element_id else ""
         head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_text(c))}</td>" for c in row) + "</tr>" for row in rows)
+        body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
         cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
         self.parts.append(f"<table{ident}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
@@ -85,6 +85,12 @@ def write_page(path: Path, text: str) -> None:
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     write_private(path, text)
+
+
+def _cell(value: Any) -> str:
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool) or \
+        isinstance(value, str) and value[:1] in "+-0123456789" and value.lstrip("+-").replace(".", "", 1).isdigit()
+    return f'<td class="num">{html.escape(_text(value))}</td>' if numeric else f"<td>{html.escape(_text(value))}</td>"
 
 
 def _text(value: Any) -> str:

@@ -49,6 +49,7 @@ def values_by_block(blocks: list[dict[str, Any]], arms: tuple[str, str], measure
         if b.get("voided"):
             ax.axvspan(b["block"] - 0.4, b["block"] + 0.4, color="#999999", alpha=0.2)
     ax.set_xticks(xs)
+    ax.set_xlim(0.3, len(blocks) + 0.7)
     ax.set_xlabel("block")
     ax.set_ylabel(measure or "value")
     ax.set_title("per-block values per arm")
@@ -70,6 +71,7 @@ def effects_by_block(blocks: list[dict[str, Any]], treatment: str, control: str,
         ax.axhline(avg, color="#555555", linewidth=1, linestyle="--", label=f"mean {avg:+.2f}%")
         ax.legend(frameon=False)
     ax.set_xticks([b["block"] for b in blocks])
+    ax.set_xlim(0.3, len(blocks) + 0.7)
     ax.set_xlabel("block")
     ax.set_ylabel("effect, %")
     ax.set_title(f"effect of {treatment} against {control} per block")
