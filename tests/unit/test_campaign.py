@@ -64,9 +64,10 @@ def test_the_seed_example_lists_its_three_parts_with_their_evidence(fresh_frank_
     assert refused.returncode == 1
     assert "no confirmed registered run of its design @designs/seed-region-cache.toml" in refused.stderr
     assert "none registered" in refused.stderr
-    assert frank("campaign", "serve", "region-cache", home=fresh_frank_home).returncode == 1   # passed, not adopted
-    no_reason = frank("campaign", "revert", "schedule-2", home=fresh_frank_home)
-    assert no_reason.returncode == 1 and "--reason" in no_reason.stderr
+    with pytest.raises(CampaignError, match="passed, not adopted"):
+        actions.serve("region-cache", path)
+    with pytest.raises(CampaignError, match="--reason"):
+        actions.revert("schedule-2", path)
     assert [e["event"] for e in read_history(path.with_name("campaign.history.jsonl"))] == ["init"]  # refusals record nothing
 
 
