@@ -4,8 +4,9 @@ An adapter lists its finished runs (`finished`: run id and finish time) and turn
 its arms, each with the profile and knob values it ran, its failures, its pass count, its measures and its
 fidelity. A run with both the part's arm and a control arm (an experiment) is compared within itself; a
 run of one arm (a replay) is compared with the latest earlier run of the same kind and `comparable` key
-that ran without the part. Episode draws (issue 11) and fidelity checks (issue 12) register their own
-adapter with `register_adapter` when they land.
+that ran without the part. Fidelity checks (`frank fidelity run`, issue 12) have theirs here (it reads
+nothing until that layer is in the checkout); episode draws (issue 11) register theirs with
+`register_adapter` when they land.
 """
 from __future__ import annotations
 
@@ -118,10 +119,51 @@ class ExperimentAdapter:
             measures = _mean_measures([dict(e.get("measures") or {}) for e in done])
             arms.append(ArmResult(name=arm.name, profile=arm.profile, knobs=knobs,
                                   failures=failed_requests + failed_starts, passed=ok, total=ok + failed_requests,
-                                  measures=measures))
+                                  measures=measures, fidelity=cells_fidelity(done)))
         stops = [e for e in events if e.get("event") == "runner_stopped"]
         return RunResult(kind=self.kind, run_id=run.run_id, finished_at=float(stops[-1].get("unix") or 0.0) if stops else 0.0,
                          arms=tuple(arms), comparable=run.design.sha256, label=run.design.name)
+
+
+def cells_fidelity(done: list[dict[str, Any]]) -> float | None:
+    """Mean KL over an arm's starts and sets, from cells that measured fidelity (a design with [fidelity]:
+    the cell's result holds {"fidelity": {"sets": {SET: {"kl": ...}}}})."""
+    kls = [float(v["kl"]) for e in done for v in ((e.get("fidelity") or {}).get("sets") or {}).values()
+           if isinstance(v, dict) and isinstance(v.get("kl"), (int, float))]
+    return mean(kls) if kls else None
+
+
+class FidelityAdapter:
+    """`frank fidelity run` results (replays/fidelity, issue 12): one arm, the engine's profile and the knobs
+    that change numerics, fidelity = the mean KL over the run's sets. Runs of the same sets (by content hash)
+    and model are comparable. Floor runs (two starts of one configuration) are not checks of a part."""
+
+    kind = "fidelity"
+
+    def _runs(self) -> list[dict[str, Any]]:
+        try:
+            from replays.fidelity.runs import list_runs
+        except ImportError:            # the fidelity layer is not in this checkout
+            return []
+        return [r for r in list_runs() if r.get("kind") == "run"]
+
+    def finished(self) -> Iterable[RunRef]:
+        for run in self._runs():
+            yield RunRef(run["id"], float(run.get("created_at") or 0.0) + float(run.get("seconds") or 0.0))
+
+    def load(self, run_id: str) -> RunResult:
+        from replays.fidelity.runs import load_run
+
+        run = load_run(run_id)
+        sets = run.get("sets") or []
+        kls = [float(s["kl"]) for s in sets if isinstance(s.get("kl"), (int, float))]
+        arm = ArmResult(name=f"engine {run.get('profile')}", profile=str(run.get("profile") or ""),
+                        knobs=dict(run.get("knobs") or {}), fidelity=mean(kls) if kls else None)
+        key = json.dumps({"model": run.get("model_sha256"), "sets": sorted(s.get("set_sha256") or "" for s in sets),
+                          "k": run.get("top_k")}, sort_keys=True)
+        return RunResult(kind=self.kind, run_id=run["id"], label=run.get("label") or "",
+                         finished_at=float(run.get("created_at") or 0.0) + float(run.get("seconds") or 0.0),
+                         arms=(arm,), comparable=key)
 
 
 class ReplayAdapter:
@@ -181,3 +223,4 @@ def _knobs_flipped(profile: str | None, start: float, end: float) -> bool:
 
 register_adapter(ExperimentAdapter())
 register_adapter(ReplayAdapter())
+register_adapter(FidelityAdapter())

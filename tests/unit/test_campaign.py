@@ -173,3 +173,33 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
     check = check_run(rule_part, now, [before, other])
     assert check["control"] == {"run_id": "r1", "arm": "off"} and check["fired"] == ["f"]
     assert check_run(rule_part, RunResult("replay", "r3", 30.0, (off,), comparable="w"), [before]) is None
+
+
+def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home: Path, tmp_path: Path) -> None:
+    from replays.campaign.adapters import cells_fidelity
+
+    cells = [{"fidelity": {"sets": {"code": {"kl": 0.1}, "prose": {"kl": 0.3}}}}, {"fidelity": {"sets": {"code": {"kl": 0.2}}}}]
+    assert cells_fidelity(cells) == pytest.approx(0.2) and cells_fidelity([{"value": 1.0}]) is None
+
+    # `frank fidelity run` results, in the fidelity layer's own storage (issue 12; skipped without it)
+    runs = pytest.importorskip("replays.fidelity.runs")
+    from replays.campaign.watch import sweep
+
+    def saved(run_id: str, knobs: dict, kl: float, at: float) -> None:
+        runs.save_run({"id": run_id, "kind": "run", "created_at": at, "seconds": 1.0, "profile": "embedded-cpu",
+                       "knobs": knobs, "model_sha256": "m", "top_k": 64, "label": "",
+                       "sets": [{"name": "code", "kl": kl, "set_sha256": "s"}]})
+
+    path = tmp_path / "c.toml"
+    path.write_text(PART.format(state="candidate", extra='[[parts.evidence]]\nstate = "served"\npolicy = "test"\n\n'
+                                '[[parts.revert_rules]]\nname = "kl"\nkind = "fidelity_regression"\nfloor = 0.05\n')
+                    .replace('state = "candidate"', 'state = "served"').replace('region_cache = "on"', 'dtype = "bfloat16"'))
+    actions.init(path)
+    import time as _time
+    now = _time.time()
+    saved("f1-float32", {"dtype": "float32", "num_speculative_tokens": 4}, 0.010, now)
+    saved("f2-bfloat16", {"dtype": "bfloat16", "num_speculative_tokens": 4}, 0.200, now + 5)
+    checks = sweep(open_ledger(path))
+    assert [(c["run_kind"], c["run_id"], c["control"]["run_id"], c["fired"]) for c in checks] == [
+        ("fidelity", "f2-bfloat16", "f1-float32", ["kl"])]
+    assert checks[0]["rules"][0]["detail"] == "KL 0.2 with the part, 0.01 without (floor 0.05)"
