@@ -62,6 +62,8 @@ def _human_status(s: dict[str, Any]) -> str:
                 (f", run {e['run_id']}" if e.get("run_id") else "")
             mark = "" if e.get("ok") else f"  [PROBLEM: {e.get('problem')}]"
             lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}{mark}")
+        if p.get("served_defaults") and not p["served_defaults"]["ok"]:
+            lines.append(f"  PROBLEM: served, but {p['served_defaults']['detail']}")
         for r in p["revert_rules"]:
             last = r["last_check"]
             seen = f"{last['outcome']} on {last['run_kind']} {last['run_id']}: {last['detail']}" if last else "not checked yet"
@@ -139,5 +141,9 @@ def watch_after_run() -> None:
 
     if not actions.default_path().exists():
         return
-    for line in alert_lines(sweep_file(actions.default_path())):
+    try:
+        lines = alert_lines(sweep_file(actions.default_path()))
+    except Exception as exc:  # the run itself went fine: a watch problem must not turn it into a failure
+        lines = [f"frank: the campaign's revert watch failed: {type(exc).__name__}: {exc}"]
+    for line in lines:
         print(line, file=sys.stderr, flush=True)

@@ -103,11 +103,27 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
     if fired:
         up_next = f"revert: rule {fired[-1]['fired'][0]} fired on {fired[-1]['run_kind']} {fired[-1]['run_id']}"
     return {"name": part.name, "title": part.title, "state": state, "declared_state": part.state,
+            "served_defaults": served_defaults(part) if state == "served" else None,
             "profile": part.profile, "knobs": part.knob_dict, "design": part.design, "design_sha256": design_sha,
             "evidence": evidence, "evidence_ok": all(e.get("ok") for e in evidence),
             "revert_rules": rule_status(ledger, part), "fired": [
                 {"run_kind": c["run_kind"], "run_id": c["run_id"], "rules": c["fired"], "at": c["at"]} for c in fired],
             "up_next": up_next, "next": part.next, "notes": part.notes}
+
+
+def served_defaults(part: Part) -> dict[str, Any]:
+    """Whether the profile, as it loads now, starts with the part's knob values (what serving means)."""
+    from engine.profiles import ProfileError, load_profile
+
+    try:
+        defaults = load_profile(part.profile).default_knobs()
+    except ProfileError as exc:
+        return {"ok": False, "detail": str(exc)}
+    differ = {k: defaults.get(k) for k, v in part.knobs if defaults.get(k) != v}
+    if differ:
+        return {"ok": False, "detail": f"profile {part.profile} starts with {differ}, not the served "
+                                       f"{ {k: v for k, v in part.knobs if k in differ} }"}
+    return {"ok": True, "detail": f"profile {part.profile} starts with {part.knob_dict or 'itself'}"}
 
 
 def status(path: Path | str | None = None, *, run_watch: bool = True) -> dict[str, Any]:

@@ -52,6 +52,7 @@ def test_the_seed_example_lists_its_three_parts_with_their_evidence(fresh_frank_
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"
     assert sched["evidence"][0]["p_fraction"] == "1/32" and sched["evidence"][0]["mean_effect_pct"] == pytest.approx(-2.066)
     assert sched["evidence"][1]["source"] == "policy"
+    assert sched["served_defaults"]["ok"] is True         # frankenstein starts with schedule 2
     assert cache["evidence"][0]["p_fraction"] == "1/70" and cache["evidence"][0]["decision"] == "confirmed"
     assert all(p["evidence_ok"] for p in status["parts"])
     assert [r["name"] for r in sched["revert_rules"]] == ["only-schedule-2-fails", "lower-pass-rate", "quality-regression"]
@@ -129,6 +130,7 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_hom
     assert load_profile("embedded-cpu").knobs["region_cache"].default == "on"     # the user override wins
     assert "next `frank engine start` of profile embedded-cpu" in served["takes_effect"]["starts"]
     assert any("restart" in n for n in served["takes_effect"]["notes"])
+    assert actions.status(path)["parts"][0]["served_defaults"]["ok"] is True
 
     with pytest.raises(CampaignError, match="no revert rule has fired"):
         actions.revert("cache", path)
