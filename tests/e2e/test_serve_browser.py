@@ -24,16 +24,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def frank(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True, timeout=60,
-                          cwd=str(REPO_ROOT))
-
-
 def test_serve_refuses_a_non_loopback_address_without_the_flag() -> None:
-    res = frank("serve", "--listen", "0.0.0.0:8566")
-    assert res.returncode == 1 and "not a loopback address" in res.stderr and "--allow-remote" in res.stderr
-    res = frank("serve", "--listen", "localhost:http")
-    assert res.returncode == 1 and "expected HOST:PORT" in res.stderr
+    from console.cli.serve_cmd import listen_address
+    from engine.errors import FrankError
+
+    with pytest.raises(FrankError, match="not a loopback address.*--allow-remote"):
+        listen_address("0.0.0.0:8566", allow_remote=False)
+    with pytest.raises(FrankError, match="expected HOST:PORT"):
+        listen_address("localhost:http", allow_remote=False)
+    assert listen_address("0.0.0.0:8566", allow_remote=True) == ("0.0.0.0", 8566)
+    assert listen_address("[::1]:8566", allow_remote=False) == ("::1", 8566)
 
 
 @pytest.mark.timeout(180)
