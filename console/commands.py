@@ -22,6 +22,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Go: replays", "workloads, launch a replay, finished runs", "switch_mode('replays')"),
     ("Go: experiments", "designs, registered runs, live block board", "switch_mode('experiments')"),
     ("Go: logs", "the engine log, searchable", "switch_mode('logs')"),
+    ("Go: campaign", "parts, evidence, revert rules and their last check", "switch_mode('campaign')"),  # issue 15
     ("Replay: launch selected workload", "on the replays screen", "replay_launch"),
     ("Replay: cancel", "stop the replay in flight (asks first)", "replay_cancel"),
     ("Experiment: register selected design", "freeze a design and draw its order", "experiment_register"),
