@@ -98,6 +98,12 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
     except CampaignError:
         design_sha = None
     up_next = NEXT[state]
+    runs = _design_runs(ledger, part) if state in ("candidate", "testing", "passed") else []
+    confirmed = [r for r in runs if r.get("decision") == "confirmed"]
+    if confirmed:
+        up_next = f"adopt: registered run {confirmed[0]['run_id']} is confirmed (frank campaign adopt {part.name})"
+    elif any(r.get("decision") == "incomplete" for r in runs):
+        up_next = f"testing: registered run {next(r for r in runs if r.get('decision') == 'incomplete')['run_id']} is not finished"
     if state == "adopted" and not part.knobs:
         up_next = f"in place: the part is the profile {part.profile} itself (no knob values to serve)"
     if fired:
@@ -105,10 +111,20 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
     return {"name": part.name, "title": part.title, "state": state, "declared_state": part.state,
             "served_defaults": served_defaults(part) if state == "served" else None,
             "profile": part.profile, "knobs": part.knob_dict, "design": part.design, "design_sha256": design_sha,
-            "evidence": evidence, "evidence_ok": all(e.get("ok") for e in evidence),
+            "evidence": evidence, "evidence_ok": all(e.get("ok") for e in evidence), "runs": runs,
             "revert_rules": rule_status(ledger, part), "fired": [
                 {"run_kind": c["run_kind"], "run_id": c["run_id"], "rules": c["fired"], "at": c["at"]} for c in fired],
             "up_next": up_next, "next": part.next, "notes": part.notes}
+
+
+def _design_runs(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
+    """The registered runs of the part's design (what `adopt` would look at), each decided."""
+    if not part.design:
+        return []
+    try:
+        return confirmed_runs(ledger.campaign, part)[1]
+    except CampaignError:
+        return []
 
 
 def served_defaults(part: Part) -> dict[str, Any]:
