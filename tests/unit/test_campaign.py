@@ -115,9 +115,11 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_hom
     from replays.experiments import registry
 
     run = registry.register(REPO_ROOT / "replays" / "designs" / "region-cache-on-off.toml", seed=1)
+    assert actions.status(path)["parts"][0]["up_next"] == f"testing: registered run {run.run_id} is not finished"
     monkeypatch.setattr("replays.campaign.evidence.run_report",
                         lambda rid: {"run_id": rid, "decision": "confirmed", "decision_reason": "p = 1/20",
                                      "p_value": 0.05, "p_fraction": "1/20", "design_sha256": run.design.sha256})
+    assert actions.status(path)["parts"][0]["up_next"].startswith(f"adopt: registered run {run.run_id} is confirmed")
     with pytest.raises(CampaignError, match="is not a registered run of its design"):
         actions.adopt("cache", path, run_id="no-such-run")
     adopted = actions.adopt("cache", path)
