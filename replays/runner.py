@@ -275,7 +275,7 @@ class ReplayRunner:
                  run_dir: Path | None = None, progress: ProgressFn | None = None,
                  engine: Mapping[str, Any] | None = None) -> None:
         self.workload = workload
-        self.engine = dict(engine) if engine else None   # the engine's profile and knobs, when known
+        self.engine = dict(engine) if engine else None   # default: this user's engine, if it is at base_url
         self.base_url = base_url.rstrip("/")
         self.options = options or ReplayOptions()
         self.progress = progress
@@ -322,7 +322,7 @@ class ReplayRunner:
                              "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
                 "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
                 "draws": self.draw_names,
-                "engine": self.engine,
+                "engine": self.engine if self.engine is not None else engine_at(self.base_url),
             }
         self.meta.update(base_url=self.base_url, model=model)
         paths.write_private(run_file, json.dumps(self.meta, indent=2, default=str))
@@ -603,7 +603,7 @@ def start_replay(workload: Workload | Path | str, base_url: str, options: Replay
         out = Path(out).expanduser()
         if (out / RUN_FILE).exists():
             raise FrankError(f"{out} already holds a replay run: resume it with --resume {out}, or pick another --out")
-    return ReplayRunner(workload, base_url, options, out, progress, engine=engine_at(base_url))
+    return ReplayRunner(workload, base_url, options, out, progress)
 
 
 def engine_at(base_url: str) -> dict[str, Any] | None:
