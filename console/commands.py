@@ -22,6 +22,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Go: replays", "workloads, launch a replay, every job (running ones first)", "switch_mode('replays')"),
     ("Go: experiments", "designs, registered runs, live block board", "switch_mode('experiments')"),
     ("Go: logs", "the engine log, searchable", "switch_mode('logs')"),
+    ("Go: campaign", "parts, evidence, revert rules and their last check", "switch_mode('campaign')"),
     ("Replay: launch selected workload", "a detached job: survives the console and SSH", "replay_launch"),
     ("Job: cancel the followed job", "it stops after the request in flight; resumable (asks first)",
      "replay_cancel"),

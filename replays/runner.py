@@ -272,8 +272,10 @@ class ReplayRunner:
     """Replays a checked workload against `base_url`. Use `run()` (async) or `run_sync()`."""
 
     def __init__(self, workload: Workload, base_url: str, options: ReplayOptions | None = None,
-                 run_dir: Path | None = None, progress: ProgressFn | None = None) -> None:
+                 run_dir: Path | None = None, progress: ProgressFn | None = None,
+                 engine: Mapping[str, Any] | None = None) -> None:
         self.workload = workload
+        self.engine = dict(engine) if engine else None   # default: this user's engine, if it is at base_url
         self.base_url = base_url.rstrip("/")
         self.options = options or ReplayOptions()
         self.progress = progress
@@ -320,6 +322,7 @@ class ReplayRunner:
                              "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
                 "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
                 "draws": self.draw_names,
+                "engine": self.engine if self.engine is not None else engine_at(self.base_url),
             }
         self.meta.update(base_url=self.base_url, model=model)
         paths.write_private(run_file, json.dumps(self.meta, indent=2, default=str))
@@ -610,6 +613,17 @@ def start_replay(workload: Workload | Path | str, base_url: str, options: Replay
         if (out / RUN_FILE).exists():
             raise FrankError(f"{out} already holds a replay run: resume it with --resume {out}, or pick another --out")
     return ReplayRunner(workload, base_url, options, out, progress)
+
+
+def engine_at(base_url: str) -> dict[str, Any] | None:
+    """The profile and knob values of this user's engine when it is the one at `base_url` (the campaign's
+    revert watch reads them from run.json); None for any other server."""
+    from engine.controller import EngineController
+
+    st = EngineController().status(check_health=False)
+    if st.state != "ready" or not st.url or st.url.rstrip("/") != base_url.rstrip("/"):
+        return None
+    return {"profile": st.profile, "knobs": st.knobs, "pid": st.pid, "started_at": st.started_at}
 
 
 def resume_replay(run: str | Path, base_url: str | None = None, progress: ProgressFn | None = None,

@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "console.cli.record_cmd",
     "console.cli.experiment_cmd",
     "console.cli.bench_cmd",
+    "console.cli.campaign_cmd",
+    "console.cli.serve_cmd",
 )
 
 

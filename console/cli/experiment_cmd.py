@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from console.cli.common import emit
@@ -41,12 +42,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     report = esub.add_parser("report", help="effect per block, exact p-value, decision under the frozen rule")
     report.add_argument("run_id")
+    report.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
+                        help="write one self-contained HTML page with plots (default: report.html in the run folder)")
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
 
     analyze = esub.add_parser("analyze", help="apply a design's rule to measures taken elsewhere (CSV)")
     analyze.add_argument("design", help="design file (TOML)")
     analyze.add_argument("results", help="CSV: start_order, block, arm, value[, measure]")
+    analyze.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
+                         help="write one self-contained HTML page with plots (default: NAME-report.html here)")
     analyze.add_argument("--json", action="store_true")
     analyze.set_defaults(func=cmd_analyze)
 
@@ -118,6 +123,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             pass    # the terminal went away (SSH drop): the journal is the record, keep going
 
     result = run_experiment(run, EngineCellExecutor(), on_event=show, handle_signals=True)
+    from console.cli.campaign_cmd import watch_after_run
+
+    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
     emit(args.json, {"run_id": run.run_id, "reason": result.reason, "message": result.message,
                      "cells_run": result.cells_run},
          lambda p: f"runner stopped: {p['reason']} ({p['message']}); {p['cells_run']} cells run this time")
@@ -212,7 +220,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     from replays.experiments.report import format_report, report_for_run
 
     run = registry.load_run(args.run_id, verify=False)
-    emit(args.json, report_for_run(run), format_report)
+    report = report_for_run(run)
+    if args.html is not None:
+        return _write_html(report, Path(args.html) if args.html else run.folder / "report.html", args.json)
+    emit(args.json, report, format_report)
+    return 0
+
+
+def _write_html(report: dict[str, Any], path: Path, as_json: bool) -> int:
+    from replays.experiments.html import experiment_page
+    from replays.htmlpage import write_page
+
+    write_page(path, experiment_page(report))
+    emit(as_json, {"html": str(path), "decision": report["decision"], "design_sha256": report["design_sha256"]},
+         lambda p: f"wrote {p['html']} ({p['decision']})")
     return 0
 
 
@@ -222,6 +243,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     design = load_design(args.design)
     report = analyze(design, read_results_csv(args.results, design), source="external")
     report["results_csv"] = str(args.results)
+    if args.html is not None:
+        return _write_html(report, Path(args.html) if args.html else Path(f"{design.name}-report.html"), args.json)
     emit(args.json, report, format_report)
     return 0
 

@@ -93,6 +93,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     summary = replay_job.run(run_dir, base_url=args.url, api_key=api_key,
                              progress=replay_job.progress_lines(sys.stderr, args.quiet), restart=args.restart)
     emit(args.json, summary, _human)
+    from console.cli.campaign_cmd import watch_after_run
+
+    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
     if summary["state"] != "finished":
         return 3
     return 1 if summary["totals"]["failed"] else 0
