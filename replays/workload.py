@@ -203,14 +203,15 @@ def record_errors(record: Any) -> list[str]:
     return errors
 
 
-def _key_lines(text: str) -> tuple[dict[str, int], list[dict[str, int]]]:
-    """Line numbers of the manifest's top-level keys and of each [[draws]] entry's keys (key '' = header)."""
+def _key_lines(text: str, array: str = "draws") -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Line numbers of a TOML manifest's top-level keys and of each [[array]] entry's keys (key '' = the
+    entry's header line). Also used by the episode suite format ([[tasks]])."""
     top: dict[str, int] = {}
     draws: list[dict[str, int]] = []
     current: dict[str, int] | None = top
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if line.startswith("[[draws]]"):
+        if line.startswith(f"[[{array}]]") or line.split("#")[0].strip() == f"[{array}]":
             current = {"": n}
             draws.append(current)
         elif line.startswith("["):
