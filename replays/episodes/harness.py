@@ -69,46 +69,89 @@ def harness_spec(task, workspace: Path, folder: Path, base_url: str, model: str,
             "log_dir": str(folder / "inspect"), "result": str(folder / "result.json")}
 
 
-def run_harness(spec: dict[str, Any], folder: Path, stop_check=None) -> dict[str, Any]:
-    """Run the episode in the agent venv. Returns the harness's result, or {"error": ...} when the harness
-    could not produce one (missing venv, crash, past the wall time plus a margin, stopped)."""
-    python = agent_python()
-    if not python.exists():
-        raise FrankError(f"agent venv missing: {python} (run `make agent-venv`)")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "spec.json").write_text(json.dumps(spec, indent=1))
-    result_path = Path(spec["result"])
-    result_path.unlink(missing_ok=True)
-    deadline = time.monotonic() + spec["wall_time_s"] + 120  # inspect's own time limit fires first
-    with open(folder / "harness.log", "ab") as log:
-        proc = subprocess.Popen([str(python), "-m", "replays.episodes.inspect_harness", str(folder / "spec.json")],
-                                cwd=str(REPO_ROOT), env=offline_env(folder / "inspect"), stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+class HarnessWorker:
+    """One agent-venv process for a whole run (`inspect_harness --worker`): inspect-ai is imported once,
+    not once per episode. Each episode is a spec path on its stdin; its result is the spec's `result`
+    file, which the worker writes atomically. The worker's own output goes to the run's harness.log. A
+    worker that dies, runs past an episode's wall time or is stopped is killed (with what its tools
+    started) and a fresh one starts with the next episode."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def _ensure(self, log_dir: Path) -> subprocess.Popen:
+        if self.proc is not None and self.proc.poll() is None:
+            return self.proc
+        python = agent_python()
+        if not python.exists():
+            raise FrankError(f"agent venv missing: {python} (run `make agent-venv`)")
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen([str(python), "-m", "replays.episodes.inspect_harness", "--worker"],
+                                         cwd=str(REPO_ROOT), env=offline_env(log_dir), stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+        return self.proc
+
+    def run(self, spec: dict[str, Any], folder: Path, stop_check=None) -> dict[str, Any]:
+        """Run one episode. Returns the harness's result, or {"error": ...} when the worker produced none
+        (crashed, ran past the wall time plus a margin, or was stopped)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        spec_path = folder / "spec.json"
+        spec_path.write_text(json.dumps(spec, indent=1))
+        result_path = Path(spec["result"])
+        result_path.unlink(missing_ok=True)
+        proc = self._ensure(Path(spec["log_dir"]))
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(f"{spec_path}\n".encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        deadline = time.monotonic() + spec["wall_time_s"] + 120  # inspect's own time limit fires first
         stopped = None
-        while proc.poll() is None:
+        while not result_path.exists():
+            if proc.poll() is not None:
+                return {"error": f"harness exited {proc.returncode} without a result (see {self.log_path})"}
             if time.monotonic() > deadline:
                 stopped = f"harness ran past the wall time ({spec['wall_time_s']} s) plus 120 s"
             elif stop_check is not None and stop_check():
                 stopped = "stopped by the operator"
             if stopped:
-                _kill_group(proc)
-                break
-            time.sleep(0.05)
-    if stopped:
-        return {"error": f"harness: {stopped}"}
-    if not result_path.is_file():
-        return {"error": f"harness exited {proc.returncode} without a result (see {folder / 'harness.log'})"}
-    return json.loads(result_path.read_text())
+                self.close()
+                return {"error": f"harness: {stopped}"}
+            time.sleep(0.02)
+        return json.loads(result_path.read_text())
 
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
             return
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()  # a worker between episodes ends on EOF
+            except BrokenPipeError:
+                pass
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=0.5 if proc.poll() is None else 0)
             return
         except subprocess.TimeoutExpired:
-            continue
+            pass
+        _kill_tree(proc)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """The worker and what its tools started (it shares the runner's process group, so that killing a
+    detached runner's group takes the worker with it; here only the worker's own tree goes)."""
+    import psutil
+
+    try:
+        tree = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        tree = []
+    for p in [*tree, proc]:
+        try:
+            p.send_signal(signal.SIGKILL) if isinstance(p, psutil.Process) else p.kill()
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            pass
+    proc.wait(timeout=10)
+    psutil.wait_procs(tree, timeout=5)

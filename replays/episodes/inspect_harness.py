@@ -1,6 +1,7 @@
 """One agent episode with inspect-ai. Runs in the agent venv (.venv-agent), never in the console's:
 
-    .venv-agent/bin/python -m replays.episodes.inspect_harness SPEC.json
+    .venv-agent/bin/python -m replays.episodes.inspect_harness SPEC.json     # one episode
+    .venv-agent/bin/python -m replays.episodes.inspect_harness --worker      # one spec path per stdin line
 
 SPEC.json (written by replays.episodes.harness) names the task, its instruction, the workspace folder, the
 tools, the limits, the OpenAI-compatible endpoint (the recorder in front of the engine) and the sampling
@@ -134,15 +135,24 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
+def run_spec_file(path: str) -> None:
+    spec = json.loads(Path(path).read_text())
     try:
         result = run(spec)
     except Exception as exc:  # the harness itself failed: frank marks the episode `error` with this
         result = {"error": f"harness: {type(exc).__name__}: {exc}"}
     tmp = Path(spec["result"] + ".tmp")
     tmp.write_text(json.dumps(result))
-    os.replace(tmp, spec["result"])
+    os.replace(tmp, spec["result"])  # frank waits for this file to appear
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] == ["--worker"]:  # one process for a whole run: inspect is imported once, not per episode
+        for line in sys.stdin:
+            if line.strip():
+                run_spec_file(line.strip())
+        return 0
+    run_spec_file(argv[1])
     return 0
 
 

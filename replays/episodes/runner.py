@@ -6,7 +6,8 @@ A run folder (`runs_dir()/episodes/<run-id>/`, 0700) holds:
 - `results.jsonl`: one line per finished episode, appended with an fsync before the next episode starts;
 - `events.jsonl`: live progress (episode started, each turn with its last tool call, episode done, run
   started/stopped/finished), fsynced too; the console and `status` fold it;
-- `episodes/d<draw>-<task>/`: the harness's own spec, result, log (harness.log) and inspect eval log;
+- `harness.log`: the agent harness's own output (one inspect-ai worker process per run session);
+- `episodes/d<draw>-<task>/`: the episode's harness spec and result, and inspect's eval log (inspect/);
 - `workspaces/d<draw>-<task>/`: the finished workspace the grader judged (its hidden answer beside it);
 - `recording/`: a workload (docs/workload-format.md) that `frank record`'s proxy wrote: every live request
   of the run, one recorder session (one workload draw) per episode draw and run session.
@@ -35,7 +36,7 @@ import httpx
 from engine.errors import FrankError
 from engine.paths import append_private_line, private_dir, runs_dir, write_private
 from replays.episodes.grade import run_grader
-from replays.episodes.harness import EpisodeSettings, harness_spec, run_harness
+from replays.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from replays.episodes.suite import Suite, load_suite
 from replays.episodes.tasks import materialize
 from replays.experiments.runner import RunLock, lock_holder
@@ -202,6 +203,7 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
 
     salt_draw = None
     recorder: RecorderThread | None = None
+    worker = HarnessWorker(folder / "harness.log")
     try:
         for draw, task in todo:
             if stop.is_set():
@@ -216,7 +218,7 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
             current.update(draw=draw, task=task.id)
             recorder.recorder.task_hint = task.id
             before = recorder.recorder.recorded
-            result = _run_episode(folder, suite, task, draw, recorder, model, salt, settings, stop, note)
+            result = _run_episode(folder, suite, task, draw, recorder, worker, model, salt, settings, stop, note)
             result["recorded_requests"] = recorder.recorder.recorded - before
             result["recording_draw"] = recorder.recorder.draw_name
             append_private_line(folder / RESULTS, json.dumps(result, sort_keys=True))
@@ -231,6 +233,7 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
                 outcome.status, outcome.reason = "stopped", "stopped by the operator"
                 break
     finally:
+        worker.close()
         if recorder is not None:
             recorder.close()
         note("run_" + ("finished" if outcome.status == "finished" else "stopped"), status=outcome.status,
@@ -246,8 +249,8 @@ def _last_tool_call(messages: list[Any]) -> str | None:
     return None
 
 
-def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: RecorderThread, model: str, salt: str,
-                 settings: EpisodeSettings, stop: threading.Event, note) -> dict[str, Any]:
+def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: RecorderThread, worker: HarnessWorker,
+                 model: str, salt: str, settings: EpisodeSettings, stop: threading.Event, note) -> dict[str, Any]:
     key = episode_key(draw, task.id)
     workspace = folder / "workspaces" / key
     episode_dir = folder / "episodes" / key
@@ -259,7 +262,7 @@ def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: Recorder
     started = time.time()
     note("episode_started", draw=draw, task=task.id)
     spec = harness_spec(task, workspace, episode_dir, recorder.url, model, salt, settings)
-    harness = run_harness(spec, episode_dir, stop_check=stop.is_set)
+    harness = worker.run(spec, episode_dir, stop_check=stop.is_set)
     record: dict[str, Any] = {
         "task": task.id, "draw": draw, "cache_salt": salt, "started_at": round(started, 3),
         "client_s": harness.get("client_s"), "working_s": harness.get("working_s"),
@@ -268,7 +271,7 @@ def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: Recorder
         "completion_tokens": harness.get("completion_tokens", 0), "turns": harness.get("turns", 0),
         "tool_calls": harness.get("tool_calls", 0), "last_tool": harness.get("last_tool"),
         "limit": harness.get("limit"), "harness_wall_s": harness.get("harness_wall_s"),
-        "harness_log": str(episode_dir / "harness.log"), "inspect_log": harness.get("log"),
+        "harness_log": str(worker.log_path), "inspect_log": harness.get("log"),
         "workspace": str(workspace),
     }
     if harness.get("error"):
