@@ -169,20 +169,30 @@ def _floors(entry: dict[str, Any], reference_floor_kl: float, engine: tuple[floa
     return entry
 
 
+def measure_target(target: Target, set_specs: Iterable[str] | None = None, *, k: int = TOP_K,
+                   progress: Progress | None = None) -> list[tuple[dict[str, Any], Candidate]]:
+    """Each set's entry (KL, positions, misses, hashes, floors where known) and the engine's log-probabilities."""
+    sets = load_sets(set_specs)
+    refs = _references(target, sets, k, progress)
+    candidates = _candidates(target, sets, refs, k, progress)
+    model_sha = refs[0].model_sha256
+    out = []
+    for text_set, ref, cand in zip(sets, refs, candidates):
+        entry = _measure(text_set, ref, cand)
+        engine = known_engine_floor(target.profile, target.numeric_knobs, model_sha, text_set.sha256)
+        out.append((_floors(entry, reference_floor(text_set, ref, target), engine), cand))
+    return out
+
+
 def run_fidelity(set_specs: Iterable[str] | None = None, *, target: Target | None = None, k: int = TOP_K,
                  progress: Progress | None = None, save: bool = True, label: str = "") -> dict[str, Any]:
     """Measure the running engine (or `target`) over the sets; returns (and saves) the run."""
     started = time.monotonic()
     target = target or running_target()
-    sets = load_sets(set_specs)
-    refs = _references(target, sets, k, progress)
-    candidates = _candidates(target, sets, refs, k, progress)
+    measured = measure_target(target, set_specs, k=k, progress=progress)
     run = _new_run("run", target, k)
     run["label"] = label
-    for text_set, ref, cand in zip(sets, refs, candidates):
-        entry = _measure(text_set, ref, cand)
-        engine = known_engine_floor(run["profile"], run["knobs"], run["model_sha256"], text_set.sha256)
-        run["sets"].append(_floors(entry, reference_floor(text_set, ref, target), engine))
+    run["sets"] = [entry for entry, _ in measured]
     run["seconds"] = round(time.monotonic() - started, 3)
     if save:
         run["path"] = str(save_run(run))
