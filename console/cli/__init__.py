@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "console.cli.record_cmd",
     "console.cli.experiment_cmd",
     "console.cli.bench_cmd",
+    "console.cli.fidelity_cmd",
     "console.cli.episodes_cmd",
 )
 

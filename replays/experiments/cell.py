@@ -178,6 +178,13 @@ class EngineCellExecutor:
             note("replay_done", slot=slot.slot, attempt=attempt, state=summary.get("state"),
                  requests=sum(len(r) for r in records.values()), failed=m["failed"],
                  unattributed=m["unattributed"], dir=str(replay_dir))
+            fidelity = None
+            if design.fidelity is not None and summary.get("state") == "finished":
+                from replays.experiments.fidelity import measure_cell
+
+                fidelity = measure_cell(design.fidelity, run.cell_dir(slot.slot, attempt), self.controller)
+                note("fidelity_done", slot=slot.slot, attempt=attempt,
+                     kl={name: v["kl"] for name, v in fidelity["sets"].items()})
         except FrankError as exc:
             raise CellError(f"the replay failed: {exc}") from None
         finally:
@@ -195,4 +202,4 @@ class EngineCellExecutor:
                 "requests": m["measured_requests"], "prompt_hashes": m["prompt_hashes"],
                 "measures": {k: m[k] for k in ("time_per_verify_step", "front_end_per_draw", "total_replay_time",
                                                "tokens_per_s", "verify_steps", "decode_s", "front_end_by_draw")},
-                "dir": str(replay_dir)}
+                "dir": str(replay_dir), **({"fidelity": fidelity} if fidelity is not None else {})}

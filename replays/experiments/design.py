@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FrankError
+from replays.experiments.fidelity import FidelityRule, check_sets, parse_fidelity
 
 KINDS = ("blocks", "balanced", "external")
 TESTS = {"blocks": "sign", "balanced": "permutation", "external": "criteria"}
@@ -102,6 +103,7 @@ class Revert:
     description: str
     treatment_only_failures: bool     # revert if a failure shows in treatment starts only
     max_worse_pct: float | None       # revert if the mean effect is worse than this, in percent
+    fidelity_regression: bool = False  # revert if the fidelity rule fails (needs a [fidelity] table)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class Design:
     revert: Revert | None
     canonical: str
     sha256: str
+    fidelity: FidelityRule | None = None   # [fidelity]: no worse than the control by more than the floor
 
     @property
     def runnable(self) -> bool:
@@ -215,7 +218,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 TOP_FIELDS = ("name", "question", "description", "profile", "arms", "design", "workload", "measure", "rule",
-              "guards", "failure", "revert")
+              "guards", "failure", "revert", "fidelity")
 
 
 def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
@@ -269,11 +272,14 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     guards = _parse_guards(data.get("guards", {}), where)
     failure = _parse_failure(data.get("failure", {}), where, kind)
     revert = _parse_revert(data["revert"], where) if "revert" in data else None
+    fidelity = parse_fidelity(data["fidelity"], where) if "fidelity" in data else None
+    if revert is not None and revert.fidelity_regression and fidelity is None:
+        raise DesignError(f"{where}: revert.fidelity_regression: needs a [fidelity] table (which sets, which floor)")
 
     design = Design(name=name, question=question, description=description, profile=profile, arms=arms,
                     kind=kind, blocks=blocks, starts_per_arm=starts_per_arm, run_order=run_order,
                     workload=workload, measure=measure, rule=rule, guards=guards, failure=failure,
-                    revert=revert, canonical="", sha256="")
+                    revert=revert, canonical="", sha256="", fidelity=fidelity)
     canonical = canonical_json(design)
     return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
 
@@ -383,15 +389,18 @@ def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
 
 
 def _parse_revert(raw: Any, where: str) -> Revert:
-    table = _Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct"))
+    table = _Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct",
+                                          "fidelity_regression"))
     worse = table.get("max_worse_pct", (int, float), None, what="a number")
     if worse is not None and worse < 0:
         raise table.error("max_worse_pct", f"must be 0 or more, got {worse}")
     only = table.get("treatment_only_failures", bool, False)
-    if not only and worse is None:
-        raise table.error("", "a revert rule needs treatment_only_failures = true, max_worse_pct, or both")
+    fidelity = table.get("fidelity_regression", bool, False)
+    if not only and worse is None and not fidelity:
+        raise table.error("", "a revert rule needs treatment_only_failures = true, max_worse_pct, "
+                              "fidelity_regression = true, or a combination")
     return Revert(description=table.get("description", str, ""), treatment_only_failures=only,
-                  max_worse_pct=float(worse) if worse is not None else None)
+                  max_worse_pct=float(worse) if worse is not None else None, fidelity_regression=fidelity)
 
 
 def check_arm_profiles(design: Design, where: str) -> None:
@@ -400,6 +409,8 @@ def check_arm_profiles(design: Design, where: str) -> None:
         return
     from engine.profiles import ProfileError, load_profile
 
+    if design.fidelity is not None:
+        check_sets(design.fidelity, where)
     for i, arm in enumerate(design.arms):
         try:
             load_profile(arm.profile).resolve_knobs(arm.knob_dict)
@@ -436,6 +447,11 @@ def canonical_dict(design: Design) -> dict[str, Any]:
             "treatment_only_failures": design.revert.treatment_only_failures,
             "max_worse_pct": design.revert.max_worse_pct},
     }
+    # added fields appear only when used, so the hashes of designs registered before them do not change
+    if design.fidelity is not None:
+        out["fidelity"] = design.fidelity.canonical()
+    if design.revert is not None and design.revert.fidelity_regression:
+        out["revert"]["fidelity_regression"] = True
     return out
 
 

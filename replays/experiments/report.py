@@ -32,6 +32,7 @@ class Observation:
     failed_requests: int | None = None
     prompt_hashes: dict[str, str | None] | None = None
     checks: dict[str, bool] = field(default_factory=dict)
+    fidelity: dict[str, Any] | None = None     # a cell's fidelity result (replays/experiments/fidelity.py)
 
 
 class ResultsError(FrankError):
@@ -102,7 +103,7 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
             if any(o.block == block and o.arm == arm and o.measure == measure for o in out):
                 raise ResultsError(f"{where}: block {block} has a second row for arm {arm!r}")
         out.append(Observation(start=start, block=block, arm=arm, value=value, measure=measure))
-    starts = [o.start for o in out if o.start and not o.measure.startswith("check:")]
+    starts = [o.start for o in out if o.start and not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
     if design.kind != "external" and len(set(starts)) != len(starts):
         raise ResultsError(f"{path}: start_order: the same start number appears twice")
     return out
@@ -116,7 +117,8 @@ def analyze(design: Design, observations: Iterable[Observation], *, source: str 
     obs = sorted(observations, key=lambda o: (o.start or 0))
     rule = design.rule
     checks = [o for o in obs if o.measure.startswith("check:")]
-    obs = [o for o in obs if not o.measure.startswith("check:")]
+    fidelity_rows = [o for o in obs if o.measure.startswith(("fidelity:", "fidelity_floor:"))]
+    obs = [o for o in obs if not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
     out: dict[str, Any] = {
         "name": design.name, "question": design.question, "kind": design.kind, "source": source,
         "design_sha256": design.sha256, "measure": design.measure, "test": rule.test,
@@ -134,6 +136,9 @@ def analyze(design: Design, observations: Iterable[Observation], *, source: str 
     else:
         decision = _criteria(design, obs, out)
     guards = _guards(design, obs, checks, source)
+    if design.fidelity is not None:
+        out["fidelity"] = _fidelity(design, obs, fidelity_rows)
+        guards.append({"name": "fidelity", "status": out["fidelity"]["status"], "detail": out["fidelity"]["detail"]})
     out["guards"] = guards
     failed_guards = [g["name"] for g in guards if g["status"] == "fail"]
     verdict, reason = decision
@@ -274,6 +279,27 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
     return out
 
 
+def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -> dict[str, Any]:
+    """The fidelity rule over the starts' measured KL (cells) or `fidelity:SET` rows (results CSV)."""
+    from replays.experiments.fidelity import StartFidelity, evaluate
+
+    assert design.fidelity is not None
+    starts = [StartFidelity(o.start, o.arm, o.fidelity.get("sets", {}), o.fidelity.get("candidate"))
+              for o in obs if o.fidelity]
+    by_start: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
+    floors: dict[str, float] = {}
+    for row in rows:
+        kind, _, name = row.measure.partition(":")
+        if kind == "fidelity_floor":
+            floors[name] = max(floors.get(name, 0.0), row.value)
+        else:
+            by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
+    starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
+    control = design.arm(design.rule.control)
+    return evaluate(design.fidelity, starts, design.rule.treatment, design.rule.control, profile=control.profile,
+                    control_knobs=control.knob_dict, floors=floors or None)
+
+
 def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
     name = "prompt_token_ids_identical"
     if not obs or any(o.prompt_hashes is None for o in obs):
@@ -320,6 +346,12 @@ def _revert(design: Design, obs: list[Observation], out: dict[str, Any], failed_
             worse = eff if rule.direction == "lower" else -eff
             if worse > rv.max_worse_pct:
                 triggers.append(f"mean effect {eff:+.2f}% is worse than the {rv.max_worse_pct:g}% limit")
+    if rv.fidelity_regression:
+        fid = out.get("fidelity") or {}
+        if fid.get("status") == "fail":
+            triggers.append(f"fidelity regression: {fid['detail']}")
+        elif fid.get("status") != "pass":
+            unchecked.append("fidelity_regression: " + (fid.get("detail") or "no fidelity measured"))
     outcome = "revert" if triggers else ("unchecked" if unchecked else "keep")
     return {"description": rv.description, "outcome": outcome, "triggers": triggers, "unchecked": unchecked}
 
@@ -340,7 +372,8 @@ def report_for_run(run: Any) -> dict[str, Any]:
             continue
         obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm, value=float(done["value"]),
                                measure=run.design.measure, failed_requests=done.get("failed"),
-                               prompt_hashes=done.get("prompt_hashes"), checks=done.get("checks") or {}))
+                               prompt_hashes=done.get("prompt_hashes"), checks=done.get("checks") or {},
+                               fidelity=done.get("fidelity")))
     order = [s.to_json() for s in run.slots]
     report = analyze(run.design, obs, source="run", order=order, failed_attempts=failed_attempts,
                      voided=progress.voided)
@@ -360,6 +393,20 @@ def report_for_run(run: Any) -> dict[str, Any]:
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[str]:
+    """Per-set KL per arm beside the floor: `treatment <= control + floor` or not."""
+    def kl(v: Any) -> str:
+        return "-" if v is None else f"{v:.3e}"
+
+    lines = [f"  fidelity (KL, top-64; rule: {treatment} <= {control} + floor, floor {fid['floor_rule']})",
+             f"  {'set':<10} {treatment:>12} {control:>12} {'difference':>12} {'floor':>12}  rule"]
+    for row in fid["sets"]:
+        mark = {True: "met", False: "NOT met", None: "no data"}[row["met"]]
+        lines.append(f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
+                     f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}")
+    return lines + [f"  note: {n}" for n in fid.get("notes", [])]
 
 
 def format_report(r: dict[str, Any]) -> str:
@@ -392,6 +439,8 @@ def format_report(r: dict[str, Any]) -> str:
     if r.get("p_value") is not None:
         lines.append(f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "
                      f"smallest reachable {exact.fraction(r['smallest_p'], r['null_size'])}")
+    if r.get("fidelity"):
+        lines += format_fidelity(r["fidelity"], r["treatment"], r["control"])
     for g in r.get("guards", []):
         lines.append(f"  guard {g['name']}: {g['status']} ({g['detail']})")
     if r.get("revert"):
