@@ -122,6 +122,10 @@ def ids_sha256(ids: Iterable[int]) -> str:
     return hashlib.sha256(",".join(str(int(i)) for i in ids).encode()).hexdigest()
 
 
+def new_run_id(workload_name: str, mode: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{workload_name}-{mode}-{secrets.token_hex(2)}"
+
+
 def default_runs_root() -> Path:
     return paths.private_dir(paths.runs_dir() / "replays")
 
@@ -290,7 +294,7 @@ class ReplayRunner:
 
     # -- set-up -----------------------------------------------------------------------------------
     def _new_run_id(self) -> str:
-        return f"{time.strftime('%Y%m%d-%H%M%S')}-{self.workload.name}-{self.options.mode}-{secrets.token_hex(2)}"
+        return new_run_id(self.workload.name, self.options.mode)
 
     def planned(self, draw: str) -> list[WorkloadRequest]:
         reqs = list(self.workload.requests[draw])
@@ -533,6 +537,7 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
+            self._write_summary("running")   # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state, error = "finished", None
             self._emit(phase="started", draw=None, draw_index=0, draws=len(self.draw_names), done=0, total=0,
@@ -621,22 +626,3 @@ def resume_replay(run: str | Path, base_url: str | None = None, progress: Progre
             if not draw_totals(draw, planned, read_records(runner.draw_file(draw))).complete:
                 _append(runner.draw_file(draw), {"id": RESTART, "draw": draw, "at": time.time()})
     return runner
-
-
-def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
-    """The replay runs under `root` (default: the runs dir), newest first: each run's summary.json (or,
-    for a run cut off before its first summary, what run.json says)."""
-    root = root or default_runs_root()
-    runs = []
-    for run_file in root.glob(f"*/{RUN_FILE}"):
-        folder = run_file.parent
-        try:
-            summary_file = folder / SUMMARY_FILE
-            data = json.loads((summary_file if summary_file.is_file() else run_file).read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        data.setdefault("run_id", folder.name)
-        data.setdefault("state", "unknown")
-        data["run_dir"] = str(folder)
-        runs.append((run_file.stat().st_mtime, data))
-    return [d for _, d in sorted(runs, key=lambda x: x[0], reverse=True)]

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "console.cli.telemetry_cmd",
     "console.cli.workload_cmd",
     "console.cli.replay_cmd",
+    "console.cli.jobs_cmd",
     "console.cli.record_cmd",
     "console.cli.experiment_cmd",
     "console.cli.bench_cmd",

@@ -115,10 +115,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _detach(run: registry.Run, as_json: bool) -> int:
-    from replays.experiments.runner import launch_detached
+    from replays.experiments import job
 
-    pid = launch_detached(run)
-    emit(as_json, {"run_id": run.run_id, "pid": pid, "log": str(run.log_path), "journal": str(run.journal_path)},
+    st = job.launch(run)
+    emit(as_json, {**st.to_json(), "log": str(run.log_path), "journal": str(run.journal_path)},
          lambda p: f"runner started (pid {p['pid']}), log {p['log']}\n"
                    f"follow it: frank experiment status {p['run_id']} --follow")
     return 0

@@ -101,11 +101,13 @@ class DashboardScreen(FrankScreen):
 
 
 def app_run_progress(app: Any) -> tuple:
-    """(title, done, total, totals, state) of the console's replay or the followed experiment."""
-    job = getattr(app, "replay", None)
-    if job is not None:
-        return job.progress_tuple()
-    exp = getattr(app, "experiment_state", None)
+    """(title, done, total, totals, state) of the followed job (a replay) or the followed experiment."""
+    from console.screens.replays import job_progress
+
+    job = app.job
+    if job is not None and job.status is not None and job.status.kind != "experiment":
+        return job_progress(job)
+    exp = app.experiment_state
     if exp is not None:
         done = sum(1 for c in exp.cells if c.status in ("done", "voided"))
         cur = exp.current
@@ -117,12 +119,13 @@ def app_run_progress(app: Any) -> tuple:
 
 
 def request_rows(app: Any) -> tuple[RequestRow, ...]:
-    """The last requests: the console's replay's own records when one ran (every request, attributed by the
-    runner), else the requests the sampler saw running alone."""
-    job = getattr(app, "replay", None)
-    if job is not None and job.records:
+    """The last requests: the followed replay's own records when it has some (every request, attributed by
+    the runner), else the requests the sampler saw running alone."""
+    job = app.job
+    records = [r for r in job.records if "server" in r] if job is not None else []
+    if records:
         rows = []
-        for rec in job.records[-8:]:
+        for rec in records[-8:]:
             srv = rec.get("server") or {}
             rows.append(RequestRow(str(rec.get("id")), srv.get("ttft_s"), srv.get("queue_s"), srv.get("prefill_s"),
                                    srv.get("front_end_s"), rec.get("prompt_tokens")))

@@ -15,7 +15,6 @@ guessed.
 """
 from __future__ import annotations
 
-import hashlib
 import signal
 from pathlib import Path
 from typing import Any
@@ -25,43 +24,10 @@ from engine.errors import FrankError
 from engine.profiles import load_profile
 from replays.experiments.design import Design
 from replays.experiments.randomize import Slot
-from replays.experiments.registry import Run, RunError
+from replays.experiments.errors import RunError
+from replays.experiments.registry import Run
 from replays.experiments.runner import Attempt, CellError, Note
-
-
-def resolve_workload(design: Design, source_path: str | None) -> Path:
-    """A workload folder: a path (relative to the design file's folder at registration), a built-in name
-    (w01-mini, w01-full: generated on first use) or a name in the user's workloads dir."""
-    from replays.workload import resolve_workload as resolve_spec
-
-    assert design.workload is not None
-    name = design.workload.name
-    if source_path and not Path(name).is_absolute():
-        beside = Path(source_path).parent / name
-        if (beside / "workload.toml").is_file():
-            return beside.resolve()
-    try:
-        path = resolve_spec(name)
-    except FrankError as exc:
-        raise RunError(f"workload.name: {exc}") from None
-    if not (path / "workload.toml").is_file():
-        raise RunError(f"workload.name: {path} is not a workload folder (no workload.toml)")
-    return path.resolve()
-
-
-def check_draws(design: Design, path: Path) -> None:
-    """The design's draws exist in the workload (checked before any engine start)."""
-    from replays.workload import read_manifest
-
-    assert design.workload is not None
-    names = read_manifest(path).draw_names
-    for i, draw in enumerate(design.workload.draws):
-        if str(draw) not in names:
-            raise RunError(f"workload.draws[{i}]: {path} has no draw named {str(draw)!r} (draws: {', '.join(names)})")
-
-
-def manifest_sha256(path: Path) -> str:
-    return hashlib.sha256((path / "workload.toml").read_bytes()).hexdigest()
+from replays.experiments.workloads import check_draws, manifest_sha256, resolve_workload
 
 
 def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
