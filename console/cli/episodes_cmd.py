@@ -7,9 +7,7 @@ episode. A suite with an error exits 1 before anything runs.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from pathlib import Path
 
 from console.cli.common import emit
@@ -80,7 +78,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from replays.episodes.runner import create_run, report, run_episodes, run_path
+    from replays.episodes import job
+    from replays.episodes.runner import create_run, report, run_path
 
     if args.resume:
         folder = run_path(args.resume)
@@ -89,31 +88,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         raise FrankError("frank episodes run: give a SUITE (or --resume RUN)")
     if args.detach:
-        from replays.episodes.launch import launch_detached
-
-        pid = launch_detached(folder, args.url)
-        emit(args.json, {"run_id": folder.name, "folder": str(folder), "pid": pid, "detached": True},
+        st = job.launch(folder, args.url)
+        emit(args.json, {"run_id": folder.name, "folder": str(folder), "pid": st.pid, "state": st.state,
+                         "detached": True},
              lambda p: f"episodes run {p['run_id']} started in the background (pid {p['pid']}); "
                        f"follow it with `frank episodes status {p['run_id']}`")
         return 0
-    stop = threading.Event()
-
-    def on_signal(signum, _frame):  # stop after the episode in flight is cut off and recorded
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     def on_event(ev: dict) -> None:
         if not args.json and ev["event"] == "episode_done":
             print(f"draw {ev['draw']} {ev['task']:<20} {ev['outcome']:<5} {ev['client_s'] or 0:8.2f} s "
                   f"{ev['turns']} turns {ev['tool_calls']} tool calls {ev['requests']} requests", file=sys.stderr)
 
-    try:
-        outcome = run_episodes(folder, args.url, stop=stop, on_event=on_event)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    outcome = job.run(folder, args.url, on_event)
     payload = {**report(folder), "status": outcome.status, "reason": outcome.reason, "ran": outcome.ran}
     emit(args.json, payload, _human_report)
     return 0 if outcome.status == "finished" else 3

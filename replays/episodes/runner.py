@@ -39,11 +39,12 @@ from replays.episodes.grade import run_grader
 from replays.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from replays.episodes.suite import Suite, load_suite
 from replays.episodes.tasks import materialize
-from replays.experiments.runner import RunLock, lock_holder
+from replays.jobs import lock_holder
 
 RESULTS = "results.jsonl"
 EVENTS = "events.jsonl"
 RUN_FILE = "run.json"
+LOCK = "job.lock"            # the job layer's lock (replays.jobs): held by whoever runs the episodes
 EPISODE_FIELDS = ("task", "draw", "outcome", "client_s", "requests", "prompt_tokens", "completion_tokens",
                   "turns", "tool_calls")
 
@@ -168,7 +169,8 @@ def episode_key(draw: int, task: str) -> str:
 
 def run_episodes(run: str | Path, url: str | None = None, *, stop: threading.Event | None = None,
                  on_event: Callable[[dict[str, Any]], None] | None = None) -> RunOutcome:
-    """Run (or resume) a run folder's episodes in order. Holds the run's lock while it works."""
+    """Run (or resume) a run folder's episodes in order. The caller holds the run's lock (replays.episodes
+    .job.run does, through the job layer)."""
     folder = run_path(run)
     meta = read_run(folder)
     suite = load_suite(meta["suite"])
@@ -178,8 +180,7 @@ def run_episodes(run: str | Path, url: str | None = None, *, stop: threading.Eve
     settings = EpisodeSettings(**meta["settings"])
     base = engine_endpoint(url)
     model = served_model(base)
-    with RunLock(folder / "runner.lock"):
-        return _run(folder, meta, suite, settings, base, model, stop or threading.Event(), on_event)
+    return _run(folder, meta, suite, settings, base, model, stop or threading.Event(), on_event)
 
 
 def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSettings, base: str, model: str,
@@ -383,7 +384,7 @@ def load_state(run: str | Path) -> EpisodesState:
         live[key] = LiveEpisode(r["draw"], r["task"], r.get("turns", 0), (r.get("last_tool") or {}).get("function")
                                 if isinstance(r.get("last_tool"), dict) else (old.last_tool if old else None),
                                 old.started_at if old else r.get("started_at", 0.0), r["outcome"], r.get("client_s"))
-    holder = lock_holder(folder / "runner.lock")
+    holder = lock_holder(folder / LOCK)
     if status == "running" and holder is None:
         status, reason = "interrupted", "the runner is gone (killed?): `frank episodes run --resume` continues"
     planned = meta["draws"] * len(meta["tasks"])

@@ -103,10 +103,10 @@ def _wait_for(predicate, timeout: float = 120.0, what: str = "") -> None:
 
 
 def test_crashing_grader_is_error_the_run_goes_on_and_a_killed_run_resumes_at_the_first_unfinished(engine, tmp_path):
-    from replays.episodes.launch import launch_detached
+    from replays.episodes import job
 
     folder = create_run(_fixture_suite(tmp_path), draws=1, out=tmp_path / "run")
-    pid = launch_detached(folder)
+    pid = job.launch(folder).pid
     events = folder / "events.jsonl"
     _wait_for(lambda: any(e.get("event") == "episode_started" and e.get("task") == "second"
                           for e in read_jsonl(events)), what="the second episode to start")
@@ -114,7 +114,7 @@ def test_crashing_grader_is_error_the_run_goes_on_and_a_killed_run_resumes_at_th
     _wait_for(lambda: load_state(folder).status == "interrupted", 20, "the run to show as interrupted")
     assert [r["task"] for r in read_jsonl(folder / "results.jsonl")] == ["first"]
 
-    outcome = run_episodes(folder)
+    outcome = job.run(folder)
     assert outcome.status == "finished" and outcome.ran == 2
     results = read_jsonl(folder / "results.jsonl")
     assert [(r["task"], r["outcome"]) for r in results][1:] == [("second", "fail"), ("third", "fail")]
