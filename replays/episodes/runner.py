@@ -296,13 +296,22 @@ def draw_totals(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_draw.setdefault(r["draw"], []).append(r)
     out = []
     for draw in sorted(by_draw):
-        eps = by_draw[draw]
-        out.append({"draw": draw, "episodes": len(eps),
-                    "total_s": round(sum(e.get("client_s") or 0.0 for e in eps), 3),
-                    "passed": sum(e["outcome"] == "pass" for e in eps),
-                    "failed": sum(e["outcome"] == "fail" for e in eps),
-                    "errors": sum(e["outcome"] == "error" for e in eps)})
+        m = episode_measures(by_draw[draw])
+        out.append({"draw": draw, "episodes": m["episodes"], "total_s": round(m["episode_total_time"], 3),
+                    "passed": m["episodes_passed"], "failed": m["episodes_failed"], "errors": m["episode_errors"]})
     return out
+
+
+def episode_measures(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The measures of a set of episodes (an experiment arm's start, or a whole run): the one definition.
+
+    episode_total_time: client seconds summed over the episodes (the seed's "total time over the episodes");
+    episodes_passed: episodes whose grader passed. Errors count as not passed; their time still counts."""
+    return {"episode_total_time": round(sum(r.get("client_s") or 0.0 for r in results), 6),
+            "episodes_passed": sum(r["outcome"] == "pass" for r in results),
+            "episodes_failed": sum(r["outcome"] == "fail" for r in results),
+            "episode_errors": sum(r["outcome"] == "error" for r in results),
+            "episodes": len(results), "requests": sum(r.get("requests") or 0 for r in results)}
 
 
 def report(run: str | Path) -> dict[str, Any]:

@@ -37,6 +37,11 @@ MEASURES = {
     "total_replay_time": "seconds of client time (send to last byte) summed over the start's requests",
     "tokens_per_s": "output tokens per second of client time over the start's requests",
 }
+# Measures of an engine start that runs graded agent episodes ([episodes] instead of [workload]).
+EPISODE_MEASURES = {
+    "episode_total_time": "client seconds summed over the start's episodes (every draw of the suite)",
+    "episodes_passed": "episodes the suite's graders passed, over the start's draws",
+}
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -64,6 +69,12 @@ class Workload:
     requests: int | None         # replay only the first N requests of each draw
     warmup_requests: int         # the first N requests of each draw are replayed but not measured
     max_tokens: int | None = None  # full mode: cap the recorded max_tokens
+
+
+@dataclass(frozen=True)
+class Episodes:
+    suite: str                   # a suite manifest (relative to the design file) or a built-in (w01-mini)
+    draws: int                   # draws per engine start; one draw runs every task of the suite once
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,7 @@ class Design:
     canonical: str
     sha256: str
     fidelity: FidelityRule | None = None   # [fidelity]: no worse than the control by more than the floor
+    episodes: Episodes | None = None       # [episodes]: each start runs graded agent episodes, not a replay
 
     @property
     def runnable(self) -> bool:
@@ -218,7 +230,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 TOP_FIELDS = ("name", "question", "description", "profile", "arms", "design", "workload", "measure", "rule",
-              "guards", "failure", "revert", "fidelity")
+              "guards", "failure", "revert", "fidelity", "episodes")
 
 
 def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
@@ -253,22 +265,32 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     if "order" in kind_table.data and kind != "external":
         raise kind_table.error("order", "only an 'external' design states its order; others draw it at registration")
 
-    workload = None
+    workload = episodes = None
+    if "workload" in data and "episodes" in data:
+        raise top.error("episodes", "a start either replays a [workload] or runs [episodes], not both")
     if "workload" in data:
         workload = _parse_workload(data["workload"], where)
+    elif "episodes" in data:
+        episodes = _parse_episodes(data["episodes"], where)
     elif kind != "external":
-        raise top.error("workload", "missing required field (what each engine start replays)")
+        raise top.error("workload", "missing required field (what each engine start replays; or [episodes])")
+    known = EPISODE_MEASURES if episodes is not None else MEASURES
 
     measure = ""
     if "measure" in data:
         mtable = _Table(data["measure"], "measure", where, ("name",))
         measure = mtable.get("name", str)
-        if kind != "external" and measure not in MEASURES:
-            raise mtable.error("name", f"{measure!r} is not one of: {', '.join(MEASURES)}")
+        if kind != "external" and measure not in known:
+            raise mtable.error("name", f"{measure!r} is not one of: {', '.join(known)}")
     elif kind != "external":
         raise top.error("measure", "missing required field")
 
-    rule = _parse_rule(top.get("rule", dict), where, kind, names)
+    rule = _parse_rule(top.get("rule", dict), where, kind, names, live_criteria=episodes is not None)
+    if kind != "external":
+        for i, c in enumerate(rule.criteria):
+            if c.measure not in known:
+                raise DesignError(f"{where}: rule.criteria[{i}].measure: {c.measure!r} is not one of: "
+                                  f"{', '.join(known)} (fidelity has its own [fidelity] rule)")
     guards = _parse_guards(data.get("guards", {}), where)
     failure = _parse_failure(data.get("failure", {}), where, kind)
     revert = _parse_revert(data["revert"], where) if "revert" in data else None
@@ -279,7 +301,7 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     design = Design(name=name, question=question, description=description, profile=profile, arms=arms,
                     kind=kind, blocks=blocks, starts_per_arm=starts_per_arm, run_order=run_order,
                     workload=workload, measure=measure, rule=rule, guards=guards, failure=failure,
-                    revert=revert, canonical="", sha256="", fidelity=fidelity)
+                    revert=revert, canonical="", sha256="", fidelity=fidelity, episodes=episodes)
     canonical = canonical_json(design)
     return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
 
@@ -323,12 +345,24 @@ def _parse_workload(raw: Any, where: str) -> Workload:
                     warmup_requests=warmup, max_tokens=max_tokens)
 
 
-def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...]) -> Rule:
+def _parse_episodes(raw: Any, where: str) -> Episodes:
+    table = _Table(raw, "episodes", where, ("suite", "draws"))
+    suite = table.get("suite", str)
+    if not suite.strip():
+        raise table.error("suite", "must not be empty")
+    return Episodes(suite=suite, draws=table.count("draws", 1))
+
+
+def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...],
+                live_criteria: bool = False) -> Rule:
     table = _Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all",
                                         "criteria"))
     test = table.choice("test", ("sign", "permutation", "criteria"))
-    if TESTS[kind] != test:
-        raise table.error("test", f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}")
+    # a balanced design that runs episodes may decide by criteria (the seed's adoption rule) on live starts
+    live = live_criteria and kind == "balanced" and test == "criteria"
+    if TESTS[kind] != test and not live:
+        raise table.error("test", f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}"
+                          + (" (criteria on live starts: a 'balanced' design with [episodes])" if test == "criteria" else ""))
     treatment, control = table.get("treatment", str), table.get("control", str)
     for key, value in (("treatment", treatment), ("control", control)):
         if value not in names:
@@ -361,7 +395,7 @@ def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ..
                                       aggregate=ctable.choice("aggregate", AGGREGATES, "sum"),
                                       compare=ctable.choice("compare", COMPARES), margin=float(margin)))
     elif "criteria" in raw:
-        raise table.error("criteria", f"only an 'external' design has criteria (this is a {test} test)")
+        raise table.error("criteria", f"only a criteria rule has criteria (this is a {test} test)")
     return Rule(test=test, treatment=treatment, control=control, direction=direction or "",
                 alpha=float(alpha) if alpha is not None else None, require_all=require_all,
                 criteria=tuple(criteria))
@@ -450,6 +484,8 @@ def canonical_dict(design: Design) -> dict[str, Any]:
     # added fields appear only when used, so the hashes of designs registered before them do not change
     if design.fidelity is not None:
         out["fidelity"] = design.fidelity.canonical()
+    if design.episodes is not None:   # only when used: older designs keep their hashes
+        out["episodes"] = {"suite": design.episodes.suite, "draws": design.episodes.draws}
     if design.revert is not None and design.revert.fidelity_regression:
         out["revert"]["fidelity_regression"] = True
     return out

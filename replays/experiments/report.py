@@ -129,12 +129,12 @@ def analyze(design: Design, observations: Iterable[Observation], *, source: str 
         "null_size": exact.null_size(design), "smallest_p": exact.smallest_p(design),
         "p_value": None, "p_fraction": None, "notes": [],
     }
-    if design.kind == "blocks":
-        decision = _blocks(design, obs, set(voided), out)
-    elif design.kind == "balanced":
-        decision = _balanced(design, obs, out)
-    else:
+    if rule.test == "criteria":      # external, or live episode starts (the seed's adoption rule)
         decision = _criteria(design, obs, out)
+    elif design.kind == "blocks":
+        decision = _blocks(design, obs, set(voided), out)
+    else:
+        decision = _balanced(design, obs, out)
     guards = _guards(design, obs, checks, source)
     if design.fidelity is not None:
         out["fidelity"] = _fidelity(design, obs, fidelity_rows)
@@ -369,6 +369,13 @@ def report_for_run(run: Any) -> dict[str, Any]:
                 failed_attempts[slot.arm] = failed_attempts.get(slot.arm, 0) + 1
         done = progress.done(slot.slot)
         if done is None or (slot.block is not None and slot.block in progress.voided):
+            continue
+        if run.design.rule.test == "criteria":   # one observation per criterion's measure of the start
+            for i, c in enumerate(run.design.rule.criteria):
+                obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm,
+                                       value=float(done["measures"][c.measure]), measure=c.measure,
+                                       failed_requests=done.get("failed") if i == 0 else 0,
+                                       fidelity=done.get("fidelity") if i == 0 else None))
             continue
         obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm, value=float(done["value"]),
                                measure=run.design.measure, failed_requests=done.get("failed"),
