@@ -87,10 +87,12 @@ def summarize(log: Any) -> dict[str, Any]:
     usage_in = usage_out = 0
     requests = model_errors = 0
     model_s = tool_s = 0.0
+    call_s: list[float | None] = []  # per model call; None for a call whose time inspect did not record
     for event in sample.events:
         if event.event == "model":  # every call reached the engine, the one a limit then cut off included
             requests += 1
             model_s += float(event.working_time or 0.0)
+            call_s.append(None if event.working_time is None else round(float(event.working_time), 6))
             if event.error:
                 model_errors += 1
             if event.output is not None and event.output.usage is not None:
@@ -108,7 +110,7 @@ def summarize(log: Any) -> dict[str, Any]:
                 last_tool = {"function": call.function, "arguments": json.dumps(call.arguments)[:200]}
     out.update({
         "client_s": sample.total_time, "working_s": sample.working_time, "model_s": round(model_s, 6),
-        "tool_s": round(tool_s, 6), "requests": requests, "model_errors": model_errors,
+        "tool_s": round(tool_s, 6), "call_s": call_s, "requests": requests, "model_errors": model_errors,
         "prompt_tokens": usage_in, "completion_tokens": usage_out, "turns": turns, "tool_calls": tool_calls,
         "last_tool": last_tool,
         "limit": sample.limit.type if sample.limit is not None else None,

@@ -267,7 +267,7 @@ def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: Recorder
     record: dict[str, Any] = {
         "task": task.id, "draw": draw, "cache_salt": salt, "started_at": round(started, 3),
         "client_s": harness.get("client_s"), "working_s": harness.get("working_s"),
-        "model_s": harness.get("model_s"), "tool_s": harness.get("tool_s"),
+        "model_s": harness.get("model_s"), "tool_s": harness.get("tool_s"), "call_s": harness.get("call_s"),
         "requests": harness.get("requests", 0), "prompt_tokens": harness.get("prompt_tokens", 0),
         "completion_tokens": harness.get("completion_tokens", 0), "turns": harness.get("turns", 0),
         "tool_calls": harness.get("tool_calls", 0), "last_tool": harness.get("last_tool"),
