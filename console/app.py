@@ -70,6 +70,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         Binding("2", "switch_mode('replays')", "replays", id="mode.replays", group=SCREENS),
         Binding("3", "switch_mode('experiments')", "experiments", id="mode.experiments", group=SCREENS),
         Binding("4", "switch_mode('logs')", "logs", id="mode.logs", group=SCREENS),
+        Binding("5", "switch_mode('episodes')", "episodes", id="mode.episodes", group=SCREENS),  # issue 11
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
@@ -92,6 +93,8 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
 
         self.MODES = {"dashboard": DashboardScreen, "replays": ReplaysScreen,
                       "experiments": ExperimentsScreen, "logs": LogsScreen}
+        from console.screens.episodes import EpisodesScreen  # issue 11: live agent episodes
+        self.MODES["episodes"] = EpisodesScreen
         super().__init__()
         self.services = services
         self.settings = settings or config.Settings()
