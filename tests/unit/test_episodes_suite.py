@@ -196,3 +196,36 @@ def test_resolve_suite_names_builtins_and_refuses_unknown():
 
     with pytest.raises(FrankError, match="no suite 'w99'"):
         resolve_suite("w99")
+
+
+def test_episode_designs_parse_and_refuse_what_they_cannot_run():
+    from replays.experiments.design import DesignError, load_design, parse_design_text
+
+    design = load_design(REPO / "replays" / "designs" / "episodes-adoption.toml")
+    assert (design.kind, design.rule.test, design.episodes.suite, design.episodes.draws) == (
+        "balanced", "criteria", "w01-mini", 1)
+    assert [(c.measure, c.compare, c.margin) for c in design.rule.criteria] == [
+        ("episode_total_time", "lower", 0.0), ("episodes_passed", "not_lower", 2.0)]
+    assert design.fidelity is not None and '"episodes":{"draws":1,"suite":"w01-mini"}' in design.canonical
+    text = (REPO / "replays" / "designs" / "episodes-adoption.toml").read_text()
+    where = "d.toml"
+    cases = {
+        text.replace('name = "episode_total_time"\n', 'name = "time_per_verify_step"\n'):
+            "d.toml: measure.name: 'time_per_verify_step' is not one of: episode_total_time, episodes_passed",
+        text.replace('measure = "episodes_passed"', 'measure = "kl"'):
+            "d.toml: rule.criteria[1].measure: 'kl' is not one of: episode_total_time, episodes_passed "
+            "(fidelity has its own [fidelity] rule)",
+        text.replace("draws = 1", "draws = 0"): "d.toml: episodes.draws: must be at least 1, got 0",
+        text.replace('[episodes]\nsuite = "w01-mini"', '[workload]\nname = "w01-mini"\n[episodes]\nsuite = "w01-mini"'):
+            "d.toml: episodes: a start either replays a [workload] or runs [episodes], not both",
+    }
+    for bad, message in cases.items():
+        with pytest.raises(DesignError) as info:
+            parse_design_text(bad, where)
+        assert str(info.value) == message
+    # criteria on live starts needs episodes: a replay design keeps its exact test
+    replay = text.replace('[episodes]\nsuite = "w01-mini"      # a suite manifest beside this file, or a built-in\n'
+                          'draws = 1', '[workload]\nname = "w01-mini"').replace(
+        'name = "episode_total_time"\n', 'name = "total_replay_time"\n')
+    with pytest.raises(DesignError, match="a 'balanced' design uses the 'permutation' test, not 'criteria'"):
+        parse_design_text(replay, where)
