@@ -103,15 +103,13 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def engine_endpoint(url: str | None) -> str:
-    if url:
-        return url.rstrip("/")
-    from engine.controller import EngineController
+    """The given URL, or the running engine's (a resumed run goes to the engine of now)."""
+    from replays.replay_job import engine_url
 
-    status = EngineController().status()
-    if status.state != "ready" or not status.url:
-        raise FrankError(f"no engine is ready (state: {status.state}); start one with `frank engine start` "
-                         "or pass --url")
-    return status.url
+    found = url or engine_url()
+    if not found:
+        raise FrankError("no engine is ready; start one with `frank engine start` or pass --url")
+    return found.rstrip("/")
 
 
 def served_model(url: str) -> str:

@@ -9,13 +9,12 @@ Graders and references are programs beside the manifest; the agent never sees th
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.errors import FrankError
-from replays.workload import CheckError, _is, _key_lines, format_errors
+from replays.workload import CheckError, _is, _key_lines, format_errors, read_toml
 
 FORMAT = "frank-suite"
 FORMAT_VERSION = 1
@@ -78,12 +77,9 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     mpath = Path(path).expanduser()
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, "no such suite manifest")]
-    text = mpath.read_text(encoding="utf-8", errors="replace")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        return None, [CheckError(mpath, int(m.group(1)) if m else 1, f"bad TOML: {exc}")]
+    text, data, bad = read_toml(mpath)
+    if data is None:
+        return None, bad
     top, task_lines = _key_lines(text, "tasks")
     _, default_lines = _key_lines(text, "defaults")
     errors: list[CheckError] = []

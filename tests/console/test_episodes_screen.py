@@ -11,16 +11,13 @@ from console.screens.episodes import EpisodesScreen
 from engine.telemetry.sampler import Sampler, controller_target
 from replays import jobs
 from replays.episodes.runner import list_runs, read_jsonl, run_path
+from tests.console.conftest import wait_until
 
 pytestmark = pytest.mark.engine
 
 
 async def wait(pilot, predicate, timeout_s: float) -> bool:
-    for _ in range(int(timeout_s / 0.1)):
-        if predicate():
-            return True
-        await pilot.pause(0.1)
-    return predicate()
+    return await wait_until(pilot, predicate, timeout_s, step_s=0.1)
 
 
 def _cell(table: DataTable, row: str, column: str) -> str:
