@@ -229,3 +229,27 @@ def test_episode_designs_parse_and_refuse_what_they_cannot_run():
         'name = "episode_total_time"\n', 'name = "total_replay_time"\n')
     with pytest.raises(DesignError, match="a 'balanced' design uses the 'permutation' test, not 'criteria'"):
         parse_design_text(replay, where)
+
+
+@pytest.mark.parametrize("spec2, spec4, decision, reason", [
+    # (episode_total_time, episodes_passed, KL) per arm
+    ((100.0, 4, 0.010), (120.0, 5, 0.010), "confirmed", "all 2 criteria met"),
+    ((100.0, 2, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episodes_passed"),
+    ((130.0, 5, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episode_total_time"),
+    ((100.0, 5, 0.040), (120.0, 5, 0.010), "not confirmed", "guard failed: fidelity (all 2 criteria met)"),
+])
+def test_the_adoption_rule_on_live_start_measures(spec2, spec4, decision, reason):
+    """The three rules of the seed's adoption test, as `report_for_run` feeds a live [episodes] run."""
+    from replays.experiments.design import load_design
+    from replays.experiments.report import Observation, analyze
+
+    design = load_design(REPO / "replays" / "designs" / "episodes-adoption.toml")
+    obs = []
+    for start, (arm, (total, passed, kl)) in enumerate((("spec-4", spec4), ("spec-2", spec2)), 1):
+        fidelity = {"sets": {name: {"kl": kl, "reference_floor": 0.0} for name in ("code", "agent", "prose")}}
+        obs.append(Observation(start, None, arm, total, "episode_total_time", failed_requests=0, fidelity=fidelity))
+        obs.append(Observation(start, None, arm, passed, "episodes_passed", failed_requests=0))
+    report = analyze(design, obs)
+    assert (report["decision"], report["decision_reason"]) == (decision, reason)
+    assert [c["met"] is not None for c in report["criteria"]] == [True, True]
+    assert report["fidelity"]["status"] in ("pass", "fail")   # the third rule is evaluated, never skipped
