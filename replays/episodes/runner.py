@@ -14,9 +14,10 @@ A run folder (`runs_dir()/episodes/<run-id>/`, 0700) holds:
 
 One draw runs every task of the suite in the manifest's order, in one fresh prompt-cache namespace
 (`cache_salt`, fresh per draw and per resumed session). `run_episodes` on an existing folder resumes at the
-first unfinished episode; an episode cut off half-way is started again from a fresh workspace. An episode
-whose grader crashes is `error` and the run goes on; an engine that stops answering marks the episode
-`error` and stops the run (exit status 3), which a later `run` resumes after the engine is restarted.
+first unfinished episode; an episode cut off half-way (killed, or stopped by SIGTERM/Ctrl-C) is started
+again from a fresh workspace. An episode whose grader crashes is `error` and the run goes on; an engine
+that stops answering marks the episode `error` and stops the run (exit status 3), which a later `run`
+resumes after the engine is restarted.
 """
 from __future__ import annotations
 
@@ -220,6 +221,10 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
             result = _run_episode(folder, suite, task, draw, recorder, worker, model, salt, settings, stop, note)
             result["recorded_requests"] = recorder.recorder.recorded - before
             result["recording_draw"] = recorder.recorder.draw_name
+            if result.get("error_kind") == "stopped":  # cut off, not finished: a resumed run runs it again
+                note("episode_cut", draw=draw, task=task.id, reason=result["detail"])
+                outcome.status, outcome.reason = "stopped", "stopped by the operator"
+                break
             append_private_line(folder / RESULTS, json.dumps(result, sort_keys=True))
             note("episode_done", **{k: result.get(k) for k in (*EPISODE_FIELDS, "detail")})
             outcome.ran += 1
@@ -227,9 +232,6 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
             if result["outcome"] == "error" and result.get("error_kind") == "engine":
                 outcome.status = "interrupted"
                 outcome.reason = f"the engine stopped answering during {task.id} (draw {draw}): restart it and run again"
-                break
-            if result.get("error_kind") == "stopped":
-                outcome.status, outcome.reason = "stopped", "stopped by the operator"
                 break
     finally:
         worker.close()
@@ -379,6 +381,8 @@ def load_state(run: str | Path) -> EpisodesState:
             status, reason = ev.get("status", "stopped"), ev.get("reason", "")
         elif kind == "episode_started":
             live[episode_key(ev["draw"], ev["task"])] = LiveEpisode(ev["draw"], ev["task"], 0, None, ev["t"])
+        elif kind == "episode_cut":
+            live.pop(episode_key(ev["draw"], ev["task"]), None)
         elif kind == "turn" and ev.get("task") is not None:
             key = episode_key(ev["draw"], ev["task"])
             if key in live:
