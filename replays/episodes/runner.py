@@ -156,7 +156,7 @@ class RecorderThread:
 @dataclass
 class RunOutcome:
     folder: Path
-    status: str                  # finished | interrupted | stopped
+    status: str                  # finished | interrupted (engine) | stopped (operator) | failed (an error)
     reason: str = ""
     ran: int = 0                 # episodes finished in this session
     episodes: list[dict[str, Any]] = field(default_factory=list)
@@ -233,6 +233,9 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
                 outcome.status = "interrupted"
                 outcome.reason = f"the engine stopped answering during {task.id} (draw {draw}): restart it and run again"
                 break
+    except BaseException as exc:
+        outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         worker.close()
         if recorder is not None:
