@@ -144,6 +144,8 @@ def analyze(design: Design, observations: Iterable[Observation], *, source: str 
     verdict, reason = decision
     if verdict == "confirmed" and failed_guards:
         verdict, reason = "not confirmed", f"guard failed: {', '.join(failed_guards)} ({reason})"
+    elif verdict == "confirmed" and out.get("fidelity", {}).get("status") == "pass":
+        reason += " and the fidelity rule holds"
     unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
     if unchecked:
         out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
@@ -264,8 +266,9 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
                         "detail": "no per-request records" + (": measures taken elsewhere" if source == "external" else "")})
         else:
             total = sum(c or 0 for c in counts)
+            starts = len({o.start for o in obs}) if all(o.start for o in obs) else len(obs)
             out.append({"name": "no_failed_requests", "status": "pass" if total == 0 else "fail",
-                        "detail": f"{total} failed requests over {len(obs)} starts"})
+                        "detail": f"{total} failed requests over {starts} starts"})
     if g.prompt_token_ids_identical:
         out.append(_identical_prompts(obs, source))
     for name in g.checks:
@@ -434,12 +437,15 @@ def format_report(r: dict[str, Any]) -> str:
                          f"{'void' if b['voided'] else (b['sign'] or '')}")
         if r.get("mean_effect_pct") is not None:
             lines.append(f"  mean effect {r['mean_effect_pct']:+.2f}%  ({r['wins']} wins, {r['losses']} losses, {r['ties']} ties)")
-    elif r["kind"] == "balanced":
+    elif r["kind"] == "balanced" and r["test"] != "criteria":
         for s in r.get("starts", []):
             lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {_num(s['value'])}")
         if r.get("mean_difference") is not None:
             lines.append(f"  mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
     else:
+        for s in r.get("starts", []):
+            if s.get("start"):   # live criteria starts: each measure of each start
+                lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {s['measure']:<20} {_num(s['value'])}")
         for c in r.get("criteria", []):
             mark = {True: "met", False: "NOT met", None: "no data"}[c["met"]]
             lines.append(f"  {c['text']}: {_num(c['treatment'])} vs {_num(c['control'])}  {mark}")

@@ -233,7 +233,7 @@ def test_episode_designs_parse_and_refuse_what_they_cannot_run():
 
 @pytest.mark.parametrize("spec2, spec4, decision, reason", [
     # (episode_total_time, episodes_passed, KL) per arm
-    ((100.0, 4, 0.010), (120.0, 5, 0.010), "confirmed", "all 2 criteria met"),
+    ((100.0, 4, 0.010), (120.0, 5, 0.010), "confirmed", "all 2 criteria met and the fidelity rule holds"),
     ((100.0, 2, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episodes_passed"),
     ((130.0, 5, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episode_total_time"),
     ((100.0, 5, 0.040), (120.0, 5, 0.010), "not confirmed", "guard failed: fidelity (all 2 criteria met)"),
