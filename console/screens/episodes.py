@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from textual import work
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -22,7 +23,7 @@ from console.widgets.base import update_text
 from console.widgets.footer import FrankFooter
 
 POLL_S = 1.0
-OUTCOME_STYLE = {"pass": "$frank-ok", "fail": "$frank-idle", "error": "$frank-bad"}
+OUTCOME_STYLE = {"pass": "bold green", "error": "bold red", "running": "bold"}   # table cells: plain Rich styles
 
 
 class EpisodesScreen(FrankScreen):
@@ -174,9 +175,8 @@ class EpisodesScreen(FrankScreen):
             key = f"d{ep.draw}-{ep.task}"
             elapsed = ep.client_s if ep.outcome is not None else now - ep.started_at
             outcome = "running" if ep.outcome is None else ep.outcome
-            style = OUTCOME_STYLE.get(outcome, "$frank-ok")
             cells = {"draw": str(ep.draw), "task": ep.task, "turn": str(ep.turn), "last_tool": ep.last_tool or "-",
-                     "elapsed": f"{elapsed or 0:.1f} s", "outcome": f"[{style}]{outcome}[/]"}
+                     "elapsed": f"{elapsed or 0:.1f} s", "outcome": Text(outcome, style=OUTCOME_STYLE.get(outcome, ""))}
             if key in table.rows:
                 for column, value in cells.items():
                     table.update_cell(key, column, value)
