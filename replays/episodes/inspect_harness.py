@@ -130,7 +130,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         build_task(spec), model=f"openai-api/frank/{spec['model']}", model_base_url=spec["base_url"],
         model_args={"api_key": spec["api_key"]}, log_dir=spec["log_dir"], log_format="json",
         display="none", turn_limit=spec["max_turns"], time_limit=spec["wall_time_s"],
-        fail_on_error=False, score=False, max_samples=1, max_sandboxes=1, **config.model_dump(exclude_none=True))
+        fail_on_error=False, score=False, max_samples=1, max_sandboxes=1,
+        # frank follows episodes through the recorder: inspect's live sample database (written on every
+        # event, for `inspect view`) would only add to the client time of each turn
+        log_realtime=False, **config.model_dump(exclude_none=True))
     out = summarize(logs[0])
     out["harness_wall_s"] = round(time.perf_counter() - started, 6)
     out["log"] = logs[0].location
