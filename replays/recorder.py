@@ -69,6 +69,7 @@ class Recorder:
         self._episodes: list[_Episode] = []
         self._tasks: dict[str, str] = {}
         self._lock = asyncio.Lock()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._prepare(name)
 
     # -- the workload being written -----------------------------------------------------------------
@@ -134,6 +135,8 @@ class Recorder:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            for writer in list(self._writers):  # kept-alive client connections end too (server.close() keeps them)
+                writer.close()
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
             except asyncio.TimeoutError:
@@ -151,6 +154,7 @@ class Recorder:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER)
+        self._writers.add(writer)
         try:
             while True:
                 request, body = await self._read_request(conn, reader)
@@ -166,6 +170,7 @@ class Recorder:
         except (ConnectionError, h11.ProtocolError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._writers.discard(writer)
             writer.close()
 
     async def _read_request(self, conn: h11.Connection,

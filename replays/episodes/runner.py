@@ -146,8 +146,16 @@ class RecorderThread:
     def url(self) -> str:
         return self.recorder.url
 
+    async def _shutdown(self) -> None:
+        """Close the recorder (and the connections the harness keeps alive to it), then let their handlers
+        end before the loop does."""
+        await self.recorder.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
     def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.recorder.close(), self.loop).result(10)
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(15)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         self.loop.close()
