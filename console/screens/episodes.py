@@ -36,6 +36,8 @@ class EpisodesScreen(FrankScreen):
     #ep-options Input { width: 10; }
     #ep-suites, #ep-runs { height: auto; max-height: 12; }
     """
+    followed: str | None = None     # the run shown on the right
+    state: Any = None               # its latest EpisodesState (None until the first poll)
     BINDINGS = [
         Binding("L", "launch", "launch", id="episodes.launch"),
         Binding("o", "follow", "follow", id="episodes.follow"),
@@ -69,8 +71,6 @@ class EpisodesScreen(FrankScreen):
         e = self.query_one("#ep-episodes", DataTable)
         for key in ("draw", "task", "turn", "last_tool", "elapsed", "outcome"):
             e.add_column(key.replace("_", " "), key=key)
-        self.followed: str | None = None
-        self.state: Any = None
         self.action_reload()
         s.focus()
         self._poll()
