@@ -66,15 +66,13 @@ def main() -> int:
         outcome = run_episodes(folder, url, on_event=on_event)
         wall = time.perf_counter() - t0
         results = read_jsonl(folder / "results.jsonl")
-        recorded = []
-        for draw_file in sorted((folder / "recording").glob("draw-*.jsonl")):
-            recorded += read_jsonl(draw_file)
+        recorded = {f.stem: read_jsonl(f) for f in (folder / "recording").glob("draw-*.jsonl")}
     rows = []
     for r in results:
         key = (r["draw"], r["task"])
         s = scrapes.get(key, {})
         (sum0, n0), (sum1, n1) = s.get("episode_started", (0, 0)), s.get("episode_done", (0, 0))
-        rec = [x["recorded"]["duration_s"] for x in recorded if x["task"] == r["task"]][-r["requests"]:]
+        rec = [x["recorded"]["duration_s"] for x in recorded.get(r["recording_draw"], []) if x["task"] == r["task"]]
         calls = r.get("call_s") or []
         # the client's time per call (inspect records none for a call a limit cut off) against the recorder's
         timed = [(c, d) for c, d in zip(calls, rec) if c is not None]
