@@ -19,6 +19,10 @@ Per episode, from inspect's eval log, the recording and /metrics:
   loop per turn = (client_s - model_s - tool_s) / turns: inspect's own agent loop between calls.
 The wall time of a draw (what `frank episodes run` takes, inspect start-up and grading included) is printed
 beside the draw's client total.
+
+Peer, in the same run: the same chat request (about 1.5K tokens, one output token) sent alternately by
+inspect's model API (`get_model(...).generate`, what the agent calls each turn) and by a bare httpx client,
+straight to the engine: the difference of the medians is inspect's own client cost per call.
 """
 from __future__ import annotations
 
@@ -35,9 +39,47 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.metrics import fetch_metrics  # noqa: E402
-from replays.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes  # noqa: E402
+from replays.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes, served_model  # noqa: E402
 
 E2E = "vllm:e2e_request_latency_seconds"
+
+PEER = r"""
+import asyncio, json, statistics, sys, time
+import httpx
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
+url, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+text = " ".join(f"row {i}: order A{i:07d} region north quantity {i % 17} price {i % 991}.{i % 100:02d}" for i in range(120))
+async def main():
+    m = get_model(f"openai-api/frank/{model}", base_url=url + "/v1", api_key="frank")
+    cfg = GenerateConfig(max_tokens=1, temperature=1.0, max_retries=0)
+    msgs = [ChatMessageSystem(content="You are an engineer."), ChatMessageUser(content=text)]
+    body = {"model": model, "max_tokens": 1, "temperature": 1.0,
+            "messages": [{"role": "system", "content": "You are an engineer."}, {"role": "user", "content": text}]}
+    a, b = [], []
+    async with httpx.AsyncClient(timeout=60) as c:
+        for i in range(n + 2):
+            t = time.perf_counter(); await m.generate(msgs, config=cfg); x = time.perf_counter() - t
+            t = time.perf_counter(); r = await c.post(url + "/v1/chat/completions", json=body); r.json(); y = time.perf_counter() - t
+            if i >= 2:   # the first two warm the prefix cache and the clients
+                a.append(x); b.append(y)
+    print(json.dumps({"inspect_ms": round(statistics.median(a) * 1000, 2), "httpx_ms": round(statistics.median(b) * 1000, 2)}))
+asyncio.run(main())
+"""
+
+
+def peer(url: str, model: str, n: int = 20) -> dict:
+    import subprocess
+
+    from replays.episodes.harness import agent_python, offline_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([str(agent_python()), "-c", PEER, url, model, str(n)], capture_output=True, text=True,
+                             timeout=300, env=offline_env(Path(tmp)))
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    figures["inspect_minus_httpx_ms"] = round(figures["inspect_ms"] - figures["httpx_ms"], 2)
+    return figures
 
 
 def _e2e(sample) -> tuple[float, float]:
@@ -102,6 +144,7 @@ def main() -> int:
         "draw_wall_s": round(wall / args.draws, 2),
         "draw_client_s": round(sum(r["client_s"] or 0 for r in results) / args.draws, 2),
         "target_overhead_ms": 5.0,
+        "peer": peer(url, served_model(url)),
     }
     if args.json:
         print(json.dumps(payload, indent=2))
@@ -117,6 +160,12 @@ def main() -> int:
           f"(target < 5 ms): client side {payload['recorder_hop_ms_median']} ms, server outside e2e "
           f"{payload['server_outside_e2e_ms_median']} ms; inspect's loop {payload['loop_ms_per_turn_median']} ms/turn")
     print(f"w01-mini draw: wall {payload['draw_wall_s']} s, client total {payload['draw_client_s']} s")
+    p = payload["peer"]
+    if "error" in p:
+        print(f"peer: failed: {p['error']}")
+    else:
+        print(f"peer, same request straight to the engine (median): inspect generate {p['inspect_ms']} ms, bare httpx "
+              f"{p['httpx_ms']} ms: inspect's own client cost {p['inspect_minus_httpx_ms']} ms per call")
     return 0
 
 
