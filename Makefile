@@ -40,7 +40,7 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 # boto3, fastapi, ...) stay out of the console's, which never imports inspect_ai.
 agent-venv: $(AGENT_VENV)/.stamp
 
-$(AGENT_VENV)/.stamp:
+$(AGENT_VENV)/.stamp: Makefile
 	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
 	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
 	touch $@
