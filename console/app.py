@@ -71,6 +71,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         Binding("3", "switch_mode('experiments')", "experiments", id="mode.experiments", group=SCREENS),
         Binding("4", "switch_mode('logs')", "logs", id="mode.logs", group=SCREENS),
         Binding("5", "switch_mode('campaign')", "campaign", id="mode.campaign", group=SCREENS, show=False),  # issue 15
+        Binding("6", "switch_mode('episodes')", "episodes", id="mode.episodes", group=SCREENS),  # issue 11
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
@@ -95,6 +96,8 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
                       "experiments": ExperimentsScreen, "logs": LogsScreen}
         from console.screens.campaign import CampaignScreen  # campaign (issue 15)
         self.MODES["campaign"] = CampaignScreen
+        from console.screens.episodes import EpisodesScreen  # issue 11: live agent episodes
+        self.MODES["episodes"] = EpisodesScreen
         super().__init__()
         self.services = services
         self.settings = settings or config.Settings()

@@ -45,6 +45,7 @@ ENDED = ("finished", "cancelled", "failed")
 KIND_MODULES = {
     "replay": "replays.replay_job",
     "experiment": "replays.experiments.job",
+    "episodes": "replays.episodes.job",
 }
 
 

@@ -203,14 +203,15 @@ def record_errors(record: Any) -> list[str]:
     return errors
 
 
-def _key_lines(text: str) -> tuple[dict[str, int], list[dict[str, int]]]:
-    """Line numbers of the manifest's top-level keys and of each [[draws]] entry's keys (key '' = header)."""
+def _key_lines(text: str, array: str = "draws") -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Line numbers of a TOML manifest's top-level keys and of each [[array]] entry's keys (key '' = the
+    entry's header line). Also used by the episode suite format ([[tasks]])."""
     top: dict[str, int] = {}
     draws: list[dict[str, int]] = []
     current: dict[str, int] | None = top
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if line.startswith("[[draws]]"):
+        if line.startswith(f"[[{array}]]") or line.split("#")[0].strip() == f"[{array}]":
             current = {"": n}
             draws.append(current)
         elif line.startswith("["):
@@ -220,18 +221,25 @@ def _key_lines(text: str) -> tuple[dict[str, int], list[dict[str, int]]]:
     return top, draws
 
 
+def read_toml(path: Path) -> tuple[str, dict[str, Any] | None, list[CheckError]]:
+    """A TOML manifest's text and data, or the parse error at its line (also the episode suite format's)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        return text, tomllib.loads(text), []
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        return text, None, [CheckError(path, int(m.group(1)) if m else 1, f"bad TOML: {exc}")]
+
+
 def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
     mpath = path / MANIFEST
     if not path.is_dir():
         return None, [CheckError(path, 0, "not a workload folder (no such directory)")]
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, "missing manifest (every workload folder has a workload.toml)")]
-    text = mpath.read_text(encoding="utf-8", errors="replace")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        return None, [CheckError(mpath, int(m.group(1)) if m else 1, f"bad TOML: {exc}")]
+    text, data, bad = read_toml(mpath)
+    if data is None:
+        return None, bad
     top, draw_lines = _key_lines(text)
     errors: list[CheckError] = []
 

@@ -24,6 +24,8 @@ COMMAND_MODULES = (
     "console.cli.bench_cmd",
     "console.cli.campaign_cmd",
     "console.cli.serve_cmd",
+    "console.cli.fidelity_cmd",
+    "console.cli.episodes_cmd",
 )
 
 

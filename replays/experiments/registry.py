@@ -89,7 +89,7 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
     order: DrawnOrder | None = None
     workload: dict[str, Any] | None = None
     if design.runnable:
-        workload = _workload_record(design, design_path)
+        workload = _suite_record(design, design_path) if design.episodes else _workload_record(design, design_path)
         order = draw_order(design, seed if seed is not None else new_seed())
     meta = {
         "run_id": run_id, "name": design.name, "question": design.question, "kind": design.kind,
@@ -121,6 +121,21 @@ def _workload_record(design: Design, design_path: Path) -> dict[str, Any]:
     except RunError as exc:
         raise RunError(f"{design_path}: {exc}") from None
     return {"path": str(path), "manifest_sha256": manifest_sha256(path)}
+
+
+def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
+    """An [episodes] design's suite, checked now (every error before anything runs) and hashed: `run`
+    refuses a suite changed since."""
+    from replays.episodes.suite import load_suite
+
+    assert design.episodes is not None
+    beside = design_path.resolve().parent / design.episodes.suite
+    try:
+        suite = load_suite(beside if beside.is_file() else design.episodes.suite)
+    except FrankError as exc:
+        raise RunError(f"{design_path}: episodes.suite: {exc}") from None
+    return {"suite": str(suite.path), "suite_sha256": hashlib.sha256(suite.path.read_bytes()).hexdigest(),
+            "path": None, "manifest_sha256": None}
 
 
 def resolve_run_id(run_id: str) -> Path:

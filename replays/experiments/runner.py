@@ -393,8 +393,10 @@ def _tally(design: Design, cells: list[CellView], voided: frozenset[int]
 
 
 def _best_possible_p(design: Design, cells: list[CellView], voided: frozenset[int]) -> float | None:
-    """The p-value if every unmeasured cell came out as favourably as possible."""
+    """The p-value if every unmeasured cell came out as favourably as possible (None: a criteria rule)."""
     rule = design.rule
+    if rule.test == "criteria":
+        return None
     if design.kind == "blocks":
         k = int(design.blocks or 0) - len(voided)
         lost = 0
