@@ -44,7 +44,7 @@ class LogsScreen(FrankScreen):
         self.refresh_view()
 
     def refresh_view(self) -> None:
-        app: Any = self.app
+        app = self.frank
         path = getattr(app.engine_status, "log_path", None)
         if path is None:
             try:
