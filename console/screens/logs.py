@@ -3,7 +3,6 @@
 Indexing and searching run in thread workers; the view reads only the lines on screen (LogView)."""
 from __future__ import annotations
 
-from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
