@@ -87,7 +87,7 @@ class ExperimentsScreen(FrankScreen):
             rid = meta["run_id"]
             if rid not in runs_table.rows:
                 runs_table.add_row(rid, "…", key=rid)
-        app: Any = self.app
+        app = self.frank
         if app.followed_run and app.followed_run in runs_table.rows:
             runs_table.move_cursor(row=runs_table.get_row_index(app.followed_run))
 
@@ -106,7 +106,7 @@ class ExperimentsScreen(FrankScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None:
             return
-        app: Any = self.app
+        app = self.frank
         if event.data_table.id == "runs":
             app.follow_run(event.row_key.value)
         elif event.data_table.id == "designs" and app.experiment_state is None:
@@ -132,7 +132,7 @@ class ExperimentsScreen(FrankScreen):
         self.app.call_from_thread(self._show_design, "\n".join(lines))
 
     def _show_design(self, markup: str) -> None:
-        app: Any = self.app
+        app = self.frank
         if app.experiment_state is None:
             self.query_one("#exp-head", Static).update(markup)
 
@@ -148,7 +148,7 @@ class ExperimentsScreen(FrankScreen):
 
     # -- the board -------------------------------------------------------------------------------
     def refresh_view(self) -> None:
-        app: Any = self.app
+        app = self.frank
         state = app.experiment_state
         if state is None:
             if not str(self.query_one("#exp-head", Static).content):
@@ -175,7 +175,7 @@ class ExperimentsScreen(FrankScreen):
 
     def _board(self, s: Any) -> None:
         board = self.query_one("#board", DataTable)
-        app: Any = self.app
+        app = self.frank
         rule = app.experiment_rule
         control, treatment = (rule.control, rule.treatment) if rule else ("control", "treatment")
         columns = (("block", "control", "treatment", "effect", "sign") if s.kind == "blocks"
