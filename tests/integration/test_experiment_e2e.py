@@ -173,7 +173,7 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     # spec tokens do not touch the numerics of a prompt pass: fidelity holds within the measured floor
     assert guards == {"no_failed_requests": "pass", "prompt_token_ids_identical": "pass", "fidelity": "pass"}
     [fid] = report["fidelity"]["sets"]
-    assert fid["name"] == "fid" and fid["starts"] == {"spec-4": 2, "spec-2": 2} and fid["met"] is True
+    assert fid["name"] == str(fidelity_set) and fid["starts"] == {"spec-4": 2, "spec-2": 2} and fid["met"] is True
     assert fid["floor_parts"]["engine_source"].startswith("control starts")
     assert 0 <= fid["treatment"] < 1e-12 and 0 <= fid["control"] < 1e-12
     for measures in report["measures"].values():
