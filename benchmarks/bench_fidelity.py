@@ -76,7 +76,8 @@ def main() -> int:
             vec = [vectorized_kl(r.top_ids, r.top_logprobs, c) for r, c in zip(refs, cands)]
             parts["kl_vectorized_s"].append(time.perf_counter() - t)
             positions = sum(r.positions for r in refs)
-            assert all(abs(a - b) <= 1e-18 + 1e-6 * abs(a) for a, b in zip(kls, vec)), (kls, vec)
+            # at ~1e-15 the two differ by float64 rounding of the tail's logarithm (~1e-18 absolute)
+            assert all(abs(a - b) <= 1e-17 + 1e-6 * abs(a) for a, b in zip(kls, vec)), (kls, vec)
     finally:
         if started_here:
             controller.stop()
