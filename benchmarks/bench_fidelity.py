@@ -83,7 +83,7 @@ def main() -> int:
             controller.stop()
     med = {k: statistics.median(v) for k, v in parts.items()}
     result = {
-        "sets": 3, "positions": positions, "first_run_s": round(first_s, 3),
+        "knobs": target.knobs, "sets": 3, "positions": positions, "first_run_s": round(first_s, 3),
         "cached_run_s": [round(w, 3) for w in whole], "cached_run_median_s": round(statistics.median(whole), 3),
         "parts_median_s": {k: round(v, 4) for k, v in med.items()},
         "kl_us_per_position": round(med["kl_s"] / positions * 1e6, 2),
