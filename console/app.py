@@ -524,6 +524,10 @@ class FrankApp(App):
         low = exact.smallest_p(design)
         lines.append(f"smallest p this design can reach: {exact.fraction(low, size) if low else '–'}"
                      + (f" (alpha {design.rule.alpha:g})" if design.rule.alpha is not None else ""))
+        # -- power from measured noise (issue 13): console/power_preview.py
+        from console.power_preview import power_lines
+        lines.extend(power_lines(design))
+        # --
         lines.append("Registering freezes the design and this order; it cannot be edited afterwards.")
         self.call_from_thread(self.confirm, f"Register {design.name}?", "\n".join(lines),
                               lambda: self._register_design(path, seed), "Register")

@@ -3,7 +3,9 @@
 Each draw gets a fresh `cache_salt` (vLLM's prompt-cache namespace). Mode `engine` asks for one output token
 (the seed's front-end test); mode `full` sends the recorded parameters, streamed. Around every request the
 runner scrapes `/metrics` and keeps the request's own server values (engine.metrics.request_delta: a delta
-that cannot be attributed to exactly one request is marked, never guessed) next to client timings taken
+that cannot be attributed to exactly one request is marked, never guessed; then the response's own timings
+are used when the engine returns them, engine.metrics.response_values, and server["sources"] says where
+each value came from) next to client timings taken
 with async httpx: send, first byte, first token, end. The prompt token IDs come back in the same response
 (`return_token_ids`) and are kept as a count and a sha256, so two engine starts can be compared.
 
@@ -28,9 +30,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 import httpx
 
-from engine import paths
+from engine import measures, paths
 from engine.errors import FrankError
-from engine.metrics import afetch_metrics, afetch_settled, request_delta
+from engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
 from replays.workload import Workload, WorkloadRequest, load_workload
 
 MODES = ("engine", "full")
@@ -75,11 +77,10 @@ class DrawTotals:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     front_end_s: float = 0.0
-    verify_steps: float = 0.0               # speculative drafts verified (spec_decode_num_drafts)
-    decode_steps: float = 0.0               # engine steps after the first token (inter-token latency count)
-    verify_step_s: float | None = None      # decode time / engine steps over the draw (with speculative
-                                            # decoding each step is one verify step, drafted or not)
-    acceptance_length: float | None = None  # 1 + accepted / drafts over the draw
+    verify_steps: float = 0.0               # drafted steps (spec_decode_num_drafts)
+    decode_steps: float = 0.0               # verify steps, drafted or not (inter-token latency count)
+    verify_step_s: float | None = None      # engine.measures.records_time_per_verify_step over the draw
+    acceptance_length: float | None = None  # engine.measures.acceptance_length over the draw
     client_ttft_s: float = 0.0
     client_total_s: float = 0.0
     prompt_tokens: int = 0
@@ -179,7 +180,8 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
                           "decode_steps", "client_ttft_s", "client_total_s", "cold_front_end_s"), 0.0)
     counts = dict.fromkeys(("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens",
                             "cold_requests"), 0)
-    step_decode, steps, drafts, accepted = 0.0, 0.0, 0.0, 0.0
+    accepted = 0.0
+    servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
     for rid in planned:
         rec = latest.get(rid)
@@ -208,20 +210,13 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
             sums["cold_front_end_s"] += server.get("front_end_s") or 0.0
         counts["cached_tokens"] += int(server.get("cached_tokens") or 0)
         sums["verify_steps"] += server.get("verify_steps") or 0.0
-        drafts += server.get("verify_steps") or 0.0
         accepted += server.get("accepted_tokens") or 0.0
-        n = server.get("decode_steps")
-        n = server.get("verify_steps") if n is None else n
-        if n:
-            sums["decode_steps"] += n
-            step_decode += server.get("decode_s") or 0.0
-            steps += n
+        sums["decode_steps"] += server.get("decode_steps") or 0.0
+        servers.append(server)
     t.update(sums)
     t.update(counts)
-    if steps:
-        t["verify_step_s"] = step_decode / steps
-    if drafts:
-        t["acceptance_length"] = 1.0 + accepted / drafts
+    t["verify_step_s"] = measures.records_time_per_verify_step(servers)
+    t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
     if hashes and len(hashes) == len(planned) and all(hashes):
         t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
     return DrawTotals(**t)
@@ -249,6 +244,7 @@ class _Response:
     finish_reason: str | None = None
     error: str | None = None
     chunks: int = 0
+    metrics: dict[str, Any] | None = None   # the response's own timings (--enable-per-request-metrics)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -455,6 +451,8 @@ class ReplayRunner:
     def _on_payload(payload: Mapping[str, Any], out: _Response) -> None:
         if payload.get("prompt_token_ids") is not None and out.prompt_ids is None:
             out.prompt_ids = list(payload["prompt_token_ids"])
+        if payload.get("metrics"):
+            out.metrics = payload["metrics"]
         usage = payload.get("usage")
         if usage:
             out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
@@ -500,10 +498,16 @@ class ReplayRunner:
             if resp.status >= 500 or resp.status == 0:
                 alive = await self._healthy(client)
         delta = request_delta(before, after)
+        server, sources = asdict(delta), delta_sources(delta)
+        fallback = None if delta.attributed or not ok else response_values(
+            resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}")
+        if fallback is not None:   # more than one request finished between the scrapes: the response's own
+            server, sources = asdict(fallback[0]), fallback[1]
+        server["sources"] = sources
         record.update(
             status="ok" if ok else "failed", error=resp.error, http_status=resp.status,
             client={"ttfb_s": resp.ttfb_s, "ttft_s": resp.ttft_s, "total_s": resp.total_s, "chunks": resp.chunks},
-            server=asdict(delta),
+            server=server, response_metrics=resp.metrics,
             prompt_tokens=resp.prompt_tokens if resp.prompt_tokens is not None else
             (len(resp.prompt_ids) if resp.prompt_ids is not None else None),
             prompt_ids_count=len(resp.prompt_ids) if resp.prompt_ids is not None else None,

@@ -50,6 +50,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--json", action="store_true")
     analyze.set_defaults(func=cmd_analyze)
 
+    pl = esub.add_parser("plan", help="power of a design's test for an effect, from measured noise (A/A run)")
+    pl.add_argument("design", help="design file (TOML)")
+    noise = pl.add_mutually_exclusive_group(required=True)
+    noise.add_argument("--noise", metavar="RUN", help="an A/A run id: the spread of its block effects")
+    noise.add_argument("--spread-pct", type=float, metavar="S", help="spread of block effects (std dev, %%)")
+    pl.add_argument("--effect-pct", type=float, required=True, metavar="X",
+                    help="the true effect to confirm, %% in the rule's direction")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plan)
+
     lst = esub.add_parser("list", help="registered runs")
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=cmd_list)
@@ -213,6 +223,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     report = analyze(design, read_results_csv(args.results, design), source="external")
     report["results_csv"] = str(args.results)
     emit(args.json, report, format_report)
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from replays.experiments import plan
+
+    design = load_design(args.design)
+    if args.noise:
+        spread, n, mean = plan.spread_from_run(args.noise)
+        source = f"A/A run {args.noise} ({n} effects, mean {mean:+.2f}%)"
+    else:
+        spread, source = args.spread_pct, "given"
+    result = plan.plan(design, spread, args.effect_pct, source)
+    emit(args.json, result.to_json(), lambda p: plan.format_plan(result))
     return 0
 
 

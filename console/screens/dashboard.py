@@ -148,15 +148,18 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
                      for s in history)
 
     tokens = lambda r: (r.generation_tokens_per_s or 0) + (r.prompt_tokens_per_s or 0)  # noqa: E731
+    by_pos = rates.acceptance_per_position if rates else None
+    last_by_pos = next((v for v in reversed(series(lambda r: r.acceptance_per_position)) if v), None)
     return MetricsView(
         state="ok",
         running=ms.gauge(m.RUNNING), waiting=ms.gauge(m.WAITING), kv_usage=ms.gauge(m.KV_USAGE),
         prefix_hit=rates.prefix_cache_hit_rate if rates else None,
         tokens_s=rates.generation_tokens_per_s if rates else None,
-        verify_step=rates.mean_verify_step_s if rates else None,
+        verify_step=rates.window_verify_step_s if rates else None,
         acceptance=rates.mean_acceptance_length if rates else None,
-        verify_hist=series(lambda r: r.mean_verify_step_s),
+        verify_hist=series(lambda r: r.window_verify_step_s),
         accept_hist=series(lambda r: r.mean_acceptance_length),
+        accept_by_pos=by_pos or last_by_pos, accept_by_pos_stale=not by_pos and last_by_pos is not None,
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
         requests=rows,
     )

@@ -51,7 +51,7 @@ def verify_points(app) -> int:
     """How many of the last 60 samples carry a verify-step time (what the sparkline draws)."""
     history = app.services.sampler.history(60.0)
     return sum(1 for s in history if s.engine.rates is not None and s.engine.rates.valid
-               and s.engine.rates.mean_verify_step_s is not None)
+               and s.engine.rates.window_verify_step_s is not None)
 
 
 async def main() -> int:

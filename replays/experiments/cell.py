@@ -4,8 +4,10 @@ The arm's knobs are applied on top of the profile's defaults (never the operator
 so a cell's engine is set by the frozen design alone. The replay goes through replays.runner into the
 run folder's cells/slotNN-attemptK/replay/, and the measures are taken from its per-request records:
 
-- time_per_verify_step: sum of decode time / sum of verify steps (requests with verify steps)
-- front_end_per_draw:   sum of TTFT - queue - prefill per draw, mean over the start's draws
+- time_per_verify_step: engine.measures.records_time_per_verify_step: sum of decode time / sum of decode
+                        steps (every target-model pass after the first token, drafted or not)
+- front_end_per_draw:   sum of front-end time (engine.measures.front_end_s, per request) per draw, mean
+                        over the start's draws
 - total_replay_time:    sum of client time, send to last byte
 - tokens_per_s:         output tokens / client time
 
@@ -20,6 +22,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from engine import measures
 from engine.controller import EngineController, EngineError
 from engine.errors import FrankError
 from engine.profiles import load_profile
@@ -66,7 +69,8 @@ def manifest_sha256(path: Path) -> str:
 
 def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
     """Per-start measures from the replay's latest record of each request."""
-    decode = steps = client = out_tokens = 0.0
+    client = out_tokens = 0.0
+    servers: list[dict[str, Any]] = []
     front_by_draw: dict[str, float] = {}
     measured = failed = unattributed = 0
     hashes: dict[str, str | None] = {}
@@ -88,18 +92,17 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
                 unattributed += 1
                 continue
             front_by_draw[draw] += server.get("front_end_s") or 0.0
-            if server.get("verify_steps"):
-                decode += server.get("decode_s") or 0.0
-                steps += server["verify_steps"]
+            servers.append(server)
             client += (rec.get("client") or {}).get("total_s") or 0.0
             out_tokens += rec.get("completion_tokens") or 0
     fronts = list(front_by_draw.values())
+    decode, steps = measures.verify_step_totals(servers)
     return {
-        "time_per_verify_step": decode / steps if steps else None,
+        "time_per_verify_step": measures.time_per_verify_step(decode, steps),
         "front_end_per_draw": sum(fronts) / len(fronts) if fronts else None,
         "total_replay_time": client,
         "tokens_per_s": out_tokens / client if client else None,
-        "verify_steps": steps, "decode_s": decode, "front_end_by_draw": front_by_draw,
+        "decode_steps": steps, "decode_s": decode, "front_end_by_draw": front_by_draw,
         "measured_requests": measured, "failed": failed, "unattributed": unattributed,
         "prompt_hashes": hashes,
     }
@@ -201,5 +204,5 @@ class EngineCellExecutor:
         return {"value": value, "measure": design.measure, "failed": m["failed"],
                 "requests": m["measured_requests"], "prompt_hashes": m["prompt_hashes"],
                 "measures": {k: m[k] for k in ("time_per_verify_step", "front_end_per_draw", "total_replay_time",
-                                               "tokens_per_s", "verify_steps", "decode_s", "front_end_by_draw")},
+                                               "tokens_per_s", "decode_steps", "decode_s", "front_end_by_draw")},
                 "dir": str(replay_dir), **({"fidelity": fidelity} if fidelity is not None else {})}

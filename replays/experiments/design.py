@@ -31,7 +31,8 @@ AGGREGATES = ("sum", "mean")
 COMPARES = ("lower", "higher", "not_higher", "not_lower")
 # Measures the runner takes from the replay runner's per-request records, aggregated per engine start.
 MEASURES = {
-    "time_per_verify_step": "seconds of decode per verify step: sum of decode time / sum of verify steps",
+    "time_per_verify_step": "seconds of decode per verify step: sum of decode time / sum of decode steps "
+                            "(every target-model pass after the first token, drafted or not)",
     "front_end_per_draw": "seconds outside queueing and prefill (TTFT - queue - prefill), summed per draw, "
                           "mean over the start's draws",
     "total_replay_time": "seconds of client time (send to last byte) summed over the start's requests",
