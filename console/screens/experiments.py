@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from console.widgets.footer import FrankFooter
 from console.screens.base import FrankScreen
+from console.widgets.fidelity_panel import FidelityPanel  # fidelity hook [issue 12]
 from textual.widgets import DataTable, Header, Static
 
 from console.messages import ExperimentFolded
@@ -36,6 +37,7 @@ class ExperimentsScreen(FrankScreen):
         Binding("r", "app.experiment_run", "run", id="experiments.run"),
         Binding("X", "app.experiment_stop", "stop run", id="experiments.stop"),
         Binding("tab", "app.focus_next", "next table", id="experiments.focus_next", show=False),
+        Binding("f", "fidelity_run", "fidelity", id="experiments.fidelity"),  # fidelity hook [issue 12]
     ]
 
     def compose(self) -> ComposeResult:
@@ -50,7 +52,12 @@ class ExperimentsScreen(FrankScreen):
                 yield Static("", id="exp-head")
                 yield DataTable(id="board", cursor_type="none")
                 yield Static("", id="exp-tally")
+                yield FidelityPanel(id="fidelity")  # fidelity hook [issue 12]
         yield FrankFooter()
+
+    def action_fidelity_run(self) -> None:  # fidelity hook [issue 12]
+        if not getattr(self.app, "read_only", False):
+            self.query_one(FidelityPanel).start_run()
 
     def on_mount(self) -> None:
         designs = self.query_one("#designs", DataTable)
