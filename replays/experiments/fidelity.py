@@ -29,6 +29,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from engine.errors import FrankError
+from replays.experiments.tables import DesignError, Table
 
 FLOOR_MEASURED = "measured"
 CANDIDATE_FILE = "fidelity-candidate.npz"
@@ -45,10 +46,9 @@ class FidelityRule:
 
 def parse_fidelity(raw: Any, where: str) -> FidelityRule:
     """The `[fidelity]` table; every error names `fidelity.FIELD`."""
-    from replays.experiments.design import DesignError, _Table
     from replays.fidelity.sets import SHIPPED
 
-    table = _Table(raw, "fidelity", where, ("sets", "floor"))
+    table = Table(raw, "fidelity", where, ("sets", "floor"))
     sets = table.get("sets", list, list(SHIPPED))
     if not sets:
         raise table.error("sets", "must name at least one text set")
@@ -67,7 +67,6 @@ def parse_fidelity(raw: Any, where: str) -> FidelityRule:
 
 def check_sets(rule: FidelityRule, where: str) -> None:
     """Every set resolves and checks (registration calls this before anything runs)."""
-    from replays.experiments.design import DesignError
     from replays.fidelity.sets import load_set, resolve_set
 
     for i, spec in enumerate(rule.sets):
