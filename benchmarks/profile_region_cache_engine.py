@@ -46,38 +46,54 @@ from replays.workload import load_workload, resolve_workload, write_workload  # 
 
 # (step, substrings of a frame "function (file:line)"); the innermost frame that matches any decides.
 STEPS: list[tuple[str, tuple[str, ...]]] = [
-    ("first encodes", ("encode_regions (",)),
+    ("first encodes", ("encode_regions (", "_fast_batch_encoder")),
     ("cache lookup", ("region_cache/core.py",)),
     ("tokenize (vLLM)", ("_tokenize_prompt (", "tokenization_utils", "transformers/tokenization")),
     ("render", ("render_messages", "apply_hf_chat_template", "apply_chat_template", "jinja2")),
     ("checks", ("process_for_engine", "input_processor.py", "_validate", "validate_token_ids")),
-    ("hand-off", ("core_client.py", "msgspec", "serial_utils.py", "zmq", "v1/request.py", "kv_cache_utils.py",
+    ("hand-off", ("core_client.py", "msgspec", "serial_utils.py", "v1/request.py", "kv_cache_utils.py",
                   "preprocess_add_request", "_handle_client_request", "process_input_sockets",
-                  "scheduler.py", "async_llm.py")),
-    ("request parse", ("pydantic", "model_validate", "protocol.py")),
+                  "FastIncrementalDetokenizer.__init__", "add_request")),
     ("response", ("chat_completion_stream_generator", "detokenizer", "output_processor.py")),
+    ("request parse", ("pydantic", "model_validate", "protocol.py", "Request.json")),
+    ("engine step", ("scheduler.py", "EngineCore.step", "multiproc_executor.py")),
 ]
+STEP_NAMES = [s for s, _ in STEPS] + ["other"]
+# Leaf frames of a thread that waits (py-spy's own idle detection misses waits inside C calls here).
+IDLE_LEAVES = ("wait", "select", "poll", "get", "_worker", "sched_yield", "run", "acquire_read", "sleep",
+               "_wait_for_tstate_lock", "recv", "recv_multipart")
 PROCESS_NAMES = ("api server", "engine core")
 
 
 def classify(stack: str) -> str:
-    frames = stack.split(";")
-    for frame in reversed(frames):
+    for frame in reversed(stack.split(";")):
         for step, marks in STEPS:
             if any(m in frame for m in marks):
                 return step
     return "other"
 
 
-def read_raw(path: Path) -> Counter[str]:
+def _idle(leaf: str) -> bool:
+    name = leaf.split(" (")[0].rsplit(".", 1)[-1]
+    return name in IDLE_LEAVES
+
+
+def read_raw(path: Path) -> tuple[Counter[str], int]:
+    """(busy samples per step, ticks). Recorded with --threads --idle: every thread's stack at every tick,
+    rooted at a "thread (0x...)" frame, so the busiest-sampled thread's total is the number of ticks."""
     bins: Counter[str] = Counter()
+    per_thread: Counter[str] = Counter()
     if not path.exists():
-        return bins
+        return bins, 0
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")
+        per_thread[frames[0]] += int(count)
+        if len(frames) > 1 and not _idle(frames[-1]):
             bins[classify(stack)] += int(count)
-    return bins
+    return bins, max(per_thread.values(), default=0)
 
 
 def _emptied_workload(src: Path, draws: list[str], out: Path) -> Path:
@@ -131,12 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         for name, pid in pids.items():
             if pid:
                 spies.append(subprocess.Popen([str(py_spy), "record", "-p", str(pid), "-r", str(args.rate),
-                                               "-f", "raw", "-o", str(raws[name])],
+                                               "--threads", "--idle", "--nonblocking", "-f", "raw",
+                                               "-o", str(raws[name])],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1.0)  # py-spy attaches
         load = os.getloadavg()
         options = ReplayOptions(mode="engine", draws=tuple(args.draws))
+        t0 = time.monotonic()
         summary = start_replay(workload, status.url, options, out=tmp / "replay").run_sync()
+        duration = time.monotonic() - t0
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
@@ -146,17 +165,24 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 spy.kill()
         controller.stop()
-    requests = sum(d["requests"] for d in summary["draws"].values())
-    front_end = sum(d["front_end_s"] for d in summary["draws"].values())
-    per_process = {name: read_raw(path) for name, path in raws.items()}
-    steps = [s for s, _ in STEPS] + ["other"]
+    draws = summary["draws"].values()
+    requests = sum(d["requests"] for d in draws)
+    cold = sum(d["cold_requests"] for d in draws)
+    front_end = sum(d["front_end_s"] for d in draws)
+    cold_s = sum(d["cold_front_end_s"] for d in draws)
     result: dict[str, Any] = {
         "arm": args.arm, "profile": args.profile, "draws": args.draws, "requests": requests,
-        "load_avg": load, "front_end_s": front_end, "front_end_ms_per_request": 1000 * front_end / requests,
-        "cpu_ms_per_request": {name: {s: round(1000 * bins[s] / args.rate / requests, 2) for s in steps}
-                               for name, bins in per_process.items()},
-        "samples": {name: sum(bins.values()) for name, bins in per_process.items()},
+        "load_avg": load, "replay_s": round(duration, 1),
+        "front_end_ms_per_request": 1000 * front_end / requests,
+        "front_end_cold_ms_per_request": 1000 * cold_s / cold if cold else None,
+        "front_end_warm_ms_per_request": 1000 * (front_end - cold_s) / (requests - cold),
+        "cpu_ms_per_request": {}, "ticks": {},
     }
+    for name, path in raws.items():
+        bins, ticks = read_raw(path)
+        tick_s = duration / ticks if ticks else 0.0  # py-spy falls behind its rate under load: use real ticks
+        result["ticks"][name] = ticks
+        result["cpu_ms_per_request"][name] = {s: round(1000 * bins[s] * tick_s / requests, 2) for s in STEP_NAMES}
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
         for name, path in raws.items():
@@ -167,9 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"arm {args.arm} on {args.profile}, {requests} requests, load average {load[0]:.1f}: front end "
-          f"(TTFT - queue - prefill) {result['front_end_ms_per_request']:.1f} ms per request")
-    print(f"  {'CPU ms per request':20} " + " ".join(f"{n:>12}" for n in PROCESS_NAMES))
-    for s in steps:
+          f"(TTFT - queue - prefill) {result['front_end_ms_per_request']:.1f} ms per request (fresh "
+          f"conversations {result['front_end_cold_ms_per_request'] or 0:.1f} ms, the rest "
+          f"{result['front_end_warm_ms_per_request']:.1f} ms)")
+    print(f"  {'busy ms per request':20} " + " ".join(f"{n:>12}" for n in PROCESS_NAMES))
+    for s in STEP_NAMES:
         print(f"  {s:20} " + " ".join(f"{result['cpu_ms_per_request'][n][s]:12.2f}" for n in PROCESS_NAMES))
     return 0
 

@@ -138,6 +138,7 @@ def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
         "every_on_below_every_off": max(on) < min(off),
         "p_value": test.p_value, "null_size": test.null_size,
         "ids_identical": ids_identical,
+        "cold_front_end_on_s": sum(cold_on) / len(cold_on), "cold_front_end_off_s": sum(cold_off) / len(cold_off),
         "cold_extra_s": sum(cold_on) / len(cold_on) - sum(cold_off) / len(cold_off),
         "cold_requests_per_draw": starts[0]["cold_requests_per_draw"],
         "starts": starts, "out": str(out),
@@ -156,7 +157,8 @@ def _human(r: dict[str, Any]) -> str:
                  f"ratio {r['ratio']:.1f}x, saved {r['saved_per_draw_s']:.3f} s; p = {r['p_value']:.4f} "
                  f"(exact, {r['null_size']} orders)")
     lines.append(f"prompt token IDs identical in all starts: {r['ids_identical']}; fresh-conversation requests "
-                 f"({r['cold_requests_per_draw']:.0f} per draw) cost {r['cold_extra_s']:+.3f} s more with the cache")
+                 f"({r['cold_requests_per_draw']:.0f} per draw): on {r['cold_front_end_on_s']:.3f} s, off "
+                 f"{r['cold_front_end_off_s']:.3f} s per draw, {r['cold_extra_s']:+.3f} s with the cache")
     return "\n".join(lines)
 
 
