@@ -10,15 +10,20 @@ innermost frame that names a step:
   cache lookup     the region cache's split, hashing, lookup and join (engine/region_cache/core.py)
   first encodes    regions the cache had not seen, encoded by the tokenizer (encode_regions)
   tokenize (vLLM)  vLLM's own tokenizer call (cache off, or a prompt the cache sent back to it)
-  checks           request/prompt checks and process_for_engine (the renderer and the input processor)
-  hand-off         the engine client's encode and send, the engine core's receive, decode and Request
-                   construction (block hashes), scheduling
-  request parse    pydantic parsing of the body (before vLLM's arrival time: not in TTFT - queue - prefill)
-  response         building and streaming the answer (after the first token: not in the measure)
-  other            the rest (event loop, metrics, ...)
+  checks           request/prompt checks and process_for_engine (the renderer and the input processor,
+                   e.g. validate_token_ids: max and min over the prompt's IDs)
+  hand-off         the engine client's encode and send, the detokenizer's set-up, the engine core's
+                   receive, decode and Request construction (block hashes)
+  response         the answer after the first token (detokenizing, streaming): not in the measure
+  request parse    the request body's parsing, before vLLM's arrival time: not in the measure
+  engine step      scheduling and the model step (prefill is not in the measure)
+  other            the rest (event loop, /metrics scrapes between requests, ...)
 
-and reported as milliseconds of CPU per request next to the measured front end (TTFT - queue - prefill from
-/metrics). py-spy must be installed in the engine venv (`.venv-engine/bin/pip install py-spy`).
+and reported as milliseconds per request next to the measured front end (TTFT - queue - prefill from
+/metrics). "Busy" is the wall time a thread spent in a step, not waiting: on a loaded machine it includes
+waiting for a core, and py-spy itself takes CPU, so the figures are proportions first. Waits are recognized
+by their leaf frame (py-spy's own idle test misses waits inside C calls here). py-spy must be installed in
+the engine venv (`.venv-engine/bin/pip install py-spy`).
 
     .venv/bin/python benchmarks/profile_region_cache_engine.py --arm on [--draws draw-1] [--json]
 """
@@ -126,13 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="embedded-cpu-swa")
     parser.add_argument("--workload", default="w01-full")
     parser.add_argument("--draws", nargs="+", default=["draw-1"])
-    parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
+    parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second (0: no py-spy, the "
+                                                                "front end alone)")
     parser.add_argument("--keep", type=Path, default=None, help="copy the raw py-spy stacks into this folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     py_spy = paths.engine_venv_python().parent / "py-spy"
-    if not py_spy.exists():
+    if args.rate and not py_spy.exists():
         sys.exit(f"{py_spy} not found: .venv-engine/bin/pip install py-spy")
     tmp = Path(tempfile.mkdtemp(prefix="profile-rc-"))
     workload = resolve_workload(args.workload)
@@ -145,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         pids = {"api server": status.pid, "engine core": _engine_core_pid(status.pid or 0)}
         for name, pid in pids.items():
-            if pid:
+            if pid and args.rate:
                 spies.append(subprocess.Popen([str(py_spy), "record", "-p", str(pid), "-r", str(args.rate),
                                                "--threads", "--idle", "--nonblocking", "-f", "raw",
                                                "-o", str(raws[name])],
