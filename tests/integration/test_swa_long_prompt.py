@@ -12,7 +12,7 @@ from engine import tiny_model
 from engine.controller import EngineController
 from engine.metrics import fetch_metrics, fetch_settled, request_delta
 from engine.region_cache.client import RegionCacheClient
-from replays.workload import load_workload, resolve_workload
+from replays.w01 import generate
 
 pytestmark = pytest.mark.engine
 
@@ -36,9 +36,9 @@ def _chat(client: httpx.Client, url: str, body: dict) -> tuple[dict, object]:
 
 def test_a_full_scale_w01_prompt_is_served_with_identical_ids_and_prefix_cache_hits(swa_engine):
     url, token = swa_engine.status().url, swa_engine.token
-    workload = load_workload(resolve_workload("w01-full"), draws=["draw-1"])
-    request = next(r for r in workload.requests["draw-1"] if r.turn == 2)  # a system region and a tool round trip
-    body = dict(request.body, model="tiny-frank-swa", max_tokens=1, stream=False, return_token_ids=True,
+    _, records = next(generate("full", seed=1))  # draw-1, generated lazily (nothing written)
+    record = next(r for r in records if r["turn"] == 2)  # the system region and one tool round trip
+    body = dict(record["body"], model="tiny-frank-swa", max_tokens=1, stream=False, return_token_ids=True,
                 cache_salt="swa-test")
     rc = RegionCacheClient(url, token or "")
     with httpx.Client() as client:
