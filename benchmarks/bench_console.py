@@ -1,11 +1,14 @@
 """Console benchmark: prints measured figures (no pass/fail; targets are in issue 7).
 
-1. Keypress to visible reaction while telemetry and a replay update the screen: the real app (Pilot,
-   headless) over the real engine, real sampler at 1 s, a W01-mini replay running in the console; each
-   key switches the screen or a panel and we time until the new screen has been rendered.
+1. Keypress to visible reaction while telemetry and a replay job update the screen: the real app (Pilot,
+   headless) over the real engine, real sampler at 1 s, a W01-mini replay launched from the menu (a
+   detached job the console follows at 1 Hz); each key switches the screen and we time until the new
+   screen has been rendered.
 2. The console's own CPU over 60 s, idle on the dashboard with the engine running, at default refresh:
    `frank` in a real terminal (tmux, 120x36), CPU time of its process from psutil. Beside it, in the same
-   60 s, the telemetry sampler alone (same period) in its own process: the console's floor.
+   60 s: the telemetry sampler alone (same period) in its own process (the console's floor); with
+   `--baseline-src DIR` the console of another source tree (e.g. `git archive main`) in its own tmux
+   session; with `--peer` the peer monitor vllm-htop (its TUI, 1 s interval) watching the same engine.
 
 Needs a running engine in FRANK_HOME's state dir (`frank engine start`), or pass --start to start one
 (stopped again at the end). Usage: python benchmarks/bench_console.py [--start] [--idle-s 60] [--keys 40]
@@ -63,7 +66,7 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
         await pilot.press("enter")
         for _ in range(600):
             await pilot.pause(0.1)
-            if app.replay is not None and app.replay.records:
+            if app.job is not None and app.job.records:    # the detached replay job, followed
                 break
         sequence = [("4", LogsScreen), ("1", DashboardScreen), ("2", ReplaysScreen), ("1", DashboardScreen)]
         painted: dict[str, float] = {}
@@ -88,15 +91,12 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
                 await asyncio.sleep(0.3)      # let telemetry and the replay redraw in between
         finally:
             Screen._compositor_refresh = original  # type: ignore[method-assign]
-        replay = app.replay
-        done = len(replay.records) if replay else 0
-        still_running = bool(replay and replay.running)
-        if replay and replay.running:
-            replay.cancel()
-            for _ in range(300):
-                await pilot.pause(0.1)
-                if not replay.running:
-                    break
+        job = app.job
+        done = job.status.done if job and job.status else 0
+        still_running = bool(job and job.running)
+    if job is not None and still_running:
+        from replays import jobs
+        jobs.cancel(job.run_id, wait_s=60)   # the job outlives the console: stop it here
     lat_ms = sorted(x * 1000 for x in lat)
     return {"keys": len(lat_ms), "p50_ms": statistics.median(lat_ms),
             "p95_ms": lat_ms[int(0.95 * (len(lat_ms) - 1))], "max_ms": lat_ms[-1],
@@ -104,32 +104,48 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
             "per_screen": {k: (statistics.median(v), max(v)) for k, v in per_screen.items()}}
 
 
-def idle_cpu(seconds: float) -> dict:
+def _tmux_session(tmux: str, socket: str, command: str) -> tuple[str, psutil.Process]:
+    """Start `command` in a new 120x36 session of a private tmux server; returns (name, the pane's process)."""
+    name = f"bench-{uuid.uuid4().hex[:6]}"
+    subprocess.run([tmux, "-L", socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "36", command], check=True)
+    pid = int(subprocess.run([tmux, "-L", socket, "display-message", "-p", "-t", name, "#{pane_pid}"],
+                             capture_output=True, text=True).stdout.strip())
+    return name, psutil.Process(pid)
+
+
+def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None = None) -> dict:
     tmux = shutil.which("tmux")
     if tmux is None:
         raise SystemExit("tmux is needed for the idle CPU measurement")
-    name = f"frank-bench-{uuid.uuid4().hex[:6]}"
-    frank = Path(sys.executable).parent / "frank"
-    env = " ".join(f"{k}={os.environ[k]}" for k in ("FRANK_HOME", "FRANK_MODELS", "PYTHONPATH") if k in os.environ)
-    subprocess.run([tmux, "new-session", "-d", "-s", name, "-x", "120", "-y", "36", f"env {env} {frank}"], check=True)
-    sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 10)], cwd=str(REPO))
+    from benchmarks.bench_telemetry import cpu_seconds
+    from engine.controller import EngineController
+
+    socket = f"frank-bench-{uuid.uuid4().hex[:6]}"    # a private server: sessions get exactly this env
+    keep = {k: os.environ[k] for k in ("FRANK_HOME", "FRANK_MODELS") if k in os.environ}
+    env = lambda pythonpath: "env " + " ".join(f"{k}={v}" for k, v in {**keep, "PYTHONPATH": pythonpath}.items())
+    commands = {"console": f"{env(str(REPO))} {sys.executable} -m console.cli"}
+    if baseline_src:
+        commands["baseline console"] = f"{env(baseline_src)} {sys.executable} -m console.cli"
+    if peer:
+        url = EngineController().status().url
+        commands["peer vllm-htop --interval 1"] = f"{peer} --url {url} --interval 1"
+    sessions = {label: _tmux_session(tmux, socket, cmd) for label, cmd in commands.items()}
+    sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 15)], cwd=str(REPO))
     try:
-        time.sleep(8)   # start-up (imports, first paint) is not idle
-        pane_pid = int(subprocess.run([tmux, "display-message", "-p", "-t", name, "#{pane_pid}"],
-                                      capture_output=True, text=True).stdout.strip())
-        console = psutil.Process(pane_pid)
-        console = next((p for p in [console, *console.children(recursive=True)] if "frank" in " ".join(p.cmdline())), console)
-        samp = psutil.Process(sampler.pid)
-        c0, s0, t0 = sum(console.cpu_times()[:2]), sum(samp.cpu_times()[:2]), time.monotonic()
+        time.sleep(10)   # start-up (imports, first paint) is not idle
+        procs = {label: proc for label, (_, proc) in sessions.items()}
+        procs["telemetry sampler alone"] = psutil.Process(sampler.pid)
+        c0, t0 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
         time.sleep(seconds)
-        c1, s1, t1 = sum(console.cpu_times()[:2]), sum(samp.cpu_times()[:2]), time.monotonic()
-        pane = subprocess.run([tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+        c1, t1 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
+        panes = {label: subprocess.run([tmux, "-L", socket, "capture-pane", "-p", "-t", name],
+                                       capture_output=True, text=True).stdout for label, (name, _) in sessions.items()}
     finally:
-        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
+        subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True)
         sampler.wait(timeout=30)
     wall = t1 - t0
-    return {"wall_s": wall, "console_cpu_pct": 100 * (c1 - c0) / wall, "sampler_only_cpu_pct": 100 * (s1 - s0) / wall,
-            "dashboard_showed_ready": "● ready" in pane}
+    return {"wall_s": wall, "cpu_pct": {k: 100 * (c1[k] - c0[k]) / wall for k in procs},
+            "dashboard_showed_ready": {k: "● ready" in v for k, v in panes.items() if "console" in k}}
 
 
 def main() -> int:
@@ -141,6 +157,8 @@ def main() -> int:
     parser.add_argument("--draws", default="all", help="draws of W01 mini to replay: draw-2, or all")
     parser.add_argument("--skip-keys", action="store_true")
     parser.add_argument("--skip-idle", action="store_true")
+    parser.add_argument("--baseline-src", help="another source tree whose console runs idle beside ours")
+    parser.add_argument("--peer", help="path to vllm-htop: its TUI watches the same engine beside ours")
     args = parser.parse_args()
     from engine.controller import EngineController
 
@@ -160,10 +178,12 @@ def main() -> int:
             print("  per target screen (p50 / max ms): " + ", ".join(
                 f"{k} {p50:.0f}/{mx:.0f}" for k, (p50, mx) in r["per_screen"].items()))
         if not args.skip_idle:
-            r = idle_cpu(args.idle_s)
-            print(f"idle on the dashboard, engine running, {r['wall_s']:.0f} s: console {r['console_cpu_pct']:.2f}% "
-                  f"of one core (target < 2%); the telemetry sampler alone {r['sampler_only_cpu_pct']:.2f}%; "
-                  f"dashboard showed ready: {r['dashboard_showed_ready']}")
+            r = idle_cpu(args.idle_s, args.baseline_src, args.peer)
+            print(f"idle, engine running, side by side over the same {r['wall_s']:.0f} s (load "
+                  f"{os.getloadavg()[0]:.2f}; target: console <= 2% of one core and below the peer):")
+            for label, value in r["cpu_pct"].items():
+                print(f"  {label:32s} {value:6.2f}% of one core")
+            print(f"  dashboards showed ready: {r['dashboard_showed_ready']}")
     finally:
         if started:
             controller.stop()

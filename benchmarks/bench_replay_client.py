@@ -37,6 +37,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bench_engine import engine_url  # noqa: E402
 from engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
 from replays.runner import ReplayOptions, start_replay  # noqa: E402
 from replays.w01 import _text  # noqa: E402
@@ -155,33 +156,20 @@ def main() -> int:
     ap.add_argument("--no-proxy", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    controller = None
-    url = args.url
-    if url is None:
-        from engine.controller import EngineController
-
-        controller = EngineController()
-        st = controller.status()
-        if st.state == "ready":
-            url, controller = st.url, None
-        else:
-            print("starting the embedded engine ...", file=sys.stderr)
-            url = controller.start("embedded-cpu").url
     proc = None
-    try:
-        model = model_of(url)
-        messages = prompt_for(url, model, args.tokens)
-        with tempfile.TemporaryDirectory() as tmp:
-            proxy_url = None
-            if not args.no_proxy:
-                proc, proxy_url = start_recorder(url, Path(tmp))
-            gaps, prompt_tokens = asyncio.run(interleaved(url, model, messages, args.n, Path(tmp), proxy_url))
-    finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=20)
-        if controller is not None:
-            controller.stop()
+    with engine_url(args.url) as url:
+        try:
+            model = model_of(url)
+            messages = prompt_for(url, model, args.tokens)
+            with tempfile.TemporaryDirectory() as tmp:
+                proxy_url = None
+                if not args.no_proxy:
+                    proc, proxy_url = start_recorder(url, Path(tmp))
+                gaps, prompt_tokens = asyncio.run(interleaved(url, model, messages, args.n, Path(tmp), proxy_url))
+        finally:
+            if proc is not None:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=20)
     runner, raw, proxy = gaps["runner"], gaps["raw_socket"], gaps["proxy"]
     result = {"prompt_tokens": prompt_tokens, "runner": stats(runner), "runner_ids": stats(gaps["runner_ids"]),
               "raw_socket": stats(raw),

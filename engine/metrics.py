@@ -15,10 +15,12 @@ import math
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Collection, Mapping
+from typing import Any, Collection, Mapping
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from engine import measures
 
 # Histograms (seconds) of one finished request, all recorded in the same engine step.
 TTFT = "vllm:time_to_first_token_seconds"
@@ -39,6 +41,7 @@ REQUEST_SUCCESS = "vllm:request_success"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+SPEC_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"  # one series per `position` label
 # Gauges.
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
@@ -50,7 +53,7 @@ KV_USAGE = "vllm:kv_cache_usage_perc"
 DEFAULT_FAMILIES = frozenset({
     TTFT, QUEUE, PREFILL, DECODE, INFERENCE, E2E, ITL, REQ_PROMPT_TOKENS, REQ_GENERATION_TOKENS,
     PROMPT_TOKENS, GENERATION_TOKENS, PREFIX_QUERIES, PREFIX_HITS, REQUEST_SUCCESS, SPEC_DRAFTS,
-    SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, RUNNING, WAITING, KV_USAGE, "vllm:prompt_tokens_cached",
+    SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POS, RUNNING, WAITING, KV_USAGE, "vllm:prompt_tokens_cached",
     "vllm:num_preemptions", "vllm:request_time_per_output_token_seconds",
 })
 _SAMPLE_SUFFIXES = ("_sum", "_count", "_total")
@@ -81,6 +84,8 @@ class MetricsSample:
     _hists: Mapping[str, tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
     _counters: Mapping[str, float] = field(default_factory=dict, repr=False, compare=False)
     _gauges: Mapping[str, float] = field(default_factory=dict, repr=False, compare=False)
+    # counters with a `position` label (per-position acceptance): name -> values by position 0, 1, ...
+    _positions: Mapping[str, tuple[float, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -99,6 +104,10 @@ class MetricsSample:
 
     def gauge(self, name: str) -> float | None:
         return self._gauges.get(name)
+
+    def per_position(self, name: str) -> tuple[float, ...]:
+        """A counter kept apart by its `position` label, as values for positions 0, 1, ... (() if absent)."""
+        return self._positions.get(_strip_total(name), ())
 
     def names(self) -> list[str]:
         return sorted({*self._hists, *self._counters, *self._gauges})
@@ -141,6 +150,7 @@ def parse_metrics(text: str, model_name: str | None = None, *, engine: str | Non
     hists: dict[str, list[float]] = {}
     counters: dict[str, float] = {}
     gauges: dict[str, float] = {}
+    positions: dict[str, dict[int, float]] = {}
     models: set[str] = set()
     engines: set[str] = set()
     for family in text_string_to_metric_families(_select_lines(text, families)):
@@ -165,6 +175,11 @@ def parse_metrics(text: str, model_name: str | None = None, *, engine: str | Non
                     hists.setdefault(family.name, [0.0, 0.0])[0] += value
                 elif s.name.endswith("_count"):
                     hists.setdefault(family.name, [0.0, 0.0])[1] += value
+            elif kind == "counter" and "position" in labels:
+                if s.name.endswith("_total"):
+                    by_pos = positions.setdefault(family.name, {})
+                    pos = int(labels["position"])
+                    by_pos[pos] = by_pos.get(pos, 0.0) + value
             elif kind == "counter":
                 if s.name.endswith("_total"):
                     counters[family.name] = counters.get(family.name, 0.0) + value
@@ -178,6 +193,8 @@ def parse_metrics(text: str, model_name: str | None = None, *, engine: str | Non
         _hists=MappingProxyType({k: (v[0], v[1]) for k, v in hists.items()}),
         _counters=MappingProxyType(counters),
         _gauges=MappingProxyType(gauges),
+        _positions=MappingProxyType({k: tuple(v.get(i, 0.0) for i in range(max(v) + 1))
+                                     for k, v in positions.items()}),
     )
 
 
@@ -279,13 +296,18 @@ def _counter_delta(before: MetricsSample, after: MetricsSample, name: str) -> fl
     return None if b is None or a is None else a - b
 
 
-def _div(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
+def _per_position_delta(before: MetricsSample, after: MetricsSample) -> tuple[float, ...] | None:
+    a = after.per_position(SPEC_ACCEPTED_PER_POS)
+    if not a:
+        return None
+    b = before.per_position(SPEC_ACCEPTED_PER_POS)
+    return tuple(x - (b[i] if i < len(b) else 0.0) for i, x in enumerate(a))
 
 
 @dataclass(frozen=True)
 class RequestDelta:
-    """Server-side values of ONE request, from two scrapes around it (None: not measured or not present)."""
+    """Server-side values of ONE request, from two scrapes around it (None: not measured or not present).
+    The measures are engine.measures' (docs/measures.md)."""
 
     attributed: bool
     reason: str
@@ -295,13 +317,14 @@ class RequestDelta:
     decode_s: float | None = None
     inference_s: float | None = None
     e2e_s: float | None = None
-    front_end_s: float | None = None  # ttft - queue - prefill: template, tokenization, scheduling outside the engine
-    verify_steps: float | None = None  # delta spec_decode_num_drafts
-    verify_step_s: float | None = None  # decode time / verify steps
+    front_end_s: float | None = None  # measures.front_end_s: ttft - queue - prefill
+    verify_steps: float | None = None  # delta spec_decode_num_drafts: DRAFTED steps only
+    verify_step_s: float | None = None  # measures.time_per_verify_step: decode time / decode steps
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
-    acceptance_length: float | None = None  # 1 + accepted / drafts (vLLM's mean acceptance length)
-    decode_steps: float | None = None  # delta inter_token_latency count (engine steps after the first token)
+    acceptance_length: float | None = None  # measures.acceptance_length: 1 + accepted / drafts
+    acceptance_per_position: tuple[float, ...] | None = None  # measures.per_position_acceptance
+    decode_steps: float | None = None  # delta inter_token_latency count: every verify step, drafted or not
     prompt_tokens: float | None = None
     generation_tokens: float | None = None
     cached_tokens: float | None = None  # prefix-cache hits (tokens)
@@ -343,17 +366,94 @@ def request_delta(before: MetricsSample, after: MetricsSample) -> RequestDelta:
         decode_s=decode,
         inference_s=d(INFERENCE),
         e2e_s=d(E2E),
-        front_end_s=None if None in (ttft, queue, prefill) else ttft - queue - prefill,
+        front_end_s=measures.front_end_s(ttft, queue, prefill),
         verify_steps=drafts,
-        verify_step_s=_div(decode, drafts),
+        verify_step_s=measures.time_per_verify_step(decode, itl_count),
         draft_tokens=_counter_delta(before, after, SPEC_DRAFT_TOKENS),
         accepted_tokens=accepted,
-        acceptance_length=None if _div(accepted, drafts) is None else 1.0 + accepted / drafts,
+        acceptance_length=measures.acceptance_length(accepted, drafts),
+        acceptance_per_position=measures.per_position_acceptance(_per_position_delta(before, after), drafts),
         decode_steps=itl_count,
         prompt_tokens=prompt if prompt is not None else _counter_delta(before, after, PROMPT_TOKENS),
         generation_tokens=gen if gen is not None else _counter_delta(before, after, GENERATION_TOKENS),
         cached_tokens=_counter_delta(before, after, PREFIX_HITS),
     )
+
+
+# Where a per-request value came from (a replay record's server["sources"]).
+SOURCE_DELTA = "metrics-delta"        # /metrics deltas around the request (request_delta)
+SOURCE_RESPONSE = "response"          # the response's own `metrics` (--enable-per-request-metrics)
+SOURCE_DERIVED = "response-derived"   # computed from response values (decode steps: see response_values)
+SOURCE_CLIENT = "client+response"     # the client's TTFT with the response's queue and prefill
+
+
+def response_values(metrics: Mapping[str, Any] | None, completion_tokens: int | None,
+                    prompt_tokens: int | None, client_ttft_s: float | None,
+                    reason: str = "") -> tuple[RequestDelta, dict[str, str]] | None:
+    """A request's server values from the `metrics` object vLLM 0.32 puts in its response (the usage chunk
+    when streamed) with --enable-per-request-metrics [--per-request-spec-decode-metrics summary]
+    (vllm/entrypoints/generate/base/serving.py build_per_request_timing_metrics), and the source of each.
+
+    vLLM's `time_to_first_token_ms` there is SCHEDULED -> first token, i.e. the prefill time of the
+    /metrics histograms, not a TTFT from arrival; `generation_time_ms` is the decode time; `mean_itl_ms`
+    is per output token. The response has no decode-step count: it is derived as output tokens - 1 -
+    accepted draft tokens (each step gives 1 + accepted tokens), which undercounts when the last step's
+    accepted tokens were cut at a stop or max_tokens. Front-end time uses the client's TTFT (network and
+    client included). None when the response carried no timings."""
+    if not metrics or metrics.get("generation_time_ms") is None:
+        return None
+
+    def sec(key: str) -> float | None:
+        v = metrics.get(key)
+        return None if v is None else float(v) / 1000.0
+
+    queue, prefill, decode = sec("queue_time_ms"), sec("time_to_first_token_ms"), sec("generation_time_ms")
+    spec = metrics.get("speculative_decoding") or {}
+    drafts = spec.get("num_spec_steps")
+    accepted = spec.get("num_accepted_draft_tokens")
+    hist = spec.get("acceptance_histogram") or []
+    per_pos = [float(sum(hist[i + 1:])) for i in range(len(hist) - 1)] if hist else None
+    steps = None
+    if completion_tokens is not None and (accepted is not None or not spec):
+        steps = float(max(completion_tokens - 1 - (accepted or 0), 0))
+    sources = {"queue_s": SOURCE_RESPONSE, "prefill_s": SOURCE_RESPONSE, "decode_s": SOURCE_RESPONSE,
+               "inference_s": SOURCE_DERIVED, "generation_tokens": SOURCE_RESPONSE,
+               "prompt_tokens": SOURCE_RESPONSE}
+    if spec:
+        sources.update(verify_steps=SOURCE_RESPONSE, draft_tokens=SOURCE_RESPONSE,
+                       accepted_tokens=SOURCE_RESPONSE, acceptance_length=SOURCE_DERIVED,
+                       acceptance_per_position=SOURCE_DERIVED)
+    if steps is not None:
+        sources.update(decode_steps=SOURCE_DERIVED, verify_step_s=SOURCE_DERIVED)
+    if client_ttft_s is not None:
+        sources.update(ttft_s=SOURCE_CLIENT, front_end_s=SOURCE_CLIENT)
+    values = RequestDelta(
+        attributed=True,
+        reason=f"from the response's own metrics ({reason})" if reason else "from the response's own metrics",
+        ttft_s=client_ttft_s,
+        queue_s=queue,
+        prefill_s=prefill,
+        decode_s=decode,
+        inference_s=None if prefill is None or decode is None else prefill + decode,
+        front_end_s=measures.front_end_s(client_ttft_s, queue, prefill),
+        verify_steps=None if drafts is None else float(drafts),
+        verify_step_s=measures.time_per_verify_step(decode, steps),
+        draft_tokens=None if spec.get("num_draft_tokens") is None else float(spec["num_draft_tokens"]),
+        accepted_tokens=None if accepted is None else float(accepted),
+        acceptance_length=measures.acceptance_length(accepted, drafts),
+        acceptance_per_position=measures.per_position_acceptance(per_pos, drafts),
+        decode_steps=steps,
+        prompt_tokens=None if prompt_tokens is None else float(prompt_tokens),
+        generation_tokens=None if completion_tokens is None else float(completion_tokens),
+    )
+    return values, sources
+
+
+def delta_sources(delta: RequestDelta) -> dict[str, str]:
+    """Every value an attributed delta has came from /metrics."""
+    skip = ("attributed", "reason")
+    return {k: SOURCE_DELTA for k, v in delta.__dict__.items() if k not in skip and v is not None} \
+        if delta.attributed else {}
 
 
 @dataclass(frozen=True)
@@ -374,17 +474,18 @@ class WindowRates:
     mean_ttft_s: float | None = None
     mean_queue_s: float | None = None
     mean_prefill_s: float | None = None
-    mean_front_end_s: float | None = None  # mean ttft - mean queue - mean prefill
-    mean_verify_step_s: float | None = None  # mean inter-token latency: one observation per verify step
-    mean_acceptance_length: float | None = None
+    mean_front_end_s: float | None = None  # measures.front_end_s of the window's means
+    window_verify_step_s: float | None = None  # measures.window_verify_step_s: mean inter-token latency
+    mean_acceptance_length: float | None = None  # measures.acceptance_length over the window's drafts
     draft_acceptance_rate: float | None = None  # accepted / draft tokens
+    acceptance_per_position: tuple[float, ...] | None = None  # measures.per_position_acceptance, window
 
 
 def _hist_mean(before: MetricsSample, after: MetricsSample, name: str) -> float | None:
     if not after.has(name):
         return None
     (s0, c0), (s1, c1) = before.hist(name), after.hist(name)
-    return _div(s1 - s0, c1 - c0)
+    return measures.ratio(s1 - s0, c1 - c0)
 
 
 def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
@@ -398,26 +499,29 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
     ttft, queue, prefill = (_hist_mean(before, after, n) for n in (TTFT, QUEUE, PREFILL))
     drafts = _counter_delta(before, after, SPEC_DRAFTS)
     accepted = _counter_delta(before, after, SPEC_ACCEPTED)
-    mean_al = _div(accepted, drafts)
     prompt = _counter_delta(before, after, PROMPT_TOKENS)
     gen = _counter_delta(before, after, GENERATION_TOKENS)
+    itl = (after.hist(ITL)[0] - before.hist(ITL)[0], after.hist(ITL)[1] - before.hist(ITL)[1]) \
+        if after.has(ITL) else (None, None)
     return WindowRates(
         True,
         "ok",
         window,
         **gauges,
         requests_finished=after.hist(E2E)[1] - before.hist(E2E)[1] if after.has(E2E) else None,
-        prompt_tokens_per_s=_div(prompt, window),
-        generation_tokens_per_s=_div(gen, window),
-        prefix_cache_hit_rate=_div(_counter_delta(before, after, PREFIX_HITS),
-                                   _counter_delta(before, after, PREFIX_QUERIES)),
+        prompt_tokens_per_s=measures.ratio(prompt, window),
+        generation_tokens_per_s=measures.ratio(gen, window),
+        prefix_cache_hit_rate=measures.ratio(_counter_delta(before, after, PREFIX_HITS),
+                                              _counter_delta(before, after, PREFIX_QUERIES)),
         mean_ttft_s=ttft,
         mean_queue_s=queue,
         mean_prefill_s=prefill,
-        mean_front_end_s=None if None in (ttft, queue, prefill) else ttft - queue - prefill,
-        mean_verify_step_s=_hist_mean(before, after, ITL),
-        mean_acceptance_length=None if mean_al is None else 1.0 + mean_al,
-        draft_acceptance_rate=_div(accepted, _counter_delta(before, after, SPEC_DRAFT_TOKENS)),
+        mean_front_end_s=measures.front_end_s(ttft, queue, prefill),
+        window_verify_step_s=measures.window_verify_step_s(*itl),
+        mean_acceptance_length=measures.acceptance_length(accepted, drafts),
+        draft_acceptance_rate=measures.draft_acceptance_rate(accepted, _counter_delta(before, after,
+                                                                                       SPEC_DRAFT_TOKENS)),
+        acceptance_per_position=measures.per_position_acceptance(_per_position_delta(before, after), drafts),
     )
 
 
@@ -428,8 +532,7 @@ def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
         return {"state": sample.state, "error": sample.error}
 
     def mean(name: str) -> float | None:
-        s, c = sample.hist(name)
-        return s / c if c else None
+        return measures.ratio(*sample.hist(name))
 
     hits, queries = sample.counter(PREFIX_HITS), sample.counter(PREFIX_QUERIES)
     drafts, accepted = sample.counter(SPEC_DRAFTS), sample.counter(SPEC_ACCEPTED)
@@ -443,12 +546,14 @@ def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
         "requests_finished": sample.hist(E2E)[1] if sample.has(E2E) else None,
         "prompt_tokens": sample.counter(PROMPT_TOKENS),
         "generation_tokens": sample.counter(GENERATION_TOKENS),
-        "prefix_cache_hit_rate": _div(hits, queries),
+        "prefix_cache_hit_rate": measures.ratio(hits, queries),
         "mean_ttft_s": ttft,
         "mean_queue_s": queue,
         "mean_prefill_s": prefill,
-        "mean_front_end_s": None if None in (ttft, queue, prefill) else ttft - queue - prefill,
-        "mean_verify_step_s": mean(ITL) if sample.has(ITL) else None,
-        "mean_acceptance_length": None if _div(accepted, drafts) is None else 1.0 + accepted / drafts,
+        "mean_front_end_s": measures.front_end_s(ttft, queue, prefill),
+        "window_verify_step_s": measures.window_verify_step_s(*sample.hist(ITL)) if sample.has(ITL) else None,
+        "mean_acceptance_length": measures.acceptance_length(accepted, drafts),
+        "acceptance_per_position": measures.per_position_acceptance(sample.per_position(SPEC_ACCEPTED_PER_POS),
+                                                                    drafts),
         "spec_decode": sample.has(SPEC_DRAFTS),
     }

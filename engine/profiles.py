@@ -154,7 +154,10 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
         argv += ["--api-key", profile.api_key]
     argv += list(profile.extra_args)
     for flag, value in flag_overrides.items():
-        argv += [flag, value]
+        if flag in argv:  # a knob replaces the profile's own value (e.g. dtype), never repeats the flag
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
     return LaunchSpec(argv=argv, env=env, host=profile.host, port=port)
 
 

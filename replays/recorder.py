@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import h11
 import httpx
@@ -50,7 +50,8 @@ class _Episode:
 
 class Recorder:
     def __init__(self, upstream: str, out: Path | str, host: str = "127.0.0.1", port: int = 0,
-                 name: str | None = None, api_key: str | None = None, allow_remote: bool = False) -> None:
+                 name: str | None = None, api_key: str | None = None, allow_remote: bool = False,
+                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
         if host not in LOOPBACK and not allow_remote:
             raise FrankError(f"--listen {host}: the recorder binds loopback only unless --allow-remote is given "
                              "(it forwards your API key and records prompts)")
@@ -58,6 +59,8 @@ class Recorder:
         self.out = Path(out).expanduser()
         self.host, self.port = host, port
         self.api_key = api_key
+        self.on_record = on_record  # called with each record once it is on disk (live progress)
+        self.task_hint: str | None = None  # set by a harness that knows the task: names new conversations
         self.recorded = 0
         self.forwarded = 0
         self._server: asyncio.base_events.Server | None = None
@@ -66,6 +69,7 @@ class Recorder:
         self._episodes: list[_Episode] = []
         self._tasks: dict[str, str] = {}
         self._lock = asyncio.Lock()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._prepare(name)
 
     # -- the workload being written -----------------------------------------------------------------
@@ -100,16 +104,19 @@ class Recorder:
                 break
         if match is None:
             opening = json.dumps(messages[:2], sort_keys=True)
-            task = self._tasks.setdefault(opening, f"task-{len(self._tasks) + 1}")
+            task = self.task_hint or self._tasks.setdefault(opening, f"task-{len(self._tasks) + 1}")
             match = _Episode(f"{self.draw_name}-ep{len(self._episodes) + 1}", task, messages, 0)
             self._episodes.append(match)
         match.messages, match.turn = messages, match.turn + 1
         self._t0 = started if self._t0 is None else self._t0
-        self.writer.write({"id": f"{self.draw_name}-{self.writer.count + 1:05d}", "task": match.task,
-                           "episode": match.id, "turn": match.turn, "offset_s": round(started - self._t0, 3),
-                           "body": body, "recorded": {"status": status, "duration_s": round(duration_s, 4)}})
+        record = {"id": f"{self.draw_name}-{self.writer.count + 1:05d}", "task": match.task,
+                  "episode": match.id, "turn": match.turn, "offset_s": round(started - self._t0, 3),
+                  "body": body, "recorded": {"status": status, "duration_s": round(duration_s, 4)}}
+        self.writer.write(record)
         self._write_manifest()
         self.recorded += 1
+        if self.on_record is not None:
+            self.on_record(record)
 
     # -- serving ------------------------------------------------------------------------------------
     async def start(self) -> tuple[str, int]:
@@ -128,6 +135,8 @@ class Recorder:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            for writer in list(self._writers):  # kept-alive client connections end too (server.close() keeps them)
+                writer.close()
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
             except asyncio.TimeoutError:
@@ -145,6 +154,7 @@ class Recorder:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER)
+        self._writers.add(writer)
         try:
             while True:
                 request, body = await self._read_request(conn, reader)
@@ -160,6 +170,7 @@ class Recorder:
         except (ConnectionError, h11.ProtocolError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._writers.discard(writer)
             writer.close()
 
     async def _read_request(self, conn: h11.Connection,

@@ -3,7 +3,9 @@
 Each draw gets a fresh `cache_salt` (vLLM's prompt-cache namespace). Mode `engine` asks for one output token
 (the seed's front-end test); mode `full` sends the recorded parameters, streamed. Around every request the
 runner scrapes `/metrics` and keeps the request's own server values (engine.metrics.request_delta: a delta
-that cannot be attributed to exactly one request is marked, never guessed) next to client timings taken
+that cannot be attributed to exactly one request is marked, never guessed; then the response's own timings
+are used when the engine returns them, engine.metrics.response_values, and server["sources"] says where
+each value came from) next to client timings taken
 with async httpx: send, first byte, first token, end. The prompt token IDs come back in the same response
 (`return_token_ids`) and are kept as a count and a sha256, so two engine starts can be compared.
 
@@ -28,9 +30,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 import httpx
 
-from engine import paths
+from engine import measures, paths
 from engine.errors import FrankError
-from engine.metrics import afetch_metrics, afetch_settled, request_delta
+from engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
 from replays.workload import Workload, WorkloadRequest, load_workload
 
 MODES = ("engine", "full")
@@ -75,11 +77,10 @@ class DrawTotals:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     front_end_s: float = 0.0
-    verify_steps: float = 0.0               # speculative drafts verified (spec_decode_num_drafts)
-    decode_steps: float = 0.0               # engine steps after the first token (inter-token latency count)
-    verify_step_s: float | None = None      # decode time / engine steps over the draw (with speculative
-                                            # decoding each step is one verify step, drafted or not)
-    acceptance_length: float | None = None  # 1 + accepted / drafts over the draw
+    verify_steps: float = 0.0               # drafted steps (spec_decode_num_drafts)
+    decode_steps: float = 0.0               # verify steps, drafted or not (inter-token latency count)
+    verify_step_s: float | None = None      # engine.measures.records_time_per_verify_step over the draw
+    acceptance_length: float | None = None  # engine.measures.acceptance_length over the draw
     client_ttft_s: float = 0.0
     client_total_s: float = 0.0
     prompt_tokens: int = 0
@@ -120,6 +121,10 @@ ProgressFn = Callable[[ReplayProgress], None]
 def ids_sha256(ids: Iterable[int]) -> str:
     """The hash of a prompt's token IDs: sha256 of the decimal IDs joined by commas."""
     return hashlib.sha256(",".join(str(int(i)) for i in ids).encode()).hexdigest()
+
+
+def new_run_id(workload_name: str, mode: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{workload_name}-{mode}-{secrets.token_hex(2)}"
 
 
 def default_runs_root() -> Path:
@@ -179,7 +184,8 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
                           "decode_steps", "client_ttft_s", "client_total_s", "cold_front_end_s"), 0.0)
     counts = dict.fromkeys(("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens",
                             "cold_requests"), 0)
-    step_decode, steps, drafts, accepted = 0.0, 0.0, 0.0, 0.0
+    accepted = 0.0
+    servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
     for rid in planned:
         rec = latest.get(rid)
@@ -208,20 +214,13 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
             sums["cold_front_end_s"] += server.get("front_end_s") or 0.0
         counts["cached_tokens"] += int(server.get("cached_tokens") or 0)
         sums["verify_steps"] += server.get("verify_steps") or 0.0
-        drafts += server.get("verify_steps") or 0.0
         accepted += server.get("accepted_tokens") or 0.0
-        n = server.get("decode_steps")
-        n = server.get("verify_steps") if n is None else n
-        if n:
-            sums["decode_steps"] += n
-            step_decode += server.get("decode_s") or 0.0
-            steps += n
+        sums["decode_steps"] += server.get("decode_steps") or 0.0
+        servers.append(server)
     t.update(sums)
     t.update(counts)
-    if steps:
-        t["verify_step_s"] = step_decode / steps
-    if drafts:
-        t["acceptance_length"] = 1.0 + accepted / drafts
+    t["verify_step_s"] = measures.records_time_per_verify_step(servers)
+    t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
     if hashes and len(hashes) == len(planned) and all(hashes):
         t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
     return DrawTotals(**t)
@@ -249,6 +248,7 @@ class _Response:
     finish_reason: str | None = None
     error: str | None = None
     chunks: int = 0
+    metrics: dict[str, Any] | None = None   # the response's own timings (--enable-per-request-metrics)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -272,8 +272,10 @@ class ReplayRunner:
     """Replays a checked workload against `base_url`. Use `run()` (async) or `run_sync()`."""
 
     def __init__(self, workload: Workload, base_url: str, options: ReplayOptions | None = None,
-                 run_dir: Path | None = None, progress: ProgressFn | None = None) -> None:
+                 run_dir: Path | None = None, progress: ProgressFn | None = None,
+                 engine: Mapping[str, Any] | None = None) -> None:
         self.workload = workload
+        self.engine = dict(engine) if engine else None   # default: this user's engine, if it is at base_url
         self.base_url = base_url.rstrip("/")
         self.options = options or ReplayOptions()
         self.progress = progress
@@ -290,7 +292,7 @@ class ReplayRunner:
 
     # -- set-up -----------------------------------------------------------------------------------
     def _new_run_id(self) -> str:
-        return f"{time.strftime('%Y%m%d-%H%M%S')}-{self.workload.name}-{self.options.mode}-{secrets.token_hex(2)}"
+        return new_run_id(self.workload.name, self.options.mode)
 
     def planned(self, draw: str) -> list[WorkloadRequest]:
         reqs = list(self.workload.requests[draw])
@@ -320,6 +322,7 @@ class ReplayRunner:
                              "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
                 "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
                 "draws": self.draw_names,
+                "engine": self.engine if self.engine is not None else engine_at(self.base_url),
             }
         self.meta.update(base_url=self.base_url, model=model)
         paths.write_private(run_file, json.dumps(self.meta, indent=2, default=str))
@@ -455,6 +458,8 @@ class ReplayRunner:
     def _on_payload(payload: Mapping[str, Any], out: _Response) -> None:
         if payload.get("prompt_token_ids") is not None and out.prompt_ids is None:
             out.prompt_ids = list(payload["prompt_token_ids"])
+        if payload.get("metrics"):
+            out.metrics = payload["metrics"]
         usage = payload.get("usage")
         if usage:
             out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
@@ -500,10 +505,16 @@ class ReplayRunner:
             if resp.status >= 500 or resp.status == 0:
                 alive = await self._healthy(client)
         delta = request_delta(before, after)
+        server, sources = asdict(delta), delta_sources(delta)
+        fallback = None if delta.attributed or not ok else response_values(
+            resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}")
+        if fallback is not None:   # more than one request finished between the scrapes: the response's own
+            server, sources = asdict(fallback[0]), fallback[1]
+        server["sources"] = sources
         record.update(
             status="ok" if ok else "failed", error=resp.error, http_status=resp.status,
             client={"ttfb_s": resp.ttfb_s, "ttft_s": resp.ttft_s, "total_s": resp.total_s, "chunks": resp.chunks},
-            server=asdict(delta),
+            server=server, response_metrics=resp.metrics,
             prompt_tokens=resp.prompt_tokens if resp.prompt_tokens is not None else
             (len(resp.prompt_ids) if resp.prompt_ids is not None else None),
             prompt_ids_count=len(resp.prompt_ids) if resp.prompt_ids is not None else None,
@@ -533,6 +544,7 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
+            self._write_summary("running")   # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state, error = "finished", None
             self._emit(phase="started", draw=None, draw_index=0, draws=len(self.draw_names), done=0, total=0,
@@ -603,6 +615,17 @@ def start_replay(workload: Workload | Path | str, base_url: str, options: Replay
     return ReplayRunner(workload, base_url, options, out, progress)
 
 
+def engine_at(base_url: str) -> dict[str, Any] | None:
+    """The profile and knob values of this user's engine when it is the one at `base_url` (the campaign's
+    revert watch reads them from run.json); None for any other server."""
+    from engine.controller import EngineController
+
+    st = EngineController().status(check_health=False)
+    if st.state != "ready" or not st.url or st.url.rstrip("/") != base_url.rstrip("/"):
+        return None
+    return {"profile": st.profile, "knobs": st.knobs, "pid": st.pid, "started_at": st.started_at}
+
+
 def resume_replay(run: str | Path, base_url: str | None = None, progress: ProgressFn | None = None,
                   api_key: str | None = None, restart: bool = False) -> ReplayRunner:
     """Continue a run from its folder: the same workload (unchanged), options and draws. With `restart`,
@@ -621,22 +644,3 @@ def resume_replay(run: str | Path, base_url: str | None = None, progress: Progre
             if not draw_totals(draw, planned, read_records(runner.draw_file(draw))).complete:
                 _append(runner.draw_file(draw), {"id": RESTART, "draw": draw, "at": time.time()})
     return runner
-
-
-def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
-    """The replay runs under `root` (default: the runs dir), newest first: each run's summary.json (or,
-    for a run cut off before its first summary, what run.json says)."""
-    root = root or default_runs_root()
-    runs = []
-    for run_file in root.glob(f"*/{RUN_FILE}"):
-        folder = run_file.parent
-        try:
-            summary_file = folder / SUMMARY_FILE
-            data = json.loads((summary_file if summary_file.is_file() else run_file).read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        data.setdefault("run_id", folder.name)
-        data.setdefault("state", "unknown")
-        data["run_dir"] = str(folder)
-        runs.append((run_file.stat().st_mtime, data))
-    return [d for _, d in sorted(runs, key=lambda x: x[0], reverse=True)]

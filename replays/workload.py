@@ -203,14 +203,15 @@ def record_errors(record: Any) -> list[str]:
     return errors
 
 
-def _key_lines(text: str) -> tuple[dict[str, int], list[dict[str, int]]]:
-    """Line numbers of the manifest's top-level keys and of each [[draws]] entry's keys (key '' = header)."""
+def _key_lines(text: str, array: str = "draws") -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Line numbers of a TOML manifest's top-level keys and of each [[array]] entry's keys (key '' = the
+    entry's header line). Also used by the episode suite format ([[tasks]])."""
     top: dict[str, int] = {}
     draws: list[dict[str, int]] = []
     current: dict[str, int] | None = top
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if line.startswith("[[draws]]"):
+        if line.startswith(f"[[{array}]]") or line.split("#")[0].strip() == f"[{array}]":
             current = {"": n}
             draws.append(current)
         elif line.startswith("["):
@@ -220,18 +221,25 @@ def _key_lines(text: str) -> tuple[dict[str, int], list[dict[str, int]]]:
     return top, draws
 
 
+def read_toml(path: Path) -> tuple[str, dict[str, Any] | None, list[CheckError]]:
+    """A TOML manifest's text and data, or the parse error at its line (also the episode suite format's)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        return text, tomllib.loads(text), []
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        return text, None, [CheckError(path, int(m.group(1)) if m else 1, f"bad TOML: {exc}")]
+
+
 def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
     mpath = path / MANIFEST
     if not path.is_dir():
         return None, [CheckError(path, 0, "not a workload folder (no such directory)")]
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, "missing manifest (every workload folder has a workload.toml)")]
-    text = mpath.read_text(encoding="utf-8", errors="replace")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        return None, [CheckError(mpath, int(m.group(1)) if m else 1, f"bad TOML: {exc}")]
+    text, data, bad = read_toml(mpath)
+    if data is None:
+        return None, bad
     top, draw_lines = _key_lines(text)
     errors: list[CheckError] = []
 
@@ -581,66 +589,3 @@ def import_jsonl(sources: list[Path | str], out: Path | str, name: str | None = 
     desc = description or f"Imported from {', '.join(p.name for p in paths)}"
     return write_workload(out, wname, desc, draws, {"source": "import", "files": [str(p) for p in paths]},
                           overwrite=overwrite)
-
-
-# ---------------------------------------------------------------------------------------------- catalog
-
-
-def resolve_workload(spec: str | Path) -> Path:
-    """A workload folder from a path, a built-in name (w01-mini, w01-full: generated on first use) or the
-    name of a folder in the user's workloads dir."""
-    from engine.paths import workloads_dir
-    from replays.w01 import BUILTINS, ensure_builtin
-
-    path = Path(spec).expanduser()
-    if (path / MANIFEST).is_file():
-        return path
-    if str(spec) in BUILTINS:
-        return ensure_builtin(str(spec))
-    candidate = workloads_dir() / str(spec)
-    if candidate.is_dir():
-        return candidate
-    if path.exists():
-        return path
-    raise FrankError(f"no workload {spec!r}: not a folder, not a built-in ({', '.join(BUILTINS)}) and not in "
-                     f"{workloads_dir()} (see `frank workload list`)")
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    name: str
-    path: Path
-    source: str          # builtin | user
-    generated: bool      # for a built-in: already generated
-    description: str = ""
-    draws: int | None = None
-    requests: int | None = None
-    error: str | None = None
-
-
-def list_workloads() -> list[CatalogEntry]:
-    """Built-ins (generated or not) and every folder with a manifest in the user's workloads dir."""
-    from engine.paths import workloads_dir
-    from replays.w01 import BUILTINS, builtin_path
-
-    out: list[CatalogEntry] = []
-
-    def entry(name: str, path: Path, source: str) -> CatalogEntry:
-        workload, errors = _read_manifest(path)
-        if workload is None:
-            return CatalogEntry(name, path, source, True, error=str(errors[0]) if errors else "unreadable")
-        return CatalogEntry(name, path, source, True, workload.description, len(workload.draws),
-                            workload.total_requests)
-
-    for name in BUILTINS:
-        path = builtin_path(name)
-        if (path / MANIFEST).is_file():
-            out.append(entry(name, path, "builtin"))
-        else:
-            out.append(CatalogEntry(name, path, "builtin", False, "synthetic W01, generated on first use", 3, 135))
-    root = workloads_dir()
-    for child in sorted(root.iterdir()):
-        if child.name in BUILTINS or not (child / MANIFEST).is_file():
-            continue
-        out.append(entry(child.name, child, "user"))
-    return out

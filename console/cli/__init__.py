@@ -18,9 +18,14 @@ COMMAND_MODULES = (
     "console.cli.telemetry_cmd",
     "console.cli.workload_cmd",
     "console.cli.replay_cmd",
+    "console.cli.jobs_cmd",
     "console.cli.record_cmd",
     "console.cli.experiment_cmd",
     "console.cli.bench_cmd",
+    "console.cli.campaign_cmd",
+    "console.cli.serve_cmd",
+    "console.cli.fidelity_cmd",
+    "console.cli.episodes_cmd",
 )
 
 

@@ -104,7 +104,7 @@ def _one_start(k: int, arm: str, args: argparse.Namespace, workload: Path, out: 
 def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
     from engine import paths
     from replays.experiments.exact import permutation_test
-    from replays.workload import resolve_workload
+    from replays.catalog import resolve_workload
 
     n = args.starts_per_arm
     args.profile = args.profile or default_profile(args.workload)

@@ -1,7 +1,7 @@
 """`frank experiment register|run|status|report|analyze|list`: registered experiments from the shell.
 
 `run` works in the foreground, or with `--detach` as its own session (stdin from /dev/null, output to the
-run folder's runner.log), which is how the console launches it: an SSH drop then touches nothing, and
+run folder's job.log, through replays.jobs), which is how the console launches it: an SSH drop then touches nothing, and
 `status --follow` (or the console) follows the journal. The runner ignores SIGHUP either way.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from console.cli.common import emit
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     run = esub.add_parser("run", help="execute (or resume) a registered run in its frozen order")
     run.add_argument("run_id")
-    run.add_argument("--detach", action="store_true", help="run as its own session; output to the run folder's runner.log")
+    run.add_argument("--detach", action="store_true", help="run as a job in its own session; output to the run folder's job.log")
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=cmd_run)
 
@@ -41,14 +42,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     report = esub.add_parser("report", help="effect per block, exact p-value, decision under the frozen rule")
     report.add_argument("run_id")
+    report.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
+                        help="write one self-contained HTML page with plots (default: report.html in the run folder)")
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
 
     analyze = esub.add_parser("analyze", help="apply a design's rule to measures taken elsewhere (CSV)")
     analyze.add_argument("design", help="design file (TOML)")
     analyze.add_argument("results", help="CSV: start_order, block, arm, value[, measure]")
+    analyze.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
+                         help="write one self-contained HTML page with plots (default: NAME-report.html here)")
     analyze.add_argument("--json", action="store_true")
     analyze.set_defaults(func=cmd_analyze)
+
+    pl = esub.add_parser("plan", help="power of a design's test for an effect, from measured noise (A/A run)")
+    pl.add_argument("design", help="design file (TOML)")
+    noise = pl.add_mutually_exclusive_group(required=True)
+    noise.add_argument("--noise", metavar="RUN", help="an A/A run id: the spread of its block effects")
+    noise.add_argument("--spread-pct", type=float, metavar="S", help="spread of block effects (std dev, %%)")
+    pl.add_argument("--effect-pct", type=float, required=True, metavar="X",
+                    help="the true effect to confirm, %% in the rule's direction")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plan)
 
     lst = esub.add_parser("list", help="registered runs")
     lst.add_argument("--json", action="store_true")
@@ -108,6 +123,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             pass    # the terminal went away (SSH drop): the journal is the record, keep going
 
     result = run_experiment(run, EngineCellExecutor(), on_event=show, handle_signals=True)
+    from console.cli.campaign_cmd import watch_after_run
+
+    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
     emit(args.json, {"run_id": run.run_id, "reason": result.reason, "message": result.message,
                      "cells_run": result.cells_run},
          lambda p: f"runner stopped: {p['reason']} ({p['message']}); {p['cells_run']} cells run this time")
@@ -115,10 +133,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _detach(run: registry.Run, as_json: bool) -> int:
-    from replays.experiments.runner import launch_detached
+    from replays.experiments import job
 
-    pid = launch_detached(run)
-    emit(as_json, {"run_id": run.run_id, "pid": pid, "log": str(run.log_path), "journal": str(run.journal_path)},
+    st = job.launch(run)
+    emit(as_json, {**st.to_json(), "log": str(run.log_path), "journal": str(run.journal_path)},
          lambda p: f"runner started (pid {p['pid']}), log {p['log']}\n"
                    f"follow it: frank experiment status {p['run_id']} --follow")
     return 0
@@ -202,7 +220,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     from replays.experiments.report import format_report, report_for_run
 
     run = registry.load_run(args.run_id, verify=False)
-    emit(args.json, report_for_run(run), format_report)
+    report = report_for_run(run)
+    if args.html is not None:
+        return _write_html(report, Path(args.html) if args.html else run.folder / "report.html", args.json)
+    emit(args.json, report, format_report)
+    return 0
+
+
+def _write_html(report: dict[str, Any], path: Path, as_json: bool) -> int:
+    from replays.experiments.html import experiment_page
+    from replays.htmlpage import write_page
+
+    write_page(path, experiment_page(report))
+    emit(as_json, {"html": str(path), "decision": report["decision"], "design_sha256": report["design_sha256"]},
+         lambda p: f"wrote {p['html']} ({p['decision']})")
     return 0
 
 
@@ -212,7 +243,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     design = load_design(args.design)
     report = analyze(design, read_results_csv(args.results, design), source="external")
     report["results_csv"] = str(args.results)
+    if args.html is not None:
+        return _write_html(report, Path(args.html) if args.html else Path(f"{design.name}-report.html"), args.json)
     emit(args.json, report, format_report)
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from replays.experiments import plan
+
+    design = load_design(args.design)
+    if args.noise:
+        spread, n, mean = plan.spread_from_run(args.noise)
+        source = f"A/A run {args.noise} ({n} effects, mean {mean:+.2f}%)"
+    else:
+        spread, source = args.spread_pct, "given"
+    result = plan.plan(design, spread, args.effect_pct, source)
+    emit(args.json, result.to_json(), lambda p: plan.format_plan(result))
     return 0
 
 

@@ -1,8 +1,9 @@
 """`frank replay WORKLOAD`: replay recorded requests against the running engine, one at a time.
 
 Progress goes to stderr (one line per request) so `--json` keeps stdout to the one summary object. Exit
-status: 0 every request ok, 1 some requests failed, 3 the run was cut off (engine gone or Ctrl-C) and can
-be resumed with `--resume RUN`.
+status: 0 every request ok, 1 some requests failed, 3 the run was cut off (engine gone, Ctrl-C or
+`frank jobs cancel`) and can be resumed with `--resume RUN`. `--detach` starts the run as a job
+(replays.replay_job) and returns at once.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="continue a run (its id or folder): requests already recorded ok are skipped")
     p.add_argument("--restart", action="store_true",
                    help="with --resume: replay unfinished draws from their first request (records are kept)")
+    p.add_argument("--detach", action="store_true",
+                   help="run as a job in its own session (survives the terminal); prints run_id and pid at once")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_replay)
@@ -49,34 +52,6 @@ def _engine_url() -> str:
         raise FrankError(f"no engine is ready (state: {st.state}); start one with `frank engine start` or "
                          "pass --url")
     return st.url
-
-
-def _progress_printer(quiet: bool):
-    from replays.runner import ReplayProgress
-
-    def show(p: ReplayProgress) -> None:
-        if quiet:
-            return
-        if p.phase == "result" and p.last is not None:
-            rec = p.last
-            server = rec.get("server") or {}
-            client = rec.get("client") or {}
-            if rec.get("status") == "ok":
-                fe = server.get("front_end_s")
-                detail = (f"ttft {client.get('ttft_s', 0):.3f}s  front-end "
-                          f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.get('prompt_tokens')}"
-                          + ("" if server.get("attributed") else f"  [unattributed: {server.get('reason')}]"))
-            else:
-                detail = f"FAILED: {rec.get('error')}"
-            print(f"[{p.draw} {p.done}/{p.total}] {rec['id']}  {detail}", file=sys.stderr, flush=True)
-        elif p.phase in ("started", "interrupted", "stopped", "failed") and p.message:
-            print(p.message, file=sys.stderr, flush=True)
-        elif p.phase == "draw_done" and p.totals is not None:
-            t = p.totals
-            print(f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end {t.front_end_s:.3f}s, "
-                  f"prefill {t.prefill_s:.3f}s, ttft {t.ttft_s:.3f}s", file=sys.stderr, flush=True)
-
-    return show
 
 
 def _human(summary: dict) -> str:
@@ -94,24 +69,33 @@ def _human(summary: dict) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from replays.runner import ReplayOptions, resume_replay, start_replay
-    from replays.workload import load_workload, resolve_workload
+    from replays import replay_job
+    from replays.runner import ReplayOptions, resolve_run_dir
 
     api_key = args.api_key or os.environ.get("FRANK_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    progress = _progress_printer(args.quiet)
     if args.resume:
-        runner = resume_replay(args.resume, args.url, progress, api_key=api_key, restart=args.restart)
+        run_dir = resolve_run_dir(args.resume)
+        if args.restart and args.detach:
+            raise FrankError("--restart runs in the foreground only (drop --detach)")
     else:
         if not args.workload:
             raise FrankError("frank replay: give a WORKLOAD (or --resume RUN)")
         options = ReplayOptions(mode=args.mode, stream=not args.no_stream,
                                 draws=tuple(args.draws) if args.draws else None, limit=args.limit,
                                 max_tokens=args.max_tokens, model=args.model, api_key=api_key)
-        workload = load_workload(resolve_workload(args.workload), options.draws)  # every error before any request
-        url = args.url or _engine_url()
-        runner = start_replay(workload, url, options, args.out, progress)
-    summary = runner.run_sync()
+        run_dir = replay_job.prepare(args.workload, options, args.url or _engine_url(), args.out)
+    if args.detach:
+        st = replay_job.launch(run_dir, api_key)
+        emit(args.json, {**st.to_json(), "log": str(run_dir / "job.log")},
+             lambda p: f"replay {p['run_id']} started (pid {p['pid']}); it survives this terminal.\n"
+                       f"follow it: frank jobs status {p['run_id']} --follow   cancel: frank jobs cancel {p['run_id']}")
+        return 0
+    summary = replay_job.run(run_dir, base_url=args.url, api_key=api_key,
+                             progress=replay_job.progress_lines(sys.stderr, args.quiet), restart=args.restart)
     emit(args.json, summary, _human)
+    from console.cli.campaign_cmd import watch_after_run
+
+    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
     if summary["state"] != "finished":
         return 3
     return 1 if summary["totals"]["failed"] else 0

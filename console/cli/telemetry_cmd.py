@@ -163,7 +163,7 @@ def _human(p: dict[str, Any]) -> str:
         lines.append("  since start: " + ", ".join(
             f"{k} {_num(met.get(k))}" for k in ("requests_finished", "prompt_tokens", "generation_tokens",
                                                  "prefix_cache_hit_rate", "mean_ttft_s", "mean_front_end_s",
-                                                 "mean_verify_step_s", "mean_acceptance_length")))
+                                                 "window_verify_step_s", "mean_acceptance_length")))
     rates = eng.get("rates") or {}
     if rates.get("valid"):
         lines.append(f"  last {rates['window_s']:.1f} s: " + ", ".join(

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from replays.workload import list_workloads
+    from replays.catalog import list_workloads
 
     entries = [dict(asdict(e), path=str(e.path)) for e in list_workloads()]
 
@@ -62,7 +62,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from replays.workload import check_workload, resolve_workload
+    from replays.catalog import resolve_workload
+    from replays.workload import check_workload
 
     path = resolve_workload(args.workload)
     workload, errors = check_workload(path)

@@ -101,11 +101,13 @@ class DashboardScreen(FrankScreen):
 
 
 def app_run_progress(app: Any) -> tuple:
-    """(title, done, total, totals, state) of the console's replay or the followed experiment."""
-    job = getattr(app, "replay", None)
-    if job is not None:
-        return job.progress_tuple()
-    exp = getattr(app, "experiment_state", None)
+    """(title, done, total, totals, state) of the followed job (a replay) or the followed experiment."""
+    from console.screens.replays import job_progress
+
+    job = app.job
+    if job is not None and job.status is not None and job.status.kind != "experiment":
+        return job_progress(job)
+    exp = app.experiment_state
     if exp is not None:
         done = sum(1 for c in exp.cells if c.status in ("done", "voided"))
         cur = exp.current
@@ -117,12 +119,13 @@ def app_run_progress(app: Any) -> tuple:
 
 
 def request_rows(app: Any) -> tuple[RequestRow, ...]:
-    """The last requests: the console's replay's own records when one ran (every request, attributed by the
-    runner), else the requests the sampler saw running alone."""
-    job = getattr(app, "replay", None)
-    if job is not None and job.records:
+    """The last requests: the followed replay's own records when it has some (every request, attributed by
+    the runner), else the requests the sampler saw running alone."""
+    job = app.job
+    records = [r for r in job.records if "server" in r] if job is not None else []
+    if records:
         rows = []
-        for rec in job.records[-8:]:
+        for rec in records[-8:]:
             srv = rec.get("server") or {}
             rows.append(RequestRow(str(rec.get("id")), srv.get("ttft_s"), srv.get("queue_s"), srv.get("prefill_s"),
                                    srv.get("front_end_s"), rec.get("prompt_tokens")))
@@ -148,15 +151,18 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
                      for s in history)
 
     tokens = lambda r: (r.generation_tokens_per_s or 0) + (r.prompt_tokens_per_s or 0)  # noqa: E731
+    by_pos = rates.acceptance_per_position if rates else None
+    last_by_pos = next((v for v in reversed(series(lambda r: r.acceptance_per_position)) if v), None)
     return MetricsView(
         state="ok",
         running=ms.gauge(m.RUNNING), waiting=ms.gauge(m.WAITING), kv_usage=ms.gauge(m.KV_USAGE),
         prefix_hit=rates.prefix_cache_hit_rate if rates else None,
         tokens_s=rates.generation_tokens_per_s if rates else None,
-        verify_step=rates.mean_verify_step_s if rates else None,
+        verify_step=rates.window_verify_step_s if rates else None,
         acceptance=rates.mean_acceptance_length if rates else None,
-        verify_hist=series(lambda r: r.mean_verify_step_s),
+        verify_hist=series(lambda r: r.window_verify_step_s),
         accept_hist=series(lambda r: r.mean_acceptance_length),
+        accept_by_pos=by_pos or last_by_pos, accept_by_pos_stale=not by_pos and last_by_pos is not None,
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
         requests=rows,
     )

@@ -1,15 +1,12 @@
 """Experiments: designs and registered runs; register (hash, drawn order and smallest p shown before
 confirming), run or resume detached, and a live per-block board of the selected run.
 
-A run launched here is `frank experiment run RUN_ID --detach`: its own session, output to the run
-folder, so quitting the console or an SSH drop never touches it. The board is rebuilt from the run's
-journal (replays.experiments.runner.load_state) by a thread worker that re-arms itself.
+A run launched here is a job (replays.experiments.job, the same as `frank experiment run RUN_ID --detach`):
+its own session, output to the run folder, so quitting the console or an SSH drop never touches it. The
+board is rebuilt from the run's journal by the app's status poll, which posts ExperimentFolded.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,29 +19,8 @@ from console.widgets.footer import FrankFooter
 from console.screens.base import FrankScreen
 from textual.widgets import DataTable, Header, Static
 
-from engine import paths
-
-BUILTIN_DESIGNS = Path(__file__).resolve().parents[2] / "replays" / "designs"
-
-
-def design_files() -> list[Path]:
-    """Built-in designs, then the user's (config dir designs/)."""
-    found = sorted(BUILTIN_DESIGNS.glob("*.toml"))
-    user = paths.config_dir() / "designs"
-    if user.is_dir():
-        found += sorted(user.glob("*.toml"))
-    return found
-
-
-def launch_detached(run_id: str) -> dict[str, Any]:
-    """The CLI twin starts the runner in its own session; we only read its one JSON line."""
-    proc = subprocess.run([sys.executable, "-m", "console.cli", "experiment", "run", run_id, "--detach", "--json"],
-                          capture_output=True, text=True, timeout=60, cwd=str(paths.REPO_ROOT))
-    if proc.returncode != 0:
-        from engine.errors import FrankError
-        raise FrankError(proc.stderr.strip().removeprefix("frank: error: ") or f"exit {proc.returncode}")
-    return json.loads(proc.stdout)
-
+from console.messages import ExperimentFolded
+from replays.experiments.registry import BUILTIN_DESIGNS, design_files  # noqa: F401  (tests patch design_files)
 
 def fmt_p(p: float | None, size: int | None = None) -> str:
     if p is None:
@@ -166,6 +142,9 @@ class ExperimentsScreen(FrankScreen):
             table.add_row(run_id, "registered", key=run_id)
         table.move_cursor(row=table.get_row_index(run_id))
         table.focus()
+
+    def on_experiment_folded(self, message: ExperimentFolded) -> None:
+        self.refresh_view()
 
     # -- the board -------------------------------------------------------------------------------
     def refresh_view(self) -> None:

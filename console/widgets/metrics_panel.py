@@ -1,5 +1,5 @@
-"""Live engine metrics: verify-step time and acceptance-length sparklines, throughput, KV usage, prefix
-cache hit rate, and a table of the last requests' TTFT / queue / prefill / front-end (updated by row key)."""
+"""Live engine metrics: verify-step time and acceptance-length sparklines, the acceptance by draft position,
+throughput, KV usage, prefix cache hit rate, and a table of the last requests' TTFT / queue / prefill / front-end (updated by row key)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,6 +35,9 @@ class MetricsView:
     acceptance: float | None = None     # mean accepted tokens per verify step (incl. the bonus token)
     verify_hist: tuple[float | None, ...] = ()
     accept_hist: tuple[float | None, ...] = ()
+    # share of drafted steps that accepted draft position i (engine.measures.per_position_acceptance)
+    accept_by_pos: tuple[float, ...] | None = None
+    accept_by_pos_stale: bool = False   # no drafts this window: the last window's values, dimmed
     tokens_hist: tuple[float | None, ...] = ()
     requests: tuple[RequestRow, ...] = ()
 
@@ -51,6 +54,13 @@ def _latest(value: float | None, history: tuple[float | None, ...], fmt) -> str:
         return f"{fmt(value):>9}"
     last = next((v for v in reversed(history) if v is not None), None)
     return f"{fmt(None):>9}" if last is None else f"[$frank-idle]{fmt(last):>9}[/]"
+
+
+def _by_position(view: MetricsView) -> str:
+    if not view.accept_by_pos:
+        return f"{'–':>9}"
+    text = " ".join(f"{v * 100:3.0f}%" for v in view.accept_by_pos)
+    return f"[$frank-idle]{text}[/]" if view.accept_by_pos_stale else text
 
 
 class MetricsPanel(Vertical):
@@ -93,6 +103,7 @@ class MetricsPanel(Vertical):
                 f"[$frank-spark]{spark(view.verify_hist, width, 0)}[/]",
                 f"[$frank-idle]accept len [/] {_latest(view.acceptance, view.accept_hist, lambda v: num(v, 2))} "
                 f"[$frank-spark]{spark(view.accept_hist, width, 1)}[/]",
+                f"[$frank-idle]by position[/] {_by_position(view)}",
                 f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
                 f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
                 f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "

@@ -9,6 +9,9 @@ from textual.widgets import ProgressBar, Static
 from console.widgets.base import update_text
 
 
+IDLE_TOTAL = 1
+
+
 class RunProgress(Vertical):
     DEFAULT_CSS = """
     RunProgress { border: round $frank-border; border-title-color: $frank-idle; padding: 0 1; height: auto; }
@@ -24,7 +27,8 @@ class RunProgress(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("[$frank-idle]no replay or experiment running[/]", id="run-label")
-        yield ProgressBar(total=None, show_eta=True, id="run-bar")
+        # Determinate while hidden: an indeterminate bar animates (a 15 Hz refresh timer) even when not shown.
+        yield ProgressBar(total=IDLE_TOTAL, show_eta=True, id="run-bar")
         yield Static("", id="run-totals")
 
     def on_mount(self) -> None:
@@ -41,6 +45,7 @@ class RunProgress(Vertical):
         if title is None:
             update_text(label, "[$frank-idle]no replay or experiment running[/]")
             bar.display = False
+            bar.update(total=IDLE_TOTAL, progress=0)
             self.query_one("#run-totals", Static).display = False
             return
         style = {"running": "$frank-ok", "failed": "$frank-bad", "done": "$frank-idle"}.get(state, "$frank-warn")

@@ -36,13 +36,13 @@ async def launch(app, pilot, key: str, mode: str, draws: str, limit: str) -> Non
     await pilot.press("enter")
     for _ in range(100):
         await pilot.pause(0.1)
-        if app.replay is not None and app.replay.running:
+        if app.job is not None and app.job.running:
             break
 
 
 async def wait_done(app, pilot, seconds: float = 120) -> None:
     for _ in range(int(seconds * 10)):
-        if app.replay is None or not app.replay.running:
+        if app.job is None or not app.job.running:
             return
         await pilot.pause(0.1)
 
@@ -51,7 +51,7 @@ def verify_points(app) -> int:
     """How many of the last 60 samples carry a verify-step time (what the sparkline draws)."""
     history = app.services.sampler.history(60.0)
     return sum(1 for s in history if s.engine.rates is not None and s.engine.rates.valid
-               and s.engine.rates.mean_verify_step_s is not None)
+               and s.engine.rates.window_verify_step_s is not None)
 
 
 async def main() -> int:
@@ -70,19 +70,19 @@ async def main() -> int:
         if app.engine_state != "ready":
             print(f"the engine is {app.engine_state}: start it first (frank engine start)")
             return 1
-        await launch(app, pilot, "builtin:mini", "engine", "draw-3", "30")
+        await launch(app, pilot, "w01-mini", "engine", "draw-3", "30")
         for _ in range(600):
             await pilot.pause(0.1)
-            if app.replay is not None and len(app.replay.records) >= 12:
+            if app.job is not None and len(app.job.records) >= 12:
                 break
         app.save_screenshot(str(HERE / "replays.svg"))
         await wait_done(app, pilot)
         # Full mode at temperature 0: ngram drafts are verified, so the metrics panel has data to draw.
         for _ in range(10):                   # until the sparklines have history, shot mid-replay
-            await launch(app, pilot, str(review), "full", "all", "")
+            await launch(app, pilot, review.name, "full", "all", "")
             await pilot.press("1")
             await pilot.pause(2.0)
-            if verify_points(app) >= 12 and app.replay.running:
+            if verify_points(app) >= 12 and app.job.running:
                 break
             await wait_done(app, pilot)
         app.save_screenshot(str(HERE / "dashboard.svg"))
@@ -96,9 +96,9 @@ async def main() -> int:
         await pilot.press("3")
         await pilot.pause(1.5)
         app.save_screenshot(str(HERE / "experiments.svg"))
-        if app.replay is not None and app.replay.running:
-            app.replay.cancel()
-            await wait_done(app, pilot, 30)
+        if app.job is not None and app.job.running:
+            from replays import jobs
+            jobs.cancel(app.job.run_id, wait_s=30)   # the replay job would outlive the console
     print("saved:", ", ".join(sorted(p.name for p in HERE.glob("*.svg"))))
     return 0
 

@@ -107,7 +107,7 @@ class SnapshotCollector(Collector):
              rates.prefix_cache_hit_rate),
             ("engine_mean_ttft_seconds", "Mean time to first token", rates.mean_ttft_s),
             ("engine_mean_front_end_seconds", "Mean front-end time (ttft - queue - prefill)", rates.mean_front_end_s),
-            ("engine_mean_verify_step_seconds", "Mean verify step (inter-token latency)", rates.mean_verify_step_s),
+            ("engine_mean_verify_step_seconds", "Mean verify step (inter-token latency)", rates.window_verify_step_s),
             ("engine_mean_acceptance_length", "Mean speculative acceptance length", rates.mean_acceptance_length),
         ):
             if value is not None:

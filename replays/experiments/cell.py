@@ -4,14 +4,21 @@ The arm's knobs are applied on top of the profile's defaults (never the operator
 so a cell's engine is set by the frozen design alone. The replay goes through replays.runner into the
 run folder's cells/slotNN-attemptK/replay/, and the measures are taken from its per-request records:
 
-- time_per_verify_step: sum of decode time / sum of verify steps (requests with verify steps)
-- front_end_per_draw:   sum of TTFT - queue - prefill per draw, mean over the start's draws
+- time_per_verify_step: engine.measures.records_time_per_verify_step: sum of decode time / sum of decode
+                        steps (every target-model pass after the first token, drafted or not)
+- front_end_per_draw:   sum of front-end time (engine.measures.front_end_s, per request) per draw, mean
+                        over the start's draws
 - total_replay_time:    sum of client time, send to last byte
 - tokens_per_s:         output tokens / client time
 
 The first `warmup_requests` of each draw are replayed but not measured. A measured request whose server
 values could not be attributed to it makes the attempt fail (the failure rule applies) rather than be
 guessed.
+
+A design with [episodes] instead of [workload] runs graded agent episodes in the cell (replays.episodes:
+the suite's draws into cells/slotNN-attemptK/episodes/), measured by replays.episodes.runner
+.episode_measures: episode_total_time (client seconds summed over the start's episodes) and
+episodes_passed. An episode the engine failed (error) counts as a failed request for the guards.
 """
 from __future__ import annotations
 
@@ -20,53 +27,22 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from engine import measures
 from engine.controller import EngineController, EngineError
 from engine.errors import FrankError
 from engine.profiles import load_profile
 from replays.experiments.design import Design
 from replays.experiments.randomize import Slot
-from replays.experiments.registry import Run, RunError
+from replays.experiments.errors import RunError
+from replays.experiments.registry import Run
 from replays.experiments.runner import Attempt, CellError, Note
-
-
-def resolve_workload(design: Design, source_path: str | None) -> Path:
-    """A workload folder: a path (relative to the design file's folder at registration), a built-in name
-    (w01-mini, w01-full: generated on first use) or a name in the user's workloads dir."""
-    from replays.workload import resolve_workload as resolve_spec
-
-    assert design.workload is not None
-    name = design.workload.name
-    if source_path and not Path(name).is_absolute():
-        beside = Path(source_path).parent / name
-        if (beside / "workload.toml").is_file():
-            return beside.resolve()
-    try:
-        path = resolve_spec(name)
-    except FrankError as exc:
-        raise RunError(f"workload.name: {exc}") from None
-    if not (path / "workload.toml").is_file():
-        raise RunError(f"workload.name: {path} is not a workload folder (no workload.toml)")
-    return path.resolve()
-
-
-def check_draws(design: Design, path: Path) -> None:
-    """The design's draws exist in the workload (checked before any engine start)."""
-    from replays.workload import read_manifest
-
-    assert design.workload is not None
-    names = read_manifest(path).draw_names
-    for i, draw in enumerate(design.workload.draws):
-        if str(draw) not in names:
-            raise RunError(f"workload.draws[{i}]: {path} has no draw named {str(draw)!r} (draws: {', '.join(names)})")
-
-
-def manifest_sha256(path: Path) -> str:
-    return hashlib.sha256((path / "workload.toml").read_bytes()).hexdigest()
+from replays.experiments.workloads import check_draws, manifest_sha256, resolve_workload
 
 
 def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
     """Per-start measures from the replay's latest record of each request."""
-    decode = steps = client = out_tokens = 0.0
+    client = out_tokens = 0.0
+    servers: list[dict[str, Any]] = []
     front_by_draw: dict[str, float] = {}
     measured = failed = unattributed = 0
     hashes: dict[str, str | None] = {}
@@ -88,18 +64,17 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
                 unattributed += 1
                 continue
             front_by_draw[draw] += server.get("front_end_s") or 0.0
-            if server.get("verify_steps"):
-                decode += server.get("decode_s") or 0.0
-                steps += server["verify_steps"]
+            servers.append(server)
             client += (rec.get("client") or {}).get("total_s") or 0.0
             out_tokens += rec.get("completion_tokens") or 0
     fronts = list(front_by_draw.values())
+    decode, steps = measures.verify_step_totals(servers)
     return {
-        "time_per_verify_step": decode / steps if steps else None,
+        "time_per_verify_step": measures.time_per_verify_step(decode, steps),
         "front_end_per_draw": sum(fronts) / len(fronts) if fronts else None,
         "total_replay_time": client,
         "tokens_per_s": out_tokens / client if client else None,
-        "verify_steps": steps, "decode_s": decode, "front_end_by_draw": front_by_draw,
+        "decode_steps": steps, "decode_s": decode, "front_end_by_draw": front_by_draw,
         "measured_requests": measured, "failed": failed, "unattributed": unattributed,
         "prompt_hashes": hashes,
     }
@@ -116,7 +91,23 @@ class EngineCellExecutor:
         if st.state in ("starting", "ready"):
             raise RunError(f"an engine is running (profile {st.profile}, pid {st.pid}); an experiment needs a "
                            f"fresh start per cell: stop it first (frank engine stop)")
-        self._workload(run)
+        if run.design.episodes is not None:
+            self._suite(run)
+        else:
+            self._workload(run)
+
+    def _suite(self, run: Run) -> Path:
+        from replays.episodes.suite import load_suite
+
+        assert run.design.episodes is not None
+        record = run.meta.get("workload") or {}
+        try:
+            suite = load_suite(record.get("suite") or run.design.episodes.suite)
+        except FrankError as exc:
+            raise RunError(f"episodes.suite: {exc}") from None
+        if record.get("suite_sha256") and hashlib.sha256(suite.path.read_bytes()).hexdigest() != record["suite_sha256"]:
+            raise RunError(f"suite {suite.path} changed since registration (manifest hash mismatch)")
+        return suite.path
 
     def cleanup(self, run: Run, attempt: Attempt) -> str:
         st = self.controller.status(check_health=False)
@@ -151,20 +142,13 @@ class EngineCellExecutor:
         from replays.runner import ReplayOptions, read_records, start_replay
 
         design = run.design
-        assert design.workload is not None
         arm = design.arm(slot.arm)
         knobs = load_profile(arm.profile).resolve_knobs(arm.knob_dict)   # defaults + the arm's values
+        if design.episodes is not None:
+            return self._execute_episodes(run, slot, attempt, note, arm.profile, knobs)
+        assert design.workload is not None
         workload = self._workload(run)
-        try:
-            st = self.controller.start(arm.profile, knobs)
-        except EngineError as exc:
-            self._stop_engine()
-            raise CellError(f"the engine did not start: {exc}") from None
-        except BaseException:          # stopped (SIGTERM) while starting: leave no engine behind
-            self._stop_engine()
-            raise
-        note("engine_ready", slot=slot.slot, attempt=attempt, pid=st.pid, url=st.url, ready_s=st.ready_s,
-             started_at=st.started_at, knobs=st.knobs)
+        st = self._start(arm.profile, knobs, slot, attempt, note)
         replay_dir = run.cell_dir(slot.slot, attempt) / "replay"
         try:
             options = ReplayOptions(mode=design.workload.mode,
@@ -178,6 +162,7 @@ class EngineCellExecutor:
             note("replay_done", slot=slot.slot, attempt=attempt, state=summary.get("state"),
                  requests=sum(len(r) for r in records.values()), failed=m["failed"],
                  unattributed=m["unattributed"], dir=str(replay_dir))
+            fidelity = self._fidelity(run, slot, attempt, note) if summary.get("state") == "finished" else None
         except FrankError as exc:
             raise CellError(f"the replay failed: {exc}") from None
         finally:
@@ -194,5 +179,58 @@ class EngineCellExecutor:
         return {"value": value, "measure": design.measure, "failed": m["failed"],
                 "requests": m["measured_requests"], "prompt_hashes": m["prompt_hashes"],
                 "measures": {k: m[k] for k in ("time_per_verify_step", "front_end_per_draw", "total_replay_time",
-                                               "tokens_per_s", "verify_steps", "decode_s", "front_end_by_draw")},
-                "dir": str(replay_dir)}
+                                               "tokens_per_s", "decode_steps", "decode_s", "front_end_by_draw")},
+                "dir": str(replay_dir), **({"fidelity": fidelity} if fidelity is not None else {})}
+
+    def _start(self, profile: str, knobs: dict[str, Any], slot: Slot, attempt: int, note: Note):
+        try:
+            st = self.controller.start(profile, knobs)
+        except EngineError as exc:
+            self._stop_engine()
+            raise CellError(f"the engine did not start: {exc}") from None
+        except BaseException:          # stopped (SIGTERM) while starting: leave no engine behind
+            self._stop_engine()
+            raise
+        note("engine_ready", slot=slot.slot, attempt=attempt, pid=st.pid, url=st.url, ready_s=st.ready_s,
+             started_at=st.started_at, knobs=st.knobs)
+        return st
+
+    def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any] | None:
+        """The fidelity rule's measure, while the arm's engine is still up (after its replay or episodes)."""
+        if run.design.fidelity is None:
+            return None
+        from replays.experiments.fidelity import measure_cell
+
+        fidelity = measure_cell(run.design.fidelity, run.cell_dir(slot.slot, attempt), self.controller)
+        note("fidelity_done", slot=slot.slot, attempt=attempt,
+             kl={name: v["kl"] for name, v in fidelity["sets"].items()})
+        return fidelity
+
+    def _execute_episodes(self, run: Run, slot: Slot, attempt: int, note: Note, profile: str,
+                          knobs: dict[str, Any]) -> dict[str, Any]:
+        """The cell's episodes: the suite's draws on a fresh engine with the arm's knobs, then fidelity."""
+        from replays.episodes.runner import create_run, episode_measures, read_jsonl, run_episodes
+
+        design = run.design
+        assert design.episodes is not None
+        suite = self._suite(run)
+        folder = run.cell_dir(slot.slot, attempt) / "episodes"
+        st = self._start(profile, knobs, slot, attempt, note)
+        try:
+            create_run(suite, design.episodes.draws, out=folder)
+            outcome = run_episodes(folder, st.url)
+            results = read_jsonl(folder / "results.jsonl")
+            m = episode_measures(results)
+            note("episodes_done", slot=slot.slot, attempt=attempt, status=outcome.status, episodes=len(results),
+                 passed=m["episodes_passed"], errors=m["episode_errors"], dir=str(folder))
+            fidelity = self._fidelity(run, slot, attempt, note) if outcome.status == "finished" else None
+        except FrankError as exc:
+            raise CellError(f"the episodes failed: {exc}") from None
+        finally:
+            self._stop_engine()
+            note("engine_stopped", slot=slot.slot, attempt=attempt)
+        if outcome.status != "finished":
+            raise CellError(f"the episodes ended {outcome.status}: {outcome.reason}")
+        return {"value": m[design.measure], "measure": design.measure, "failed": m["episode_errors"],
+                "requests": m["requests"], "prompt_hashes": {}, "measures": m, "dir": str(folder),
+                **({"fidelity": fidelity} if fidelity is not None else {})}

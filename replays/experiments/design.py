@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FrankError
+from replays.experiments.fidelity import FidelityRule, check_sets, parse_fidelity
 
 KINDS = ("blocks", "balanced", "external")
 TESTS = {"blocks": "sign", "balanced": "permutation", "external": "criteria"}
@@ -30,11 +31,17 @@ AGGREGATES = ("sum", "mean")
 COMPARES = ("lower", "higher", "not_higher", "not_lower")
 # Measures the runner takes from the replay runner's per-request records, aggregated per engine start.
 MEASURES = {
-    "time_per_verify_step": "seconds of decode per verify step: sum of decode time / sum of verify steps",
+    "time_per_verify_step": "seconds of decode per verify step: sum of decode time / sum of decode steps "
+                            "(every target-model pass after the first token, drafted or not)",
     "front_end_per_draw": "seconds outside queueing and prefill (TTFT - queue - prefill), summed per draw, "
                           "mean over the start's draws",
     "total_replay_time": "seconds of client time (send to last byte) summed over the start's requests",
     "tokens_per_s": "output tokens per second of client time over the start's requests",
+}
+# Measures of an engine start that runs graded agent episodes ([episodes] instead of [workload]).
+EPISODE_MEASURES = {
+    "episode_total_time": "client seconds summed over the start's episodes (every draw of the suite)",
+    "episodes_passed": "episodes the suite's graders passed, over the start's draws",
 }
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -63,6 +70,12 @@ class Workload:
     requests: int | None         # replay only the first N requests of each draw
     warmup_requests: int         # the first N requests of each draw are replayed but not measured
     max_tokens: int | None = None  # full mode: cap the recorded max_tokens
+
+
+@dataclass(frozen=True)
+class Episodes:
+    suite: str                   # a suite manifest (relative to the design file) or a built-in (w01-mini)
+    draws: int                   # draws per engine start; one draw runs every task of the suite once
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,7 @@ class Revert:
     description: str
     treatment_only_failures: bool     # revert if a failure shows in treatment starts only
     max_worse_pct: float | None       # revert if the mean effect is worse than this, in percent
+    fidelity_regression: bool = False  # revert if the fidelity rule fails (needs a [fidelity] table)
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,8 @@ class Design:
     revert: Revert | None
     canonical: str
     sha256: str
+    fidelity: FidelityRule | None = None   # [fidelity]: no worse than the control by more than the floor
+    episodes: Episodes | None = None       # [episodes]: each start runs graded agent episodes, not a replay
 
     @property
     def runnable(self) -> bool:
@@ -215,7 +231,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 TOP_FIELDS = ("name", "question", "description", "profile", "arms", "design", "workload", "measure", "rule",
-              "guards", "failure", "revert")
+              "guards", "failure", "revert", "fidelity", "episodes")
 
 
 def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
@@ -250,30 +266,43 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     if "order" in kind_table.data and kind != "external":
         raise kind_table.error("order", "only an 'external' design states its order; others draw it at registration")
 
-    workload = None
+    workload = episodes = None
+    if "workload" in data and "episodes" in data:
+        raise top.error("episodes", "a start either replays a [workload] or runs [episodes], not both")
     if "workload" in data:
         workload = _parse_workload(data["workload"], where)
+    elif "episodes" in data:
+        episodes = _parse_episodes(data["episodes"], where)
     elif kind != "external":
-        raise top.error("workload", "missing required field (what each engine start replays)")
+        raise top.error("workload", "missing required field (what each engine start replays; or [episodes])")
+    known = EPISODE_MEASURES if episodes is not None else MEASURES
 
     measure = ""
     if "measure" in data:
         mtable = _Table(data["measure"], "measure", where, ("name",))
         measure = mtable.get("name", str)
-        if kind != "external" and measure not in MEASURES:
-            raise mtable.error("name", f"{measure!r} is not one of: {', '.join(MEASURES)}")
+        if kind != "external" and measure not in known:
+            raise mtable.error("name", f"{measure!r} is not one of: {', '.join(known)}")
     elif kind != "external":
         raise top.error("measure", "missing required field")
 
-    rule = _parse_rule(top.get("rule", dict), where, kind, names)
+    rule = _parse_rule(top.get("rule", dict), where, kind, names, live_criteria=episodes is not None)
+    if kind != "external":
+        for i, c in enumerate(rule.criteria):
+            if c.measure not in known:
+                raise DesignError(f"{where}: rule.criteria[{i}].measure: {c.measure!r} is not one of: "
+                                  f"{', '.join(known)} (fidelity has its own [fidelity] rule)")
     guards = _parse_guards(data.get("guards", {}), where)
     failure = _parse_failure(data.get("failure", {}), where, kind)
     revert = _parse_revert(data["revert"], where) if "revert" in data else None
+    fidelity = parse_fidelity(data["fidelity"], where) if "fidelity" in data else None
+    if revert is not None and revert.fidelity_regression and fidelity is None:
+        raise DesignError(f"{where}: revert.fidelity_regression: needs a [fidelity] table (which sets, which floor)")
 
     design = Design(name=name, question=question, description=description, profile=profile, arms=arms,
                     kind=kind, blocks=blocks, starts_per_arm=starts_per_arm, run_order=run_order,
                     workload=workload, measure=measure, rule=rule, guards=guards, failure=failure,
-                    revert=revert, canonical="", sha256="")
+                    revert=revert, canonical="", sha256="", fidelity=fidelity, episodes=episodes)
     canonical = canonical_json(design)
     return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
 
@@ -317,12 +346,24 @@ def _parse_workload(raw: Any, where: str) -> Workload:
                     warmup_requests=warmup, max_tokens=max_tokens)
 
 
-def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...]) -> Rule:
+def _parse_episodes(raw: Any, where: str) -> Episodes:
+    table = _Table(raw, "episodes", where, ("suite", "draws"))
+    suite = table.get("suite", str)
+    if not suite.strip():
+        raise table.error("suite", "must not be empty")
+    return Episodes(suite=suite, draws=table.count("draws", 1))
+
+
+def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...],
+                live_criteria: bool = False) -> Rule:
     table = _Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all",
                                         "criteria"))
     test = table.choice("test", ("sign", "permutation", "criteria"))
-    if TESTS[kind] != test:
-        raise table.error("test", f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}")
+    # a balanced design that runs episodes may decide by criteria (the seed's adoption rule) on live starts
+    live = live_criteria and kind == "balanced" and test == "criteria"
+    if TESTS[kind] != test and not live:
+        raise table.error("test", f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}"
+                          + (" (criteria on live starts: a 'balanced' design with [episodes])" if test == "criteria" else ""))
     treatment, control = table.get("treatment", str), table.get("control", str)
     for key, value in (("treatment", treatment), ("control", control)):
         if value not in names:
@@ -355,7 +396,7 @@ def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ..
                                       aggregate=ctable.choice("aggregate", AGGREGATES, "sum"),
                                       compare=ctable.choice("compare", COMPARES), margin=float(margin)))
     elif "criteria" in raw:
-        raise table.error("criteria", f"only an 'external' design has criteria (this is a {test} test)")
+        raise table.error("criteria", f"only a criteria rule has criteria (this is a {test} test)")
     return Rule(test=test, treatment=treatment, control=control, direction=direction or "",
                 alpha=float(alpha) if alpha is not None else None, require_all=require_all,
                 criteria=tuple(criteria))
@@ -383,15 +424,18 @@ def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
 
 
 def _parse_revert(raw: Any, where: str) -> Revert:
-    table = _Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct"))
+    table = _Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct",
+                                          "fidelity_regression"))
     worse = table.get("max_worse_pct", (int, float), None, what="a number")
     if worse is not None and worse < 0:
         raise table.error("max_worse_pct", f"must be 0 or more, got {worse}")
     only = table.get("treatment_only_failures", bool, False)
-    if not only and worse is None:
-        raise table.error("", "a revert rule needs treatment_only_failures = true, max_worse_pct, or both")
+    fidelity = table.get("fidelity_regression", bool, False)
+    if not only and worse is None and not fidelity:
+        raise table.error("", "a revert rule needs treatment_only_failures = true, max_worse_pct, "
+                              "fidelity_regression = true, or a combination")
     return Revert(description=table.get("description", str, ""), treatment_only_failures=only,
-                  max_worse_pct=float(worse) if worse is not None else None)
+                  max_worse_pct=float(worse) if worse is not None else None, fidelity_regression=fidelity)
 
 
 def check_arm_profiles(design: Design, where: str) -> None:
@@ -400,6 +444,8 @@ def check_arm_profiles(design: Design, where: str) -> None:
         return
     from engine.profiles import ProfileError, load_profile
 
+    if design.fidelity is not None:
+        check_sets(design.fidelity, where)
     for i, arm in enumerate(design.arms):
         try:
             load_profile(arm.profile).resolve_knobs(arm.knob_dict)
@@ -436,6 +482,13 @@ def canonical_dict(design: Design) -> dict[str, Any]:
             "treatment_only_failures": design.revert.treatment_only_failures,
             "max_worse_pct": design.revert.max_worse_pct},
     }
+    # added fields appear only when used, so the hashes of designs registered before them do not change
+    if design.fidelity is not None:
+        out["fidelity"] = design.fidelity.canonical()
+    if design.episodes is not None:   # only when used: older designs keep their hashes
+        out["episodes"] = {"suite": design.episodes.suite, "draws": design.episodes.draws}
+    if design.revert is not None and design.revert.fidelity_regression:
+        out["revert"]["fidelity_regression"] = True
     return out
 
 

@@ -25,13 +25,11 @@ from typing import Any
 from engine import paths
 from engine.errors import FrankError
 from replays.experiments import exact
+from replays.experiments.errors import RunError  # noqa: F401  (raised here, re-exported)
 from replays.experiments.design import Design, load_design, parse_design_text
 from replays.experiments.journal import Journal, read_events
 from replays.experiments.randomize import DrawnOrder, Slot, draw_order, new_seed
-
-
-class RunError(FrankError):
-    pass
+from replays.experiments.workloads import check_draws, manifest_sha256, resolve_workload
 
 
 @dataclass(frozen=True)
@@ -52,10 +50,22 @@ class Run:
 
     @property
     def log_path(self) -> Path:
-        return self.folder / "runner.log"
+        return self.folder / "job.log"   # replays.jobs.LOG_FILE
 
     def cell_dir(self, slot: int, attempt: int) -> Path:
         return paths.private_dir(self.folder / "cells" / f"slot{slot + 1:02d}-attempt{attempt}")
+
+
+BUILTIN_DESIGNS = Path(__file__).resolve().parents[1] / "designs"
+
+
+def design_files() -> list[Path]:
+    """Built-in designs, then the user's (config dir designs/)."""
+    found = sorted(BUILTIN_DESIGNS.glob("*.toml"))
+    user = paths.config_dir() / "designs"
+    if user.is_dir():
+        found += sorted(user.glob("*.toml"))
+    return found
 
 
 def experiments_dir() -> Path:
@@ -79,7 +89,7 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
     order: DrawnOrder | None = None
     workload: dict[str, Any] | None = None
     if design.runnable:
-        workload = _workload_record(design, design_path)
+        workload = _suite_record(design, design_path) if design.episodes else _workload_record(design, design_path)
         order = draw_order(design, seed if seed is not None else new_seed())
     meta = {
         "run_id": run_id, "name": design.name, "question": design.question, "kind": design.kind,
@@ -102,8 +112,6 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
 def _workload_record(design: Design, design_path: Path) -> dict[str, Any]:
     """Where the workload is and its manifest hash, when it is here at registration (the seed's designs are
     registered on the machine that has W01); `run` refuses a workload changed since."""
-    from replays.experiments.cell import check_draws, manifest_sha256, resolve_workload
-
     try:
         path = resolve_workload(design, str(design_path.resolve()))
     except RunError as exc:
@@ -113,6 +121,21 @@ def _workload_record(design: Design, design_path: Path) -> dict[str, Any]:
     except RunError as exc:
         raise RunError(f"{design_path}: {exc}") from None
     return {"path": str(path), "manifest_sha256": manifest_sha256(path)}
+
+
+def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
+    """An [episodes] design's suite, checked now (every error before anything runs) and hashed: `run`
+    refuses a suite changed since."""
+    from replays.episodes.suite import load_suite
+
+    assert design.episodes is not None
+    beside = design_path.resolve().parent / design.episodes.suite
+    try:
+        suite = load_suite(beside if beside.is_file() else design.episodes.suite)
+    except FrankError as exc:
+        raise RunError(f"{design_path}: episodes.suite: {exc}") from None
+    return {"suite": str(suite.path), "suite_sha256": hashlib.sha256(suite.path.read_bytes()).hexdigest(),
+            "path": None, "manifest_sha256": None}
 
 
 def resolve_run_id(run_id: str) -> Path:

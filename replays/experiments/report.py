@@ -32,6 +32,7 @@ class Observation:
     failed_requests: int | None = None
     prompt_hashes: dict[str, str | None] | None = None
     checks: dict[str, bool] = field(default_factory=dict)
+    fidelity: dict[str, Any] | None = None     # a cell's fidelity result (replays/experiments/fidelity.py)
 
 
 class ResultsError(FrankError):
@@ -102,7 +103,7 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
             if any(o.block == block and o.arm == arm and o.measure == measure for o in out):
                 raise ResultsError(f"{where}: block {block} has a second row for arm {arm!r}")
         out.append(Observation(start=start, block=block, arm=arm, value=value, measure=measure))
-    starts = [o.start for o in out if o.start and not o.measure.startswith("check:")]
+    starts = [o.start for o in out if o.start and not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
     if design.kind != "external" and len(set(starts)) != len(starts):
         raise ResultsError(f"{path}: start_order: the same start number appears twice")
     return out
@@ -116,7 +117,8 @@ def analyze(design: Design, observations: Iterable[Observation], *, source: str 
     obs = sorted(observations, key=lambda o: (o.start or 0))
     rule = design.rule
     checks = [o for o in obs if o.measure.startswith("check:")]
-    obs = [o for o in obs if not o.measure.startswith("check:")]
+    fidelity_rows = [o for o in obs if o.measure.startswith(("fidelity:", "fidelity_floor:"))]
+    obs = [o for o in obs if not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
     out: dict[str, Any] = {
         "name": design.name, "question": design.question, "kind": design.kind, "source": source,
         "design_sha256": design.sha256, "measure": design.measure, "test": rule.test,
@@ -127,18 +129,23 @@ def analyze(design: Design, observations: Iterable[Observation], *, source: str 
         "null_size": exact.null_size(design), "smallest_p": exact.smallest_p(design),
         "p_value": None, "p_fraction": None, "notes": [],
     }
-    if design.kind == "blocks":
-        decision = _blocks(design, obs, set(voided), out)
-    elif design.kind == "balanced":
-        decision = _balanced(design, obs, out)
-    else:
+    if rule.test == "criteria":      # external, or live episode starts (the seed's adoption rule)
         decision = _criteria(design, obs, out)
+    elif design.kind == "blocks":
+        decision = _blocks(design, obs, set(voided), out)
+    else:
+        decision = _balanced(design, obs, out)
     guards = _guards(design, obs, checks, source)
+    if design.fidelity is not None:
+        out["fidelity"] = _fidelity(design, obs, fidelity_rows)
+        guards.append({"name": "fidelity", "status": out["fidelity"]["status"], "detail": out["fidelity"]["detail"]})
     out["guards"] = guards
     failed_guards = [g["name"] for g in guards if g["status"] == "fail"]
     verdict, reason = decision
     if verdict == "confirmed" and failed_guards:
         verdict, reason = "not confirmed", f"guard failed: {', '.join(failed_guards)} ({reason})"
+    elif verdict == "confirmed" and out.get("fidelity", {}).get("status") == "pass":
+        reason += " and the fidelity rule holds"
     unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
     if unchecked:
         out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
@@ -259,8 +266,9 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
                         "detail": "no per-request records" + (": measures taken elsewhere" if source == "external" else "")})
         else:
             total = sum(c or 0 for c in counts)
+            starts = len({o.start for o in obs}) if all(o.start for o in obs) else len(obs)
             out.append({"name": "no_failed_requests", "status": "pass" if total == 0 else "fail",
-                        "detail": f"{total} failed requests over {len(obs)} starts"})
+                        "detail": f"{total} failed requests over {starts} starts"})
     if g.prompt_token_ids_identical:
         out.append(_identical_prompts(obs, source))
     for name in g.checks:
@@ -272,6 +280,27 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
             out.append({"name": name, "status": "pass" if not bad else "fail",
                         "detail": f"{len(rows) - len(bad)} of {len(rows)} passed"})
     return out
+
+
+def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -> dict[str, Any]:
+    """The fidelity rule over the starts' measured KL (cells) or `fidelity:SET` rows (results CSV)."""
+    from replays.experiments.fidelity import StartFidelity, evaluate
+
+    assert design.fidelity is not None
+    starts = [StartFidelity(o.start, o.arm, o.fidelity.get("sets", {}), o.fidelity.get("candidate"))
+              for o in obs if o.fidelity]
+    by_start: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
+    floors: dict[str, float] = {}
+    for row in rows:
+        kind, _, name = row.measure.partition(":")
+        if kind == "fidelity_floor":
+            floors[name] = max(floors.get(name, 0.0), row.value)
+        else:
+            by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
+    starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
+    control = design.arm(design.rule.control)
+    return evaluate(design.fidelity, starts, design.rule.treatment, design.rule.control, profile=control.profile,
+                    control_knobs=control.knob_dict, floors=floors or None)
 
 
 def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
@@ -320,6 +349,12 @@ def _revert(design: Design, obs: list[Observation], out: dict[str, Any], failed_
             worse = eff if rule.direction == "lower" else -eff
             if worse > rv.max_worse_pct:
                 triggers.append(f"mean effect {eff:+.2f}% is worse than the {rv.max_worse_pct:g}% limit")
+    if rv.fidelity_regression:
+        fid = out.get("fidelity") or {}
+        if fid.get("status") == "fail":
+            triggers.append(f"fidelity regression: {fid['detail']}")
+        elif fid.get("status") != "pass":
+            unchecked.append("fidelity_regression: " + (fid.get("detail") or "no fidelity measured"))
     outcome = "revert" if triggers else ("unchecked" if unchecked else "keep")
     return {"description": rv.description, "outcome": outcome, "triggers": triggers, "unchecked": unchecked}
 
@@ -338,9 +373,17 @@ def report_for_run(run: Any) -> dict[str, Any]:
         done = progress.done(slot.slot)
         if done is None or (slot.block is not None and slot.block in progress.voided):
             continue
+        if run.design.rule.test == "criteria":   # one observation per criterion's measure of the start
+            for i, c in enumerate(run.design.rule.criteria):
+                obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm,
+                                       value=float(done["measures"][c.measure]), measure=c.measure,
+                                       failed_requests=done.get("failed") if i == 0 else 0,
+                                       fidelity=done.get("fidelity") if i == 0 else None))
+            continue
         obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm, value=float(done["value"]),
                                measure=run.design.measure, failed_requests=done.get("failed"),
-                               prompt_hashes=done.get("prompt_hashes"), checks=done.get("checks") or {}))
+                               prompt_hashes=done.get("prompt_hashes"), checks=done.get("checks") or {},
+                               fidelity=done.get("fidelity")))
     order = [s.to_json() for s in run.slots]
     report = analyze(run.design, obs, source="run", order=order, failed_attempts=failed_attempts,
                      voided=progress.voided)
@@ -362,6 +405,20 @@ def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
+def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[str]:
+    """Per-set KL per arm beside the floor: `treatment <= control + floor` or not."""
+    def kl(v: Any) -> str:
+        return "-" if v is None else f"{v:.3e}"
+
+    lines = [f"  fidelity (KL, top-64; rule: {treatment} <= {control} + floor, floor {fid['floor_rule']})",
+             f"  {'set':<10} {treatment:>12} {control:>12} {'difference':>12} {'floor':>12}  rule"]
+    for row in fid["sets"]:
+        mark = {True: "met", False: "NOT met", None: "no data"}[row["met"]]
+        lines.append(f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
+                     f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}")
+    return lines + [f"  note: {n}" for n in fid.get("notes", [])]
+
+
 def format_report(r: dict[str, Any]) -> str:
     lines = [f"{r['name']}  ({r['kind']}, {r['test']} test, measure {r['measure'] or '-'})",
              f"  question: {r['question']}",
@@ -380,18 +437,23 @@ def format_report(r: dict[str, Any]) -> str:
                          f"{'void' if b['voided'] else (b['sign'] or '')}")
         if r.get("mean_effect_pct") is not None:
             lines.append(f"  mean effect {r['mean_effect_pct']:+.2f}%  ({r['wins']} wins, {r['losses']} losses, {r['ties']} ties)")
-    elif r["kind"] == "balanced":
+    elif r["kind"] == "balanced" and r["test"] != "criteria":
         for s in r.get("starts", []):
             lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {_num(s['value'])}")
         if r.get("mean_difference") is not None:
             lines.append(f"  mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
     else:
+        for s in r.get("starts", []):
+            if s.get("start"):   # live criteria starts: each measure of each start
+                lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {s['measure']:<20} {_num(s['value'])}")
         for c in r.get("criteria", []):
             mark = {True: "met", False: "NOT met", None: "no data"}[c["met"]]
             lines.append(f"  {c['text']}: {_num(c['treatment'])} vs {_num(c['control'])}  {mark}")
     if r.get("p_value") is not None:
         lines.append(f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "
                      f"smallest reachable {exact.fraction(r['smallest_p'], r['null_size'])}")
+    if r.get("fidelity"):
+        lines += format_fidelity(r["fidelity"], r["treatment"], r["control"])
     for g in r.get("guards", []):
         lines.append(f"  guard {g['name']}: {g['status']} ({g['detail']})")
     if r.get("revert"):

@@ -18,7 +18,6 @@ per-block values and signs, running tally, and whether the rule can still be met
 """
 from __future__ import annotations
 
-import fcntl
 import math
 import os
 import signal
@@ -28,11 +27,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 from engine.errors import FrankError
+from replays import jobs
 from replays.experiments import exact
 from replays.experiments.design import Design
 from replays.experiments.journal import Journal, read_events
 from replays.experiments.randomize import Slot
-from replays.experiments.registry import Run, RunError
+from replays.experiments.errors import RunError
+from replays.experiments.registry import Run
+from replays.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
 CLOSING = ("cell_done", "cell_failed", "cell_interrupted")
 Note = Callable[..., dict]
@@ -158,57 +160,12 @@ class CellExecutor(Protocol):
 
 # -- lock ---------------------------------------------------------------------------------------------
 
-class RunLock:
-    """An exclusive flock on runner.lock; the kernel drops it when the holder dies, even by SIGKILL."""
+class RunLock(jobs.RunLock):
+    """The run's one lock (replays.jobs.RunLock on runner.lock), refusing with the runner's words."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = -1
-
-    def acquire(self) -> "RunLock":
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            holder = lock_holder(self.path)
-            raise RunError(f"another runner (pid {holder or '?'}) is running this experiment; "
-                           f"follow it with `frank experiment status RUN_ID --follow`") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.fsync(fd)
-        self.fd = fd
-        return self
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.ftruncate(self.fd, 0)
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = -1
-
-    def __enter__(self) -> "RunLock":
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def lock_holder(path: Path) -> int | None:
-    """The pid of the live runner holding the lock, or None when nobody holds it."""
-    if not path.exists():
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = path.read_text().strip()
-            return int(text) if text.isdigit() else -1
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    def refused(self, holder: int | None) -> Exception:
+        return RunError(f"another runner (pid {holder or '?'}) is running this experiment; "
+                        f"follow it with `frank experiment status RUN_ID --follow`")
 
 
 # -- the runner -------------------------------------------------------------------------------------
@@ -311,27 +268,6 @@ def _install_signals() -> dict[int, Any]:
         previous[sig] = signal.signal(sig, stop)
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     return previous
-
-
-def launch_detached(run: Run) -> int:
-    """Start `frank experiment run RUN_ID` as its own session (what the console does): stdin from /dev/null,
-    output appended to the run folder's runner.log, so an SSH drop cannot touch it. Returns its pid."""
-    import subprocess
-    import sys
-
-    from engine.paths import REPO_ROOT
-
-    holder = lock_holder(run.lock_path)
-    if holder is not None:
-        raise RunError(f"a runner (pid {holder}) is already running {run.run_id}")
-    log = os.open(run.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "console.cli", "experiment", "run", run.run_id],
-                                cwd=str(REPO_ROOT), start_new_session=True, close_fds=True,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    finally:
-        os.close(log)
-    return proc.pid
 
 
 # -- live state for the console ------------------------------------------------------------------------
@@ -457,8 +393,10 @@ def _tally(design: Design, cells: list[CellView], voided: frozenset[int]
 
 
 def _best_possible_p(design: Design, cells: list[CellView], voided: frozenset[int]) -> float | None:
-    """The p-value if every unmeasured cell came out as favourably as possible."""
+    """The p-value if every unmeasured cell came out as favourably as possible (None: a criteria rule)."""
     rule = design.rule
+    if rule.test == "criteria":
+        return None
     if design.kind == "blocks":
         k = int(design.blocks or 0) - len(voided)
         lost = 0

@@ -44,8 +44,9 @@ def snapshot(i: int, cores: int = 64, gpus: int = 2, engine: bool = True) -> Sna
                               requests_finished=0.4, prompt_tokens_per_s=21500.0,
                               generation_tokens_per_s=_wave(i, 38.0, 6.0), prefix_cache_hit_rate=0.962,
                               mean_ttft_s=1.21, mean_queue_s=0.002, mean_prefill_s=0.9, mean_front_end_s=0.31,
-                              mean_verify_step_s=_wave(i, 0.0412, 0.004), mean_acceptance_length=_wave(i, 2.61, 0.35),
-                              draft_acceptance_rate=0.41)
+                              window_verify_step_s=_wave(i, 0.0412, 0.004), mean_acceptance_length=_wave(i, 2.61, 0.35),
+                              draft_acceptance_rate=0.41,
+                              acceptance_per_position=(0.92, 0.71, _wave(i, 0.52, 0.05), 0.31))
         last = m.RequestDelta(True, "", ttft_s=1.18 + (i % 5) * 0.01, queue_s=0.002, prefill_s=0.88,
                               front_end_s=0.298 + (i % 5) * 0.01, prompt_tokens=131072 + 512 * (i % 5))
         view = EngineView("ready", "http://127.0.0.1:8000", 100, sample, rates, last)

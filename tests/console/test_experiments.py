@@ -33,6 +33,7 @@ async def test_register_from_the_menu_shows_hash_order_and_smallest_p(make_app):
         dialog = app.screen
         assert isinstance(dialog, ConfirmDialog)
         assert "sha256" in dialog.body and "1/32" in dialog.body and "order" in dialog.body
+        assert "\npower    " in dialog.body   # the power line (console/power_preview.py)
         await pilot.press("y")
         for _ in range(60):
             await pilot.pause(0.05)

@@ -1,6 +1,7 @@
 """Integration tier: the console over the shared real embedded engine (tests/conftest.py `engine`).
-Adopt it, flip the live region cache from the keyboard (and back), launch a short replay from the menu
-and watch its rows arrive by key, then see the request values on the dashboard."""
+Adopt it, flip the live region cache from the keyboard (and back), launch a short replay from the menu (a
+detached job the console follows) and watch its rows arrive by key, then see the request values on the
+dashboard."""
 from __future__ import annotations
 
 import pytest
@@ -10,6 +11,8 @@ from console.app import FrankApp, Services
 from console.screens.replays import ReplaysScreen
 from console.widgets.engine_panel import EnginePanel
 from engine.telemetry.sampler import Sampler, controller_target
+from replays.catalog import resolve_workload
+from replays.workload import load_workload
 
 pytestmark = pytest.mark.engine
 
@@ -45,11 +48,13 @@ async def test_console_drives_the_real_engine(engine):
         screen.query_one("#rep-limit").value = "2"
         screen.query_one("#workloads").focus()
         await pilot.press("enter")                                              # w01-mini (made on first use)
-        assert await wait(pilot, lambda: app.replay is not None and not app.replay.running, 240)
-        job = app.replay
-        assert job.state == "finished", job.message
-        assert [r["id"] for r in job.records] == ["d1-t1-r01", "d1-t1-r02"] or len(job.records) == 2
-        app.tick()
+        assert await wait(pilot, lambda: app.job is not None and app.job.status is not None
+                          and app.job.status.state not in ("running", "starting") and len(app.job.records) == 2, 240)
+        job = app.job
+        assert job.status.state == "finished", job.status
+        assert job.status.pid is None and (job.status.done, job.status.planned) == (2, 2)
+        planned = load_workload(resolve_workload("w01-mini"), ["draw-1"]).requests["draw-1"][:2]
+        assert [r["id"] for r in job.records] == [r.id for r in planned]
         await pilot.pause(0.2)
         table = screen.query_one("#rep-requests", DataTable)
         assert table.row_count == 2

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from console.cli import main
-from engine.metrics import E2E, fetch_metrics
+from engine.metrics import E2E, fetch_metrics, response_values
+from replays.experiments.cell import measures_from_records
 from replays.runner import ReplayOptions, read_records, resume_replay, start_replay
 from replays.w01 import make_w01
 from replays.workload import load_workload
@@ -93,6 +94,15 @@ def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
         assert r["server"]["decode_s"] > 0 and r["server"]["decode_steps"] >= 1
     d = summary["draws"]["draw-3"]
     assert d["verify_step_s"] == pytest.approx(d["decode_s"] / d["decode_steps"])
+    for r in records:   # the response's own timings (--enable-per-request-metrics) agree with the deltas
+        assert r["server"]["sources"]["decode_s"] == "metrics-delta"
+        values, _ = response_values(r["response_metrics"], r["completion_tokens"], r["prompt_tokens"],
+                                    r["client"]["ttft_s"])
+        assert values.decode_s == pytest.approx(r["server"]["decode_s"], abs=1e-6)
+        assert values.verify_steps == r["server"]["verify_steps"]
+    # the experiment cell reads the same records and reports the same time per verify step
+    cell = measures_from_records({"draw-3": records}, warmup=0)
+    assert cell["time_per_verify_step"] == d["verify_step_s"]
 
 
 def _dead_url() -> str:

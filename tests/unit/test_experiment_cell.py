@@ -15,9 +15,11 @@ from tests.unit.experiment_helpers import BLOCKS_DESIGN
 
 def rec(i: int, *, ok: bool = True, attributed: bool = True, front: float = 0.1, decode: float = 0.5,
         steps: float = 10, total: float = 1.0, tokens: int = 20, h: str = "h") -> dict[str, Any]:
+    # ngram drafting: one decode step in ten found no draft (spec_decode_num_drafts counts 9 of 10)
     return {"id": f"r{i}", "index": i, "status": "ok" if ok else "failed", "prompt_ids_sha256": h,
             "client": {"total_s": total}, "completion_tokens": tokens,
-            "server": {"attributed": attributed, "front_end_s": front, "decode_s": decode, "verify_steps": steps}}
+            "server": {"attributed": attributed, "front_end_s": front, "decode_s": decode, "decode_steps": steps,
+                       "verify_steps": steps - steps // 10, "accepted_tokens": steps}}
 
 
 def test_measures_by_hand() -> None:
@@ -35,6 +37,16 @@ def test_measures_by_hand() -> None:
     assert m["tokens_per_s"] == pytest.approx(40 / 4.0)
     assert m["failed"] == 1 and m["measured_requests"] == 3 and m["unattributed"] == 0
     assert set(m["prompt_hashes"]) == {"1/r0", "1/r1", "1/r2", "2/r0", "2/r1", "2/r2"}
+
+
+def test_the_cell_and_the_replay_runner_give_the_same_time_per_verify_step() -> None:
+    from replays.runner import draw_totals
+
+    records = [rec(0, decode=0.4, steps=8), rec(1, decode=0.6, steps=12), rec(2, decode=0.0, steps=0),
+               rec(3, attributed=False, decode=5.0, steps=1)]
+    cell = measures_from_records({"1": records}, warmup=0)["time_per_verify_step"]
+    runner = draw_totals("1", [r["id"] for r in records], records).verify_step_s
+    assert cell == runner == pytest.approx(1.0 / 20)   # decode steps, not drafts (19): 1.0 / 19 differs
 
 
 def test_latest_record_wins_and_unattributed_is_counted() -> None:

@@ -20,14 +20,16 @@ def _modules(package: str) -> list[str]:
 
 
 # region_cache runs inside the vLLM API server (engine venv): it is checked by its own tests there.
+# inspect_harness runs in the agent venv (inspect-ai): checked below by what it imports.
+AGENT_SIDE = "replays.episodes.inspect_harness"
 HEADLESS = [m for m in _modules("engine") + _modules("replays") if not m.startswith("engine.region_cache")
-            and m != "engine.tiny_model"]
+            and m not in ("engine.tiny_model", AGENT_SIDE)]
 
 
 @pytest.mark.parametrize("module", HEADLESS)
 def test_headless_module_does_not_import_textual_or_console(module):
     code = (f"import sys, importlib; importlib.import_module({module!r}); "
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'console')); "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'console', 'inspect_ai')); "
             "print(','.join(bad)); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"{module} imports {result.stdout.strip()} {result.stderr[-500:]}"
@@ -38,3 +40,17 @@ def test_headless_cli_commands_do_not_import_textual():
             "sys.exit(1 if 'textual' in sys.modules else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-800:]
+
+
+def test_agent_side_harness_imports_only_stdlib_and_inspect_ai():
+    """The inspect harness runs in .venv-agent, which has inspect-ai but not this project's dependencies."""
+    import ast
+
+    tree = ast.parse((REPO / "replays" / "episodes" / "inspect_harness.py").read_text())
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    assert roots - set(sys.stdlib_module_names) == {"inspect_ai"}

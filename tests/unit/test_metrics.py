@@ -73,14 +73,23 @@ def test_model_name_filter():
 
 def test_request_delta_matches_the_requests_own_usage_and_timing():
     req = json.loads(text("request.json"))
-    d = m.request_delta(sample("before.txt"), sample("after.txt"))
+    before, after = sample("before.txt"), sample("after.txt")
+    d = m.request_delta(before, after)
     assert d.attributed, d.reason
     assert d.prompt_tokens == req["usage"]["prompt_tokens"]
     assert d.generation_tokens == req["usage"]["completion_tokens"] == req["max_tokens"]
     assert 0 < d.ttft_s <= d.e2e_s <= req["client_s"]
     assert d.front_end_s == pytest.approx(d.ttft_s - d.queue_s - d.prefill_s)
     assert d.inference_s == pytest.approx(d.prefill_s + d.decode_s, abs=1e-3)
-    assert d.verify_steps > 0 and d.verify_step_s == pytest.approx(d.decode_s / d.verify_steps)
+    # time per verify step counts every decode step (inter-token-latency observations), drafted or not:
+    # this request had a step whose ngram lookup found no draft, so drafts < decode steps
+    assert 0 < d.verify_steps < d.decode_steps
+    assert d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)
+    # vLLM's decode time is exactly the sum of the request's inter-token latencies (they telescope)
+    assert after.hist(m.ITL)[0] - before.hist(m.ITL)[0] == pytest.approx(d.decode_s, abs=1e-6)
+    pos = d.acceptance_per_position
+    assert pos is not None and list(pos) == sorted(pos, reverse=True) and 0 < pos[0] <= 1
+    assert sum(pos) * d.verify_steps == pytest.approx(d.accepted_tokens)
     assert d.acceptance_length == pytest.approx(1 + d.accepted_tokens / d.verify_steps)
     assert 0 <= d.accepted_tokens <= d.draft_tokens
     # the warm-up request sent the same prompt: most of it came from the prefix cache
@@ -115,7 +124,8 @@ def test_server_without_spec_decoding():
     d = m.request_delta(before, after)
     assert d.attributed, d.reason
     assert d.generation_tokens == req["usage"]["completion_tokens"]
-    assert d.verify_steps is None and d.verify_step_s is None and d.acceptance_length is None
+    assert d.verify_steps is None and d.acceptance_length is None and d.acceptance_per_position is None
+    assert d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)  # a step verifying zero drafts
     assert d.decode_steps == req["usage"]["completion_tokens"] - 1  # one engine step per token after the first
     w = m.window_rates(before, dataclasses.replace(after, taken_at=before.taken_at + 2.0))
     assert w.valid and w.mean_acceptance_length is None and w.mean_ttft_s == pytest.approx(d.ttft_s)
@@ -133,7 +143,7 @@ def test_window_rates_between_real_scrapes():
     assert w.mean_front_end_s == pytest.approx(d.front_end_s)
     assert w.mean_acceptance_length == pytest.approx(d.acceptance_length)
     itl_s = after.hist(m.ITL)[0] - before.hist(m.ITL)[0]
-    assert w.mean_verify_step_s == pytest.approx(itl_s / d.decode_steps)
+    assert w.window_verify_step_s == pytest.approx(itl_s / d.decode_steps)
 
 
 def test_summary_of_one_scrape():
@@ -222,3 +232,21 @@ def test_settled_fetch_waits_for_the_request_to_show_up(faulty):
     with httpx.Client(timeout=2) as c:
         after = m.fetch_settled(c, faulty.url, before, api_key="sekrit", timeout_s=3)
     assert m.request_delta(before, after).attributed
+
+
+def test_response_values_from_a_real_response_and_their_sources():
+    rec = json.loads(text("response_metrics.json"))
+    values, sources = m.response_values(rec["metrics"], rec["completion_tokens"], rec["prompt_tokens"], 1.3)
+    spec = rec["metrics"]["speculative_decoding"]
+    assert values.attributed and values.decode_s == pytest.approx(0.09488602499999388)
+    assert values.prefill_s == pytest.approx(1.19434148900001)  # vLLM's "time_to_first_token_ms": scheduled -> 1st
+    assert values.front_end_s == pytest.approx(1.3 - values.queue_s - values.prefill_s)
+    assert values.acceptance_length == pytest.approx(spec["mean_acceptance_length"])
+    assert values.decode_steps == 24 - 1 - 17 and values.verify_step_s == pytest.approx(values.decode_s / 6)
+    # accepted at position i = steps that accepted more than i: histogram [0, 2, 0, 1, 3] over 6 drafts
+    assert values.acceptance_per_position == pytest.approx((6 / 6, 4 / 6, 4 / 6, 3 / 6))
+    assert sources["decode_s"] == m.SOURCE_RESPONSE and sources["decode_steps"] == m.SOURCE_DERIVED
+    assert sources["front_end_s"] == m.SOURCE_CLIENT
+    assert m.response_values(None, 3, 3, 0.1) is None
+    d = m.request_delta(sample("before.txt"), sample("after.txt"))
+    assert set(m.delta_sources(d).values()) == {m.SOURCE_DELTA} and "decode_s" in m.delta_sources(d)

@@ -59,16 +59,38 @@ def test_frankenstein_exact_command_line_and_environment():
         "CUDA_VISIBLE_DEVICES": "0,1",
         "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
         "VLLM_NO_USAGE_STATS": "1",
-        "EXL3_MOE_CPU_OFFLOAD": "1",
-        "EXL3_MOE_CPU_OFFLOAD_FRACTION": "0.33",
-        "EXL3_MOE_CPU_OFFLOAD_THREADS": "64",
+        # exllamav3 1.6.5's CPU-expert names (scripts/check_exl3_names.py checks them against the wheel)
+        "EXL3_MOE_HOST_CORES": "1",
+        "EXL3_MOE_CPU_SWAP": "1",
         "OMP_NUM_THREADS": "64",
-        "EXL3_CPU_EXPERTS_SCHED": "1",
+        "EXL3_CPU_EXPERTS_SCHED": "1",   # the seed runtime's own variable, not exllamav3's
+        "EXL3_MOE_CPU_SPLIT": "85",      # a third of DeepSeek-V4's 256 routed experts per layer
+        "EXL3_MOE_CPU_THREADS": "63",
         "FRANK_REGION_CACHE": "off",
         "FRANK_CONTROL_TOKEN": "TOKEN",
     }
     # the default schedule is the served one (schedule 2 since 1 November)
     assert build_launch(prof, prof.default_knobs(), 8000, "T").env["EXL3_CPU_EXPERTS_SCHED"] == "2"
+    # the split size and the thread count are restart knobs
+    tuned = build_launch(prof, prof.resolve_knobs({"cpu_split": "128", "cpu_threads": "48"}), 8000, "T").env
+    assert (tuned["EXL3_MOE_CPU_SPLIT"], tuned["EXL3_MOE_CPU_THREADS"]) == ("128", "48")
+    assert prof.knobs["cpu_split"].needs_restart and prof.knobs["cpu_threads"].needs_restart
+
+
+def test_exl3_name_checker_finds_names_a_wheel_does_not_read(tmp_path):
+    import zipfile
+
+    from scripts.check_exl3_names import check
+
+    wheel = tmp_path / "exllamav3-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:   # the literals exllamav3 1.6.5 reads, minus EXL3_MOE_CPU_SWAP
+        zf.writestr("exllamav3/model/config.py", 'int(os.environ.get("EXL3_MOE_CPU_SPLIT", 0))')
+        zf.writestr("exllamav3/model/moe_cpu_host.py", "os.environ.get('EXL3_MOE_HOST_CORES', 1)\n"
+                                                        "os.environ.get('EXL3_MOE_CPU_THREADS')")
+    lines, ok = check(wheel, [load_profile("frankenstein")])
+    assert not ok and [ln for ln in lines if ln.startswith("UNKNOWN")] == [
+        "UNKNOWN  frankenstein: EXL3_MOE_CPU_SWAP (env) is not read anywhere in exllamav3-0-py3-none-any.whl"]
+    assert any(ln.startswith("elsewhere frankenstein: EXL3_CPU_EXPERTS_SCHED") for ln in lines)
 
 
 def test_embedded_profile_binds_loopback_and_spec_knob_changes_spec_config():

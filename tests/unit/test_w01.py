@@ -10,7 +10,8 @@ import pytest
 
 from console.cli import main
 from replays.w01 import DRAWS, REQUESTS_PER_DRAW, TASKS, ensure_builtin, estimate_tokens, generate, make_w01
-from replays.workload import check_workload, list_workloads, load_workload
+from replays.catalog import list_workloads
+from replays.workload import check_workload, load_workload
 
 
 def folder_digest(path: Path) -> dict[str, str]:

@@ -97,7 +97,8 @@ def test_ids_hash_and_run_lookup(tmp_path, fresh_frank_home):
 def test_list_runs_newest_first(tmp_path):
     import os
 
-    from replays.runner import RUN_FILE, SUMMARY_FILE, list_runs
+    from replays.catalog import list_runs
+    from replays.runner import RUN_FILE, SUMMARY_FILE
 
     for i, name in enumerate(("old", "new")):
         (tmp_path / name).mkdir()

@@ -1,0 +1,26 @@
+"""The engine a benchmark talks to: a given URL, the running engine (frank engine status), or the embedded
+one started for the benchmark and stopped at the end."""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+
+@contextmanager
+def engine_url(url: str | None = None) -> Iterator[str]:
+    if url is not None:
+        yield url
+        return
+    from engine.controller import EngineController
+
+    controller = EngineController()
+    st = controller.status()
+    if st.state == "ready":
+        yield st.url or ""
+        return
+    print("starting the embedded engine ...", file=sys.stderr)
+    try:
+        yield controller.start("embedded-cpu").url or ""
+    finally:
+        controller.stop()

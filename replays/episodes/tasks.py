@@ -1,0 +1,384 @@
+"""Workspace generators for the built-in W01-like suite: six coding and analysis tasks.
+
+Each generator takes the suite's seed and scale and returns the workspace's files and the hidden answer the
+task's grader compares against (written beside the workspace, never inside it). Deterministic: a
+`random.Random` seeded with a string (stable across Python versions), no clock, no environment, so the same
+seed gives the same bytes. `full` workspaces hold about 420-640 KB of text (about 105K-160K tokens at four
+characters a token: the size of context a capable agent reads while solving them); `mini` about 1/80 of
+that, for tests.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+# bytes of workspace text per task at full scale; mini divides by MINI_DIVISOR
+FULL_BYTES = {"fix-failing-test": 420_000, "trace-fault": 560_000, "rename-symbol": 470_000,
+              "csv-figure": 520_000, "implement-spec": 440_000, "incident-timeline": 640_000}
+SCALES = {"mini": 80, "full": 1}
+
+WORDS = ("account", "batch", "buffer", "cache", "channel", "checkout", "client", "config", "cursor", "delta",
+         "entry", "event", "export", "filter", "frame", "handle", "index", "invoice", "item", "journal", "key",
+         "ledger", "limit", "marker", "merge", "offset", "order", "packet", "page", "parcel", "queue", "range",
+         "record", "region", "report", "route", "sample", "schema", "session", "shard", "signal", "slot",
+         "source", "stock", "stream", "table", "ticket", "token", "total", "track", "value", "window")
+SERVICES = ("gateway", "orders", "payments", "inventory", "shipping", "catalog", "accounts", "search")
+PEOPLE = ("alice", "bob", "carol", "dmitri", "erin", "farah", "gus", "hana", "ivan", "jun")
+
+
+@dataclass
+class Generated:
+    files: dict[str, str]
+    expected: dict[str, Any] = field(default_factory=dict)
+
+
+def _rng(seed: int, task: str) -> random.Random:
+    return random.Random(f"frank-episodes:{task}:{seed}")
+
+
+def _target(task: str, scale: str) -> int:
+    return FULL_BYTES[task] // SCALES[scale]
+
+
+def _ident(rng: random.Random, n: int = 2) -> str:
+    return "_".join(rng.choice(WORDS) for _ in range(n))
+
+
+# ---------------------------------------------------------------------------------- fix-failing-test
+
+MOVING_SUM_BUGGY = '''def moving_sum(values, window):
+    """Sums of every run of `window` consecutive values, in order (len(values) - window + 1 of them)."""
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    return [sum(values[i:i + window]) for i in range(len(values) - window)]
+'''
+
+
+def _filler_function(rng: random.Random, name: str) -> tuple[str, str]:
+    """A small correct function and a passing unittest for it."""
+    a, b = rng.randint(2, 9), rng.randint(1, 50)
+    body = (f"def {name}(values):\n"
+            f'    """Scale every value by {a}, add {b}, keep those above the mean of the input."""\n'
+            f"    if not values:\n        return []\n"
+            f"    mean = sum(values) / len(values)\n"
+            f"    return [v * {a} + {b} for v in values if v > mean]\n")
+    xs = [rng.randint(0, 40) for _ in range(5)]
+    mean = sum(xs) / len(xs)
+    want = [v * a + b for v in xs if v > mean]
+    test = f"    def test_{name}(self):\n        self.assertEqual({name}({xs}), {want})\n"
+    return body, test
+
+
+def gen_fix_failing_test(seed: int, scale: str) -> Generated:
+    rng = _rng(seed, "fix-failing-test")
+    target = _target("fix-failing-test", scale)
+    files: dict[str, str] = {"ledger/__init__.py": '"""Ledger utilities."""\n'}
+    core = ('"""Core sequence helpers used across the ledger package."""\n\n\n' + MOVING_SUM_BUGGY +
+            '\n\ndef running_total(values):\n    """Prefix sums."""\n    out, acc = [], 0\n'
+            '    for v in values:\n        acc += v\n        out.append(acc)\n    return out\n')
+    files["ledger/core.py"] = core
+    tests_core = ("import unittest\n\nfrom ledger.core import moving_sum, running_total\n\n\n"
+                  "class CoreTest(unittest.TestCase):\n"
+                  "    def test_running_total(self):\n        self.assertEqual(running_total([1, 2, 3]), [1, 3, 6])\n\n"
+                  "    def test_moving_sum(self):\n        self.assertEqual(moving_sum([1, 2, 3, 4], 2), [3, 5, 7])\n\n"
+                  "    def test_moving_sum_whole(self):\n        self.assertEqual(moving_sum([5, 6], 2), [11])\n")
+    files["tests/__init__.py"] = ""
+    files["tests/test_core.py"] = tests_core
+    size = len(core) + len(tests_core)
+    k = 0
+    used: set[str] = set()
+    while size < target:
+        k += 1
+        module, funcs, tests = f"mod_{k:03d}", [], []
+        for _ in range(rng.randint(4, 9)):
+            name = _ident(rng, 3)
+            while name in used:
+                name = _ident(rng, 3)
+            used.add(name)
+            body, test = _filler_function(rng, name)
+            funcs.append(body)
+            tests.append(test)
+        src = f'"""Helpers for {rng.choice(WORDS)} {rng.choice(WORDS)} handling."""\n\n\n' + "\n\n".join(funcs)
+        names = ", ".join(sorted(n.split("(")[0][4:] for n in (f.splitlines()[0] for f in funcs)))
+        tsrc = (f"import unittest\n\nfrom ledger.{module} import {names}\n\n\n"
+                f"class {module.title().replace('_', '')}Test(unittest.TestCase):\n" + "\n".join(tests))
+        files[f"ledger/{module}.py"] = src
+        files[f"tests/test_{module}.py"] = tsrc
+        size += len(src) + len(tsrc)
+    files["README.md"] = ("# ledger\n\nRun the tests with `python -m unittest discover -s tests -t .`.\n")
+    tests_sha = {p: _sha(t) for p, t in files.items() if p.startswith("tests/")}
+    return Generated(files, {"tests_sha256": tests_sha})
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ trace-fault
+
+def _ts(base: int, ms: int) -> str:
+    total = base * 1000 + ms
+    h, rem = divmod(total // 1000, 3600)
+    m, s = divmod(rem, 60)
+    return f"2025-03-14T{h % 24:02d}:{m:02d}:{s:02d}.{total % 1000:03d}Z"
+
+
+def gen_trace_fault(seed: int, scale: str) -> Generated:
+    rng = _rng(seed, "trace-fault")
+    target = _target("trace-fault", scale)
+    lines: list[str] = []
+    ms = 0
+    size = 0
+    failing_at = rng.randint(target // 3, 2 * target // 3)
+    root_service = rng.choice(("payments", "inventory", "shipping"))
+    root_component = f"{root_service}-db" if rng.random() < 0.5 else f"{root_service}-cache"
+    code = f"E{rng.randint(1000, 9999)}"
+    failing_req = None
+    while size < target:
+        ms += rng.randint(3, 40)
+        req = f"{rng.getrandbits(32):08x}"
+        route = f"/api/{rng.choice(WORDS)}/{rng.choice(WORDS)}"
+        if failing_req is None and size >= failing_at:
+            failing_req = req
+            chain = [f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
+                     f"{_ts(36000, ms + 2)} INFO orders req={req} call={root_service}",
+                     f"{_ts(36000, ms + 5)} ERROR {root_service} req={req} component={root_component} code={code} "
+                     f"msg=\"{rng.choice(WORDS)} {rng.choice(WORDS)} failed\"",
+                     f"{_ts(36000, ms + 6)} WARN orders req={req} upstream={root_service} error=upstream_failed",
+                     f"{_ts(36000, ms + 7)} ERROR gateway req={req} route={route} status=502 ms=7"]
+            block = chain
+        elif rng.random() < 0.04:  # a transient error that a retry fixed: a distractor, status 200 in the end
+            svc = rng.choice(("payments", "inventory", "shipping", "catalog"))
+            comp = f"{svc}-{rng.choice(('db', 'cache', 'queue'))}"
+            block = [f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
+                     f"{_ts(36000, ms + 1)} ERROR {svc} req={req} component={comp} code=E{rng.randint(1000, 9999)} "
+                     f"msg=\"transient\" retry=1",
+                     f"{_ts(36000, ms + 9)} INFO {svc} req={req} retry=1 ok",
+                     f"{_ts(36000, ms + 11)} INFO gateway req={req} route={route} status=200 ms=11"]
+        else:
+            svc = rng.choice(SERVICES[1:])
+            took = rng.randint(2, 90)
+            block = [f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream={svc}",
+                     f"{_ts(36000, ms + 1)} DEBUG {svc} req={req} {rng.choice(WORDS)}={rng.randint(0, 9999)}",
+                     f"{_ts(36000, ms + took)} INFO gateway req={req} route={route} status=200 ms={took}"]
+        lines.extend(block)
+        size += sum(len(b) + 1 for b in block)
+    files = {"logs/service.log": "\n".join(lines) + "\n",
+             "README.md": "Logs of one service mesh for one hour. Every line: time, level, service, req=ID, fields.\n"}
+    return Generated(files, {"request_id": failing_req, "component": root_component, "code": code})
+
+
+# ----------------------------------------------------------------------------------------- rename-symbol
+
+def gen_rename_symbol(seed: int, scale: str) -> Generated:
+    rng = _rng(seed, "rename-symbol")
+    target = _target("rename-symbol", scale)
+    files: dict[str, str] = {
+        "src/shop/__init__.py": "",
+        "src/shop/store.py": ('"""The record store."""\n\n_RECORDS = {}\n\n\n'
+                              'def fetch_record(key):\n    """One record by key (a copy)."""\n'
+                              '    return dict(_RECORDS.get(key, {"key": key}))\n\n\n'
+                              'def fetch_records_page(keys):\n    """Several records; NOT part of the rename."""\n'
+                              '    return [fetch_record(k) for k in keys]\n\n\n'
+                              'def put_record(key, **fields):\n    _RECORDS[key] = {"key": key, **fields}\n'),
+    }
+    modules: list[str] = []
+    size = sum(len(v) for v in files.values())
+    k = 0
+    while size < target or k < 3:
+        k += 1
+        name = f"mod_{k:03d}"
+        modules.append(name)
+        funcs = []
+        for j in range(rng.randint(3, 7)):
+            fname = f"{_ident(rng)}_{j}"
+            kind = rng.random()
+            if kind < 0.5:
+                body = f"    rec = fetch_record({fname!r})\n    return rec[\"key\"]\n"
+            elif kind < 0.7:
+                body = f"    recs = fetch_records_page([{fname!r}, 'x'])\n    return len(recs)\n"
+            else:
+                body = f"    return {rng.randint(0, 99)}  # {rng.choice(WORDS)} {rng.choice(WORDS)}\n"
+            funcs.append(f"def {fname}():\n    \"\"\"{rng.choice(WORDS).title()} {rng.choice(WORDS)}.\"\"\"\n{body}")
+        src = (f'"""{rng.choice(WORDS).title()} views."""\n'
+               "from shop.store import fetch_record, fetch_records_page  # noqa: F401\n\n\n"
+               + "\n\n".join(funcs)
+               + f"\n\nALL = [{', '.join(f.split('(')[0][4:] for f in funcs)}]\n")
+        files[f"src/shop/{name}.py"] = src
+        size += len(src)
+    main = ("from shop import " + ", ".join(modules) + "\n\n\n"
+            "def main():\n    total = 0\n"
+            f"    for mod in ({', '.join(modules)},):\n"
+            "        for fn in mod.ALL:\n            value = fn()\n"
+            "            total += value if isinstance(value, int) else len(value)\n"
+            "    print(total)\n\n\nif __name__ == \"__main__\":\n    main()\n")
+    files["src/shop/main.py"] = main
+    files["README.md"] = ("# shop\n\nRun with `PYTHONPATH=src python -m shop.main`.\n"
+                          "The docs call the old function fetch_record; docs are not code.\n")
+    text = "".join(v for p, v in files.items() if p.endswith(".py"))
+    import re
+
+    expected = {"load_record": len(re.findall(r"\bfetch_record\b", text)),
+                "fetch_records_page": len(re.findall(r"\bfetch_records_page\b", text)),
+                "readme": files["README.md"]}
+    return Generated(files, expected)
+
+
+# -------------------------------------------------------------------------------------------- csv-figure
+
+def gen_csv_figure(seed: int, scale: str) -> Generated:
+    rng = _rng(seed, "csv-figure")
+    target = _target("csv-figure", scale)
+    regions = ("north", "south", "east", "west", "central")
+    region, month = rng.choice(regions), rng.randint(1, 12)
+    rows = ["order_id,date,region,product,quantity,unit_price,status"]
+    size = len(rows[0])
+    cents = 0
+    n = 0
+    while size < target:
+        n += 1
+        r = rng.choice(regions) if rng.random() > 0.3 else region
+        m = rng.randint(1, 12) if rng.random() > 0.3 else month
+        date = f"2025-{m:02d}-{rng.randint(1, 28):02d}"
+        qty = rng.randint(1, 20)
+        price_cents = rng.randint(99, 99_999)
+        status = rng.choices(("completed", "refunded", "cancelled"), (8, 1, 1))[0]
+        row = f"A{n:07d},{date},{r},{rng.choice(WORDS)}-{rng.randint(1, 99)},{qty},{price_cents // 100}.{price_cents % 100:02d},{status}"
+        rows.append(row)
+        size += len(row) + 1
+        if r == region and m == month and status == "completed":
+            cents += qty * price_cents
+    files = {"data/orders.csv": "\n".join(rows) + "\n",
+             "QUESTION.md": (f"What was the total revenue (quantity x unit_price) of the orders in region "
+                             f"`{region}` dated in month {month:02d} of 2025 whose status is `completed`?\n"),
+             }
+    return Generated(files, {"answer_cents": cents, "region": region, "month": month})
+
+
+# ---------------------------------------------------------------------------------------- implement-spec
+
+SPEC = """## parse_duration(text) -> int
+
+Returns the number of seconds in a duration written as components `<integer><unit>`, with units
+`d` (86400 s), `h` (3600 s), `m` (60 s) and `s` (1 s).
+
+- Units are case-insensitive: `1H30M` equals `1h30m`.
+- Components may be separated by spaces; leading and trailing spaces are ignored.
+- Each unit appears at most once, and units appear in the order d, h, m, s.
+- Integers are one or more ASCII digits; zero is allowed (`0s` is 0).
+- Anything else raises `ValueError`: an empty string, a bare number (`90`), an unknown unit (`5w`),
+  a repeated or out-of-order unit (`1m1h`, `1h1h`), a sign, a decimal point.
+
+Examples: `parse_duration("1h30m") == 5400`, `parse_duration("2d 4s") == 172804`,
+`parse_duration(" 45S ") == 45`.
+"""
+
+
+def gen_implement_spec(seed: int, scale: str) -> Generated:
+    rng = _rng(seed, "implement-spec")
+    target = _target("implement-spec", scale)
+    sections = [SPEC]
+    size = len(SPEC)
+    funcs = []
+    while size < target:
+        name = _ident(rng, 2)
+        a = rng.randint(2, 9)
+        sec = (f"## {name}(values) -> list (implemented)\n\nMultiplies each value by {a} and drops values "
+               f"below {rng.randint(0, 50)}. {' '.join(rng.choice(WORDS) for _ in range(rng.randint(40, 120)))}.\n")
+        sections.append(sec)
+        funcs.append(f"def {name}(values):\n    return [v * {a} for v in values]\n")
+        size += len(sec) + len(funcs[-1])
+    rng.shuffle(sections)
+    files = {"SPEC.md": "# timeutil: specification\n\n" + "\n".join(sections),
+             "timeutil/__init__.py": "",
+             "timeutil/durations.py": ('"""Durations. See SPEC.md."""\n\n\n'
+                                       "def parse_duration(text):\n    raise NotImplementedError\n"),
+             "timeutil/misc.py": "\n\n".join(funcs)}
+    return Generated(files, {})
+
+
+# ------------------------------------------------------------------------------------- incident-timeline
+
+def _clock(s: int) -> str:
+    return f"{s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def gen_incident_timeline(seed: int, scale: str) -> Generated:
+    rng = _rng(seed, "incident-timeline")
+    target = _target("incident-timeline", scale)
+    incidents = [f"INC-{rng.randint(1000, 9999)}" for _ in range(4)]
+    sev1 = incidents[rng.randrange(len(incidents))]
+    # each incident: alert, ack, mitigated, resolved at increasing times spread over the log
+    planned: dict[str, list[tuple[str, str]]] = {}
+    for inc in incidents:
+        planned[inc] = [("alert", "pagerbot")] + [(kind, rng.choice(PEOPLE)) for kind in ("ack", "mitigated", "resolved")]
+    total_lines = max(40, target // 94)
+    slots = sorted(rng.sample(range(5, total_lines - 5), 4 * len(incidents)))
+    rng.shuffle(slots)
+    at: dict[int, tuple[str, str, str]] = {}
+    for i, inc in enumerate(incidents):
+        mine = sorted(slots[4 * i: 4 * i + 4])
+        for (kind, who), slot in zip(planned[inc], mine):
+            at[slot] = (inc, kind, who)
+    lines, expected = [], []
+    clock = 9 * 3600
+    for n in range(total_lines):
+        clock += rng.randint(1, 25)
+        stamp = f"[2025-06-02 {_clock(clock)}]"
+        if n in at:
+            inc, kind, who = at[n]
+            sev = "SEV1" if inc == sev1 else rng.choice(("SEV2", "SEV3"))
+            if kind == "alert":
+                lines.append(f"{stamp} pagerbot: ALERT {inc} {sev} {rng.choice(SERVICES)} {rng.choice(WORDS)} errors above threshold")
+            else:
+                lines.append(f"{stamp} pagerbot: {inc} {kind.upper()} by {who}")
+            if inc == sev1:
+                expected.append({"time": _clock(clock), "event": kind, "by": who})
+        else:
+            who = rng.choice(PEOPLE)
+            chatter = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 14)))
+            if rng.random() < 0.1:
+                chatter += f" (re {rng.choice(incidents)})"
+            lines.append(f"{stamp} <{who}> {chatter}")
+    files = {"incident/ops-chat.log": "\n".join(lines) + "\n",
+             "README.md": "Ops chat export for one morning, with the pager bot's messages.\n"}
+    return Generated(files, {"incident": sev1, "timeline": expected})
+
+
+GENERATORS: dict[str, Callable[[int, str], Generated]] = {
+    "fix-failing-test": gen_fix_failing_test,
+    "trace-fault": gen_trace_fault,
+    "rename-symbol": gen_rename_symbol,
+    "csv-figure": gen_csv_figure,
+    "implement-spec": gen_implement_spec,
+    "incident-timeline": gen_incident_timeline,
+}
+
+
+def materialize(task, seed: int, scale: str, dest: Path) -> Path | None:
+    """Create the task's workspace at `dest` (which must not exist) and its hidden answer beside it.
+    Returns the answer's path (None for a fixture workspace without one)."""
+    dest = Path(dest)
+    if dest.exists():
+        raise FileExistsError(dest)
+    expected_path = dest.parent / f".{dest.name}.expected.json"
+    if task.generator is None:
+        shutil.copytree(task.workspace, dest, symlinks=True)
+        if task.expected is None:
+            return None
+        shutil.copyfile(task.expected, expected_path)
+        return expected_path
+    generated = GENERATORS[task.generator](seed, scale)
+    for rel, text in sorted(generated.files.items()):
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    dest.mkdir(parents=True, exist_ok=True)
+    expected_path.write_text(json.dumps(generated.expected, sort_keys=True, indent=1), encoding="utf-8")
+    return expected_path

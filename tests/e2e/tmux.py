@@ -1,0 +1,64 @@
+"""`frank` in a real terminal: one tmux session on a private tmux server (`-L SOCKET`).
+
+tmux sessions inherit the tmux *server's* environment, not the client's, so each test runs its own server
+and the console gets FRANK_HOME, FRANK_MODELS and PYTHONPATH explicitly on its command line."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+TMUX = shutil.which("tmux")
+FRANK = Path(sys.executable).parent / "frank"
+
+
+class Console:
+    def __init__(self, socket: str, env: dict[str, str] | None = None, width: int = 120, height: int = 36) -> None:
+        self.socket = socket
+        self.name = f"frank-e2e-{uuid.uuid4().hex[:8]}"
+        passed = {k: os.environ[k] for k in ("FRANK_HOME", "FRANK_MODELS", "PYTHONPATH") if os.environ.get(k)}
+        passed.update(env or {})
+        cmd = "env " + " ".join(f"{k}={v}" for k, v in passed.items()) + f" {FRANK}"
+        self.tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), cmd)
+        self.pid = int(self.tmux("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run([TMUX, "-L", self.socket, *args], check=True, capture_output=True, text=True).stdout
+
+    def text(self) -> str:
+        return subprocess.run([TMUX, "-L", self.socket, "capture-pane", "-p", "-t", self.name],
+                              capture_output=True, text=True).stdout
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", self.name, key)
+            time.sleep(0.15)
+
+    def wait_for(self, needle: str, timeout_s: float, gone: str | None = None) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            text = self.text()
+            if needle in text and (gone is None or gone not in text):
+                return text
+            time.sleep(0.3)
+        raise AssertionError(f"{needle!r} did not appear within {timeout_s:.0f} s; pane:\n{self.text()}")
+
+    def alive(self) -> bool:
+        return subprocess.run([TMUX, "-L", self.socket, "has-session", "-t", self.name],
+                              capture_output=True).returncode == 0
+
+    def close(self) -> None:
+        """Kill the session: the console gets SIGHUP, as from a dropped SSH connection."""
+        subprocess.run([TMUX, "-L", self.socket, "kill-session", "-t", self.name], capture_output=True)
+
+
+def new_socket() -> str:
+    return f"frank-test-{uuid.uuid4().hex[:8]}"
+
+
+def kill_server(socket: str) -> None:
+    subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)

@@ -1,0 +1,112 @@
+"""Detached jobs on the shared real engine: `frank replay --detach` returns at once and the job finishes on
+its own; `frank jobs cancel` stops it cleanly and `--resume` completes it; kill -9 at random points reads as
+interrupted and resume completes the run with no record lost or duplicated."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from replays import jobs
+
+pytestmark = pytest.mark.engine
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def frank_json(*args: str, timeout: float = 300) -> dict:
+    result = frank(*args, "--json", timeout=timeout)
+    assert result.returncode in (0, 3), result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def wait_state(run_id: str, done_at_least: int = 0, timeout_s: float = 240) -> jobs.JobStatus:
+    """Poll until the run has `done_at_least` records while running, or has ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        st = jobs.status(run_id)
+        if st.state != "running" or (done_at_least and st.done >= done_at_least):
+            return st
+        time.sleep(0.05)
+    raise AssertionError(f"{run_id} still running after {timeout_s} s: {jobs.status(run_id)}")
+
+
+def records_by_id(run_dir: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = collections.defaultdict(list)
+    for path in sorted(Path(run_dir).glob("draw-*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            rec = json.loads(line)
+            out[f"{rec['draw']}/{rec['id']}"].append(rec)
+    return out
+
+
+def test_detach_returns_at_once_and_the_job_finishes(engine):
+    started = time.monotonic()
+    launched = frank_json("replay", "w01-mini", "--draws", "draw-1", "--limit", "6", "--detach")
+    assert time.monotonic() - started < 20          # returns while the job runs (interpreter start included)
+    assert launched["run_id"] and launched["pid"] and launched["kind"] == "replay"
+    st = wait_state(launched["run_id"])
+    status = frank_json("jobs", "status", launched["run_id"])
+    assert (st.state, status["state"], status["done"], status["planned"], status["pid"]) == \
+        ("finished", "finished", 6, 6, None)
+    listed = frank_json("jobs", "list")["jobs"]
+    assert launched["run_id"] in [j["run_id"] for j in listed]
+
+
+def test_cancel_then_resume_loses_nothing(engine):
+    launched = frank_json("replay", "w01-mini", "--draws", "draw-2", "--limit", "15", "--detach")
+    run_id = launched["run_id"]
+    wait_state(run_id, done_at_least=2)
+    cancelled = frank_json("jobs", "cancel", run_id)
+    assert cancelled["state"] == "cancelled", cancelled
+    before = records_by_id(cancelled["run_dir"])
+    assert 2 <= len(before) < 15
+    summary = frank_json("replay", "--resume", run_id, "--quiet")
+    assert summary["state"] == "finished" and summary["totals"]["ok"] == 15
+    after = records_by_id(cancelled["run_dir"])
+    assert len(after) == 15 and all(len(recs) == 1 for recs in after.values())   # nothing lost, none twice
+    assert all(after[key] == recs for key, recs in before.items())               # earlier records untouched
+
+
+def test_kill_9_at_random_points_then_resume(engine):
+    rng = random.Random(int(os.environ.get("FRANK_TEST_SEED", time.time())))
+    launched = frank_json("replay", "w01-mini", "--draws", "draw-3", "--limit", "12", "--detach")
+    run_id, run_dir = launched["run_id"], launched["run_dir"]
+    pid = launched["pid"]
+    for kill in range(3):
+        at = rng.randint(0, 9)
+        st = wait_state(run_id, done_at_least=at)
+        if st.state == "running":
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while jobs.status(run_id).state == "running" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            st = jobs.status(run_id)
+            assert st.state == "interrupted", st
+            assert frank_json("jobs", "status", run_id)["state"] == "interrupted"
+        pid = frank_json("replay", "--resume", run_id, "--detach")["pid"]
+    final = wait_state(run_id)
+    assert final.state == "finished", final
+    recs = records_by_id(run_dir)
+    assert sorted(recs) == sorted(f"draw-3/{rid}" for rid in planned_ids("draw-3", 12))   # none lost
+    assert all(len(v) == 1 and v[0]["status"] == "ok" for v in recs.values())           # none twice
+
+
+def planned_ids(draw: str, limit: int) -> list[str]:
+    from replays.catalog import resolve_workload
+    from replays.workload import load_workload
+
+    return [r.id for r in load_workload(resolve_workload("w01-mini"), [draw]).requests[draw][:limit]]
