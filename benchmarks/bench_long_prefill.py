@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.controller import EngineController  # noqa: E402
 from engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
-from replays.workload import load_workload, resolve_workload  # noqa: E402
+from replays.catalog import resolve_workload  # noqa: E402
+from replays.workload import load_workload  # noqa: E402
 
 
 def _timed(client: httpx.Client, url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -47,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine import paths  # noqa: E402
 from engine.controller import EngineController  # noqa: E402
 from replays.runner import ReplayOptions, start_replay  # noqa: E402
-from replays.workload import load_workload, resolve_workload, write_workload  # noqa: E402
+from replays.catalog import resolve_workload  # noqa: E402
+from replays.workload import load_workload, write_workload  # noqa: E402
 
 # (step, substrings of a frame "function (file:line)"); the innermost frame that matches any decides.
 STEPS: list[tuple[str, tuple[str, ...]]] = [
