@@ -51,9 +51,11 @@ $(AGENT_VENV)/.stamp: Makefile
 
 model: setup
 	$(VENV)/bin/frank model build
+	$(VENV)/bin/frank model build --model tiny-frank-swa
 
 test-model: setup
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
+	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build --model tiny-frank-swa
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) $(AGENT_VENV) .build

@@ -205,7 +205,8 @@ class EngineController:
             raise ProfileError(f"{prof.source}: python: {python} does not exist{hint}")
         model = prof.model_path()
         if (model.startswith("/") or prof.model.startswith("@models/")) and not Path(model).exists():
-            hint = " (run `frank model build`)" if prof.model.startswith("@models/") else ""
+            name = prof.model.removeprefix("@models/")
+            hint = f" (run `frank model build --model {name}`)" if prof.model.startswith("@models/") else ""
             raise ProfileError(f"{prof.source}: model: {model} does not exist{hint}")
         probe = subprocess.run(
             [str(python), "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"],

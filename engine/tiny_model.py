@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +131,48 @@ MODEL_CONFIG: dict[str, Any] = {
 }
 
 
+# The long-context sibling: the same tokenizer, chat template and weights, with every layer's attention
+# limited to the last SLIDING_WINDOW positions (Mistral-style `sliding_window`; vLLM's Llama reads it per
+# layer from `layer_types`, its CPU attention backend and prefix caching both serve it). Prefill then costs
+# time linear in the prompt's length, so full-scale W01 prompts (105K-181K tokens) prefill in seconds
+# instead of minutes; the front end (what the region cache acts on) sees exactly the same tokenizer.
+SWA_MODEL_NAME = "tiny-frank-swa"
+SLIDING_WINDOW = 1024
+SWA_MODEL_CONFIG: dict[str, Any] = {
+    **MODEL_CONFIG,
+    "sliding_window": SLIDING_WINDOW,
+    "layer_types": ["sliding_attention"] * MODEL_CONFIG["num_hidden_layers"],
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    build_version: str   # change it whenever that model's bytes change
+    config: dict[str, Any]
+
+
+MODELS = {
+    MODEL_NAME: ModelSpec(MODEL_NAME, BUILD_VERSION, MODEL_CONFIG),
+    SWA_MODEL_NAME: ModelSpec(SWA_MODEL_NAME, "tiny-frank-swa-1", SWA_MODEL_CONFIG),
+}
+
+
+def spec_for(name: str) -> ModelSpec:
+    from engine.errors import FrankError
+
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise FrankError(f"no built-in model {name!r}: expected one of {', '.join(MODELS)}") from None
+
+
 # ---------------------------------------------------------------- stdlib half (console-safe)
 
-def default_dir() -> Path:
+def default_dir(name: str = MODEL_NAME) -> Path:
     from engine import paths
 
-    return paths.models_dir() / MODEL_NAME
+    return paths.models_dir() / spec_for(name).name
 
 
 def sha256_file(path: Path) -> str:
@@ -153,15 +190,16 @@ def read_manifest(model_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def check_build(model_dir: Path) -> str | None:
-    """None if `model_dir` holds a complete build of this BUILD_VERSION, else why not."""
+def check_build(model_dir: Path, name: str = MODEL_NAME) -> str | None:
+    """None if `model_dir` holds a complete build of model `name`'s current build version, else why not."""
+    version = spec_for(name).build_version
     if not model_dir.exists():
         return f"{model_dir}: not built yet"
     manifest = read_manifest(model_dir)
     if manifest is None:
         return f"{model_dir / MANIFEST}: missing or unreadable"
-    if manifest.get("builder_version") != BUILD_VERSION:
-        return f"{model_dir / MANIFEST}: builder_version {manifest.get('builder_version')!r} != {BUILD_VERSION!r}"
+    if manifest.get("builder_version") != version:
+        return f"{model_dir / MANIFEST}: builder_version {manifest.get('builder_version')!r} != {version!r}"
     for name, entry in sorted(manifest.get("files", {}).items()):
         path = model_dir / name
         if not path.is_file():
@@ -177,27 +215,28 @@ def manifest_digest(model_dir: Path) -> str:
 
 
 def build_via_engine_venv(out: Path | None = None, force: bool = False, python: Path | None = None,
-                          timeout_s: float = 600) -> dict[str, Any]:
-    """Build (or confirm) the model from the console side: the heavy work runs in the engine venv.
+                          timeout_s: float = 600, name: str = MODEL_NAME) -> dict[str, Any]:
+    """Build (or confirm) model `name` from the console side: the heavy work runs in the engine venv.
 
-    Returns {"path", "built", "reason", "builder_version", "manifest_sha256", "build_s"}. Raises FrankError
-    if the engine python is missing or the build fails.
+    Returns {"path", "model", "built", "reason", "builder_version", "manifest_sha256", "build_s"}. Raises
+    FrankError if the engine python is missing or the build fails.
     """
     from engine import paths
     from engine.errors import FrankError
 
-    out = (out or default_dir()).expanduser().resolve()
+    out = (out or default_dir(name)).expanduser().resolve()
     started = time.monotonic()
-    reason = "forced" if force else check_build(out)
+    reason = "forced" if force else check_build(out, name)
     if reason is None:
-        return _result(out, built=False, reason="up to date", build_s=0.0)
+        return _result(out, name, built=False, reason="up to date", build_s=0.0)
     python = python or paths.engine_venv_python()
     if not Path(python).exists():
         raise FrankError(f"engine python {python} not found: run `make setup` (or set FRANK_ENGINE_PYTHON)")
     env = dict(os.environ)
     # Until the project is installed into the engine venv, `engine` comes from this checkout.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.REPO_ROOT), env.get("PYTHONPATH")]))
-    cmd = [str(python), "-m", "engine.tiny_model", "build", "--out", str(out)] + (["--force"] if force else [])
+    cmd = [str(python), "-m", "engine.tiny_model", "build", "--model", name, "--out", str(out)]
+    cmd += ["--force"] if force else []
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
@@ -205,15 +244,16 @@ def build_via_engine_venv(out: Path | None = None, force: bool = False, python: 
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise FrankError(f"model build failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
-    problem = check_build(out)
+    problem = check_build(out, name)
     if problem is not None:
         raise FrankError(f"model build finished but the result does not verify: {problem}")
-    return _result(out, built=True, reason=reason, build_s=round(time.monotonic() - started, 2))
+    return _result(out, name, built=True, reason=reason, build_s=round(time.monotonic() - started, 2))
 
 
-def _result(out: Path, built: bool, reason: str, build_s: float) -> dict[str, Any]:
-    return {"path": str(out), "built": built, "reason": reason, "builder_version": BUILD_VERSION,
-            "manifest_sha256": manifest_digest(out), "build_s": build_s}
+def _result(out: Path, name: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
+    return {"path": str(out), "model": name, "built": built, "reason": reason,
+            "builder_version": spec_for(name).build_version, "manifest_sha256": manifest_digest(out),
+            "build_s": build_s}
 
 
 # ---------------------------------------------------------------- builder half (engine venv)
@@ -267,12 +307,11 @@ def _train_tokenizer(out: Path) -> None:
         raise RuntimeError(f"control token ids {ids} != {expected}")
 
 
-def _write_weights(out: Path) -> None:
+def _write_weights(out: Path, c: dict[str, Any]) -> None:
     import torch
 
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(SEED)
-    c = MODEL_CONFIG
     hidden, inter, head_dim = c["hidden_size"], c["intermediate_size"], c["head_dim"]
     q_out, kv_out = c["num_attention_heads"] * head_dim, c["num_key_value_heads"] * head_dim
     std = c["initializer_range"]
@@ -294,7 +333,7 @@ def _write_weights(out: Path) -> None:
         tensors[p + "mlp.down_proj.weight"] = normal(hidden, inter)
     tensors["model.norm.weight"] = torch.ones(hidden)
     _save_safetensors(tensors, out / "model.safetensors")
-    _write_json(out / "config.json", MODEL_CONFIG)
+    _write_json(out / "config.json", c)
     _write_json(out / "generation_config.json", {
         "bos_token_id": c["bos_token_id"], "eos_token_id": c["eos_token_id"], "pad_token_id": c["pad_token_id"],
     })
@@ -324,17 +363,18 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _write_manifest(out: Path) -> None:
+def _write_manifest(out: Path, spec: ModelSpec) -> None:
     files = {p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size}
              for p in sorted(out.iterdir()) if p.is_file() and p.name != MANIFEST}
-    _write_json(out / MANIFEST, {"builder_version": BUILD_VERSION, "name": MODEL_NAME, "files": files})
+    _write_json(out / MANIFEST, {"builder_version": spec.build_version, "name": spec.name, "files": files})
 
 
-def build(out: Path, force: bool = False) -> dict[str, Any]:
-    """Build the model into `out` (atomically: temp dir + rename). Skips a current build unless `force`."""
+def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> dict[str, Any]:
+    """Build model `name` into `out` (atomically: temp dir + rename). Skips a current build unless `force`."""
+    spec = spec_for(name)
     out = out.expanduser().resolve()
-    if not force and check_build(out) is None:
-        return _result(out, built=False, reason="up to date", build_s=0.0)
+    if not force and check_build(out, name) is None:
+        return _result(out, name, built=False, reason="up to date", build_s=0.0)
     started = time.monotonic()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.build-{os.getpid()}"
@@ -342,8 +382,8 @@ def build(out: Path, force: bool = False) -> dict[str, Any]:
     tmp.mkdir()
     try:
         _train_tokenizer(tmp)
-        _write_weights(tmp)
-        _write_manifest(tmp)
+        _write_weights(tmp, spec.config)
+        _write_manifest(tmp, spec)
         old = out.parent / f".{out.name}.old-{os.getpid()}"
         if out.exists():
             os.replace(out, old)
@@ -351,26 +391,29 @@ def build(out: Path, force: bool = False) -> dict[str, Any]:
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return _result(out, built=True, reason="built", build_s=round(time.monotonic() - started, 2))
+    return _result(out, name, built=True, reason="built", build_s=round(time.monotonic() - started, 2))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.tiny_model", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build the tiny model (engine venv)")
-    b.add_argument("--out", type=Path, default=None, help=f"target dir (default: models dir/{MODEL_NAME})")
+    b.add_argument("--model", default=MODEL_NAME, choices=sorted(MODELS), help="which model (default: %(default)s)")
+    b.add_argument("--out", type=Path, default=None, help="target dir (default: models dir/MODEL)")
     b.add_argument("--force", action="store_true", help="rebuild even if a current build is there")
-    v = sub.add_parser("verify", help="check a build against its manifest and this BUILD_VERSION")
+    v = sub.add_parser("verify", help="check a build against its manifest and its build version")
+    v.add_argument("--model", default=MODEL_NAME, choices=sorted(MODELS))
     v.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.cmd == "build":
         # One thread everywhere: BPE training and weight init are then the same on every machine.
         os.environ["RAYON_NUM_THREADS"] = "1"
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        print(json.dumps(build(args.out or default_dir(), force=args.force), sort_keys=True))
+        print(json.dumps(build(args.out or default_dir(args.model), force=args.force, name=args.model),
+                         sort_keys=True))
         return 0
-    model_dir = (args.dir or default_dir()).expanduser().resolve()
-    problem = check_build(model_dir)
+    model_dir = (args.dir or default_dir(args.model)).expanduser().resolve()
+    problem = check_build(model_dir, args.model)
     print(json.dumps({"path": str(model_dir), "ok": problem is None, "problem": problem}, sort_keys=True))
     return 0 if problem is None else 1
 

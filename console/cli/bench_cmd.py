@@ -36,11 +36,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     rc.add_argument("--draws", nargs="+", default=["draw-1", "draw-2", "draw-3"], metavar="DRAW",
                     help="W01 draws each start replays (default: all three)")
     rc.add_argument("--limit", type=int, default=None, help="only the first N requests of each draw")
-    rc.add_argument("--workload", default="w01-mini", help="workload (default: the built-in w01-mini)")
-    rc.add_argument("--profile", default="embedded-cpu")
+    rc.add_argument("--workload", default="w01-mini",
+                    help="workload (default: the built-in w01-mini; w01-full is the seed's full scale)")
+    rc.add_argument("--profile", default=None,
+                    help="engine profile (default: embedded-cpu-swa for w01-full, whose 105K-181K-token prompts "
+                         "need its linear prefill; embedded-cpu otherwise)")
     rc.add_argument("--out", type=Path, default=None, help="run folder (default: runs dir / bench / ID)")
     rc.add_argument("--json", action="store_true")
     rc.set_defaults(func=cmd_region_cache)
+
+
+FULL_SCALE_PROFILE = "embedded-cpu-swa"
+
+
+def default_profile(workload: str) -> str:
+    """The profile a workload runs on unless told: full-scale W01 needs the sliding-window model."""
+    return FULL_SCALE_PROFILE if workload == "w01-full" else "embedded-cpu"
 
 
 def draw_order(n: int, seed: int) -> list[str]:
@@ -60,9 +71,11 @@ def _one_start(k: int, arm: str, args: argparse.Namespace, workload: Path, out: 
 
     controller = EngineController(state_dir=out / f"start-{k}" / "state")
     t0 = time.monotonic()
+    load_before = os.getloadavg()
     status = controller.start(args.profile, {"region_cache": arm})
+    ready_s = time.monotonic() - t0
     try:
-        _log(f"start {k + 1} ({arm}) ready in {time.monotonic() - t0:.0f} s at {status.url}")
+        _log(f"start {k + 1} ({arm}) ready in {ready_s:.0f} s at {status.url}")
         options = ReplayOptions(mode="engine", draws=tuple(args.draws), limit=args.limit)
         summary = start_replay(workload, status.url, options, out=out / f"start-{k}" / "replay").run_sync()
         stats = RegionCacheClient(status.url, controller.token or "").stats()
@@ -75,6 +88,8 @@ def _one_start(k: int, arm: str, args: argparse.Namespace, workload: Path, out: 
                          f"requests: see {summary['run_dir']}")
     per_draw = {name: d["front_end_s"] for name, d in draws.items()}
     return {"start": k + 1, "arm": arm, "url": status.url, "run_dir": summary["run_dir"],
+            "ready_s": round(ready_s, 1), "elapsed_s": round(time.monotonic() - t0, 1),
+            "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
             "front_end_per_draw_s": per_draw,
             "front_end_mean_s": sum(per_draw.values()) / len(per_draw),
             "cold_front_end_per_draw_s": sum(d["cold_front_end_s"] for d in draws.values()) / len(draws),
@@ -92,6 +107,7 @@ def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
     from replays.catalog import resolve_workload
 
     n = args.starts_per_arm
+    args.profile = args.profile or default_profile(args.workload)
     if n < 2:
         raise FrankError(f"--starts-per-arm {n}: at least 2 (2+2 is the smallest balanced design worth a p)")
     seed = args.seed if args.seed is not None else secrets.randbits(64)
@@ -113,7 +129,8 @@ def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
     cold_off = [s["cold_front_end_per_draw_s"] for s in starts if s["arm"] == "off"]
     front_on, front_off = sum(on) / len(on), sum(off) / len(off)
     return {
-        "bench": "region-cache", "workload": str(workload), "draws": list(args.draws), "limit": args.limit,
+        "bench": "region-cache", "workload": str(workload), "profile": args.profile, "draws": list(args.draws),
+        "limit": args.limit,
         "seed": seed, "order": order, "orders": math.comb(2 * n, n), "starts_per_arm": n,
         "front_end_off_s": front_off, "front_end_on_s": front_on,
         "front_end_off_range_s": [min(off), max(off)], "front_end_on_range_s": [min(on), max(on)],
@@ -121,6 +138,7 @@ def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
         "every_on_below_every_off": max(on) < min(off),
         "p_value": test.p_value, "null_size": test.null_size,
         "ids_identical": ids_identical,
+        "cold_front_end_on_s": sum(cold_on) / len(cold_on), "cold_front_end_off_s": sum(cold_off) / len(cold_off),
         "cold_extra_s": sum(cold_on) / len(cold_on) - sum(cold_off) / len(cold_off),
         "cold_requests_per_draw": starts[0]["cold_requests_per_draw"],
         "starts": starts, "out": str(out),
@@ -128,16 +146,19 @@ def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _human(r: dict[str, Any]) -> str:
-    lines = [f"region cache bench: {r['starts_per_arm']}+{r['starts_per_arm']} starts, order "
+    lines = [f"region cache bench: {r['starts_per_arm']}+{r['starts_per_arm']} starts on {r['profile']}, order "
              f"{' '.join(r['order'])} (seed {r['seed']}), draws {', '.join(r['draws'])}"]
     for s in r["starts"]:
-        lines.append(f"  start {s['start']} {s['arm']:3}  {s['front_end_mean_s']:.3f} s per draw  "
-                     f"(cold {s['cold_front_end_per_draw_s']:.3f} s)")
+        draws = " ".join(f"{v:.3f}" for v in s["front_end_per_draw_s"].values())
+        lines.append(f"  start {s['start']} {s['arm']:3}  {s['front_end_mean_s']:.3f} s per draw [{draws}]  "
+                     f"(cold {s['cold_front_end_per_draw_s']:.3f} s; start took {s['elapsed_s']:.0f} s, "
+                     f"load {s['load_avg_before'][0]:.1f})")
     lines.append(f"front end per draw: off {r['front_end_off_s']:.3f} s, on {r['front_end_on_s']:.3f} s, "
                  f"ratio {r['ratio']:.1f}x, saved {r['saved_per_draw_s']:.3f} s; p = {r['p_value']:.4f} "
                  f"(exact, {r['null_size']} orders)")
     lines.append(f"prompt token IDs identical in all starts: {r['ids_identical']}; fresh-conversation requests "
-                 f"({r['cold_requests_per_draw']:.0f} per draw) cost {r['cold_extra_s']:+.3f} s more with the cache")
+                 f"({r['cold_requests_per_draw']:.0f} per draw): on {r['cold_front_end_on_s']:.3f} s, off "
+                 f"{r['cold_front_end_off_s']:.3f} s per draw, {r['cold_extra_s']:+.3f} s with the cache")
     return "\n".join(lines)
 
 

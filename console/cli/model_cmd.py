@@ -12,17 +12,21 @@ from console.cli.common import emit
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from engine.tiny_model import MODEL_NAME, MODELS
     parser = subparsers.add_parser("model", help="build or verify the embedded engine's tiny model")
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
 
     build = sub.add_parser("build", help="build the tiny model (skipped if a current build is there)")
-    build.add_argument("--out", type=Path, help="target dir (default: <models dir>/tiny-frank)")
+    build.add_argument("--model", default=MODEL_NAME, choices=sorted(MODELS),
+                       help="tiny-frank (default) or tiny-frank-swa (its sliding-window sibling for full-scale W01)")
+    build.add_argument("--out", type=Path, help="target dir (default: <models dir>/MODEL)")
     build.add_argument("--force", action="store_true", help="rebuild even if a current build is there")
     build.add_argument("--json", action="store_true", help="print one JSON object")
     build.set_defaults(func=_build)
 
     verify = sub.add_parser("verify", help="check a build against its manifest (exit 1 if stale or damaged)")
-    verify.add_argument("--dir", type=Path, help="model dir (default: <models dir>/tiny-frank)")
+    verify.add_argument("--model", default=MODEL_NAME, choices=sorted(MODELS))
+    verify.add_argument("--dir", type=Path, help="model dir (default: <models dir>/MODEL)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(func=_verify)
 
@@ -30,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _build(args: argparse.Namespace) -> int:
     from engine import tiny_model
 
-    result = tiny_model.build_via_engine_venv(args.out, force=args.force)
+    result = tiny_model.build_via_engine_venv(args.out, force=args.force, name=args.model)
     emit(args.json, result, _human_build)
     return 0
 
@@ -45,10 +49,10 @@ def _human_build(r: dict[str, Any]) -> str:
 def _verify(args: argparse.Namespace) -> int:
     from engine import tiny_model
 
-    model_dir = (args.dir or tiny_model.default_dir()).expanduser().resolve()
-    problem = tiny_model.check_build(model_dir)
-    payload = {"path": str(model_dir), "ok": problem is None, "problem": problem,
-               "builder_version": tiny_model.BUILD_VERSION,
+    model_dir = (args.dir or tiny_model.default_dir(args.model)).expanduser().resolve()
+    problem = tiny_model.check_build(model_dir, args.model)
+    payload = {"path": str(model_dir), "model": args.model, "ok": problem is None, "problem": problem,
+               "builder_version": tiny_model.spec_for(args.model).build_version,
                "manifest_sha256": tiny_model.manifest_digest(model_dir) if problem is None else None}
     emit(args.json, payload, lambda p: f"{p['path']}: ok" if p["ok"] else p["problem"])
     return 0 if problem is None else 1

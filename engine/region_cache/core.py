@@ -60,23 +60,42 @@ class TokenizerAdapter(Protocol):
 
 
 class HFAdapter:
-    """A transformers fast tokenizer (vLLM's cached and pooled wrappers included): the same __call__ vLLM
-    uses, so the probe and verify compare against exactly vLLM's own path."""
+    """A transformers fast tokenizer (vLLM's cached and pooled wrappers included).
+
+    `encode` is the same __call__ vLLM uses, so the probe and verify compare against exactly vLLM's own
+    path. `encode_regions` (the cache's misses) runs a private copy of the Rust tokenizer, rebuilt from the
+    same serialized pipeline, through `encode_batch_fast`: no offsets, no Python wrapper, about 1.5x
+    faster than the __call__ on a full-scale region. The copy is never mutated (no truncation or padding is
+    ever set on it), so concurrent encodes from the renderer's threads only share immutable state."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
+        self._config = tokenizer.backend_tokenizer.to_str()
+        self._batch = _fast_batch_encoder(self._config)
 
     def config_json(self) -> str:
-        return self.tokenizer.backend_tokenizer.to_str()
+        return self._config
 
     def encode(self, text: str, add_special_tokens: bool) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=add_special_tokens, truncation=False)["input_ids"])
 
     def encode_regions(self, texts: list[str]) -> list[list[int]]:
-        # One batch call; each text is its own sequence: no padding, truncation or carry-over.
-        out = self.tokenizer(texts, add_special_tokens=False, truncation=False, padding=False,
-                             return_attention_mask=False, return_token_type_ids=False)
-        return out["input_ids"]
+        return self._batch(texts)
+
+
+def _fast_batch_encoder(config_json: str) -> Callable[[list[str]], list[list[int]]]:
+    """Each text is its own sequence: no special tokens, padding, truncation or carry-over."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(config_json)
+    backend.no_truncation()
+    backend.no_padding()
+    batch = getattr(backend, "encode_batch_fast", backend.encode_batch)  # fast: tokenizers >= 0.20
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in batch(texts, add_special_tokens=False)]
+
+    return encode
 
 
 class RustAdapter:
@@ -92,7 +111,8 @@ class RustAdapter:
         return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
 
     def encode_regions(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+        batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        return [e.ids for e in batch(texts, add_special_tokens=False)]
 
 
 # -- where to cut -----------------------------------------------------------------------------------
@@ -543,7 +563,8 @@ class RegionEncoder:
 
     def _probe(self) -> str:
         texts = self.probe_texts()
-        whole = self.adapter.encode_regions(texts)  # two batch calls in all: a cold start stays cheap
+        # Whole texts through the tokenizer's own call (vLLM's path), pieces through the miss path.
+        whole = [self.adapter.encode(t, False) for t in texts]
         split = [self.splitter.split(t) for t in texts]
         pieces = [r for regions, _ in split for r in regions if r]
         encoded = iter(self.adapter.encode_regions(pieces)) if pieces else iter(())
@@ -566,7 +587,7 @@ class RegionEncoder:
         for k in range(len(lines)):
             texts.append("\n".join(lines[k:] + lines[:k]))
             texts.append("\n\n".join(lines[k:k + 5]) + "\nz\ny")
-        whole = self.adapter.encode_regions(texts)
+        whole = [self.adapter.encode(t, False) for t in texts]
         cuts = 0
         for text, expected in zip(texts, whole):
             pieces = chunk_region(text, min_chars=1, mask=0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
 from typing import Any
 
 logger = logging.getLogger("frank.region_cache")
@@ -68,9 +69,35 @@ def install() -> None:
     _tokenize_prompt._frank_region_cache = True  # type: ignore[attr-defined]
     _tokenize_prompt.__wrapped__ = original  # type: ignore[attr-defined]
     BaseRenderer._tokenize_prompt = _tokenize_prompt
+    _warm_encoders_at_renderer_init(BaseRenderer)
     _register_metrics()
     _installed = True
     logger.info("frank region cache: hooked BaseRenderer._tokenize_prompt (enabled=%s)", runtime.enabled())
+
+
+def _warm_encoders_at_renderer_init(renderer_cls: Any) -> None:
+    """Build and probe each renderer's encoder in a background thread as the renderer is made, so the
+    one-off cost (serializing the tokenizer, the probe) lands in the server's start, not in the first
+    request after the cache is switched on. Built whatever the switch says: it can be flipped live."""
+    original_init = renderer_cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        tokenizer = getattr(self, "tokenizer", None)
+        if tokenizer is not None:
+            from engine.region_cache import runtime
+
+            threading.Thread(target=_warm, args=(runtime, tokenizer), name="frank-region-cache-warm",
+                             daemon=True).start()
+
+    renderer_cls.__init__ = __init__
+
+
+def _warm(runtime: Any, tokenizer: Any) -> None:
+    try:
+        runtime.encoder_for(tokenizer)
+    except Exception:  # the first request retries, and falls back if it fails again
+        logger.exception("frank region cache: encoder warm-up failed")
 
 
 def _cached_tokens_prompt(renderer: Any, prompt: Any, params: Any) -> Any | None:

@@ -26,3 +26,16 @@ def test_the_cli_parses_the_registered_options():
     args = build_parser().parse_args(["bench", "region-cache", "--json", "--starts-per-arm", "4", "--seed", "7",
                                       "--draws", "draw-1", "draw-2"])
     assert (args.starts_per_arm, args.seed, args.draws, args.json) == (4, 7, ["draw-1", "draw-2"], True)
+
+
+def test_full_scale_w01_runs_on_the_sliding_window_profile_unless_told():
+    from console.cli.bench_cmd import default_profile
+    from engine.profiles import load_profile
+
+    assert default_profile("w01-full") == "embedded-cpu-swa"
+    assert default_profile("w01-mini") == default_profile("/some/recorded/workload") == "embedded-cpu"
+    prof = load_profile("embedded-cpu-swa")
+    assert prof.model == "@models/tiny-frank-swa" and prof.max_model_len >= 181_000
+    assert "region_cache" in prof.knobs and prof.knobs["region_cache"].needs_restart is False
+    args = build_parser().parse_args(["bench", "region-cache", "--workload", "w01-full"])
+    assert args.profile is None  # resolved from the workload when the run starts

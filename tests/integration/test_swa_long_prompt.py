@@ -1,0 +1,57 @@
+"""embedded-cpu-swa serves a full-scale W01 prompt (over 100K tokens) with the region cache: the prompt token
+IDs equal vLLM's own with the cache off, and the repeat is served from vLLM's prefix cache.
+
+Starts its own engine (the session's shared one is embedded-cpu): about a minute and a half in all.
+"""
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from engine import tiny_model
+from engine.controller import EngineController
+from engine.metrics import fetch_metrics, fetch_settled, request_delta
+from engine.region_cache.client import RegionCacheClient
+from replays.w01 import generate
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def swa_engine(tmp_path_factory: pytest.TempPathFactory):
+    tiny_model.build_via_engine_venv(name=tiny_model.SWA_MODEL_NAME)  # no-op when current
+    controller = EngineController(state_dir=tmp_path_factory.mktemp("swa-state"))
+    status = controller.start("embedded-cpu-swa", {"region_cache": "on"})
+    assert status.state == "ready", status
+    yield controller
+    controller.stop()
+
+
+def _chat(client: httpx.Client, url: str, body: dict) -> tuple[dict, object]:
+    before = fetch_metrics(client, url)
+    r = client.post(f"{url}/v1/chat/completions", json=body, timeout=600)
+    r.raise_for_status()
+    return r.json(), request_delta(before, fetch_settled(client, url, before))
+
+
+def test_a_full_scale_w01_prompt_is_served_with_identical_ids_and_prefix_cache_hits(swa_engine):
+    url, token = swa_engine.status().url, swa_engine.token
+    _, records = next(generate("full", seed=1))  # draw-1, generated lazily (nothing written)
+    record = next(r for r in records if r["turn"] == 2)  # the system region and one tool round trip
+    body = dict(record["body"], model="tiny-frank-swa", max_tokens=1, stream=False, return_token_ids=True,
+                cache_salt="swa-test")
+    rc = RegionCacheClient(url, token or "")
+    with httpx.Client() as client:
+        first, cold = _chat(client, url, body)
+        again, warm = _chat(client, url, body)
+        assert rc.stats()["hits"] > 0 and rc.stats()["mismatches"] == 0
+        rc.set_enabled(False)
+        plain, _ = _chat(client, url, dict(body, cache_salt="swa-test-off"))
+
+    ids = first["prompt_token_ids"]
+    assert len(ids) > 100_000 > 64 * tiny_model.SLIDING_WINDOW
+    assert ids == again["prompt_token_ids"] == plain["prompt_token_ids"]
+    assert first["choices"][0]["finish_reason"] == "length" and first["usage"]["completion_tokens"] == 1
+    assert cold.attributed and cold.cached_tokens == 0
+    # The repeat reuses every full KV block of the prompt (sliding-window prefix caching).
+    assert warm.attributed and warm.cached_tokens >= len(ids) - 2 * 128
