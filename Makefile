@@ -15,10 +15,10 @@ TEST_MODELS := $(CURDIR)/.build/models
 run: setup model
 	$(VENV)/bin/frank
 
-test: setup agent-venv test-model chromium
+test: setup test-model chromium
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-setup: console-venv engine-venv
+setup: console-venv engine-venv agent-venv
 
 console-venv: $(VENV)/.stamp
 engine-venv: $(ENGINE_VENV)/.stamp
