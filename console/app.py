@@ -70,8 +70,8 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         Binding("2", "switch_mode('replays')", "replays", id="mode.replays", group=SCREENS),
         Binding("3", "switch_mode('experiments')", "experiments", id="mode.experiments", group=SCREENS),
         Binding("4", "switch_mode('logs')", "logs", id="mode.logs", group=SCREENS),
-        Binding("5", "switch_mode('campaign')", "campaign", id="mode.campaign", group=SCREENS, show=False),  # issue 15
-        Binding("6", "switch_mode('episodes')", "episodes", id="mode.episodes", group=SCREENS),  # issue 11
+        Binding("5", "switch_mode('campaign')", "campaign", id="mode.campaign", group=SCREENS),
+        Binding("6", "switch_mode('episodes')", "episodes", id="mode.episodes", group=SCREENS),
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
@@ -87,17 +87,15 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
     def __init__(self, services: Services, *, settings: config.Settings | None = None,
                  theme: str | None = None, read_only: bool = False, remember_theme: bool = True,
                  poll_status: bool = True) -> None:
+        from console.screens.campaign import CampaignScreen
         from console.screens.dashboard import DashboardScreen
+        from console.screens.episodes import EpisodesScreen
         from console.screens.experiments import ExperimentsScreen
         from console.screens.logs import LogsScreen
         from console.screens.replays import ReplaysScreen
 
-        self.MODES = {"dashboard": DashboardScreen, "replays": ReplaysScreen,
-                      "experiments": ExperimentsScreen, "logs": LogsScreen}
-        from console.screens.campaign import CampaignScreen  # campaign (issue 15)
-        self.MODES["campaign"] = CampaignScreen
-        from console.screens.episodes import EpisodesScreen  # issue 11: live agent episodes
-        self.MODES["episodes"] = EpisodesScreen
+        self.MODES = {"dashboard": DashboardScreen, "replays": ReplaysScreen, "experiments": ExperimentsScreen,
+                      "logs": LogsScreen, "campaign": CampaignScreen, "episodes": EpisodesScreen}
         super().__init__()
         self.services = services
         self.settings = settings or config.Settings()

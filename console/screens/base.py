@@ -1,10 +1,15 @@
 """Base screen: a failed worker of the screen becomes a notification with its reason, never a traceback."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from engine.errors import FrankError
+
+if TYPE_CHECKING:
+    from console.app import FrankApp
 
 
 NARROW_WIDTH = 110
@@ -13,6 +18,11 @@ SHORT_HEIGHT = 30
 
 class FrankScreen(Screen):
     """Adds `-narrow` below 110 columns or 30 rows: the TCSS stacks or tabs the panels then."""
+
+    @property
+    def frank(self) -> "FrankApp":
+        """The app, typed: its services and the state its workers' messages keep."""
+        return self.app  # type: ignore[return-value]
 
     def on_resize(self, event) -> None:
         self.set_class(event.size.width < NARROW_WIDTH or event.size.height < SHORT_HEIGHT, "-narrow")

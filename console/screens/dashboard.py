@@ -84,7 +84,7 @@ class DashboardScreen(FrankScreen):
 
     # -- rendering -------------------------------------------------------------------------------
     def refresh_view(self) -> None:
-        app: Any = self.app
+        app = self.frank
         narrow = self.has_class("-narrow")
         self.query_one(EnginePanel).show(app.engine_status, app.profile_knobs() if app.engine_status else None,
                                          busy=app.busy, read_only=app.read_only, compact=narrow,

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from console.widgets.footer import FrankFooter
 from console.screens.base import FrankScreen
+from console.widgets.fidelity_panel import FidelityPanel  # fidelity hook [issue 12]
 from textual.widgets import DataTable, Header, Static
 
 from console.messages import ExperimentFolded
@@ -36,6 +37,7 @@ class ExperimentsScreen(FrankScreen):
         Binding("r", "app.experiment_run", "run", id="experiments.run"),
         Binding("X", "app.experiment_stop", "stop run", id="experiments.stop"),
         Binding("tab", "app.focus_next", "next table", id="experiments.focus_next", show=False),
+        Binding("f", "fidelity_run", "fidelity", id="experiments.fidelity"),  # fidelity hook [issue 12]
     ]
 
     def compose(self) -> ComposeResult:
@@ -50,7 +52,12 @@ class ExperimentsScreen(FrankScreen):
                 yield Static("", id="exp-head")
                 yield DataTable(id="board", cursor_type="none")
                 yield Static("", id="exp-tally")
+                yield FidelityPanel(id="fidelity")  # fidelity hook [issue 12]
         yield FrankFooter()
+
+    def action_fidelity_run(self) -> None:  # fidelity hook [issue 12]
+        if not getattr(self.app, "read_only", False):
+            self.query_one(FidelityPanel).start_run()
 
     def on_mount(self) -> None:
         designs = self.query_one("#designs", DataTable)
@@ -87,7 +94,7 @@ class ExperimentsScreen(FrankScreen):
             rid = meta["run_id"]
             if rid not in runs_table.rows:
                 runs_table.add_row(rid, "…", key=rid)
-        app: Any = self.app
+        app = self.frank
         if app.followed_run and app.followed_run in runs_table.rows:
             runs_table.move_cursor(row=runs_table.get_row_index(app.followed_run))
 
@@ -106,7 +113,7 @@ class ExperimentsScreen(FrankScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None:
             return
-        app: Any = self.app
+        app = self.frank
         if event.data_table.id == "runs":
             app.follow_run(event.row_key.value)
         elif event.data_table.id == "designs" and app.experiment_state is None:
@@ -132,7 +139,7 @@ class ExperimentsScreen(FrankScreen):
         self.app.call_from_thread(self._show_design, "\n".join(lines))
 
     def _show_design(self, markup: str) -> None:
-        app: Any = self.app
+        app = self.frank
         if app.experiment_state is None:
             self.query_one("#exp-head", Static).update(markup)
 
@@ -148,7 +155,7 @@ class ExperimentsScreen(FrankScreen):
 
     # -- the board -------------------------------------------------------------------------------
     def refresh_view(self) -> None:
-        app: Any = self.app
+        app = self.frank
         state = app.experiment_state
         if state is None:
             if not str(self.query_one("#exp-head", Static).content):
@@ -175,7 +182,7 @@ class ExperimentsScreen(FrankScreen):
 
     def _board(self, s: Any) -> None:
         board = self.query_one("#board", DataTable)
-        app: Any = self.app
+        app = self.frank
         rule = app.experiment_rule
         control, treatment = (rule.control, rule.treatment) if rule else ("control", "treatment")
         columns = (("block", "control", "treatment", "effect", "sign") if s.kind == "blocks"

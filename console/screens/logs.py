@@ -3,7 +3,6 @@
 Indexing and searching run in thread workers; the view reads only the lines on screen (LogView)."""
 from __future__ import annotations
 
-from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -44,7 +43,7 @@ class LogsScreen(FrankScreen):
         self.refresh_view()
 
     def refresh_view(self) -> None:
-        app: Any = self.app
+        app = self.frank
         path = getattr(app.engine_status, "log_path", None)
         if path is None:
             try:

@@ -8,7 +8,7 @@ messages: JobsListed (the running jobs), JobProgressed (the followed job's statu
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -24,9 +24,6 @@ from console.widgets.base import update_text
 from console.widgets.fmt import secs
 from console.widgets.footer import FrankFooter
 from replays.jobs import JobStatus
-
-if TYPE_CHECKING:
-    from console.app import FrankApp
 
 STATE_STYLE = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad",
                "interrupted": "$frank-bad"}
@@ -101,10 +98,6 @@ class ReplaysScreen(FrankScreen):
         self.action_reload()
         w.focus()
         self.refresh_view()
-
-    @property
-    def frank(self) -> "FrankApp":
-        return self.app  # type: ignore[return-value]
 
     @work(thread=True, exclusive=True, group="replay-lists", exit_on_error=False)
     def action_reload(self) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import FrankError
+from replays.experiments.tables import DesignError, Table
 from replays.experiments.fidelity import FidelityRule, check_sets, parse_fidelity
 
 KINDS = ("blocks", "balanced", "external")
@@ -44,10 +44,6 @@ EPISODE_MEASURES = {
     "episodes_passed": "episodes the suite's graders passed, over the start's draws",
 }
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class DesignError(FrankError, ValueError):
-    """A design file is wrong; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -181,61 +177,12 @@ def parse_design_text(text: str, where: str = "<design>", *, check_profiles: boo
     return design
 
 
-class _Table:
-    """One TOML table being validated: typed getters whose errors name `prefix.key`."""
-
-    def __init__(self, data: Any, prefix: str, where: str, known: tuple[str, ...]) -> None:
-        self.where, self.prefix = where, prefix
-        if not isinstance(data, dict):
-            raise self.error("", "expected a table")
-        self.data = data
-        for key in data:
-            if key not in known:
-                raise self.error(key, f"unknown field (known: {', '.join(known)})")
-
-    def path(self, key: str) -> str:
-        return f"{self.prefix}.{key}" if self.prefix and key else (self.prefix or key)
-
-    def error(self, key: str, message: str) -> DesignError:
-        return DesignError(f"{self.where}: {self.path(key)}: {message}")
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., *, what: str = "") -> Any:
-        if key not in self.data:
-            if default is ...:
-                raise self.error(key, "missing required field")
-            return default
-        value = self.data[key]
-        bad_bool = isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
-        if bad_bool or not isinstance(value, kind):
-            raise self.error(key, f"expected {what or _kind_name(kind)}, got {value!r}")
-        return value
-
-    def choice(self, key: str, choices: tuple[str, ...], default: Any = ...) -> Any:
-        value = self.get(key, str, default)
-        if value is not None and value not in choices:
-            raise self.error(key, f"{value!r} is not one of: {', '.join(choices)}")
-        return value
-
-    def count(self, key: str, default: Any = ..., minimum: int = 1) -> Any:
-        value = self.get(key, int, default, what="an integer")
-        if value is not None and value < minimum:
-            raise self.error(key, f"must be at least {minimum}, got {value}")
-        return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "an integer", float: "a number", str: "a string", dict: "a table", list: "an array",
-             bool: "true or false"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
 TOP_FIELDS = ("name", "question", "description", "profile", "arms", "design", "workload", "measure", "rule",
               "guards", "failure", "revert", "fidelity", "episodes")
 
 
 def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
-    top = _Table(data, "", where, TOP_FIELDS)
+    top = Table(data, "", where, TOP_FIELDS)
     name = top.get("name", str)
     if not name.strip():
         raise top.error("name", "must not be empty")
@@ -243,7 +190,7 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     description = top.get("description", str, "")
     profile = top.get("profile", str, "embedded-cpu")
 
-    kind_table = _Table(top.get("design", dict), "design", where, ("kind", "blocks", "starts_per_arm", "order"))
+    kind_table = Table(top.get("design", dict), "design", where, ("kind", "blocks", "starts_per_arm", "order"))
     kind = kind_table.choice("kind", KINDS)
     arms = _parse_arms(top.get("arms", list, what="an array of [[arms]] tables"), where, profile)
     names = tuple(arm.name for arm in arms)
@@ -279,7 +226,7 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
 
     measure = ""
     if "measure" in data:
-        mtable = _Table(data["measure"], "measure", where, ("name",))
+        mtable = Table(data["measure"], "measure", where, ("name",))
         measure = mtable.get("name", str)
         if kind != "external" and measure not in known:
             raise mtable.error("name", f"{measure!r} is not one of: {', '.join(known)}")
@@ -313,7 +260,7 @@ def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
                           f"(an A/A design lists the same settings twice under two names)")
     arms = []
     for i, item in enumerate(raw):
-        table = _Table(item, f"arms[{i}]", where, ("name", "description", "profile", "knobs"))
+        table = Table(item, f"arms[{i}]", where, ("name", "description", "profile", "knobs"))
         name = table.get("name", str)
         if not ARM_NAME.match(name):
             raise table.error("name", f"{name!r}: use letters, digits, '_', '.', '-'")
@@ -329,7 +276,7 @@ def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
 
 
 def _parse_workload(raw: Any, where: str) -> Workload:
-    table = _Table(raw, "workload", where, ("name", "draws", "mode", "requests", "warmup_requests", "max_tokens"))
+    table = Table(raw, "workload", where, ("name", "draws", "mode", "requests", "warmup_requests", "max_tokens"))
     draws = table.get("draws", list, [])
     for i, draw in enumerate(draws):
         if isinstance(draw, bool) or not isinstance(draw, (int, str)):
@@ -347,7 +294,7 @@ def _parse_workload(raw: Any, where: str) -> Workload:
 
 
 def _parse_episodes(raw: Any, where: str) -> Episodes:
-    table = _Table(raw, "episodes", where, ("suite", "draws"))
+    table = Table(raw, "episodes", where, ("suite", "draws"))
     suite = table.get("suite", str)
     if not suite.strip():
         raise table.error("suite", "must not be empty")
@@ -356,7 +303,7 @@ def _parse_episodes(raw: Any, where: str) -> Episodes:
 
 def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...],
                 live_criteria: bool = False) -> Rule:
-    table = _Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all",
+    table = Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all",
                                         "criteria"))
     test = table.choice("test", ("sign", "permutation", "criteria"))
     # a balanced design that runs episodes may decide by criteria (the seed's adoption rule) on live starts
@@ -388,7 +335,7 @@ def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ..
         if not items:
             raise table.error("criteria", "must list at least one criterion")
         for i, item in enumerate(items):
-            ctable = _Table(item, f"rule.criteria[{i}]", where, ("measure", "aggregate", "compare", "margin"))
+            ctable = Table(item, f"rule.criteria[{i}]", where, ("measure", "aggregate", "compare", "margin"))
             margin = ctable.get("margin", (int, float), 0, what="a number")
             if margin < 0:
                 raise ctable.error("margin", f"must be 0 or more, got {margin}")
@@ -403,7 +350,7 @@ def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ..
 
 
 def _parse_guards(raw: Any, where: str) -> Guards:
-    table = _Table(raw, "guards", where, ("prompt_token_ids_identical", "no_failed_requests", "checks"))
+    table = Table(raw, "guards", where, ("prompt_token_ids_identical", "no_failed_requests", "checks"))
     checks = table.get("checks", list, [])
     for i, check in enumerate(checks):
         if not isinstance(check, str) or not check:
@@ -413,7 +360,7 @@ def _parse_guards(raw: Any, where: str) -> Guards:
 
 
 def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
-    table = _Table(raw, "failure", where, ("action", "max_retries"))
+    table = Table(raw, "failure", where, ("action", "max_retries"))
     action = table.choice("action", FAILURE_ACTIONS, "retry")
     if action == "void_block" and kind != "blocks":
         raise table.error("action", f"only a 'blocks' design has blocks to void (this one is {kind!r})")
@@ -424,7 +371,7 @@ def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
 
 
 def _parse_revert(raw: Any, where: str) -> Revert:
-    table = _Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct",
+    table = Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct",
                                           "fidelity_regression"))
     worse = table.get("max_worse_pct", (int, float), None, what="a number")
     if worse is not None and worse < 0:

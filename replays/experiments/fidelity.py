@@ -29,6 +29,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from engine.errors import FrankError
+from replays.experiments.tables import DesignError, Table
 
 FLOOR_MEASURED = "measured"
 CANDIDATE_FILE = "fidelity-candidate.npz"
@@ -45,10 +46,9 @@ class FidelityRule:
 
 def parse_fidelity(raw: Any, where: str) -> FidelityRule:
     """The `[fidelity]` table; every error names `fidelity.FIELD`."""
-    from replays.experiments.design import DesignError, _Table
     from replays.fidelity.sets import SHIPPED
 
-    table = _Table(raw, "fidelity", where, ("sets", "floor"))
+    table = Table(raw, "fidelity", where, ("sets", "floor"))
     sets = table.get("sets", list, list(SHIPPED))
     if not sets:
         raise table.error("sets", "must name at least one text set")
@@ -67,7 +67,6 @@ def parse_fidelity(raw: Any, where: str) -> FidelityRule:
 
 def check_sets(rule: FidelityRule, where: str) -> None:
     """Every set resolves and checks (registration calls this before anything runs)."""
-    from replays.experiments.design import DesignError
     from replays.fidelity.sets import load_set, resolve_set
 
     for i, spec in enumerate(rule.sets):
@@ -81,30 +80,33 @@ def check_sets(rule: FidelityRule, where: str) -> None:
 
 def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> dict[str, Any]:
     """Measure the running engine (the cell's) over the rule's sets; keep its top-k in the cell folder.
-    Returns {"sets": {name: {kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
-    "candidate": path}: put it in the cell's result under "fidelity"."""
+    Returns {"sets": {spec: {name, kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
+    "candidate": path}, keyed by each set as the design names it: put it in the cell's result under
+    "fidelity"."""
     from replays.fidelity.runs import measure_target, running_target
 
     target = running_target(controller)
     measured = measure_target(target, rule.sets)
     path = Path(cell_dir) / CANDIDATE_FILE
-    save_candidates(path, {entry["name"]: cand for entry, cand in measured})
-    return {"sets": {entry["name"]: {k: entry[k] for k in ("kl", "positions", "misses", "set_sha256",
-                                                          "reference_sha256")}
-                     | {"reference_floor": entry["floor"]["reference"]} for entry, _ in measured},
+    save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, measured)})
+    keep = ("name", "kl", "positions", "misses", "set_sha256", "reference_sha256")
+    return {"sets": {spec: {k: entry[k] for k in keep} | {"reference_floor": entry["floor"]["reference"]}
+                     for spec, (entry, _) in zip(rule.sets, measured)},
             "candidate": str(path)}
 
 
 def save_candidates(path: Path, candidates: dict[str, list[dict[int, float]]]) -> None:
-    arrays: dict[str, np.ndarray] = {}
-    for name, cand in candidates.items():
+    """One .npz for a start: per set (in order, names in `names`) its token IDs and log-probabilities,
+    padded with -1 / -inf (positions return k or k + 1 tokens)."""
+    arrays: dict[str, np.ndarray] = {"names": np.array(list(candidates), dtype=str)}
+    for n, (name, cand) in enumerate(candidates.items()):
         width = max(len(row) for row in cand)
         ids = np.full((len(cand), width), -1, dtype=np.int64)
         lps = np.full((len(cand), width), -np.inf, dtype=np.float64)
         for i, row in enumerate(cand):
             ids[i, :len(row)] = list(row.keys())
             lps[i, :len(row)] = list(row.values())
-        arrays[f"{name}.ids"], arrays[f"{name}.logprobs"] = ids, lps
+        arrays[f"set{n}_ids"], arrays[f"set{n}_logprobs"] = ids, lps
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.npz")
     np.savez_compressed(tmp, **arrays)
@@ -114,7 +116,11 @@ def save_candidates(path: Path, candidates: dict[str, list[dict[int, float]]]) -
 
 def load_candidate(path: Path | str, name: str) -> list[dict[int, float]]:
     with np.load(path) as data:
-        ids, lps = data[f"{name}.ids"], data[f"{name}.logprobs"]
+        names = data["names"].tolist()
+        if name not in names:
+            raise FrankError(f"{path}: no set {name!r} (sets: {', '.join(names)})")
+        n = names.index(name)
+        ids, lps = data[f"set{n}_ids"], data[f"set{n}_logprobs"]
     return [{int(t): float(v) for t, v in zip(r_ids, r_lps) if t >= 0} for r_ids, r_lps in zip(ids, lps)]
 
 

@@ -65,6 +65,18 @@ def model_fingerprint(model_dir: Path | str) -> str:
     return digest.hexdigest()
 
 
+def check_positions(text_set: TextSet, model_dir: Path | str) -> None:
+    """A set's documents must fit the model's position count (the tiny model has 262,144)."""
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return
+    limit = config.get("max_position_embeddings")
+    if isinstance(limit, int) and text_set.max_tokens > limit:
+        raise FrankError(f"{text_set.path / 'set.toml'}: max_tokens: {text_set.max_tokens} is more than the model's "
+                         f"{limit} positions")
+
+
 def references_dir() -> Path:
     return paths.private_dir(paths.data_dir() / "fidelity" / "references")
 
@@ -93,6 +105,7 @@ def get_reference(text_set: TextSet, model_dir: Path | str, python: Path | str, 
                   k: int = TOP_K, model_sha: str | None = None, timeout_s: float = 1800) -> Reference:
     """The cached reference for (model, set, k, threads), computed in the engine venv on first use."""
     model_sha = model_sha or model_fingerprint(model_dir)
+    check_positions(text_set, model_dir)
     path = cached_path(text_set, model_sha, threads, k)
     if path.is_file():
         return _load(path, text_set, model_sha, threads)

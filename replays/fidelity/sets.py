@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from engine import paths
 from engine.errors import FrankError
-from replays.workload import CheckError, format_errors
+from replays.workload import _NAME, _SHA256, CheckError, format_errors  # one definition of names and hashes
 
 FORMAT = "frank-fidelity-set"
 FORMAT_VERSION = 1
@@ -29,8 +29,6 @@ MANIFEST = "set.toml"
 SHIPPED_DIR = Path(__file__).resolve().parent / "sets"
 SHIPPED = ("code", "agent", "prose")
 MAX_TOKENS_LIMIT = 32768  # per document: the reference keeps [tokens, vocab] float64 logits in memory
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ no_failed_requests = true
 [failure]
 action = "retry"
 max_retries = 1
+
+[fidelity]                       # every cell also measures fidelity on a small set (seconds)
+sets = ["{fidelity_set}"]
 """
 
 
@@ -97,7 +100,10 @@ def wait_for(journal: Path, predicate, timeout_s: float) -> dict:
 def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tmp_path: Path) -> None:
     workload = tiny_workload(tmp_path / "tiny")
     design = tmp_path / "design.toml"
-    design.write_text(DESIGN.format(workload=workload))
+    from replays.fidelity.sets import Document, write_set
+
+    fidelity_set = write_set(tmp_path / "fid", "fid", "one short document", [Document("d", CODE * 3)], max_tokens=48)
+    design.write_text(DESIGN.format(workload=workload, fidelity_set=fidelity_set))
 
     reg = frank("experiment", "register", str(design), "--json")
     assert reg.returncode == 0, reg.stderr
@@ -164,7 +170,12 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
         assert values["spec-4"] > 0 and values["spec-2"] > 0
         assert b["effect_pct"] == pytest.approx((values["spec-4"] - values["spec-2"]) / values["spec-2"] * 100)
     guards = {g["name"]: g["status"] for g in report["guards"]}
-    assert guards == {"no_failed_requests": "pass", "prompt_token_ids_identical": "pass"}
+    # spec tokens do not touch the numerics of a prompt pass: fidelity holds within the measured floor
+    assert guards == {"no_failed_requests": "pass", "prompt_token_ids_identical": "pass", "fidelity": "pass"}
+    [fid] = report["fidelity"]["sets"]
+    assert fid["name"] == str(fidelity_set) and fid["starts"] == {"spec-4": 2, "spec-2": 2} and fid["met"] is True
+    assert fid["floor_parts"]["engine_source"].startswith("control starts")
+    assert 0 <= fid["treatment"] < 1e-12 and 0 <= fid["control"] < 1e-12
     for measures in report["measures"].values():
         assert measures["total_replay_time"] > 0 and measures["tokens_per_s"] > 0
 

@@ -81,6 +81,9 @@ def test_no_fidelity_data_leaves_the_guard_unchecked():
     assert any("guards not checked here: fidelity" in n for n in r["notes"])
 
 
+SPEC = "/data/sets/my set"  # a design may name a set by its folder: results are keyed by that
+
+
 def test_measured_floor_comes_from_two_control_starts(tmp_path: Path):
     ln = math.log
     # two control starts whose engines differ a little; k = 64 needs 64 tokens per position
@@ -89,15 +92,15 @@ def test_measured_floor_comes_from_two_control_starts(tmp_path: Path):
     paths = []
     for n, cand in enumerate((first, second)):
         path = tmp_path / f"c{n}.npz"
-        save_candidates(path, {"code": cand, "prose": cand})
+        save_candidates(path, {"prose": cand, SPEC: cand})
         paths.append(str(path))
     ids, lps = top_k_arrays(first, 64)
     expected = mean_kl(ids, lps, second).kl
-    assert engine_floor_between(paths[0], paths[1], "code") == pytest.approx(expected, rel=1e-12) and expected > 0
-    d = design('\n[fidelity]\nsets = ["code"]\n')
-    starts = [_obs(1, "off", 2.0, {"code": 1e-13}, paths[0]), _obs(2, "on", 1.0, {"code": 1e-13 + expected / 2}),
-              _obs(3, "off", 2.1, {"code": 1e-13}, paths[1]), _obs(4, "on", 1.1, {"code": 1e-13}),
-              _obs(5, "off", 2.2, {"code": 1e-13}), _obs(6, "on", 1.2, {"code": 1e-13})]
+    assert engine_floor_between(paths[0], paths[1], SPEC) == pytest.approx(expected, rel=1e-12) and expected > 0
+    d = design(f'\n[fidelity]\nsets = ["{SPEC}"]\n')
+    starts = [_obs(1, "off", 2.0, {SPEC: 1e-13}, paths[0]), _obs(2, "on", 1.0, {SPEC: 1e-13 + expected / 2}),
+              _obs(3, "off", 2.1, {SPEC: 1e-13}, paths[1]), _obs(4, "on", 1.1, {SPEC: 1e-13}),
+              _obs(5, "off", 2.2, {SPEC: 1e-13}), _obs(6, "on", 1.2, {SPEC: 1e-13})]
     r = analyze(d, starts)
     row = r["fidelity"]["sets"][0]
     assert row["floor_parts"]["engine"] == pytest.approx(expected) and row["floor"] == pytest.approx(expected)

@@ -18,7 +18,9 @@ def test_shipped_sets_check_and_are_what_the_generator_makes(tmp_path):
         assert text_set.name == name and len(text_set.documents) == make_sets.DOCUMENTS
         fresh = make_sets.make(name, tmp_path)
         for child in fresh.iterdir():
-            assert (text_set.path / child.name).read_bytes() == child.read_bytes(), child.name
+            assert (text_set.path / child.name).read_bytes() == child.read_bytes(), (
+                f"{name}/{child.name} differs from its generator (did replays/w01.py or engine/tiny_corpus.py "
+                f"change?): bump SETS_VERSION and run `python -m replays.fidelity.make_sets`")
 
 
 @pytest.fixture
