@@ -18,6 +18,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             result["ladder"] = ladder
     finally:
         controller.stop()
+        shutil.rmtree(state, ignore_errors=True)
     result["load_avg_after"] = os.getloadavg()
     if args.json:
         print(json.dumps(result, indent=2))
