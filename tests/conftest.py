@@ -63,12 +63,14 @@ def pytest_sessionfinish(session, exitstatus):
     factory = getattr(session.config, "_tmp_path_factory", None)
     basetemp = str(factory.getbasetemp()) if factory is not None and factory._basetemp is not None else None
     leftovers = _engine_processes(basetemp)
+    specs = [" ".join(proc.info.get("cmdline") or [])[-160:] for proc in leftovers]
     for proc in leftovers:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     if leftovers:
-        print(f"\nERROR: tests left {len(leftovers)} engine process group(s) running; killed them")
+        print(f"\nERROR: tests left {len(leftovers)} engine process group(s) running; killed them:\n  "
+              + "\n  ".join(specs))
         session.exitstatus = 1
     shutil.rmtree(_SESSION_HOME, ignore_errors=True)

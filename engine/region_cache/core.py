@@ -40,6 +40,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -83,6 +84,13 @@ class HFAdapter:
         return self._batch(texts)
 
 
+# Misses bigger than this are split over threads: the Rust call releases the GIL, and vLLM runs with
+# TOKENIZERS_PARALLELISM=false (fork safety), so without threads a new conversation's first encode
+# (~170K tokens, the bulk of its front end) would use one core while the engine core waits for it.
+PARALLEL_MIN_CHARS = 200_000
+ENCODE_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
 def _fast_batch_encoder(config_json: str) -> Callable[[list[str]], list[list[int]]]:
     """Each text is its own sequence: no special tokens, padding, truncation or carry-over."""
     from tokenizers import Tokenizer
@@ -92,10 +100,44 @@ def _fast_batch_encoder(config_json: str) -> Callable[[list[str]], list[list[int
     backend.no_padding()
     batch = getattr(backend, "encode_batch_fast", backend.encode_batch)  # fast: tokenizers >= 0.20
 
-    def encode(texts: list[str]) -> list[list[int]]:
+    def encode_one_thread(texts: list[str]) -> list[list[int]]:
         return [e.ids for e in batch(texts, add_special_tokens=False)]
 
+    def encode(texts: list[str]) -> list[list[int]]:
+        groups = _split_by_chars(texts, ENCODE_THREADS)
+        if len(groups) < 2 or sum(map(len, texts)) < PARALLEL_MIN_CHARS:
+            return encode_one_thread(texts)
+        out: list[list[int]] = []
+        for ids in _encode_pool().map(encode_one_thread, groups):  # map keeps the groups' order
+            out.extend(ids)
+        return out
+
     return encode
+
+
+def _split_by_chars(texts: list[str], parts: int) -> list[list[str]]:
+    """Contiguous groups of about equal total length (order kept, so results join back in place)."""
+    if parts < 2 or len(texts) < 2:
+        return [texts]
+    target = sum(map(len, texts)) / parts or 1
+    groups: list[list[str]] = [[] for _ in range(parts)]
+    done = 0
+    for text in texts:   # by where the text's middle falls: monotonic, so order is kept
+        groups[min(parts - 1, int((done + len(text) / 2) / target))].append(text)
+        done += len(text)
+    return [g for g in groups if g]
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _encode_pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(ENCODE_THREADS, thread_name_prefix="frank-region-encode")
+        return _POOL
 
 
 class RustAdapter:

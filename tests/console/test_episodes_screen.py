@@ -41,7 +41,7 @@ async def test_episodes_launched_from_the_menu_are_followed_live(engine):
         episodes = screen.query_one("#ep-episodes", DataTable)
         first = "d1-fix-failing-test"
         # live: the first episode appears running, then turns arrive and it is graded
-        assert await wait(pilot, lambda: "running" in _cell(episodes, first, "outcome"), 60)
+        assert await wait(pilot, lambda: "running" in _cell(episodes, first, "outcome"), 180)
         assert await wait(pilot, lambda: _cell(episodes, first, "turn") not in ("", "0"), 60)
         assert await wait(pilot, lambda: "fail" in _cell(episodes, first, "outcome"), 60)
         assert _cell(episodes, first, "elapsed").endswith(" s")

@@ -22,7 +22,8 @@ def test_console_in_tmux_starts_engine_flips_cache_and_replays(fresh_frank_home)
     try:
         pane.wait_for("● stopped", 30)
         pane.keys("s")                                             # start the engine with a key
-        text = pane.wait_for("● ready", 420)
+        # ready, and the start action finished (until then the panel says "starting…" and keys wait)
+        text = pane.wait_for("● ready", 420, gone="starting…")
         assert "ready in" in text and "embedded-cpu" in text
         pid = controller.status().pid
 

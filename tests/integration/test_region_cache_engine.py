@@ -71,9 +71,11 @@ def test_flipped_live_the_token_ids_stay_identical_and_the_stats_move(engine, rc
     url = engine.status().url
     questions = ["Where is the bug?", "And in handler_8? 日本語 🙂", ""]
     text_prompt = "<｜User｜>" + SYSTEM + "<｜Assistant｜></think>"
+    rc.clear()   # the shared engine: other tests may have used the cache; counts below are deltas from here
+    s0 = rc.stats()
     off_chat = [_tokenize_chat(url, q) for q in questions]
     off_text = _tokenize_text(url, text_prompt)
-    assert rc.stats()["requests"] == 0  # off: vLLM's own path, the cache never ran
+    assert rc.stats()["requests"] == s0["requests"]  # off: vLLM's own path, the cache never ran
 
     change = engine.set_knob("region_cache", "on")  # the console's knob: live, no restart
     assert change.applied == "live" and rc.stats()["enabled"] is True
@@ -81,16 +83,17 @@ def test_flipped_live_the_token_ids_stay_identical_and_the_stats_move(engine, rc
         assert [_tokenize_chat(url, q) for q in questions] == off_chat
         assert _tokenize_text(url, text_prompt) == off_text
     stats = rc.stats()
-    assert stats["requests"] == 8 and stats["hits"] > 0 and stats["misses"] > 0
-    assert stats["mismatches"] == 0 and stats["errors"] == 0 and stats["entries"] > 0
-    assert stats["hit_tokens"] > len(off_text)  # the system region came from the cache
+    delta = {k: stats[k] - s0[k] for k in ("requests", "hits", "misses", "mismatches", "errors", "hit_tokens")}
+    assert delta["requests"] == 8 and delta["hits"] > 0 and delta["misses"] > 0
+    assert delta["mismatches"] == 0 and delta["errors"] == 0 and stats["entries"] > 0
+    assert delta["hit_tokens"] > len(off_text)  # the system region came from the cache
 
     # A chat completion through the cache (one output token: the cache acts before the engine runs).
     r = httpx.post(f"{url}/v1/chat/completions", json={"model": "tiny-frank", "messages": _messages("Fix it."),
                                                        "max_tokens": 1}, timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["usage"]["prompt_tokens"] == len(_tokenize_chat(url, "Fix it."))
-    assert rc.stats()["requests"] == 10
+    assert rc.stats()["requests"] == s0["requests"] + 10
 
     metrics = httpx.get(f"{url}/metrics", timeout=10).text
     hits = [line for line in metrics.splitlines() if line.startswith("frank:region_cache_hits_total")]

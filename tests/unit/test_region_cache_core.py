@@ -403,3 +403,26 @@ def test_an_error_inside_the_hook_falls_back_and_is_counted():
     # not text, or offsets wanted: the plain path, counted as a fallback
     assert plugin._cached_tokens_prompt(_FaultyRenderer(), {"prompt_token_ids": [1]}, _Params()) is None
     assert runtime.cache().stats()["fallback_reasons"].get("not_text", 0) >= 1
+
+
+def test_split_by_chars_keeps_order_and_balances_length():
+    texts = ["a" * 10, "b" * 30, "c" * 5, "d" * 25, "e" * 30]
+    groups = core._split_by_chars(texts, 2)
+    assert [t for g in groups for t in g] == texts        # contiguous, order kept
+    assert len(groups) == 2 and abs(sum(map(len, groups[0])) - sum(map(len, groups[1]))) <= 30
+    assert core._split_by_chars(texts, 1) == [texts]
+    assert core._split_by_chars(["x"], 4) == [["x"]]
+
+
+def test_threaded_miss_encode_equals_one_call(tiny_tokenizer_json, tok, monkeypatch):
+    """A big miss is encoded over threads; the IDs, in order, equal one batch call and fresh encodes."""
+    from engine.tiny_corpus import corpus
+
+    docs = list(corpus(n_docs=300, seed=5))
+    pieces = ["\n".join(docs[i::6]) for i in range(6)]
+    monkeypatch.setattr(core, "PARALLEL_MIN_CHARS", 10**12)
+    one_call = core._fast_batch_encoder(tiny_tokenizer_json)(pieces)
+    monkeypatch.setattr(core, "ENCODE_THREADS", 3)
+    monkeypatch.setattr(core, "PARALLEL_MIN_CHARS", 0)
+    threaded = core._fast_batch_encoder(tiny_tokenizer_json)(pieces)
+    assert threaded == one_call == [fresh(tok, p) for p in pieces]
