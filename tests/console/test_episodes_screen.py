@@ -40,12 +40,17 @@ async def test_episodes_launched_from_the_menu_are_followed_live(engine):
         run_id = screen.followed
         episodes = screen.query_one("#ep-episodes", DataTable)
         first = "d1-fix-failing-test"
-        # live: the first episode appears running, then turns arrive and it is graded
-        assert await wait(pilot, lambda: "running" in _cell(episodes, first, "outcome"), 180)
-        assert await wait(pilot, lambda: _cell(episodes, first, "turn") not in ("", "0"), 60)
-        assert await wait(pilot, lambda: "fail" in _cell(episodes, first, "outcome"), 60)
+        # live: the first episode is shown graded, with its turns and elapsed time, while the draw still runs
+        # (an episode of the tiny model takes under a second: its transient "running" row may fall between
+        # two polls, so the check is "graded before the run ended", read from one poll)
+        assert await wait(pilot, lambda: "fail" in _cell(episodes, first, "outcome")
+                          and screen.state is not None and screen.state.status == "running", 180)
+        assert _cell(episodes, first, "turn") not in ("", "0")
         assert _cell(episodes, first, "elapsed").endswith(" s")
-        jobs.cancel(run_id, wait_s=30)
+        try:
+            jobs.cancel(run_id, wait_s=30)
+        except jobs.JobError:        # the draw ended on its own meanwhile
+            assert jobs.status(run_id).state == "finished"
         assert await wait(pilot, lambda: screen.state is not None and screen.state.status != "running", 30)
         runs = screen.query_one("#ep-runs", DataTable)
         assert await wait(pilot, lambda: run_id in runs.rows, 15)
