@@ -203,7 +203,7 @@ def record_errors(record: Any) -> list[str]:
     return errors
 
 
-def _key_lines(text: str, array: str = "draws") -> tuple[dict[str, int], list[dict[str, int]]]:
+def key_lines(text: str, array: str = "draws") -> tuple[dict[str, int], list[dict[str, int]]]:
     """Line numbers of a TOML manifest's top-level keys and of each [[array]] entry's keys (key '' = the
     entry's header line). Also used by the episode suite format ([[tasks]])."""
     top: dict[str, int] = {}
@@ -240,7 +240,7 @@ def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
     text, data, bad = read_toml(mpath)
     if data is None:
         return None, bad
-    top, draw_lines = _key_lines(text)
+    top, draw_lines = key_lines(text)
     errors: list[CheckError] = []
 
     def err(line: int, reason: str) -> None:
@@ -305,7 +305,7 @@ def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
 def _check_draw(workload: Workload, draw: DrawFile, seen_ids: dict[str, str],
                 keep: bool) -> tuple[list[CheckError], list[WorkloadRequest]]:
     mpath = workload.manifest_path
-    _, draw_lines = _key_lines(mpath.read_text(encoding="utf-8", errors="replace"))
+    _, draw_lines = key_lines(mpath.read_text(encoding="utf-8", errors="replace"))
     index = workload.draws.index(draw)
     lines = draw_lines[index] if index < len(draw_lines) else {"": 1}
     fpath = workload.path / draw.file

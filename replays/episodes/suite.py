@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FrankError
-from replays.workload import CheckError, _is, _key_lines, format_errors, read_toml
+from replays.workload import CheckError, _is, key_lines, format_errors, read_toml
 
 FORMAT = "frank-suite"
 FORMAT_VERSION = 1
@@ -80,8 +80,8 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     text, data, bad = read_toml(mpath)
     if data is None:
         return None, bad
-    top, task_lines = _key_lines(text, "tasks")
-    _, default_lines = _key_lines(text, "defaults")
+    top, task_lines = key_lines(text, "tasks")
+    _, default_lines = key_lines(text, "defaults")
     errors: list[CheckError] = []
     root = mpath.parent
 

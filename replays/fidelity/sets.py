@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from engine import paths
 from engine.errors import FrankError
-from replays.workload import _NAME, _SHA256, CheckError, format_errors  # one definition of names and hashes
+from replays.workload import _NAME, _SHA256, CheckError, format_errors, key_lines, read_toml  # one definition
 
 FORMAT = "frank-fidelity-set"
 FORMAT_VERSION = 1
@@ -49,17 +47,6 @@ class TextSet:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _key_lines(text: str) -> dict[str, int]:
-    lines: dict[str, int] = {}
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if line.startswith("["):
-            break
-        if "=" in line and not line.startswith("#"):
-            lines.setdefault(line.split("=", 1)[0].strip().strip('"'), n)
-    return lines
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -72,13 +59,10 @@ def check_set(path: Path | str) -> tuple[TextSet | None, list[CheckError]]:
         return None, [CheckError(path, 0, "not a fidelity set folder (no such directory)")]
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, f"missing manifest (every set folder has a {MANIFEST})")]
-    text = mpath.read_text(encoding="utf-8", errors="replace")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"line (\d+)", str(exc))
-        return None, [CheckError(mpath, int(m.group(1)) if m else 1, f"bad TOML: {exc}")]
-    at = _key_lines(text)
+    text, data, bad = read_toml(mpath)
+    if data is None:
+        return None, bad
+    at, _ = key_lines(text)
     errors: list[CheckError] = []
 
     def err(key: str, reason: str) -> None:
