@@ -37,7 +37,7 @@ from console.actions.experiments import ExperimentActions
 from console.actions.jobs import JobActions
 from console.commands import FrankCommands
 from console.log_follow import LogFollower
-from console.messages import EngineStateChanged, ExperimentFolded
+from console.messages import EngineStateChanged
 from console.services import FollowedJob, Services, default_services  # noqa: F401  (Services: re-exported)
 from console.screens.confirm import ConfirmDialog
 from console.screens.help import HelpScreen

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.controller import EngineController, EngineStatus
+from engine.controller import EngineController
 from engine.telemetry.sampler import Sampler
 from replays.jobs import JobStatus
 

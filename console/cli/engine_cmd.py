@@ -6,7 +6,7 @@ import sys
 import time
 
 from console.cli.common import emit, parse_key_values
-from engine.controller import EngineController, EngineStatus
+from engine.controller import EngineController
 from engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles
 
 

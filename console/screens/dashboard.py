@@ -150,7 +150,6 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
         return tuple(fn(s.engine.rates) if s.engine.rates is not None and s.engine.rates.valid else None
                      for s in history)
 
-    tokens = lambda r: (r.generation_tokens_per_s or 0) + (r.prompt_tokens_per_s or 0)  # noqa: E731
     by_pos = rates.acceptance_per_position if rates else None
     last_by_pos = next((v for v in reversed(series(lambda r: r.acceptance_per_position)) if v), None)
     return MetricsView(

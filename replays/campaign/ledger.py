@@ -298,7 +298,7 @@ def _parse_rule(r: _Reader, raw: Any, i: int, j: int) -> RevertRule:
         raise r.error(key("measure"), f"{at}.measure", f"{rule.measure!r}: measure_worse needs one of "
                                                        f"{', '.join(sorted(LOWER_IS_BETTER | HIGHER_IS_BETTER))}")
     if kind != "measure_worse" and "measure" in raw:
-        raise r.error(key("measure"), f"{at}.measure", f"only a measure_worse rule names a measure")
+        raise r.error(key("measure"), f"{at}.measure", "only a measure_worse rule names a measure")
     if not 0.0 <= rule.max_drop < 1.0:
         raise r.error(key("max_drop"), f"{at}.max_drop", "a fraction of the control's pass rate, 0 <= x < 1")
     if rule.floor < 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from replays import jobs
-from replays.episodes.runner import (EVENTS, RESULTS, RUN_FILE, RunOutcome, episodes_root, read_jsonl, read_run,
+from replays.episodes.runner import (EVENTS, RESULTS, RunOutcome, episodes_root, read_jsonl, read_run,
                                      run_episodes)
 
 # how a session ended (the last run_finished/run_stopped event) -> the job's end

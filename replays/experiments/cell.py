@@ -31,7 +31,6 @@ from engine import measures
 from engine.controller import EngineController, EngineError
 from engine.errors import FrankError
 from engine.profiles import load_profile
-from replays.experiments.design import Design
 from replays.experiments.randomize import Slot
 from replays.experiments.errors import RunError
 from replays.experiments.registry import Run

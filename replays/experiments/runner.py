@@ -23,7 +23,6 @@ import os
 import signal
 import socket
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 from engine.errors import FrankError
