@@ -157,8 +157,17 @@ class LogView(ScrollView, can_focus=True):
         """Call after index.refresh(): grow the virtual size, keep following the end."""
         self.virtual_size = Size(max(self.index.max_line_length, 1), self.index.line_count)
         if self.follow:   # after the next layout, when max_scroll_y knows the new size
-            self.call_after_refresh(self.scroll_end, animate=False, x_axis=False)
+            self.call_after_refresh(self._to_end)
         self.refresh()
+
+    def _to_end(self) -> None:
+        if self.follow:
+            self.scroll_y = self.max_scroll_y
+
+    def on_resize(self) -> None:
+        # A layout that settles after the last sync (the screen shown, the terminal resized) must not leave
+        # a following view short of the end.
+        self._to_end()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)

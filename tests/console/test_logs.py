@@ -7,7 +7,7 @@ import time
 from console.screens.logs import LogsScreen
 from console.widgets.log_view import CACHE_LINES, LogIndex, LogView
 
-from tests.console.conftest import READY
+from tests.console.conftest import READY, wait_until
 import dataclasses
 
 
@@ -88,8 +88,8 @@ async def test_logs_screen_follows_and_searches_a_100k_line_log(make_app, tmp_pa
         assert isinstance(screen, LogsScreen)
         view = screen.query_one(LogView)
         assert view.index.line_count == 100_000
-        await pilot.pause(0.1)
-        assert view.follow and view.scroll_offset.y >= 100_000 - view.size.height   # at the end
+        # at the end (the scroll lands a refresh after the index is complete: wait for it, don't sleep)
+        assert await wait_until(pilot, lambda: view.follow and view.scroll_offset.y >= 100_000 - view.size.height, 5)
         await pilot.press("g")                  # to the top: a search goes forward from the view
         await pilot.pause(0.1)
         assert not view.follow and view.scroll_offset.y == 0
