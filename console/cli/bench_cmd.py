@@ -98,7 +98,8 @@ def _one_start(k: int, arm: str, args: argparse.Namespace, workload: Path, out: 
             "prompt_tokens": sum(d["prompt_tokens"] for d in draws.values()),
             "cache": {key: stats.get(key) for key in ("enabled", "requests", "hits", "misses", "hit_tokens",
                                                       "miss_tokens", "seconds_saved", "mismatches", "errors",
-                                                      "fallbacks", "entries", "tokens_held", "bytes_held")}}
+                                                      "fallbacks", "checks_skipped", "entries", "tokens_held",
+                                                      "bytes_held")}}
 
 
 def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:

@@ -20,6 +20,8 @@ COUNTERS = {
     "fallbacks": ("frank:region_cache_fallbacks", "prompts sent to the plain tokenizer path"),
     "errors": ("frank:region_cache_errors", "errors inside the cache (each fell back)"),
     "evictions": ("frank:region_cache_evictions", "entries evicted by the LRU bounds"),
+    "checks_skipped": ("frank:region_cache_checks_skipped",
+                       "prompts whose vocabulary check vLLM skipped (IDs straight from the tokenizer)"),
 }
 GAUGES = {
     "entries": ("frank:region_cache_entries", "regions held"),

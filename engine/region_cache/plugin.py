@@ -11,6 +11,13 @@ vllm/renderers/online_renderer.py preprocess_chat), completions and /tokenize al
 renderer's thread pool. It is bound into `make_async` when a renderer is built, so the class attribute
 is replaced here, at plugin load, before any renderer exists.
 
+The IDs the cache returns are handed on without vLLM's copy (`_build_tokens_prompt` copies the list), and
+vLLM's vocabulary check (`validate_token_ids`: a max and a min over the whole prompt, about 3 ms for a
+170K-token prompt) is skipped for exactly those lists: every ID in them came out of this tokenizer (the
+cache stores the tokenizer's own output, looked up through a table of range(vocabulary size), and the
+cut tokens are the tokenizer's added tokens), so none can be out of its vocabulary. A list is vouched for
+by identity and length, once; anything else is checked as before.
+
 Off means vLLM's own method is called with the same arguments. On, a prompt takes the plain path when
 it asks for token offsets, when a tokenizer kwarg is one this hook does not know, when it would be
 truncated, when the tokenizer is refused (see core), or when anything inside the part raises (counted
@@ -22,12 +29,19 @@ import logging
 import multiprocessing
 import os
 import threading
+from collections import OrderedDict
 from typing import Any
 
 logger = logging.getLogger("frank.region_cache")
 
 _KNOWN_ENCODE_KWARGS = {"truncation", "max_length", "add_special_tokens"}
 _installed = False
+# Lists of IDs the cache produced and vLLM has not checked yet: id(list) -> (list, its length). The list is
+# held so its id cannot be reused; a few requests in flight at most, so a small bound (past it, the oldest
+# are simply checked by vLLM as usual).
+_vouched: OrderedDict[int, tuple[list[int], int]] = OrderedDict()
+_vouched_lock = threading.Lock()
+_MAX_VOUCHED = 8
 
 
 def register() -> None:
@@ -69,10 +83,39 @@ def install() -> None:
     _tokenize_prompt._frank_region_cache = True  # type: ignore[attr-defined]
     _tokenize_prompt.__wrapped__ = original  # type: ignore[attr-defined]
     BaseRenderer._tokenize_prompt = _tokenize_prompt
+    _skip_check_of_vouched_ids(BaseRenderer)
     _warm_encoders_at_renderer_init(BaseRenderer)
     _register_metrics()
     _installed = True
     logger.info("frank region cache: hooked BaseRenderer._tokenize_prompt (enabled=%s)", runtime.enabled())
+
+
+def _vouch(ids: list[int]) -> None:
+    with _vouched_lock:
+        _vouched[id(ids)] = (ids, len(ids))
+        while len(_vouched) > _MAX_VOUCHED:
+            _vouched.popitem(last=False)
+
+
+def _take_vouched(token_ids: Any) -> bool:
+    with _vouched_lock:
+        entry = _vouched.pop(id(token_ids), None)
+    return entry is not None and entry[0] is token_ids and entry[1] == len(token_ids)
+
+
+def _skip_check_of_vouched_ids(renderer_cls: Any) -> None:
+    original = renderer_cls.validate_token_ids
+
+    def validate_token_ids(self: Any, token_ids: Any, *, parameter: str | None = None) -> None:
+        if parameter is None and _take_vouched(token_ids):
+            from engine.region_cache import runtime
+
+            runtime.cache().count(checks_skipped=1)
+            return
+        original(self, token_ids, parameter=parameter)
+
+    validate_token_ids.__wrapped__ = original  # type: ignore[attr-defined]
+    renderer_cls.validate_token_ids = validate_token_ids
 
 
 def _warm_encoders_at_renderer_init(renderer_cls: Any) -> None:
@@ -127,7 +170,10 @@ def _cached_tokens_prompt(renderer: Any, prompt: Any, params: Any) -> Any | None
         if kwargs.get("truncation") and max_length is not None and len(ids) > max_length:
             cache.count_fallback("truncation")  # the tokenizer would cut it: let it, exactly
             return None
-        return renderer._build_tokens_prompt(ids, prompt)
+        tokens_prompt = renderer._build_tokens_prompt([], prompt)
+        tokens_prompt["prompt_token_ids"] = ids  # the encoder's own fresh list: no copy needed
+        _vouch(ids)
+        return tokens_prompt
     except Exception:
         runtime.cache().count(errors=1)
         logger.exception("frank region cache: error, falling back to plain tokenization")

@@ -89,11 +89,19 @@ def test_flipped_live_the_token_ids_stay_identical_and_the_stats_move(engine, rc
     assert delta["hit_tokens"] > len(off_text)  # the system region came from the cache
 
     # A chat completion through the cache (one output token: the cache acts before the engine runs).
+    skipped = rc.stats()["checks_skipped"]
     r = httpx.post(f"{url}/v1/chat/completions", json={"model": "tiny-frank", "messages": _messages("Fix it."),
                                                        "max_tokens": 1}, timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["usage"]["prompt_tokens"] == len(_tokenize_chat(url, "Fix it."))
     assert rc.stats()["requests"] == s0["requests"] + 10
+    # vLLM's vocabulary check was skipped for the cache's own IDs, and only for them: token IDs that a
+    # client sends are still checked with the cache on.
+    assert rc.stats()["checks_skipped"] == skipped + 1
+    r = httpx.post(f"{url}/v1/completions", json={"model": "tiny-frank", "prompt": [5, 10_000_000],
+                                                  "max_tokens": 1}, timeout=60)
+    assert r.status_code == 400 and "out of vocabulary" in r.text, r.text
+    assert rc.stats()["checks_skipped"] == skipped + 1
 
     metrics = httpx.get(f"{url}/metrics", timeout=10).text
     hits = [line for line in metrics.splitlines() if line.startswith("frank:region_cache_hits_total")]

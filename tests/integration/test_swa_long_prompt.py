@@ -5,7 +5,11 @@ Starts its own engine (the session's shared one is embedded-cpu): about a minute
 """
 from __future__ import annotations
 
+import os
+import time
+
 import httpx
+import psutil
 import pytest
 
 from engine import tiny_model
@@ -55,3 +59,26 @@ def test_a_full_scale_w01_prompt_is_served_with_identical_ids_and_prefix_cache_h
     assert cold.attributed and cold.cached_tokens == 0
     # The repeat reuses every full KV block of the prompt (sliding-window prefix caching).
     assert warm.attributed and warm.cached_tokens >= len(ids) - 2 * 128
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_vllm_processes_do_not_spin_after_a_request(swa_engine):
+    """FRANK_SHM_WAIT=sleep (engine/shm_idle.py): without it the worker spins on a core for 1 s after every
+    step it reads, which is half of this machine's front end."""
+    status = swa_engine.status()
+    vllm_procs = [p for p in psutil.Process(status.pid).children(recursive=True)]
+    assert vllm_procs, "vLLM's engine core and worker run as children of the API server"
+    with httpx.Client() as client:
+        r = client.post(f"{status.url}/v1/completions", json={"model": "tiny-frank-swa", "prompt": "hello world",
+                                                               "max_tokens": 4}, timeout=120)
+        r.raise_for_status()
+        before = {p.pid: _cpu_seconds(p.pid) for p in vllm_procs}
+        time.sleep(0.6)
+        used = {pid: _cpu_seconds(pid) - cpu for pid, cpu in before.items()}
+    # A spinning reader uses the whole 0.6 s; a sleeping one a few hundredths of it.
+    assert max(used.values()) < 0.2, used
