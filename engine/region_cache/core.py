@@ -37,12 +37,13 @@ import json
 import os
 import random
 import re
+import sys
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Hashable, Protocol, Sequence
 
 # Rough CPython cost of one cached entry beyond its token pointers (list header, key, OrderedDict slot).
 _ENTRY_OVERHEAD_BYTES = 200
@@ -363,17 +364,24 @@ def entry_bytes(n_tokens: int) -> int:
     return n_tokens * _POINTER_BYTES + _ENTRY_OVERHEAD_BYTES
 
 
-class RegionCache:
-    """Bounded LRU: region key (128 bits of SHA-256 over the tokenizer salt + region text) -> token ID list.
+def key_bytes(key: Hashable) -> int:
+    """Memory a key holds: its parts' sizes (a region's text, 1-4 bytes a character)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return sum(sys.getsizeof(part) for part in parts)
 
-    Bounded by total tokens and by an estimate of bytes held (token IDs are stored as lists of shared int
-    objects, so about 8 bytes a token). Thread-safe; also keeps the counters that the control serves.
+
+class RegionCache:
+    """Bounded LRU: region key (the tokenizer's salt and the region's text) -> token ID list.
+
+    Bounded by total tokens and by an estimate of bytes held: the token IDs (lists of shared int objects,
+    so about 8 bytes a token) plus the key's text. Thread-safe; also keeps the counters that the control
+    serves.
     """
 
     def __init__(self, limits: CacheLimits | None = None) -> None:
         self.limits = limits or CacheLimits()
         self._lock = threading.Lock()
-        self._entries: OrderedDict[bytes, list[int]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, list[int]] = OrderedDict()
         self._tokens = 0
         self._bytes = 0
         self._counters: dict[str, float] = {}
@@ -385,16 +393,16 @@ class RegionCache:
         return cls(CacheLimits.from_env())
 
     # entries
-    def get(self, key: bytes) -> list[int] | None:
+    def get(self, key: Hashable) -> list[int] | None:
         with self._lock:
             ids = self._entries.get(key)
             if ids is not None:
                 self._entries.move_to_end(key)
             return ids
 
-    def put(self, key: bytes, ids: list[int]) -> None:
+    def put(self, key: Hashable, ids: list[int]) -> None:
         n = len(ids)
-        size = entry_bytes(n)
+        size = entry_bytes(n) + key_bytes(key)
         if n > self.limits.max_tokens or size > self.limits.max_bytes:
             return  # larger than the whole cache: never stored
         with self._lock:
@@ -405,9 +413,9 @@ class RegionCache:
             self._tokens += n
             self._bytes += size
             while self._tokens > self.limits.max_tokens or self._bytes > self.limits.max_bytes:
-                _, old = self._entries.popitem(last=False)
+                old_key, old = self._entries.popitem(last=False)
                 self._tokens -= len(old)
-                self._bytes -= entry_bytes(len(old))
+                self._bytes -= entry_bytes(len(old)) + key_bytes(old_key)
                 self._counters["evictions"] += 1
 
     def clear(self) -> None:
@@ -520,12 +528,12 @@ class RegionEncoder:
             return affixes[0] + ids + affixes[1]
         return ids
 
-    def key(self, region: str) -> bytes:
-        # SHA-256 (hardware-accelerated on x86 with SHA-NI: about 2x BLAKE2b here) over the tokenizer's
-        # salt and the region's UTF-8, cut to 128 bits.
-        h = hashlib.sha256(self._salt)
-        h.update(region.encode("utf-8", "surrogatepass"))
-        return h.digest()[:16]
+    def key(self, region: str) -> tuple[bytes, str]:
+        # The region's text itself, with the tokenizer's salt. Python hashes a str once per object, about
+        # 3x faster than UTF-8 + SHA-256 over the same region (0.19 against 0.65 ms for a 628K-character
+        # one), and a hit compares the texts, so no two regions can ever share an entry. The text's memory
+        # is counted in the cache's byte bound.
+        return (self._salt, region)
 
     # internals
     def _encode_cached(self, text: str) -> list[int]:
@@ -533,7 +541,7 @@ class RegionEncoder:
         regions, seps = self.splitter.split(text)
         cache = self.cache
         found: list[list[int] | None] = []
-        missed: list[tuple[int, bytes]] = []
+        missed: list[tuple[int, Hashable]] = []
         hits = hit_tokens = 0
         for i, region in enumerate(regions):
             if not region:
@@ -552,11 +560,11 @@ class RegionEncoder:
         if missed:
             # A missed region: its chunks (if provable) are looked up; what is still missing is encoded
             # in one batch call, each piece on its own.
-            plans: list[tuple[int, bytes, list[tuple[bytes, list[int] | None]]]] = []
+            plans: list[tuple[int, Hashable, list[tuple[Hashable, list[int] | None]]]] = []
             todo: list[str] = []
             for i, key in missed:
                 pieces = [regions[i]] if self.no_chunking else chunk_region(regions[i])
-                plan: list[tuple[bytes, list[int] | None]] = []
+                plan: list[tuple[Hashable, list[int] | None]] = []
                 for piece in pieces:
                     pkey = key if len(pieces) == 1 else self.key(piece)
                     ids = None if len(pieces) == 1 else cache.get(pkey)

@@ -198,13 +198,25 @@ def test_lru_is_bounded_by_tokens_and_by_bytes():
     assert cache.get(b"b") is None and cache.get(b"a") is not None and cache.get(b"c") is not None
     cache.put(b"huge", [1] * 11)        # larger than the whole cache: never stored, nothing evicted
     assert cache.get(b"huge") is None and cache.stats()["tokens_held"] == 9
-    by_bytes = RegionCache(CacheLimits(max_tokens=10**9, max_bytes=2 * core.entry_bytes(100)))
+    by_bytes = RegionCache(CacheLimits(max_tokens=10**9, max_bytes=2 * (core.entry_bytes(100) + core.key_bytes(b"1"))))
     for key in (b"1", b"2", b"3"):
         by_bytes.put(key, [7] * 100)
     stats = by_bytes.stats()
     assert stats["entries"] == 2 and stats["bytes_held"] <= stats["max_bytes"] and stats["evictions"] == 1
     by_bytes.clear()
     assert by_bytes.stats()["entries"] == 0 and by_bytes.stats()["tokens_held"] == 0
+
+
+def test_a_keys_text_counts_against_the_byte_bound():
+    """Keys hold the region's text: 3 entries of 100 tokens fit, but not with 100K-character texts."""
+    room = 3 * (core.entry_bytes(100) + core.key_bytes((b"salt", "x")))
+    small, big = (RegionCache(CacheLimits(max_tokens=10**9, max_bytes=room)) for _ in range(2))
+    for i in range(3):
+        small.put((b"salt", str(i)), [7] * 100)
+        big.put((b"salt", str(i) * 100_000), [7] * 100)
+    assert small.stats()["entries"] == 3 and small.stats()["evictions"] == 0
+    assert big.stats()["entries"] == 0  # each entry alone is larger than the whole cache: never stored
+    assert core.key_bytes((b"salt", "é" * 1000)) > core.key_bytes((b"salt", "e" * 1000))  # 2 bytes a char
 
 
 def test_verify_mode_catches_a_poisoned_entry_returns_fresh_ids_and_refuses_from_then_on(tiny_tokenizer_json, tok):
