@@ -1,9 +1,10 @@
 """The prompt region cache: region text -> token IDs, loaded inside the vLLM API server.
 
 - core.py: pure. Split a rendered prompt at the tokenizer's special tokens, encode each region on its own,
-  a bounded thread-safe LRU keyed by a hash of the region text, verify and fallback.
+  a bounded thread-safe LRU keyed by the region text, verify and fallback.
 - runtime.py: the one process-wide cache and its on/off switch (what the hook and the control use).
-- plugin.py: the `vllm.general_plugins` entry point; hooks the API server's tokenizer path only.
+- plugin.py: the `vllm.general_plugins` entry point; hooks the API server's tokenizer path (and skips
+  vLLM's vocabulary check for the IDs the cache hands on, only those).
 - control.py: ASGI middleware serving /frank/region-cache (stats, on/off, clear) behind the control token.
 - metrics.py: a prometheus_client Collector: frank:region_cache_* series on the API server's /metrics.
 - client.py: the controller's httpx client for that endpoint (console side).
