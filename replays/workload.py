@@ -302,6 +302,29 @@ def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
     return Workload(path, name, description, version, tuple(draws), dict(meta)), []
 
 
+def jsonl_lines(data: bytes) -> list[bytes]:
+    """A JSON Lines file's lines; the final newline ends the last line."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def iter_jsonl(fpath: Path, lines: list[bytes], errors: list[CheckError]) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each line; a blank line or bad JSON is appended to `errors` as
+    file:line: reason, in line order with whatever the caller appends, and skipped."""
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            errors.append(CheckError(fpath, n, "blank line"))
+            continue
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            errors.append(CheckError(fpath, n, f"bad JSON: {exc}"))
+            continue
+        yield n, value
+
+
 def _check_draw(workload: Workload, draw: DrawFile, seen_ids: dict[str, str],
                 keep: bool) -> tuple[list[CheckError], list[WorkloadRequest]]:
     mpath = workload.manifest_path
@@ -319,20 +342,9 @@ def _check_draw(workload: Workload, draw: DrawFile, seen_ids: dict[str, str],
                                  f"draw {draw.name!r}: sha256 mismatch: {draw.file} has {digest}, "
                                  f"the manifest says {draw.sha256}"))
     requests: list[WorkloadRequest] = []
-    count = 0
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the newline that ends the last line
-    for n, raw in enumerate(raw_lines, 1):
-        count += 1
-        if not raw.strip():
-            errors.append(CheckError(fpath, n, "blank line"))
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            errors.append(CheckError(fpath, n, f"bad JSON: {exc}"))
-            continue
+    rows = jsonl_lines(data)
+    count = len(rows)
+    for n, record in iter_jsonl(fpath, rows, errors):
         problems = record_errors(record)
         errors.extend(CheckError(fpath, n, p) for p in problems)
         if problems:

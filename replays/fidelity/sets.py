@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping
 
 from engine import paths
 from engine.errors import FrankError
-from replays.workload import _NAME, _SHA256, CheckError, format_errors, key_lines, read_toml  # one definition
+from replays.workload import (  # one definition
+    _NAME, _SHA256, CheckError, format_errors, iter_jsonl, jsonl_lines, key_lines, read_toml)
 
 FORMAT = "frank-fidelity-set"
 FORMAT_VERSION = 1
@@ -123,20 +124,10 @@ def _parse_documents(fpath: Path, raw: bytes) -> tuple[list[Document], list[Chec
     errors: list[CheckError] = []
     documents: list[Document] = []
     seen: dict[str, int] = {}
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
+    lines = jsonl_lines(raw)
     if not lines:
         errors.append(CheckError(fpath, 1, "no documents"))
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            errors.append(CheckError(fpath, n, "blank line"))
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            errors.append(CheckError(fpath, n, f"bad JSON: {exc}"))
-            continue
+    for n, obj in iter_jsonl(fpath, lines, errors):
         if not isinstance(obj, dict):
             errors.append(CheckError(fpath, n, "expected a JSON object with 'id' and 'text'"))
             continue
