@@ -67,17 +67,19 @@ def test_detach_returns_at_once_and_the_job_finishes(engine):
 
 
 def test_cancel_then_resume_loses_nothing(engine):
-    launched = frank_json("replay", "w01-mini", "--draws", "draw-2", "--limit", "15", "--detach")
+    # The whole draw (45 requests): with 15, all of them could finish while `frank jobs cancel` was still
+    # starting its interpreter (seen once in a clean-clone run), and there was nothing left to cancel.
+    launched = frank_json("replay", "w01-mini", "--draws", "draw-2", "--detach")
     run_id = launched["run_id"]
     wait_state(run_id, done_at_least=2)
     cancelled = frank_json("jobs", "cancel", run_id)
     assert cancelled["state"] == "cancelled", cancelled
     before = records_by_id(cancelled["run_dir"])
-    assert 2 <= len(before) < 15
+    assert 2 <= len(before) < 45
     summary = frank_json("replay", "--resume", run_id, "--quiet")
-    assert summary["state"] == "finished" and summary["totals"]["ok"] == 15
+    assert summary["state"] == "finished" and summary["totals"]["ok"] == 45
     after = records_by_id(cancelled["run_dir"])
-    assert len(after) == 15 and all(len(recs) == 1 for recs in after.values())   # nothing lost, none twice
+    assert len(after) == 45 and all(len(recs) == 1 for recs in after.values())   # nothing lost, none twice
     assert all(after[key] == recs for key, recs in before.items())               # earlier records untouched
 
 
