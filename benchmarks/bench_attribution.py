@@ -7,7 +7,7 @@ has --enable-per-request-metrics and --per-request-spec-decode-metrics summary) 
 
 1. Sequential: the replay runner (full mode, streamed, temperature 0, prompts that repeat themselves so
    ngram drafts find matches) replays `--n` requests one at a time. Each record holds the /metrics-delta
-   values (`server`, attributed) and the response's raw `metrics`; engine.metrics.response_values turns
+   values (`server`, attributed) and the response's raw `metrics`; frank.engine.metrics.response_values turns
    the latter into the same fields. Printed per field: how many requests had both, how many agree exactly
    (to 1 us / one token), the median and the worst absolute difference.
 2. Concurrent: `--concurrent` requests at once, scraped around the whole batch: the deltas cannot
@@ -30,10 +30,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_engine import engine_url  # noqa: E402
-from engine.metrics import fetch_metrics, fetch_settled, request_delta, response_values  # noqa: E402
-from replays.runner import ReplayOptions, read_records, start_replay  # noqa: E402
-from replays.w01 import _text  # noqa: E402
-from replays.workload import write_workload  # noqa: E402
+from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta, response_values  # noqa: E402
+from frank.workloads.replay import ReplayOptions, read_records, start_replay  # noqa: E402
+from frank.workloads.w01 import _text  # noqa: E402
+from frank.workloads.format import write_workload  # noqa: E402
 
 # field -> unit of its difference; seconds are printed in ms
 FIELDS = {"queue_s": "s", "prefill_s": "s", "decode_s": "s", "inference_s": "s", "ttft_s": "s",

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 SAMPLER_ONLY = """
 import sys, time
-from engine.telemetry.sampler import Sampler, controller_target
+from frank.engine.telemetry.sampler import Sampler, controller_target
 s = Sampler(controller_target(), period_s=1.0).start()
 time.sleep(float(sys.argv[1]))
 s.stop()
@@ -41,10 +41,10 @@ s.stop()
 
 
 async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> dict:
-    from console.app import FrankApp, default_services
-    from console.screens.dashboard import DashboardScreen
-    from console.screens.logs import LogsScreen
-    from console.screens.replays import ReplaysScreen
+    from frank.console.app import FrankApp, default_services
+    from frank.console.screens.dashboard import DashboardScreen
+    from frank.console.screens.logs import LogsScreen
+    from frank.console.screens.replays import ReplaysScreen
     from textual.screen import Screen
 
     app = FrankApp(default_services(None, 1.0), remember_theme=False)
@@ -95,7 +95,7 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
         done = job.status.done if job and job.status else 0
         still_running = bool(job and job.running)
     if job is not None and still_running:
-        from replays import jobs
+        from frank import jobs
         jobs.cancel(job.run_id, wait_s=60)   # the job outlives the console: stop it here
     lat_ms = sorted(x * 1000 for x in lat)
     return {"keys": len(lat_ms), "p50_ms": statistics.median(lat_ms),
@@ -118,14 +118,14 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     if tmux is None:
         raise SystemExit("tmux is needed for the idle CPU measurement")
     from benchmarks.bench_telemetry import cpu_seconds
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     socket = f"frank-bench-{uuid.uuid4().hex[:6]}"    # a private server: sessions get exactly this env
     keep = {k: os.environ[k] for k in ("FRANK_HOME", "FRANK_MODELS") if k in os.environ}
     env = lambda pythonpath: "env " + " ".join(f"{k}={v}" for k, v in {**keep, "PYTHONPATH": pythonpath}.items())
-    commands = {"console": f"{env(str(REPO))} {sys.executable} -m console.cli"}
+    commands = {"console": f"{env(str(REPO))} {sys.executable} -m frank.console.cli"}
     if baseline_src:
-        commands["baseline console"] = f"{env(baseline_src)} {sys.executable} -m console.cli"
+        commands["baseline console"] = f"{env(baseline_src)} {sys.executable} -m frank.console.cli"
     if peer:
         url = EngineController().status().url
         commands["peer vllm-htop --interval 1"] = f"{peer} --url {url} --interval 1"
@@ -160,7 +160,7 @@ def main() -> int:
     parser.add_argument("--baseline-src", help="another source tree whose console runs idle beside ours")
     parser.add_argument("--peer", help="path to vllm-htop: its TUI watches the same engine beside ours")
     args = parser.parse_args()
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     controller = EngineController()
     started = False

@@ -12,7 +12,7 @@ def engine_url(url: str | None = None) -> Iterator[str]:
     if url is not None:
         yield url
         return
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     controller = EngineController()
     st = controller.status()

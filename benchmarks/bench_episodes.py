@@ -38,8 +38,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.metrics import fetch_metrics  # noqa: E402
-from replays.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes, served_model  # noqa: E402
+from frank.engine.metrics import fetch_metrics  # noqa: E402
+from frank.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes, served_model  # noqa: E402
 
 E2E = "vllm:e2e_request_latency_seconds"
 
@@ -70,7 +70,7 @@ asyncio.run(main())
 def peer(url: str, model: str, n: int = 20) -> dict:
     import subprocess
 
-    from replays.episodes.harness import agent_python, offline_env
+    from frank.episodes.harness import agent_python, offline_env
 
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([str(agent_python()), "-c", PEER, url, model, str(n)], capture_output=True, text=True,

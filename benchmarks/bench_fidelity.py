@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.controller import EngineController  # noqa: E402
-from engine.fidelity.measure import TOP_K, mean_kl  # noqa: E402
-from replays.fidelity import runs  # noqa: E402
-from replays.fidelity.candidate import engine_logprobs  # noqa: E402
-from replays.fidelity.reference import get_reference, model_fingerprint  # noqa: E402
+from frank.engine.controller import EngineController  # noqa: E402
+from frank.fidelity.measure import TOP_K, mean_kl  # noqa: E402
+from frank.fidelity import runs  # noqa: E402
+from frank.fidelity.candidate import engine_logprobs  # noqa: E402
+from frank.fidelity.reference import get_reference, model_fingerprint  # noqa: E402
 
 
 def vectorized_kl(ref_ids: np.ndarray, ref_lps: np.ndarray, cand: list[dict[int, float]]) -> float:
@@ -51,7 +51,7 @@ def main() -> int:
         controller.start("embedded-cpu")
     try:
         target = runs.running_target(controller)
-        from replays.fidelity.reference import cached_path
+        from frank.fidelity.reference import cached_path
         model_sha = model_fingerprint(target.model_dir)
         cold = not all(cached_path(s, model_sha).is_file() for s in runs.load_sets(None))
         t0 = time.perf_counter()

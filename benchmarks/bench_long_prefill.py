@@ -7,7 +7,7 @@ dir, then:
 - a length ladder: plain /v1/completions prompts of token IDs (fresh salt each), to show how prefill time
   grows with prompt length (linear for sliding-window attention, quadratic for full attention).
 Each request asks for one output token; its TTFT, queue, prefill and front end (TTFT - queue - prefill) come
-from /metrics deltas (engine.metrics.request_delta), as in the replay runner.
+from /metrics deltas (frank.engine.metrics.request_delta), as in the replay runner.
 
     .venv/bin/python benchmarks/bench_long_prefill.py [--profile embedded-cpu-swa] [--ladder 20000,40000,...]
 """
@@ -29,10 +29,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.controller import EngineController  # noqa: E402
-from engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
-from replays.catalog import resolve_workload  # noqa: E402
-from replays.workload import load_workload  # noqa: E402
+from frank.engine.controller import EngineController  # noqa: E402
+from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
+from frank.workloads.catalog import resolve_workload  # noqa: E402
+from frank.workloads.format import load_workload  # noqa: E402
 
 
 def _timed(client: httpx.Client, url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:

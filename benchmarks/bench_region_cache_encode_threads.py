@@ -13,9 +13,9 @@ import random
 import statistics
 import time
 
-from engine import paths
-from engine.region_cache import core
-from replays import w01
+from frank import paths
+from frank.engine.region_cache import core
+from frank.workloads import w01
 
 
 def main() -> None:

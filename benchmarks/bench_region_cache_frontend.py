@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
 
     sys.path.insert(0, str(REPO))
-    from engine import paths, tiny_model
-    from replays.w01 import make_w01
+    from frank import paths
+    from frank.engine.models import tiny_model
+    from frank.workloads.w01 import make_w01
 
     model = Path(args.model) if args.model else tiny_model.default_dir()
     if not args.model and tiny_model.check_build(model) is not None:
@@ -180,7 +181,7 @@ async def _run_arm(online: Any, timers: _Timers, requests: list[tuple[str, dict[
                    ids_out: dict[str, list[int]]) -> dict[str, Any]:
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
-    from engine.region_cache import runtime
+    from frank.engine.region_cache import runtime
 
     runtime.set_enabled(arm == "on")
     runtime.clear()
@@ -221,13 +222,13 @@ async def _run_arm(online: Any, timers: _Timers, requests: list[tuple[str, dict[
 
 
 async def _run_mode(model: str, mode: str, requests: list[tuple[str, dict[str, Any]]], rounds: int) -> dict[str, Any]:
-    from engine.region_cache import plugin
+    from frank.engine.region_cache import plugin
 
     plugin.install()  # the plugin's own hook, as the API server gets it
     online, renderer = _build(model, mode)
     timers = _Timers(renderer)
     # Warm-up outside the timings: imports, template compile, the encoder's one-off probe.
-    from engine.region_cache import runtime
+    from frank.engine.region_cache import runtime
 
     for arm in ("off", "on"):
         await _run_arm(online, timers, requests[:1], arm, {})

@@ -38,10 +38,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_engine import engine_url  # noqa: E402
-from engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
-from replays.runner import ReplayOptions, start_replay  # noqa: E402
-from replays.w01 import _text  # noqa: E402
-from replays.workload import write_workload  # noqa: E402
+from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
+from frank.workloads.replay import ReplayOptions, start_replay  # noqa: E402
+from frank.workloads.w01 import _text  # noqa: E402
+from frank.workloads.format import write_workload  # noqa: E402
 
 
 TOKEN = re.compile(rb'"content":"[^"]|"finish_reason":"')  # the runner's first-token rule, for raw bytes
@@ -97,7 +97,7 @@ def start_recorder(url: str, out: Path):
     import subprocess
 
     repo = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "record", "--upstream", url, "--listen",
+    proc = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "record", "--upstream", url, "--listen",
                              "127.0.0.1:0", "--out", str(out / "recording")], cwd=repo, env=dict(os.environ),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     listen = re.search(r"(http://127\.0\.0\.1:\d+)", proc.stderr.readline())

@@ -34,8 +34,8 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from engine import metrics as m  # noqa: E402
-from engine.telemetry.sampler import Sampler, static_target  # noqa: E402
+from frank.engine import metrics as m  # noqa: E402
+from frank.engine.telemetry.sampler import Sampler, static_target  # noqa: E402
 
 PEER_VENV = REPO / ".build" / "peer-venv"
 
@@ -69,7 +69,7 @@ class Engine:
         if url:
             self.url, self.pid = url, pid
             return
-        from engine.controller import EngineController
+        from frank.engine.controller import EngineController
 
         st = EngineController().status()
         if st.state == "ready":
@@ -167,7 +167,7 @@ print(r.ru_utime + r.ru_stime, flush=True)
 
 
 def side_by_side(url: str, pid: int | None, seconds: float, peer: Path, load_every: float) -> dict[str, object]:
-    ours_cmd = [sys.executable, "-m", "console.cli", "telemetry", "--period", "1", "--url", url,
+    ours_cmd = [sys.executable, "-m", "frank.console.cli", "telemetry", "--period", "1", "--url", url,
                 "--model", "tiny-frank", "--duration", str(seconds + 30)]
     if pid:
         ours_cmd += ["--pid", str(pid)]

@@ -7,7 +7,7 @@ and samples the API server and the engine core with py-spy the whole time. Sampl
 innermost frame that names a step:
 
   render           the chat template (render_messages / apply_hf_chat_template / jinja)
-  cache lookup     the region cache's split, hashing, lookup and join (engine/region_cache/core.py)
+  cache lookup     the region cache's split, hashing, lookup and join (frank/engine/region_cache/core.py)
   first encodes    regions the cache had not seen, encoded by the tokenizer (encode_regions)
   tokenize (vLLM)  vLLM's own tokenizer call (cache off, or a prompt the cache sent back to it)
   checks           request/prompt checks and process_for_engine (the renderer and the input processor,
@@ -44,11 +44,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import paths  # noqa: E402
-from engine.controller import EngineController  # noqa: E402
-from replays.runner import ReplayOptions, start_replay  # noqa: E402
-from replays.catalog import resolve_workload  # noqa: E402
-from replays.workload import load_workload, write_workload  # noqa: E402
+from frank import paths  # noqa: E402
+from frank.engine.controller import EngineController  # noqa: E402
+from frank.workloads.replay import ReplayOptions, start_replay  # noqa: E402
+from frank.workloads.catalog import resolve_workload  # noqa: E402
+from frank.workloads.format import load_workload, write_workload  # noqa: E402
 
 # (step, substrings of a frame "function (file:line)"); the innermost frame that matches any decides.
 STEPS: list[tuple[str, tuple[str, ...]]] = [

@@ -1,6 +1,6 @@
 """Capture /metrics fixtures from the REAL embedded engine for tests/unit/test_metrics.py.
 
-Starts the embedded-cpu profile's exact command (engine.controller's dry run) three times, one at a time:
+Starts the embedded-cpu profile's exact command (frank.engine.controller's dry run) three times, one at a time:
   1. spec decoding on: warm-up request, `before.txt`, one measured chat request, `after.txt` (settled);
      the response's usage and client timing go to `request.json`
   2. the same engine restarted: one small request, `after_restart.txt` (counters lower than after.txt)
@@ -25,8 +25,8 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from engine import metrics as m  # noqa: E402
-from engine.controller import EngineController  # noqa: E402
+from frank.engine import metrics as m  # noqa: E402
+from frank.engine.controller import EngineController  # noqa: E402
 
 OUT = REPO / "tests" / "fixtures" / "metrics"
 PROMPT = ("The operator watches the GPU, the PCIe link and the CPU expert pool next to the engine's own "

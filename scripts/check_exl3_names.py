@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.profiles import Profile, list_profiles, load_profile  # noqa: E402
+from frank.engine.profiles import Profile, list_profiles, load_profile  # noqa: E402
 
 NAME = re.compile(r"EXL3_[A-Z0-9_]+")
 # Variables in the profiles that exllamav3 does not read, on purpose.

@@ -28,7 +28,7 @@ def _engine_processes(basetemp: str | None = None) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info.get("cmdline") or []
-        if "engine.supervisor" in cmd and any(str(_SESSION_HOME) in part or (basetemp and basetemp in part) for part in cmd):
+        if "frank.engine.supervisor" in cmd and any(str(_SESSION_HOME) in part or (basetemp and basetemp in part) for part in cmd):
             found.append(proc)
     return found
 
@@ -41,7 +41,7 @@ def session_home() -> Path:
 @pytest.fixture(scope="session")
 def engine():
     """The shared embedded engine (real vLLM on the CPU). Tests must not stop or restart it."""
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     controller = EngineController()  # the session home's default state dir, so CLI subprocesses adopt it
     status = controller.start("embedded-cpu")

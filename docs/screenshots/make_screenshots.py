@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
-REVIEW = REPO / "replays" / "designs" / "workloads" / "review-t0"
+REVIEW = REPO / "frank" / "experiments" / "designs" / "workloads" / "review-t0"
 
 
 async def launch(app, pilot, key: str, mode: str, draws: str, limit: str) -> None:
@@ -55,8 +55,8 @@ def verify_points(app) -> int:
 
 
 async def main() -> int:
-    from console.app import FrankApp, default_services
-    from engine import paths
+    from frank.console.app import FrankApp, default_services
+    from frank import paths
 
     review = paths.workloads_dir() / "review-t0"
     if not review.exists():
@@ -97,7 +97,7 @@ async def main() -> int:
         await pilot.pause(1.5)
         app.save_screenshot(str(HERE / "experiments.svg"))
         if app.job is not None and app.job.running:
-            from replays import jobs
+            from frank import jobs
             jobs.cancel(app.job.run_id, wait_s=30)   # the replay job would outlive the console
     print("saved:", ", ".join(sorted(p.name for p in HERE.glob("*.svg"))))
     return 0

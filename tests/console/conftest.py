@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from console.app import FrankApp, Services
-from engine.controller import EngineController, EngineStatus
+from frank.console.app import FrankApp, Services
+from frank.engine.controller import EngineController, EngineStatus
 
 from tests.console.recorded import RecordedSampler
 

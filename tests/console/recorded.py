@@ -1,14 +1,14 @@
-"""Deterministic telemetry for Pilot and snapshot tests: real engine.telemetry / engine.metrics types filled
+"""Deterministic telemetry for Pilot and snapshot tests: real frank.engine.telemetry / frank.engine.metrics types filled
 from a recorded workstation shape (two GPUs, a 64-core pool, an engine mid-replay), so screenshots do not
 change from run to run. `RecordedSampler` has the Sampler's read API (start/stop/latest/history)."""
 from __future__ import annotations
 
 import math
 
-from engine import metrics as m
-from engine.telemetry.cpu import CpuSample, EngineProcesses, ThreadUse
-from engine.telemetry.gpu import GpuReading, GpuSample
-from engine.telemetry.sampler import EngineView, Snapshot
+from frank.engine import metrics as m
+from frank.engine.telemetry.cpu import CpuSample, EngineProcesses, ThreadUse
+from frank.engine.telemetry.gpu import GpuReading, GpuSample
+from frank.engine.telemetry.sampler import EngineView, Snapshot
 
 GIB = 1024 ** 3
 

@@ -5,18 +5,18 @@ import dataclasses
 
 from textual.widgets import DataTable, Tabs
 
-from console import config
-from console.screens.confirm import ConfirmDialog
-from console.screens.dashboard import DashboardScreen
-from console.screens.experiments import ExperimentsScreen
-from console.screens.help import HelpScreen
-from console.screens.knobs import KnobScreen
-from console.screens.logs import LogsScreen
-from console.screens.replays import ReplaysScreen
-from console.widgets.cpu_panel import CpuPanel
-from console.widgets.engine_panel import EnginePanel
-from console.widgets.gpu_panel import GpuPanel
-from console.widgets.metrics_panel import MetricsPanel
+from frank.console import config
+from frank.console.screens.confirm import ConfirmDialog
+from frank.console.screens.dashboard import DashboardScreen
+from frank.console.screens.experiments import ExperimentsScreen
+from frank.console.screens.help import HelpScreen
+from frank.console.screens.knobs import KnobScreen
+from frank.console.screens.logs import LogsScreen
+from frank.console.screens.replays import ReplaysScreen
+from frank.console.widgets.cpu_panel import CpuPanel
+from frank.console.widgets.engine_panel import EnginePanel
+from frank.console.widgets.gpu_panel import GpuPanel
+from frank.console.widgets.metrics_panel import MetricsPanel
 
 from tests.console.conftest import READY, wait_until
 
@@ -112,7 +112,7 @@ async def test_help_lists_keys_with_binding_ids(make_app):
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = "\n".join(str(s.content) for s in app.screen.query("Static"))
-        for binding_id in ("engine.start", "engine.stop", "engine.region_cache", "mode.logs", "app.quit"):
+        for binding_id in ("engine.start", "engine.stop", "frank.engine.region_cache", "mode.logs", "app.quit"):
             assert binding_id in text
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
@@ -203,7 +203,7 @@ async def test_quit_leaves_the_engine_alone(make_app):
 
 
 async def test_palette_offers_every_action_and_knob(make_app):
-    from console.commands import ACTIONS, _entries
+    from frank.console.commands import ACTIONS, _entries
 
     app = make_app(status=READY)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -279,7 +279,7 @@ async def test_a_silent_engine_never_freezes_the_screen(make_app):
     import threading
     import time as _time
 
-    from engine.telemetry.sampler import Sampler, static_target
+    from frank.engine.telemetry.sampler import Sampler, static_target
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

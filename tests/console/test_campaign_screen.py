@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from console.screens.campaign import CampaignScreen
-from console.screens.confirm import ConfirmDialog
-from replays.campaign import actions
-from replays.campaign.history import read_history, history_path
+from frank.console.screens.campaign import CampaignScreen
+from frank.console.screens.confirm import ConfirmDialog
+from frank.campaign import actions
+from frank.campaign.ledger import read_history, history_path
 from tests.console.conftest import wait_until
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from console.app import FrankApp, Services
-from console.screens.episodes import EpisodesScreen
-from engine.telemetry.sampler import Sampler, controller_target
-from replays import jobs
-from replays.episodes.runner import list_runs, read_jsonl, run_path
+from frank.console.app import FrankApp, Services
+from frank.console.screens.episodes import EpisodesScreen
+from frank.engine.telemetry.sampler import Sampler, controller_target
+from frank import jobs
+from frank.episodes.runner import list_runs, read_jsonl, run_path
 from tests.console.conftest import wait_until
 
 pytestmark = pytest.mark.engine

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from console.screens.confirm import ConfirmDialog
-from console.screens.experiments import ExperimentsScreen
-from replays.experiments import registry
-from replays.experiments.runner import RunLock
+from frank.console.screens.confirm import ConfirmDialog
+from frank.console.screens.experiments import ExperimentsScreen
+from frank.experiments import registry
+from frank.experiments.runner import RunLock
 from tests.console.conftest import wait_until
 
 
@@ -33,7 +33,7 @@ async def test_register_from_the_menu_shows_hash_order_and_smallest_p(make_app):
         dialog = app.screen
         assert isinstance(dialog, ConfirmDialog)
         assert "sha256" in dialog.body and "1/32" in dialog.body and "order" in dialog.body
-        assert "\npower    " in dialog.body   # the power line (console/power_preview.py)
+        assert "\npower    " in dialog.body   # the power line (frank/console/power_preview.py)
         await pilot.press("y")
         for _ in range(60):
             await pilot.pause(0.05)
@@ -70,9 +70,8 @@ async def test_cancelled_registration_registers_nothing(make_app):
 
 
 async def test_console_adopts_a_running_experiment(make_app):
-    from replays.designs import __path__ as _  # noqa: F401  (designs ship with the package)
     make_app()  # sets FRANK_HOME
-    from console.screens.experiments import design_files
+    from frank.console.screens.experiments import design_files
 
     path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
     run = registry.register(path, seed=7)
@@ -92,7 +91,7 @@ async def test_a_running_experiment_owns_the_engine(make_app):
     from tests.console.conftest import READY
 
     make_app()
-    from console.screens.experiments import design_files
+    from frank.console.screens.experiments import design_files
 
     path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
     run = registry.register(path, seed=3)

@@ -2,8 +2,8 @@
 shown), and the panel renders a run's per-set KL with the floor beside it."""
 from __future__ import annotations
 
-from console.screens.experiments import ExperimentsScreen
-from console.widgets.fidelity_panel import FidelityPanel, fidelity_markup
+from frank.console.screens.experiments import ExperimentsScreen
+from frank.console.widgets.fidelity_panel import FidelityPanel, fidelity_markup
 from tests.console.conftest import wait_until
 
 

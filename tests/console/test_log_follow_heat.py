@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import re
 
-from console.log_follow import LogFollower
-from console.widgets.cpu_panel import heat_strip
+from frank.console.log_follow import LogFollower
+from frank.console.widgets.cpu_panel import heat_strip
 
 
 def cells(row: str) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from console.screens.logs import LogsScreen
-from console.widgets.log_view import CACHE_LINES, LogIndex, LogView
+from frank.console.screens.logs import LogsScreen
+from frank.console.widgets.log_view import CACHE_LINES, LogIndex, LogView
 
 from tests.console.conftest import READY, wait_until
 import dataclasses

@@ -59,7 +59,7 @@ def test_replays(snap_compare, make_app, size):
 
 @pytest.mark.parametrize("theme", ["frank-dark", "frank-light"])
 def test_experiments(snap_compare, make_app, theme, monkeypatch):
-    from console.screens import experiments
+    from frank.console.screens import experiments
 
     seeds = sorted(experiments.BUILTIN_DESIGNS.glob("seed-*.toml"))   # the shipped seed designs only
     monkeypatch.setattr(experiments, "design_files", lambda: seeds)

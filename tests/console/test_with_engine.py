@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from console.app import FrankApp, Services
-from console.screens.replays import ReplaysScreen
-from console.widgets.engine_panel import EnginePanel
-from engine.telemetry.sampler import Sampler, controller_target
-from replays.catalog import resolve_workload
-from replays.workload import load_workload
+from frank.console.app import FrankApp, Services
+from frank.console.screens.replays import ReplaysScreen
+from frank.console.widgets.engine_panel import EnginePanel
+from frank.engine.telemetry.sampler import Sampler, controller_target
+from frank.workloads.catalog import resolve_workload
+from frank.workloads.format import load_workload
 
 pytestmark = pytest.mark.engine
 

@@ -7,15 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.paths import REPO_ROOT
+from frank.paths import REPO_ROOT
 from tests import chromium
 
-DESIGNS = REPO_ROOT / "replays" / "designs"
+DESIGNS = REPO_ROOT / "frank" / "experiments" / "designs"
 
 
 def test_the_seed_schedule_report_renders_with_its_plots(tmp_path: Path) -> None:
     page = tmp_path / "schedule.html"
-    res = subprocess.run([sys.executable, "-m", "console.cli", "experiment", "analyze",
+    res = subprocess.run([sys.executable, "-m", "frank.console.cli", "experiment", "analyze",
                           str(DESIGNS / "seed-schedule-2.toml"), str(DESIGNS / "seed-schedule-2.csv"),
                           "--html", str(page)], capture_output=True, text=True, timeout=120, cwd=str(REPO_ROOT))
     assert res.returncode == 0, res.stderr

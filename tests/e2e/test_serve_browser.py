@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.paths import REPO_ROOT
+from frank.paths import REPO_ROOT
 from tests import chromium
 
 
@@ -25,8 +25,8 @@ def free_port() -> int:
 
 
 def test_serve_refuses_a_non_loopback_address_without_the_flag() -> None:
-    from console.cli.serve_cmd import listen_address
-    from engine.errors import FrankError
+    from frank.console.cli.serve_cmd import listen_address
+    from frank.errors import FrankError
 
     with pytest.raises(FrankError, match="not a loopback address.*--allow-remote"):
         listen_address("0.0.0.0:8566", allow_remote=False)
@@ -39,7 +39,7 @@ def test_serve_refuses_a_non_loopback_address_without_the_flag() -> None:
 @pytest.mark.timeout(180)
 async def test_the_dashboard_appears_in_chromium(fresh_frank_home: Path, tmp_path: Path) -> None:
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "console.cli", "serve", "--listen", f"127.0.0.1:{port}",
+    server = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "serve", "--listen", f"127.0.0.1:{port}",
                                "--read-only"], cwd=str(REPO_ROOT), stdout=subprocess.DEVNULL,
                               stderr=open(tmp_path / "serve.log", "w"), start_new_session=True)
     try:

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_console_in_tmux_starts_engine_flips_cache_and_replays(fresh_frank_home):
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     controller = EngineController()
     socket = new_socket()

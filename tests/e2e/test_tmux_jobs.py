@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from replays import jobs
+from frank import jobs
 from tests.e2e.tmux import TMUX, Console, kill_server, new_socket
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
@@ -116,7 +116,7 @@ def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
         assert 2 <= len(kept) < 45
     finally:
         console.close()
-    result = subprocess.run([sys.executable, "-m", "console.cli", "replay", "--resume", job.run_id, "--quiet",
+    result = subprocess.run([sys.executable, "-m", "frank.console.cli", "replay", "--resume", job.run_id, "--quiet",
                              "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["totals"]["ok"] == 45

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import REPO_ROOT
-from replays.workload import write_workload
+from frank.paths import REPO_ROOT
+from frank.workloads.format import write_workload
 
 pytestmark = pytest.mark.engine
 
@@ -39,7 +39,7 @@ kind = "pass_rate_drop"
 
 
 def frank(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
                           timeout=300, cwd=str(REPO_ROOT))
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from engine.paths import REPO_ROOT, user_profiles_dir
-from engine.profiles import BUILTIN_DIR
-from replays.workload import write_workload
+from frank.paths import REPO_ROOT, user_profiles_dir
+from frank.engine.profiles import BUILTIN_DIR
+from frank.workloads.format import write_workload
 from tests import chromium
 
 pytestmark = pytest.mark.engine
@@ -86,7 +86,7 @@ max_retries = 0
 
 
 def frank(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=str(REPO_ROOT))
 
 
@@ -109,8 +109,8 @@ def workload(path: Path) -> Path:
 async def console_shows_the_fired_rule() -> None:
     from textual.widgets import DataTable
 
-    from console.app import FrankApp, Services
-    from engine.controller import EngineController
+    from frank.console.app import FrankApp, Services
+    from frank.engine.controller import EngineController
     from tests.console.conftest import wait_until
 
     app = FrankApp(Services(controller=EngineController()), poll_status=False, remember_theme=False)

@@ -14,14 +14,14 @@ import httpx
 import psutil
 import pytest
 
-from engine.controller import EngineController, EngineError, _group_members
-from engine.profiles import ProfileError
+from frank.engine.controller import EngineController, EngineError, _group_members
+from frank.engine.profiles import ProfileError
 
 pytestmark = pytest.mark.engine
 
 
 def frank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
                           timeout=600, env={**os.environ, **(env or {})})
 
 
@@ -102,7 +102,7 @@ def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
                              f"import httpx; httpx.post({status.url + '/v1/completions'!r}, json={body!r}, timeout=600)"])
     time.sleep(3)
     t0 = time.monotonic()
-    stopped = subprocess.run([sys.executable, "-m", "console.cli", "engine", "stop", "--grace", "3", "--json"],
+    stopped = subprocess.run([sys.executable, "-m", "frank.console.cli", "engine", "stop", "--grace", "3", "--json"],
                              capture_output=True, text=True, timeout=120)
     took = time.monotonic() - t0
     proc.kill()
@@ -113,11 +113,11 @@ def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
 
 
 def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
-    from engine import paths
+    from frank import paths
 
     user_dir = paths.user_profiles_dir()
     user_dir.mkdir(parents=True)
-    base = (paths.REPO_ROOT / "engine" / "profiles" / "embedded-cpu.toml").read_text()
+    base = (paths.REPO_ROOT / "frank" / "engine" / "profiles" / "embedded-cpu.toml").read_text()
 
     # a taken port
     with socket.socket() as busy:

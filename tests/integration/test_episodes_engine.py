@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from replays.episodes.runner import create_run, load_state, read_jsonl, report, run_episodes
-from replays.episodes.suite import load_suite
-from replays.workload import check_workload
+from frank.episodes.runner import create_run, load_state, read_jsonl, report, run_episodes
+from frank.episodes.suite import load_suite
+from frank.workloads.format import check_workload
 from tests.integration.vanishing_proxy import VanishingEngineProxy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ TASKS = ["fix-failing-test", "trace-fault", "rename-symbol", "csv-figure", "impl
 
 def _frank(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -103,7 +103,7 @@ def _wait_for(predicate, timeout: float = 120.0, what: str = "") -> None:
 
 
 def test_crashing_grader_is_error_the_run_goes_on_and_a_killed_run_resumes_at_the_first_unfinished(engine, tmp_path):
-    from replays.episodes import job
+    from frank.episodes import job
 
     folder = create_run(_fixture_suite(tmp_path), draws=1, out=tmp_path / "run")
     pid = job.launch(folder).pid

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.controller import EngineController
-from engine.paths import REPO_ROOT
-from replays.experiments import registry
-from replays.experiments.journal import read_events
-from replays.workload import write_workload
+from frank.engine.controller import EngineController
+from frank.paths import REPO_ROOT
+from frank.experiments import registry
+from frank.experiments.journal import read_events
+from frank.workloads.format import write_workload
 
 pytestmark = pytest.mark.engine
 
@@ -72,7 +72,7 @@ sets = ["{fidelity_set}"]
 
 
 def frank(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=str(REPO_ROOT))
 
 
@@ -100,7 +100,7 @@ def wait_for(journal: Path, predicate, timeout_s: float) -> dict:
 def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tmp_path: Path) -> None:
     workload = tiny_workload(tmp_path / "tiny")
     design = tmp_path / "design.toml"
-    from replays.fidelity.sets import Document, write_set
+    from frank.fidelity.sets import Document, write_set
 
     fidelity_set = write_set(tmp_path / "fid", "fid", "one short document", [Document("d", CODE * 3)], max_tokens=48)
     design.write_text(DESIGN.format(workload=workload, fidelity_set=fidelity_set))
@@ -114,7 +114,7 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     journal = run.journal_path
 
     # first runner: SIGKILL it while the second cell's engine is starting (the first cell is recorded)
-    runner = subprocess.Popen([sys.executable, "-m", "console.cli", "experiment", "run", run_id],
+    runner = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "experiment", "run", run_id],
                               cwd=str(REPO_ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     controller = EngineController()

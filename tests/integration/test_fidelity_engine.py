@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import REPO_ROOT
-from replays.fidelity.sets import Document, write_set
+from frank.paths import REPO_ROOT
+from frank.fidelity.sets import Document, write_set
 
 pytestmark = pytest.mark.engine
 
@@ -30,7 +30,7 @@ def small_set(path: Path) -> Path:
 
 
 def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=str(REPO_ROOT), env=dict(os.environ))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from replays import jobs
+from frank import jobs
 
 pytestmark = pytest.mark.engine
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -117,7 +117,7 @@ def test_kill_9_at_random_points_then_resume(engine):
 
 
 def planned_ids(draw: str, limit: int) -> list[str]:
-    from replays.catalog import resolve_workload
-    from replays.workload import load_workload
+    from frank.workloads.catalog import resolve_workload
+    from frank.workloads.format import load_workload
 
     return [r.id for r in load_workload(resolve_workload("w01-mini"), [draw]).requests[draw][:limit]]

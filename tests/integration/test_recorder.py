@@ -14,9 +14,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from replays.recorder import Recorder, forward_headers
-from replays.runner import ReplayOptions, read_records, start_replay
-from replays.workload import check_workload, load_workload
+from frank.workloads.recorder import Recorder, forward_headers
+from frank.workloads.replay import ReplayOptions, read_records, start_replay
+from frank.workloads.format import check_workload, load_workload
 
 pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ async def test_recorded_session_is_a_valid_workload_that_replays(engine, tmp_pat
 def test_frank_record_survives_sigint_with_every_answer_on_disk(engine, tmp_path):
     url = engine.status().url
     out = tmp_path / "cli-recording"
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "record", "--upstream", url,
+    proc = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "record", "--upstream", url,
                              "--listen", "127.0.0.1:0", "--out", str(out), "--json"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ))

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.region_cache.client import RegionCacheClient
+from frank.engine.region_cache.client import RegionCacheClient
 
 pytestmark = pytest.mark.engine
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.cli import main
-from engine.metrics import E2E, fetch_metrics, response_values
-from replays.experiments.cell import measures_from_records
-from replays.runner import ReplayOptions, read_records, resume_replay, start_replay
-from replays.w01 import make_w01
-from replays.workload import load_workload
+from frank.console.cli import main
+from frank.engine.metrics import E2E, fetch_metrics, response_values
+from frank.experiments.cell import measures_from_records
+from frank.workloads.replay import ReplayOptions, read_records, resume_replay, start_replay
+from frank.workloads.w01 import make_w01
+from frank.workloads.format import load_workload
 
 pytestmark = pytest.mark.engine
 PREFIX = 5
@@ -169,7 +169,7 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(engine, m
     import signal
     import threading
 
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     own = EngineController()
     status = own.start("embedded-cpu")
@@ -204,7 +204,7 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(engine, m
 
 def test_w01_big_region_share_with_the_engines_own_tokenizer(engine, mini):
     """The shape holds with the real template and tokenizer: the system region is ~97-99% of each prompt."""
-    from replays.w01 import TOOLS_HEADER
+    from frank.workloads.w01 import TOOLS_HEADER
 
     url = engine.status().url
     reqs = load_workload(mini, ["draw-1"]).requests["draw-1"]

@@ -12,11 +12,11 @@ import httpx
 import psutil
 import pytest
 
-from engine import tiny_model
-from engine.controller import EngineController
-from engine.metrics import fetch_metrics, fetch_settled, request_delta
-from engine.region_cache.client import RegionCacheClient
-from replays.w01 import generate
+from frank.engine.models import tiny_model
+from frank.engine.controller import EngineController
+from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta
+from frank.engine.region_cache.client import RegionCacheClient
+from frank.workloads.w01 import generate
 
 pytestmark = pytest.mark.engine
 
@@ -68,7 +68,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_vllm_processes_do_not_spin_after_a_request(swa_engine):
-    """FRANK_SHM_WAIT=sleep (engine/shm_idle.py): without it the worker spins on a core for 1 s after every
+    """FRANK_SHM_WAIT=sleep (frank/engine/shm_idle.py): without it the worker spins on a core for 1 s after every
     step it reads, which is half of this machine's front end."""
     status = swa_engine.status()
     vllm_procs = [p for p in psutil.Process(status.pid).children(recursive=True)]

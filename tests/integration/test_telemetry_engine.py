@@ -7,8 +7,8 @@ import time
 import httpx
 import pytest
 
-from engine import metrics as m
-from engine.telemetry.sampler import Sampler, controller_target
+from frank.engine import metrics as m
+from frank.engine.telemetry.sampler import Sampler, controller_target
 
 pytestmark = pytest.mark.engine
 
@@ -62,7 +62,7 @@ def test_one_requests_delta_matches_its_usage_and_timing(engine):
     # at max_tokens), the first token comes from the prefill
     assert d.verify_steps > 0 and 1.0 <= d.acceptance_length <= 1 + 8
     assert 1 + d.decode_steps <= d.generation_tokens <= 1 + d.decode_steps + d.accepted_tokens
-    # a verify step is every decode step, drafted or not (engine/measures.py)
+    # a verify step is every decode step, drafted or not (frank/engine/measures.py)
     assert d.verify_steps <= d.decode_steps and d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)
     # the response carries its own timings (--enable-per-request-metrics): the same engine-core timestamps
     own, _ = m.response_values(body["metrics"], usage["completion_tokens"], usage["prompt_tokens"], client_s)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from console.cli import build_parser
-from console.cli.bench_cmd import draw_order
+from frank.console.cli import build_parser
+from frank.console.cli.bench_cmd import draw_order
 
 
 def test_orders_are_balanced_and_reproducible():
@@ -29,8 +29,8 @@ def test_the_cli_parses_the_registered_options():
 
 
 def test_full_scale_w01_runs_on_the_sliding_window_profile_unless_told():
-    from console.cli.bench_cmd import default_profile
-    from engine.profiles import load_profile
+    from frank.console.cli.bench_cmd import default_profile
+    from frank.engine.profiles import load_profile
 
     assert default_profile("w01-full") == "embedded-cpu-swa"
     assert default_profile("w01-mini") == default_profile("/some/recorded/workload") == "embedded-cpu"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import REPO_ROOT
-from engine.profiles import load_profile
-from replays.campaign import actions
-from replays.campaign.adapters import ArmResult, RunResult
-from replays.campaign.history import open_ledger, read_history
-from replays.campaign.ledger import CampaignError, RevertRule, load_campaign, parse_campaign_text
-from replays.campaign.watch import check_run, evaluate
+from frank.paths import REPO_ROOT
+from frank.engine.profiles import load_profile
+from frank.campaign import actions
+from frank.campaign.adapters import ArmResult, RunResult
+from frank.campaign.ledger import open_ledger, read_history
+from frank.campaign.parts import CampaignError, RevertRule, load_campaign, parse_campaign_text
+from frank.campaign.watch import check_run, evaluate
 
 PART = """version = 1
 name = "t"
@@ -35,7 +35,7 @@ design = "@designs/region-cache-on-off.toml"
 
 def frank(*args: str, home: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "FRANK_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=str(REPO_ROOT), env=env)
 
 
@@ -112,11 +112,11 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_hom
         actions.adopt("cache", path)
     # a registered run of the part's design, decided confirmed: stand in for the report (the real run is
     # the integration tier's); the run id and the design hash still have to match
-    from replays.experiments import registry
+    from frank.experiments import registry
 
-    run = registry.register(REPO_ROOT / "replays" / "designs" / "region-cache-on-off.toml", seed=1)
+    run = registry.register(REPO_ROOT / "frank" / "experiments" / "designs" / "region-cache-on-off.toml", seed=1)
     assert actions.status(path)["parts"][0]["up_next"] == f"testing: registered run {run.run_id} is not finished"
-    monkeypatch.setattr("replays.campaign.evidence.run_report",
+    monkeypatch.setattr("frank.campaign.evidence.run_report",
                         lambda rid: {"run_id": rid, "decision": "confirmed", "decision_reason": "p = 1/20",
                                      "p_value": 0.05, "p_fraction": "1/20", "design_sha256": run.design.sha256})
     assert actions.status(path)["parts"][0]["up_next"].startswith(f"adopt: registered run {run.run_id} is confirmed")
@@ -180,14 +180,14 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
 
 
 def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home: Path, tmp_path: Path) -> None:
-    from replays.campaign.adapters import cells_fidelity
+    from frank.campaign.adapters import cells_fidelity
 
     cells = [{"fidelity": {"sets": {"code": {"kl": 0.1}, "prose": {"kl": 0.3}}}}, {"fidelity": {"sets": {"code": {"kl": 0.2}}}}]
     assert cells_fidelity(cells) == pytest.approx(0.2) and cells_fidelity([{"value": 1.0}]) is None
 
     # `frank fidelity run` results, in the fidelity layer's own storage (issue 12; skipped without it)
-    runs = pytest.importorskip("replays.fidelity.runs")
-    from replays.campaign.watch import sweep
+    runs = pytest.importorskip("frank.fidelity.runs")
+    from frank.campaign.watch import sweep
 
     def saved(run_id: str, knobs: dict, kl: float, at: float) -> None:
         runs.save_run({"id": run_id, "kind": "run", "created_at": at, "seconds": 1.0, "profile": "embedded-cpu",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from replays.episodes.harness import agent_python, offline_env
+from frank.episodes.harness import agent_python, offline_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ import asyncio, json, sys
 from pathlib import Path
 from inspect_ai.tool import bash, python, text_editor
 from inspect_ai.util._sandbox.context import sandbox_default_context_var, sandbox_environments_context_var
-from replays.episodes.inspect_harness import WorkspaceSandbox
+from frank.episodes.inspect_harness import WorkspaceSandbox
 
 async def main(ws):
     envs = await WorkspaceSandbox.sample_init("t", ws, {})

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from replays.episodes.grade import check_references, run_grader, workspace_bytes
-from replays.episodes.suite import check_suite, load_suite, resolve_suite
-from replays.episodes.tasks import FULL_BYTES, GENERATORS, materialize
+from frank.episodes.grade import check_references, run_grader, workspace_bytes
+from frank.episodes.suite import check_suite, load_suite, resolve_suite
+from frank.episodes.tasks import FULL_BYTES, GENERATORS, materialize
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def _frank(*args: str, env_home: Path) -> subprocess.CompletedProcess:
     import os
 
     env = {**os.environ, "FRANK_HOME": str(env_home), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env=env)
 
 
@@ -191,23 +191,23 @@ def test_a_grader_that_crashes_is_an_error_not_a_fail(tmp_path, grader, detail):
 
 
 def test_resolve_suite_names_builtins_and_refuses_unknown():
-    assert resolve_suite("w01-mini") == REPO / "replays" / "episodes" / "suites" / "w01-mini.toml"
-    from engine.errors import FrankError
+    assert resolve_suite("w01-mini") == REPO / "frank" / "episodes" / "suites" / "w01-mini.toml"
+    from frank.errors import FrankError
 
     with pytest.raises(FrankError, match="no suite 'w99'"):
         resolve_suite("w99")
 
 
 def test_episode_designs_parse_and_refuse_what_they_cannot_run():
-    from replays.experiments.design import DesignError, load_design, parse_design_text
+    from frank.experiments.design import DesignError, load_design, parse_design_text
 
-    design = load_design(REPO / "replays" / "designs" / "episodes-adoption.toml")
+    design = load_design(REPO / "frank" / "experiments" / "designs" / "episodes-adoption.toml")
     assert (design.kind, design.rule.test, design.episodes.suite, design.episodes.draws) == (
         "balanced", "criteria", "w01-mini", 1)
     assert [(c.measure, c.compare, c.margin) for c in design.rule.criteria] == [
         ("episode_total_time", "lower", 0.0), ("episodes_passed", "not_lower", 2.0)]
     assert design.fidelity is not None and '"episodes":{"draws":1,"suite":"w01-mini"}' in design.canonical
-    text = (REPO / "replays" / "designs" / "episodes-adoption.toml").read_text()
+    text = (REPO / "frank" / "experiments" / "designs" / "episodes-adoption.toml").read_text()
     where = "d.toml"
     cases = {
         text.replace('name = "episode_total_time"\n', 'name = "time_per_verify_step"\n'):
@@ -240,10 +240,10 @@ def test_episode_designs_parse_and_refuse_what_they_cannot_run():
 ])
 def test_the_adoption_rule_on_live_start_measures(spec2, spec4, decision, reason):
     """The three rules of the seed's adoption test, as `report_for_run` feeds a live [episodes] run."""
-    from replays.experiments.design import load_design
-    from replays.experiments.report import Observation, analyze
+    from frank.experiments.design import load_design
+    from frank.experiments.report import Observation, analyze
 
-    design = load_design(REPO / "replays" / "designs" / "episodes-adoption.toml")
+    design = load_design(REPO / "frank" / "experiments" / "designs" / "episodes-adoption.toml")
     obs = []
     for start, (arm, (total, passed, kl)) in enumerate((("spec-4", spec4), ("spec-2", spec2)), 1):
         fidelity = {"sets": {name: {"kl": kl, "reference_floor": 0.0} for name in ("code", "agent", "prose")}}

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from replays.experiments import registry
-from replays.experiments.cell import EngineCellExecutor, measures_from_records
-from replays.experiments.runner import RunnerInterrupted, run_experiment
+from frank.experiments import registry
+from frank.experiments.cell import EngineCellExecutor, measures_from_records
+from frank.experiments.runner import RunnerInterrupted, run_experiment
 from tests.unit.experiment_helpers import BLOCKS_DESIGN
 
 
@@ -40,7 +40,7 @@ def test_measures_by_hand() -> None:
 
 
 def test_the_cell_and_the_replay_runner_give_the_same_time_per_verify_step() -> None:
-    from replays.runner import draw_totals
+    from frank.workloads.replay import draw_totals
 
     records = [rec(0, decode=0.4, steps=8), rec(1, decode=0.6, steps=12), rec(2, decode=0.0, steps=0),
                rec(3, attributed=False, decode=5.0, steps=1)]
@@ -79,7 +79,7 @@ class InterruptedWhileStartingController:
 def test_stop_request_during_engine_start_leaves_no_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
     workload = tmp_path / "tiny"
-    from replays.workload import write_workload
+    from frank.workloads.format import write_workload
 
     write_workload(workload, "tiny", "", [("1", [{"id": "r1", "task": "t", "episode": "e", "turn": 1,
                                                   "offset_s": 0.0, "body": {"messages": [{"role": "user",
@@ -95,7 +95,7 @@ def test_stop_request_during_engine_start_leaves_no_engine(tmp_path: Path, monke
 
 def test_registration_refuses_a_draw_the_workload_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
-    from replays.workload import write_workload
+    from frank.workloads.format import write_workload
 
     write_workload(tmp_path / "tiny", "tiny", "", [("draw-1", [{"id": "r1", "task": "t", "episode": "e", "turn": 1,
                                                                "offset_s": 0.0, "body": {"messages": [

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import REPO_ROOT
-from replays.experiments import exact
-from replays.experiments.design import DesignError, load_design, parse_design_text
+from frank.paths import REPO_ROOT
+from frank.experiments import exact
+from frank.experiments.design import DesignError, load_design, parse_design_text
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
-DESIGNS = sorted((REPO_ROOT / "replays" / "designs").glob("*.toml"))
+DESIGNS = sorted((REPO_ROOT / "frank" / "experiments" / "designs").glob("*.toml"))
 
 
 def test_blocks_design_parses_with_defaults() -> None:
@@ -117,7 +117,7 @@ def test_a_rule_that_can_never_be_met_is_refused() -> None:
 
 
 def test_external_design_needs_criteria() -> None:
-    text = (REPO_ROOT / "replays" / "designs" / "seed-adoption.toml").read_text()
+    text = (REPO_ROOT / "frank" / "experiments" / "designs" / "seed-adoption.toml").read_text()
     d = parse_design_text(text)
     assert not d.runnable and d.rule.test == "criteria" and len(d.rule.criteria) == 3
     assert d.run_order[:2] == ("llamacpp-iq2", "llamacpp-iq2")

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from replays.experiments import exact
-from replays.experiments.design import parse_design_text
+from frank.experiments import exact
+from frank.experiments.design import parse_design_text
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.fidelity.measure import mean_kl
-from replays.experiments.design import DesignError, parse_design_text
-from replays.experiments.fidelity import engine_floor_between, save_candidates
-from replays.experiments.report import Observation, analyze, format_report, read_results_csv
-from replays.fidelity.candidate import top_k_arrays
+from frank.fidelity.measure import mean_kl
+from frank.experiments.design import DesignError, parse_design_text
+from frank.experiments.fidelity import engine_floor_between, save_candidates
+from frank.experiments.report import Observation, analyze, format_report, read_results_csv
+from frank.fidelity.candidate import top_k_arrays
 from tests.unit.experiment_helpers import BALANCED_DESIGN
 
 FIDELITY = '\n[fidelity]\nsets = ["code", "prose"]\nfloor = 1e-12\n'
@@ -108,7 +108,7 @@ def test_measured_floor_comes_from_two_control_starts(tmp_path: Path):
     assert r["fidelity"]["status"] == "pass"
 
 
-SEED_ADOPTION = Path(__file__).resolve().parents[2] / "replays" / "designs" / "seed-adoption.toml"
+SEED_ADOPTION = Path(__file__).resolve().parents[2] / "frank" / "experiments" / "designs" / "seed-adoption.toml"
 
 
 def test_results_csv_rows_and_revert(tmp_path: Path):

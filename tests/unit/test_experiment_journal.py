@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from replays.experiments.journal import Journal, JournalError, read_events
+from frank.experiments.journal import Journal, JournalError, read_events
 
 
 def test_append_read_and_sequence(tmp_path: Path) -> None:

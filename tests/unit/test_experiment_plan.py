@@ -1,4 +1,4 @@
-"""Power from measured noise (replays/experiments/plan.py): exact for the sign test, simulated for the
+"""Power from measured noise (frank/experiments/plan.py): exact for the sign test, simulated for the
 balanced permutation test, and the CLI / console preview that show it."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from console.cli import main
-from replays.experiments import plan
-from replays.experiments.design import load_design
+from frank.console.cli import main
+from frank.experiments import plan
+from frank.experiments.design import load_design
 
-DESIGNS = Path(__file__).resolve().parents[2] / "replays" / "designs"
+DESIGNS = Path(__file__).resolve().parents[2] / "frank" / "experiments" / "designs"
 
 
 def test_seed_schedule_design_power_is_exact():
@@ -62,7 +62,7 @@ def test_cli_plan_json(capsys):
 
 
 def test_registration_preview_lines(monkeypatch):
-    from console import power_preview
+    from frank.console import power_preview
 
     design = load_design(DESIGNS / "seed-schedule-2.toml")
     monkeypatch.setattr(plan, "latest_aa_spread", lambda measure: (1.0, "A/A run X (3 effects)"))

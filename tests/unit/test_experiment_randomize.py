@@ -5,8 +5,8 @@ from collections import Counter
 
 from scipy import stats
 
-from replays.experiments.design import parse_design_text
-from replays.experiments.randomize import draw_order, order_count, unrank
+from frank.experiments.design import parse_design_text
+from frank.experiments.randomize import draw_order, order_count, unrank
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
 

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
-from engine.paths import REPO_ROOT
-from replays.experiments.design import load_design, parse_design_text
-from replays.experiments.report import Observation, ResultsError, analyze, read_results_csv
+from frank.console.cli import main
+from frank.paths import REPO_ROOT
+from frank.experiments.design import load_design, parse_design_text
+from frank.experiments.report import Observation, ResultsError, analyze, read_results_csv
 
-DESIGNS = REPO_ROOT / "replays" / "designs"
+DESIGNS = REPO_ROOT / "frank" / "experiments" / "designs"
 
 
 def _analyze(name: str, csv_path: Path | None = None) -> dict:

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from replays.experiments import registry
-from replays.experiments.journal import read_events
-from replays.experiments.randomize import Slot
-from replays.experiments.report import report_for_run
-from replays.experiments.runner import (CellError, RunLock, RunnerInterrupted, load_state, lock_holder,
+from frank.experiments import registry
+from frank.experiments.journal import read_events
+from frank.experiments.randomize import Slot
+from frank.experiments.report import report_for_run
+from frank.experiments.runner import (CellError, RunLock, RunnerInterrupted, load_state, lock_holder,
                                         run_experiment)
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
@@ -250,7 +250,7 @@ def test_detached_runner_is_its_own_session_and_records_why_it_stopped(tmp_path:
     import os
     import time
 
-    from console.cli import main
+    from frank.console.cli import main
 
     run = _register(tmp_path, BLOCKS_DESIGN.replace('name = "tiny"', 'name = "no-such-workload"'))
     assert main(["experiment", "run", run.run_id, "--detach", "--json"]) == 0

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from engine.fidelity.measure import dense_candidate, mean_kl, position_kl
+from frank.fidelity.measure import dense_candidate, mean_kl, position_kl
 
 LN = math.log
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
-from engine.errors import FrankError
-from replays.fidelity import make_sets
-from replays.fidelity.sets import SHIPPED, Document, check_set, load_set, resolve_set, write_set
+from frank.console.cli import main
+from frank.errors import FrankError
+from frank.fidelity import make_sets
+from frank.fidelity.sets import SHIPPED, Document, check_set, load_set, resolve_set, write_set
 
 
 def test_shipped_sets_check_and_are_what_the_generator_makes(tmp_path):
@@ -19,8 +19,8 @@ def test_shipped_sets_check_and_are_what_the_generator_makes(tmp_path):
         fresh = make_sets.make(name, tmp_path)
         for child in fresh.iterdir():
             assert (text_set.path / child.name).read_bytes() == child.read_bytes(), (
-                f"{name}/{child.name} differs from its generator (did replays/w01.py or engine/tiny_corpus.py "
-                f"change?): bump SETS_VERSION and run `python -m replays.fidelity.make_sets`")
+                f"{name}/{child.name} differs from its generator (did frank/workloads/w01.py or frank/engine/models/tiny_corpus.py "
+                f"change?): bump SETS_VERSION and run `python -m frank.fidelity.make_sets`")
 
 
 @pytest.fixture

@@ -1,16 +1,19 @@
-"""The import-linter contracts in pyproject.toml ([tool.importlinter]) hold, and the headless packages have
-no import cycles (checked on the same grimp graph import-linter builds)."""
+"""The import-linter contracts in pyproject.toml ([tool.importlinter]) hold, and no package of frank has an
+import cycle, counting imports under `if TYPE_CHECKING:` (a circle of types is still a circle)."""
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
 
 REPO = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+FLOORS = ["console", "campaign", "experiments", "episodes", "fidelity", "workloads", "jobs", "reports", "engine",
+          "paths", "errors"]
 
 
 def test_import_linter_contracts_are_kept():
@@ -21,13 +24,39 @@ def test_import_linter_contracts_are_kept():
     assert "0 broken" in result.stdout and "2 kept" in result.stdout
 
 
-def test_headless_packages_have_no_import_cycles():
-    graph = grimp.build_graph("engine", "replays", cache_dir=None)
+def test_the_layers_contract_lists_every_floor():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["type"] == "layers")
+    listed = [name.strip() for layer in layers["layers"] for name in layer.split("|")]
+    on_disk = sorted(p.stem for p in (REPO / "frank").iterdir()
+                     if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__"))
+    assert sorted(listed) == on_disk == sorted(FLOORS)
+
+
+def _cycles(graph: grimp.ImportGraph, package: str) -> list[str]:
     cycles = []
     for module in sorted(graph.modules):
-        if not module.startswith(("engine", "replays")):
+        if not module.startswith(package):
             continue
         for imported in graph.find_modules_directly_imported_by(module):
             if imported != module and graph.chain_exists(importer=imported, imported=module):
                 cycles.append(f"{module} <-> {imported}")
+    return cycles
+
+
+def test_no_import_cycles_anywhere_counting_type_checking_imports():
+    graph = grimp.build_graph("frank", cache_dir=None, exclude_type_checking_imports=False)
+    cycles = _cycles(graph, "frank")
     assert not cycles, "import cycles: " + "; ".join(cycles)
+
+
+def test_the_cycle_check_finds_a_cycle_made_of_type_checking_imports(tmp_path, monkeypatch):
+    """The check above can fail: two modules that import each other only for types are a cycle."""
+    pkg = tmp_path / "circle_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circle_pkg import b\n")
+    (pkg / "b.py").write_text("from circle_pkg import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = grimp.build_graph("circle_pkg", cache_dir=None, exclude_type_checking_imports=False)
+    assert "circle_pkg.a <-> circle_pkg.b" in _cycles(graph, "circle_pkg")

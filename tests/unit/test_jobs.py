@@ -1,4 +1,4 @@
-"""replays.jobs without an engine: the state a run reads as (lock held, clean end, process gone), a stale
+"""frank.jobs without an engine: the state a run reads as (lock held, clean end, process gone), a stale
 end from an earlier attempt, and the follower reading only whole new records."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths
-from replays import jobs
-from replays.runner import SUMMARY_FILE, default_runs_root
+from frank import paths
+from frank import jobs
+from frank.workloads.replay import SUMMARY_FILE, default_runs_root
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD_LOCK = ("import sys, time; from pathlib import Path; from replays.jobs import RunLock; "
+HOLD_LOCK = ("import sys, time; from pathlib import Path; from frank.jobs import RunLock; "
              "RunLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)")
 
 

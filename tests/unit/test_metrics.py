@@ -1,4 +1,4 @@
-"""engine.metrics on /metrics text captured from the real embedded engine (scripts/capture_metrics_fixtures.py):
+"""frank.engine.metrics on /metrics text captured from the real embedded engine (scripts/capture_metrics_fixtures.py):
 before/after one chat request, after a restart (counters reset), and a server without spec decoding."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine import metrics as m
+from frank.engine import metrics as m
 from tests.unit.metrics_server import FaultyMetricsServer
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "metrics"

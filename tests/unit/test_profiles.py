@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.profiles import ProfileError, build_launch, list_profiles, load_profile, load_profile_file
+from frank.engine.profiles import ProfileError, build_launch, list_profiles, load_profile, load_profile_file
 
 GOOD = """
 name = "mine"
@@ -52,7 +52,7 @@ def test_frankenstein_exact_command_line_and_environment():
         "--max-num-seqs", "1",
         "--gpu-memory-utilization", "0.94",
         "--tokenizer-mode", "deepseek_v41",
-        "--middleware", "engine.region_cache.control.ControlMiddleware",
+        "--middleware", "frank.engine.region_cache.control.ControlMiddleware",
         "--disable-access-log-for-endpoints", "/metrics,/health",
     ]
     assert spec.env == {
@@ -141,7 +141,7 @@ def test_unknown_knob_and_bad_value_are_named():
 
 
 def test_user_profile_overrides_builtin_and_bad_one_is_reported(fresh_frank_home):
-    from engine import paths
+    from frank import paths
 
     user_dir = paths.user_profiles_dir()
     user_dir.mkdir(parents=True)

@@ -15,9 +15,9 @@ import pytest
 
 tokenizers = pytest.importorskip("tokenizers", reason="pip install -e '.[test]' (tokenizers is a test extra)")
 
-from engine.region_cache import core, runtime  # noqa: E402
-from engine.region_cache.control import ControlMiddleware  # noqa: E402
-from engine.region_cache.core import CacheLimits, RegionCache, RegionEncoder, RustAdapter, Splitter  # noqa: E402
+from frank.engine.region_cache import core, runtime  # noqa: E402
+from frank.engine.region_cache.control import ControlMiddleware  # noqa: E402
+from frank.engine.region_cache.core import CacheLimits, RegionCache, RegionEncoder, RustAdapter, Splitter  # noqa: E402
 
 U, A, S, BOS, EOS = "<｜User｜>", "<｜Assistant｜>", "<｜System｜>", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 TCB, TC, SEP, TCE, TCSE = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
@@ -52,7 +52,7 @@ def _encoder(tiny_tokenizer_json, cache=None, **kw) -> RegionEncoder:
 
 @pytest.fixture(scope="module")
 def tiny_tokenizer_json() -> str:
-    from engine import tiny_model
+    from frank.engine.models import tiny_model
 
     model_dir = tiny_model.default_dir()
     if tiny_model.check_build(model_dir) is not None:
@@ -368,8 +368,8 @@ def test_the_engine_side_modules_import_only_the_stdlib_and_prometheus_client():
     import sys
 
     code = ("import sys; before = set(sys.modules); "
-            "import engine.region_cache.core, engine.region_cache.runtime, engine.region_cache.control, "
-            "engine.region_cache.plugin, engine.region_cache.metrics; "
+            "import frank.engine.region_cache.core, frank.engine.region_cache.runtime, frank.engine.region_cache.control, "
+            "frank.engine.region_cache.plugin, frank.engine.region_cache.metrics; "
             "bad = ('textual', 'console', 'psutil', 'platformdirs', 'httpx', 'rich', 'numpy', 'scipy', 'vllm'); "
             "print(','.join(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in bad)))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -378,7 +378,7 @@ def test_the_engine_side_modules_import_only_the_stdlib_and_prometheus_client():
 
 
 def test_register_outside_an_api_server_process_installs_nothing(monkeypatch):
-    from engine.region_cache import plugin
+    from frank.engine.region_cache import plugin
 
     monkeypatch.setattr(plugin.multiprocessing, "parent_process", lambda: object())
     monkeypatch.setattr(plugin.multiprocessing, "current_process", lambda: type("P", (), {"name": "EngineCore_DP0"})())
@@ -407,7 +407,7 @@ class _Params:
 
 
 def test_an_error_inside_the_hook_falls_back_and_is_counted():
-    from engine.region_cache import plugin
+    from frank.engine.region_cache import plugin
 
     before = runtime.cache().stats()["errors"]
     assert plugin._cached_tokens_prompt(_FaultyRenderer(), {"prompt": "x"}, _Params()) is None
@@ -428,7 +428,7 @@ def test_split_by_chars_keeps_order_and_balances_length():
 
 def test_threaded_miss_encode_equals_one_call(tiny_tokenizer_json, tok, monkeypatch):
     """A big miss is encoded over threads; the IDs, in order, equal one batch call and fresh encodes."""
-    from engine.tiny_corpus import corpus
+    from frank.engine.models.tiny_corpus import corpus
 
     docs = list(corpus(n_docs=300, seed=5))
     pieces = ["\n".join(docs[i::6]) for i in range(6)]

@@ -1,4 +1,4 @@
-"""engine.telemetry.cpu on real processes: a child with one busy thread stands in for the engine's expert pool."""
+"""frank.engine.telemetry.cpu on real processes: a child with one busy thread stands in for the engine's expert pool."""
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from engine.telemetry.cpu import CpuSampler
+from frank.engine.telemetry.cpu import CpuSampler
 
 BUSY_CHILD = """
 import ctypes, threading, time

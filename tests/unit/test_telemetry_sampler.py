@@ -1,5 +1,5 @@
-"""engine.telemetry.sampler: one thread, bounded history, no overlap, immutable snapshots, engine states;
-engine.telemetry.export and `frank telemetry` on top of it. /metrics comes from recorded real-engine text."""
+"""frank.engine.telemetry.sampler: one thread, bounded history, no overlap, immutable snapshots, engine states;
+frank.engine.telemetry.export and `frank telemetry` on top of it. /metrics comes from recorded real-engine text."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +16,8 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.telemetry import export
-from engine.telemetry.sampler import Sampler, Target, controller_target, snapshot_to_json, static_target
+from frank.engine.telemetry import export
+from frank.engine.telemetry.sampler import Sampler, Target, controller_target, snapshot_to_json, static_target
 from tests.unit.metrics_server import FaultyMetricsServer
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "metrics"
@@ -180,7 +180,7 @@ def test_listen_parsing_and_loopback():
 
 
 def _frank(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=60, **kw)
 
 
@@ -195,7 +195,7 @@ def test_cli_once_json(server):
 
 
 def test_controller_target_without_an_engine(fresh_frank_home):
-    from engine.controller import EngineController
+    from frank.engine.controller import EngineController
 
     source = controller_target(EngineController())
     assert source() is None
@@ -216,7 +216,7 @@ def test_cli_bad_arguments():
 
 
 def test_cli_export(server):
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "telemetry", "--export", "prom", "--listen",
+    proc = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "telemetry", "--export", "prom", "--listen",
                              "127.0.0.1:0", "--period", "0.2", "--duration", "20", "--url", server.url],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

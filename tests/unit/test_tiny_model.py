@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths, tiny_model
+from frank import paths
+
+from frank.engine.models import tiny_model
 
 # sha256 of manifest.json, which lists the sha256 of every file of the build. Update it (and bump
 # tiny_model.BUILD_VERSION) only when the builder changes on purpose.
@@ -52,7 +54,7 @@ def test_two_builds_are_byte_identical(built: Path, tmp_path: Path) -> None:
 
 @needs_engine_venv
 def test_second_build_is_skipped_and_cli_reports_it(built: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from console.cli import main
+    from frank.console.cli import main
 
     assert main(["model", "build", "--out", str(built), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -80,7 +82,7 @@ def test_damaged_or_stale_build_is_detected(built: Path, tmp_path: Path) -> None
 
 
 def test_missing_engine_python_is_a_clear_error(tmp_path: Path) -> None:
-    from engine.errors import FrankError
+    from frank.errors import FrankError
 
     with pytest.raises(FrankError, match="engine python .* not found"):
         tiny_model.build_via_engine_venv(tmp_path / "m", python=tmp_path / "no-python")

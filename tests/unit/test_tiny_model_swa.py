@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths, tiny_model
-from engine.errors import FrankError
+from frank import paths
+
+from frank.engine.models import tiny_model
+from frank.errors import FrankError
 
 # sha256 of tiny-frank-swa's manifest.json. Update it (and bump its build version in tiny_model.MODELS) only
 # when the builder changes on purpose.

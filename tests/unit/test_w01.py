@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
-from replays.w01 import DRAWS, REQUESTS_PER_DRAW, TASKS, ensure_builtin, estimate_tokens, generate, make_w01
-from replays.catalog import list_workloads
-from replays.workload import check_workload, load_workload
+from frank.console.cli import main
+from frank.workloads.w01 import DRAWS, REQUESTS_PER_DRAW, TASKS, ensure_builtin, estimate_tokens, generate, make_w01
+from frank.workloads.catalog import list_workloads
+from frank.workloads.format import check_workload, load_workload
 
 
 def folder_digest(path: Path) -> dict[str, str]:

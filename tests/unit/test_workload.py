@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
-from engine.errors import FrankError
-from replays.workload import (DrawWriter, check_workload, import_jsonl, load_workload, manifest_text,
+from frank.console.cli import main
+from frank.errors import FrankError
+from frank.workloads.format import (DrawWriter, check_workload, import_jsonl, load_workload, manifest_text,
                               read_manifest, write_workload, DrawFile)
 
 

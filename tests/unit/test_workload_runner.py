@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FrankError
-from replays.runner import (_TOKEN, RESTART, ReplayOptions, ReplayRunner, draw_totals, ids_sha256,
+from frank.errors import FrankError
+from frank.workloads.replay import (_TOKEN, RESTART, ReplayOptions, ReplayRunner, draw_totals, ids_sha256,
                             read_records, resolve_run_dir)
-from replays.workload import load_workload, write_workload
+from frank.workloads.format import load_workload, write_workload
 
 
 @pytest.fixture
@@ -97,8 +97,8 @@ def test_ids_hash_and_run_lookup(tmp_path, fresh_frank_home):
 def test_list_runs_newest_first(tmp_path):
     import os
 
-    from replays.catalog import list_runs
-    from replays.runner import RUN_FILE, SUMMARY_FILE
+    from frank.workloads.catalog import list_runs
+    from frank.workloads.replay import RUN_FILE, SUMMARY_FILE
 
     for i, name in enumerate(("old", "new")):
         (tmp_path / name).mkdir()
@@ -113,7 +113,7 @@ def test_resume_with_restart_starts_unfinished_draws_over_and_keeps_the_old_reco
     import hashlib
     from dataclasses import asdict
 
-    from replays.runner import RUN_FILE, resume_replay
+    from frank.workloads.replay import RUN_FILE, resume_replay
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

@@ -1,0 +1,85 @@
+"""Evidence, decided again from its source: published results under the design's frozen rule
+(`frank experiment analyze`), a registered run's report, or a policy call in words.
+
+`confirmed_runs` finds the registered runs of a part's design (same canonical hash) and decides each one;
+`adopt` needs one whose decision is confirmed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from frank.errors import FrankError
+from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
+from frank.experiments.design import Design, load_design
+
+
+def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, str]:
+    ref = ref or part.design
+    if not ref:
+        raise CampaignError(f"{campaign.path}:{part.line}: parts ({part.name}).design: the part names no design")
+    path = campaign.resolve(ref)
+    try:
+        return load_design(path), str(path)
+    except FrankError as exc:
+        raise CampaignError(f"{campaign.path}:{part.line}: part {part.name}: design {ref}: {exc}") from None
+
+
+def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    return {"decision": report.get("decision"), "reason": report.get("decision_reason"),
+            "p": report.get("p_value"), "p_fraction": report.get("p_fraction"),
+            "design_sha256": report.get("design_sha256"), "mean_effect_pct": report.get("mean_effect_pct")}
+
+
+def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, Any]:
+    """One evidence entry as status shows it: its source and the decision taken again from it."""
+    out: dict[str, Any] = {"state": ev.state, "date": ev.date, "note": ev.note}
+    if ev.policy:
+        out.update(source="policy", policy=ev.policy, decision="policy call", ok=True)
+        return out
+    try:
+        design, design_path = part_design(campaign, part, ev.design)
+        out["design"] = design_path
+        if ev.results:
+            from frank.experiments.report import analyze, read_results_csv
+
+            results = campaign.resolve(ev.results)
+            report = analyze(design, read_results_csv(results, design), source="external")
+            out.update(source="results", results=str(results), **_summary(report))
+        else:
+            report = run_report(ev.run)
+            out.update(source="run", run_id=report["run_id"], **_summary(report))
+            if report["design_sha256"] != design.sha256:
+                out.update(ok=False, problem=f"run {ev.run} is of design {report['design_sha256'][:12]}…, the part's "
+                                             f"design is {design.sha256[:12]}…")
+                return out
+    except FrankError as exc:
+        out.update(source=out.get("source", "results" if ev.results else "run"), decision="unreadable",
+                   ok=False, problem=str(exc))
+        return out
+    out["ok"] = out["decision"] == "confirmed"
+    if not out["ok"]:
+        out["problem"] = f"the rule decides {out['decision']}: {out.get('reason')}"
+    return out
+
+
+def run_report(run_id: str) -> dict[str, Any]:
+    from frank.experiments import registry
+    from frank.experiments.report import report_for_run
+
+    return report_for_run(registry.load_run(run_id))
+
+
+def confirmed_runs(campaign: Campaign, part: Part) -> tuple[Design, list[dict[str, Any]]]:
+    """Every registered run of the part's design (matching canonical hash), newest first, each decided."""
+    from frank.experiments import registry
+
+    design, _ = part_design(campaign, part)
+    out = []
+    for meta in reversed(registry.list_runs()):
+        if meta.get("design_sha256") != design.sha256:
+            continue
+        try:
+            out.append({"run_id": meta["run_id"], **_summary(run_report(meta["run_id"]))})
+        except FrankError as exc:
+            out.append({"run_id": meta["run_id"], "decision": "unreadable", "reason": str(exc)})
+    return design, out

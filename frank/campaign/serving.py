@@ -1,0 +1,73 @@
+"""Serving a part: its knob values become the profile's defaults, through a user profile override.
+
+A user profile of the same name replaces the built-in one (frank/engine/profiles.py), so `serve` writes
+`<config>/profiles/<profile>.toml`: the profile as it loads now (the user's own file if there is one, else
+the built-in), with the part's knob defaults changed, validated before it replaces anything. `revert` puts
+the defaults recorded at `serve` back. Which starts see the new defaults is spelled out by `takes_effect`.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from frank import paths
+from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
+from frank.campaign.parts import CampaignError
+
+HEADER = ("# Written by `frank campaign {action} {part}` ({campaign}): the knob defaults below are what the\n"
+          "# campaign serves. Change them with `frank campaign serve|revert`, not by hand.\n")
+
+
+def set_defaults(profile_name: str, values: dict[str, Any], *, action: str, part: str,
+                 campaign: str) -> tuple[Path, dict[str, Any]]:
+    """Write the override with `values` as knob defaults; return its path and the defaults it replaced."""
+    try:
+        profile = load_profile(profile_name)
+        profile.resolve_knobs(values)                     # every knob exists, every value is allowed
+    except ProfileError as exc:
+        raise CampaignError(f"part {part}: {exc}") from None
+    source = profile_files()[profile_name]
+    data = tomllib.loads(source.read_text())
+    previous = {name: data["knobs"][name]["default"] for name in values}
+    for name, value in values.items():
+        data["knobs"][name]["default"] = profile.knobs[name].parse(value)
+    target = paths.user_profiles_dir() / f"{profile_name}.toml"
+    try:
+        parse_profile(data, target)                      # never write a profile that would not load
+    except ProfileError as exc:
+        raise CampaignError(f"part {part}: the override would not load: {exc}") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = HEADER.format(action=action, part=part, campaign=campaign)
+    if source.parent == BUILTIN_DIR:
+        text += f"# Copied from the built-in {source.name}.\n"
+    paths.write_private(target, text + tomli_w.dumps(data))
+    return target, previous
+
+
+def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Which starts use the new defaults, and what still overrides them."""
+    from frank.engine.controller import EngineController
+    from frank.engine.state import StateFiles
+
+    notes = [f"the next `frank engine start` of profile {profile_name} (the console's start too), and every "
+             f"experiment cell of {profile_name} whose arm does not set {', '.join(sorted(values))}",
+             "not `frank engine restart`: a restart keeps the running engine's knob values"]
+    controller = EngineController()
+    saved = StateFiles.read_json(controller.files.saved_knobs_path(profile_name)) or {}
+    for name, value in values.items():
+        if name in saved and saved[name] != value:
+            notes.append(f"the saved knob value {name}={saved[name]} (`frank engine knob` while stopped) still wins "
+                         f"at the next start: set it with `frank engine knob {name} {value}`")
+    running = None
+    st = controller.status(check_health=False)
+    if st.state in ("starting", "ready") and st.profile == profile_name:
+        differ = {k: st.knobs.get(k) for k, v in values.items() if st.knobs.get(k) != v}
+        running = {"pid": st.pid, "knobs": st.knobs, "differs": differ}
+        if differ:
+            live = {k for k in differ if load_profile(profile_name).knobs[k].apply == "live"}
+            notes.append(f"the running engine (pid {st.pid}) keeps {differ} until its next start"
+                         + (f"; apply {', '.join(sorted(live))} now with `frank engine knob NAME VALUE`" if live else ""))
+    return {"profile": profile_name, "starts": notes[0], "notes": notes[1:], "running_engine": running}

@@ -1,0 +1,5 @@
+import sys
+
+from frank.console.cli import main
+
+sys.exit(main())

@@ -1,0 +1,163 @@
+"""`frank fidelity run|floor|list|report|sets`: teacher-forced top-64 KL against the reference implementation."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from frank.console.cli.common import emit, parse_key_values
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fid = sub.add_parser("fidelity", help="KL of the engine's next-token distribution against the reference")
+    fsub = fid.add_subparsers(dest="fidelity_command", metavar="ACTION", required=True)
+
+    run = fsub.add_parser("run", help="measure the running engine over text sets (default: code agent prose)")
+    run.add_argument("--sets", nargs="+", metavar="SET", help="shipped names, user set names or folders")
+    run.add_argument("--label", default="", help="a note kept with the saved run")
+    run.add_argument("--json", action="store_true")
+    run.set_defaults(func=cmd_run)
+
+    floor = fsub.add_parser("floor", help="start the same configuration twice: the per-set noise floor")
+    floor.add_argument("--sets", nargs="+", metavar="SET")
+    floor.add_argument("--profile", default=None)
+    floor.add_argument("--knob", action="append", metavar="NAME=VALUE", help="knob value (repeatable)")
+    floor.add_argument("--json", action="store_true")
+    floor.set_defaults(func=cmd_floor)
+
+    ls = fsub.add_parser("list", help="saved fidelity runs and floors")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+
+    report = fsub.add_parser("report", help="one saved run: per-set KL beside its floor")
+    report.add_argument("run", nargs="?", help="run id or prefix (default: the latest)")
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(func=cmd_report)
+
+    sets = fsub.add_parser("sets", help="list or check text sets")
+    ssub = sets.add_subparsers(dest="sets_command", metavar="ACTION", required=True)
+    sls = ssub.add_parser("list", help="shipped and user text sets")
+    sls.add_argument("--json", action="store_true")
+    sls.set_defaults(func=cmd_sets_list)
+    check = ssub.add_parser("check", help="validate a set; every error is printed as file:line: reason")
+    check.add_argument("path", help="a set folder or name")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=cmd_sets_check)
+
+
+def _progress(args: argparse.Namespace):
+    return None if args.json else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3e}"
+
+
+def format_run(run: dict[str, Any]) -> str:
+    knobs = " ".join(f"{k}={v}" for k, v in run.get("knobs", {}).items())
+    lines = [f"{run['id']}  {run['kind']}  {run['profile']} {knobs}  top-{run['top_k']}"
+             + (f"  ({run['seconds']} s)" if "seconds" in run else ""),
+             f"{'SET':<10} {'KL':>10} {'FLOOR':>10} {'REF FLOOR':>10} {'ENG FLOOR':>10} {'POSITIONS':>9} {'MISSES':>7}"]
+    for s in run["sets"]:
+        floor = s.get("floor") or {}
+        lines.append(f"{s['name']:<10} {_fmt(s['kl']):>10} {_fmt(floor.get('value')):>10} "
+                     f"{_fmt(floor.get('reference')):>10} {_fmt(floor.get('engine')):>10} {s['positions']:>9} "
+                     f"{s['misses']:>7}")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from frank.fidelity.runs import run_fidelity
+
+    run = run_fidelity(args.sets, progress=_progress(args), label=args.label)
+    emit(args.json, run, format_run)
+    return 0
+
+
+def cmd_floor(args: argparse.Namespace) -> int:
+    from frank.fidelity.runs import floor_run
+
+    run = floor_run(args.sets, profile=args.profile, knobs=parse_key_values(args.knob), progress=_progress(args))
+    emit(args.json, run, format_run)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from frank.fidelity.runs import list_runs
+
+    runs = [{"id": r["id"], "kind": r["kind"], "created_at": r["created_at"], "profile": r["profile"],
+             "knobs": r["knobs"], "label": r.get("label", ""),
+             "sets": {s["name"]: s["kl"] for s in r["sets"]}} for r in list_runs()]
+
+    def human(p: dict) -> str:
+        lines = [f"{'RUN':<34} {'KIND':<6} KNOBS / KL PER SET"]
+        for r in p["runs"]:
+            knobs = " ".join(f"{k}={v}" for k, v in r["knobs"].items())
+            kls = "  ".join(f"{n} {_fmt(v)}" for n, v in r["sets"].items())
+            lines.append(f"{r['id']:<34} {r['kind']:<6} {knobs}  {kls}")
+        return "\n".join(lines)
+
+    emit(args.json, {"runs": runs}, human)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from frank.errors import FrankError
+    from frank.fidelity.runs import list_runs, load_run
+
+    if args.run:
+        run = load_run(args.run)
+    else:
+        runs = list_runs()
+        if not runs:
+            raise FrankError("no fidelity runs yet: `frank fidelity run`")
+        run = runs[-1]
+    emit(args.json, run, format_run)
+    return 0
+
+
+def cmd_sets_list(args: argparse.Namespace) -> int:
+    from frank.fidelity.sets import check_set, list_sets
+
+    entries = []
+    for name, path, source in list_sets():
+        text_set, errors = check_set(path)
+        entries.append({"name": name, "path": str(path), "source": source,
+                        "documents": len(text_set.documents) if text_set else None,
+                        "max_tokens": text_set.max_tokens if text_set else None,
+                        "sha256": text_set.sha256 if text_set else None,
+                        "error": str(errors[0]) if errors else None})
+
+    def human(p: dict) -> str:
+        lines = [f"{'NAME':<16} {'SOURCE':<8} {'DOCS':>4} {'TOKENS':>6}  SHA256 / ERROR"]
+        for e in p["sets"]:
+            lines.append(f"{e['name']:<16} {e['source']:<8} {e['documents'] or '-':>4} {e['max_tokens'] or '-':>6}  "
+                         f"{e['error'] or e['sha256'][:16]}")
+        return "\n".join(lines)
+
+    emit(args.json, {"sets": entries}, human)
+    return 0
+
+
+def cmd_sets_check(args: argparse.Namespace) -> int:
+    from frank.fidelity.sets import check_set, resolve_set
+    from frank.errors import FrankError
+
+    try:
+        path = resolve_set(args.path)
+    except FrankError:
+        from pathlib import Path
+        path = Path(args.path)
+    text_set, errors = check_set(path)
+    payload = {"set": str(path), "ok": not errors, "errors": [str(e) for e in errors],
+               "documents": len(text_set.documents) if text_set else None,
+               "sha256": text_set.sha256 if text_set else None}
+    if args.json:
+        emit(True, payload)
+    elif errors:
+        for e in errors:
+            print(e, file=sys.stderr)
+        print(f"frank: {len(errors)} error(s) in {path}", file=sys.stderr)
+    else:
+        print(f"{path}: ok ({payload['documents']} documents, sha256 {payload['sha256']})")
+    return 0 if not errors else 1

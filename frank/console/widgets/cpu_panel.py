@@ -1,0 +1,95 @@
+"""CPU-pool panel: a per-core heat strip (up to 128 cores, wrapped to the panel width), the engine's
+process tree (CPU, threads, the busiest threads: the CPU-expert pool shows up there) and RAM."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.markup import escape
+
+from frank.console.widgets.base import Panel
+from frank.console.widgets.fmt import BLOCKS, nbytes, pct, spark
+
+
+@dataclass(frozen=True)
+class CpuView:
+    per_core: tuple[float, ...]
+    total: float | None = None
+    total_hist: tuple[float | None, ...] = ()
+    engine_cpu: float | None = None          # percent of one core, summed over the process tree
+    engine_threads: int | None = None
+    busiest: tuple[tuple[str, float], ...] = ()   # (thread name or id, percent)
+    engine_rss: float | None = None
+    ram_used: float | None = None
+    ram_total: float | None = None
+
+
+def heat_style(percent: float) -> str:
+    if percent < 10:
+        return "$frank-idle"
+    if percent < 50:
+        return "$frank-ok"
+    if percent < 85:
+        return "$frank-warn"
+    return "$frank-bad"
+
+
+MAX_CELL = 5      # columns per core when there is room (a 2-core box gets 5-column cells, not 2 dots)
+
+
+def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
+    """Rows of one cell per core, as even as the width allows (64 cores at 58 columns: 2 rows of 32).
+    A cell's height and colour both show the load, so it reads without colour too. With room to spare the
+    cells widen (up to MAX_CELL columns, one blank between them) and a row of per-core percentages sits
+    under them, so a few cores read as clearly as many."""
+    width = max(8, width)
+    n = len(per_core)
+    if n == 0:
+        return []
+    gap = 1 if 2 * n - 1 <= width else 0
+    cell = max(1, min(MAX_CELL, (width + gap) // n - gap))
+    per_row = n if n * (cell + gap) - gap <= width else max(1, (width + gap) // (cell + gap))
+    rows_needed = -(-n // per_row)
+    per_row = -(-n // rows_needed)                 # even rows: 128 cores at 58 columns -> 3 rows of 43
+    rows: list[str] = []
+    for start in range(0, n, per_row):
+        chunk = per_core[start:start + per_row]
+        cells = []
+        for value in chunk:
+            v = max(0.0, min(100.0, value))
+            block = BLOCKS[min(len(BLOCKS) - 1, int(v / 100 * len(BLOCKS)))]
+            cells.append(f"[{heat_style(v)}]{block * cell}[/]")
+        rows.append((" " * gap).join(cells))
+        if cell >= 4:                              # few cores: their numbers fit under the cells
+            rows.append("[$frank-idle]" + (" " * gap).join(f"{max(0.0, min(100.0, v)):.0f}%".rjust(cell)
+                                                           for v in chunk) + "[/]")
+    return rows
+
+
+class CpuPanel(Panel):
+    def __init__(self, **kwargs) -> None:
+        super().__init__("cpu pool", **kwargs)
+
+    def show(self, cpu: CpuView | None, error: str | None = None) -> None:
+        if cpu is None:
+            self.set_markup(f"[$frank-idle]{escape(error or 'waiting for the first sample…')}[/]")
+            return
+        width = (self.content_size.width or 60)
+        n = len(cpu.per_core)
+        self.set_subtitle(f"{n} cores")
+        lines = heat_strip(cpu.per_core, width)
+        lines.append(f"[$frank-idle]all[/] {pct(cpu.total):>4} "
+                     f"[$frank-spark]{spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)}[/]")
+        eng = (f"[$frank-idle]engine[/] {pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  "
+               f"rss {nbytes(cpu.engine_rss)}") if cpu.engine_cpu is not None else "[$frank-idle]engine not running[/]"
+        lines.append(eng)
+        # Always this line (a dash when there is none) and cut to the width: a line that comes and goes,
+        # or wraps, changes the panel's height and re-lays out the whole screen.
+        busy, room = [], width - len("busiest ")
+        for name, p in cpu.busiest[:4]:
+            item = f"{str(name)[:14]} {p:.0f}%"
+            if len(item) + 2 * len(busy) + sum(map(len, busy)) > room:
+                break
+            busy.append(item)
+        lines.append(f"[$frank-idle]busiest[/] {escape('  '.join(busy)) or '–'}")
+        lines.append(f"[$frank-idle]ram[/] {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}")
+        self.set_markup("\n".join(lines))

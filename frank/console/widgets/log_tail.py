@@ -1,0 +1,35 @@
+"""The last lines of the engine log (the dashboard's panel; the Logs screen has the full view)."""
+from __future__ import annotations
+
+from textual.markup import escape
+
+from frank.console.widgets.base import Panel
+
+
+class LogTail(Panel):
+    DEFAULT_CSS = """
+    LogTail { height: 1fr; min-height: 3; overflow: hidden hidden; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("engine log", **kwargs)
+
+    def show(self, lines: list[str], path: str | None = None) -> None:
+        if path:
+            self.set_subtitle(path)
+        if not lines:
+            self.set_markup("[$frank-idle](the log is empty)[/]")
+            return
+        width = max(10, self.content_size.width or 120)
+        height = self.content_size.height
+        if height > 0:                  # a tail shows the newest lines that fit, not the oldest
+            lines = lines[-height:]
+        self.set_markup("\n".join(_style(escape(line[:width])) for line in lines))
+
+
+def _style(line: str) -> str:
+    if "ERROR" in line or "Traceback" in line:
+        return f"[$frank-bad]{line}[/]"
+    if "WARNING" in line:
+        return f"[$frank-warn]{line}[/]"
+    return line

@@ -1,0 +1,57 @@
+"""The current replay or experiment: a label, a progress bar and one line of running totals."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.markup import escape
+from textual.widgets import ProgressBar, Static
+
+from frank.console.widgets.base import update_text
+
+
+IDLE_TOTAL = 1
+
+
+class RunProgress(Vertical):
+    DEFAULT_CSS = """
+    RunProgress { border: round $frank-border; border-title-color: $frank-idle; padding: 0 1; height: auto; }
+    RunProgress > Static { height: auto; }
+    RunProgress ProgressBar Bar { width: 1fr; }
+    RunProgress ProgressBar { width: 1fr; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "run"
+        self._state: tuple | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("[$frank-idle]no replay or experiment running[/]", id="run-label")
+        # Determinate while hidden: an indeterminate bar animates (a 15 Hz refresh timer) even when not shown.
+        yield ProgressBar(total=IDLE_TOTAL, show_eta=True, id="run-bar")
+        yield Static("", id="run-totals")
+
+    def on_mount(self) -> None:
+        self.query_one(ProgressBar).display = False
+
+    def show(self, title: str | None, done: int = 0, total: int | None = None, totals: str = "",
+             state: str = "running") -> None:
+        key = (title, done, total, totals, state)
+        if key == self._state:
+            return
+        self._state = key
+        bar = self.query_one(ProgressBar)
+        label = self.query_one("#run-label", Static)
+        if title is None:
+            update_text(label, "[$frank-idle]no replay or experiment running[/]")
+            bar.display = False
+            bar.update(total=IDLE_TOTAL, progress=0)
+            self.query_one("#run-totals", Static).display = False
+            return
+        style = {"running": "$frank-ok", "failed": "$frank-bad", "done": "$frank-idle"}.get(state, "$frank-warn")
+        update_text(label, f"[{style}]{escape(state)}[/] {escape(title)}  [$frank-idle]{done}/{total if total else '?'}[/]")
+        bar.display = True
+        bar.update(total=total, progress=done)
+        totals_widget = self.query_one("#run-totals", Static)
+        update_text(totals_widget, escape(totals))
+        totals_widget.display = bool(totals)

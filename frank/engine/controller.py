@@ -1,0 +1,382 @@
+"""The engine process controller: start, adopt, watch, flip knobs, restart and stop one vLLM server.
+
+One engine per state dir. Every controller instance reads the state files, so a console (or CLI) started
+later adopts the running engine; nothing is kept only in memory. The process tree is:
+
+    supervisor (session + process-group leader, frank/engine/supervisor.py)
+      └─ vLLM API server (python -m vllm.entrypoints.openai.api_server ...)
+           └─ engine-core and other children
+
+Stop sends SIGTERM to the group, then SIGKILL to the group after the profile's grace period, and waits
+until no process of the group is left.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+import psutil
+
+from frank import paths
+from frank.errors import FrankError
+from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, ProfileError, build_launch, load_profile
+from frank.engine.state import StateFiles, tail_lines
+
+STATES = ("stopped", "starting", "ready", "crashed")
+CRASH_LOG_LINES = 50
+
+
+class EngineError(FrankError):
+    """The engine cannot be started, stopped or changed as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    state: str                      # one of STATES
+    profile: str | None = None
+    pid: int | None = None          # the vLLM API server
+    pgid: int | None = None         # the supervisor's process group (the whole engine)
+    host: str | None = None
+    port: int | None = None
+    url: str | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)
+    started_at: float | None = None  # wall clock
+    ready_s: float | None = None     # start-to-ready seconds
+    uptime_s: float | None = None
+    healthy: bool | None = None      # /health answered 200 just now
+    log_path: str | None = None
+    exit: dict[str, Any] | None = None       # for `crashed`: returncode, signal, ended_at
+    log_tail: tuple[str, ...] = ()           # for `crashed`: the last lines of the log
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["log_tail"] = list(self.log_tail)
+        return out
+
+
+@dataclass(frozen=True)
+class KnobChange:
+    name: str
+    old: Any
+    new: Any
+    applied: str    # "live", "restart", or "next-start" (no engine running)
+    status: EngineStatus
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "old": self.old, "new": self.new, "applied": self.applied,
+                "status": self.status.to_json()}
+
+
+ProgressFn = Callable[[float, str], None]   # (seconds since spawn, last log line)
+
+
+class EngineController:
+    def __init__(self, state_dir: Path | None = None, health_timeout_s: float = 2.0) -> None:
+        self.files = StateFiles(state_dir or paths.state_dir())
+        self.health_timeout_s = health_timeout_s
+        self._http: httpx.Client | None = None   # reused by status(): a console polls it
+
+    # -- reading state ---------------------------------------------------------------------------
+    @property
+    def token(self) -> str | None:
+        record = self.files.read_json(self.files.record)
+        return record.get("token") if record else None
+
+    def log_path(self) -> Path:
+        return self.files.log
+
+    def tail_log(self, count: int = 50) -> list[str]:
+        return tail_lines(self.files.log, count)
+
+    def status(self, check_health: bool = True) -> EngineStatus:
+        record = self.files.read_json(self.files.record)
+        if record is None:
+            return EngineStatus(state="stopped", log_path=str(self.files.log))
+        base = dict(profile=record.get("profile"), pgid=record.get("pgid"), host=record.get("host"),
+                    port=record.get("port"), url=record.get("url"), knobs=record.get("knobs", {}),
+                    started_at=record.get("started_at"), ready_s=record.get("ready_s"),
+                    log_path=record.get("log_path"))
+        run = self.files.read_json(self.files.run) or {}
+        server_pid = run.get("server_pid")
+        exit_info = self.files.read_json(self.files.exit)
+        alive = self._group_alive(record.get("pgid"), record.get("supervisor_create_time"))
+        if exit_info is not None or not alive:
+            if exit_info and exit_info.get("stop_requested"):
+                self.files.clear_run()
+                return EngineStatus(state="stopped", log_path=str(self.files.log))
+            exit_info = exit_info or {"returncode": None, "signal": None,
+                                      "reason": "the engine's supervisor is gone (killed with its group?)"}
+            return EngineStatus(state="crashed", pid=server_pid, exit=exit_info,
+                                log_tail=tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES)),
+                                **base)
+        uptime = time.time() - base["started_at"] if base["started_at"] else None
+        healthy = self._healthy(base["url"]) if check_health and base["url"] else None
+        state = "ready" if (healthy or (healthy is None and base["ready_s"] is not None)) else "starting"
+        if healthy is False and base["ready_s"] is not None:
+            state = "ready"  # it was ready; a slow /health right now does not make it a new start
+        return EngineStatus(state=state, pid=server_pid, uptime_s=uptime, healthy=healthy, **base)
+
+    # -- start -----------------------------------------------------------------------------------
+    def dry_run(self, profile: str | Profile | None = None, knobs: dict[str, Any] | None = None,
+                port: int | None = None) -> LaunchSpec:
+        prof = profile if isinstance(profile, Profile) else load_profile(profile or DEFAULT_PROFILE)
+        values = self._knob_values(prof, knobs)
+        chosen = port or (prof.port if isinstance(prof.port, int) else 0)
+        return build_launch(prof, values, chosen, control_token="<generated at start>")
+
+    def start(self, profile: str | None = None, knobs: dict[str, Any] | None = None, *,
+              timeout_s: float | None = None, on_progress: ProgressFn | None = None) -> EngineStatus:
+        """Start the engine and return when /health answers 200; raise EngineError with the reason."""
+        prof = load_profile(profile or DEFAULT_PROFILE)
+        values = self._knob_values(prof, knobs)
+        current = self.status()
+        if current.state in ("starting", "ready"):
+            raise EngineError(f"an engine is already running (profile {current.profile}, pid {current.pid}, "
+                              f"{current.url}); stop it first, or restart it with new knobs")
+        self.files.clear_run()   # a crashed engine's record is replaced by this start
+        self._preflight(prof)
+        port = self._choose_port(prof)
+        token = secrets.token_urlsafe(32)
+        spec = build_launch(prof, values, port, token)
+        log = self.files.rotate_logs()
+        self.files.write_json(self.files.spec, {
+            "argv": spec.argv, "env": spec.env, "log_path": str(log), "run_path": str(self.files.run),
+            "exit_path": str(self.files.exit), "stop_marker": str(self.files.stop_marker)})
+        t0 = time.monotonic()
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "frank.engine.supervisor", str(self.files.spec)],
+            cwd=str(paths.REPO_ROOT), start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        record = {"profile": prof.name, "knobs": values, "host": spec.host, "port": port, "url": spec.url,
+                  "token": token, "pgid": supervisor.pid, "supervisor_pid": supervisor.pid,
+                  "supervisor_create_time": _create_time(supervisor.pid), "started_at": time.time(),
+                  "ready_s": None, "log_path": str(log), "argv": spec.argv, "env": spec.env}
+        self.files.write_json(self.files.record, record)
+        self._wait_ready(prof, record, supervisor, t0, timeout_s or prof.startup_timeout_s, on_progress)
+        record["ready_s"] = round(time.monotonic() - t0, 3)
+        self.files.write_json(self.files.record, record)
+        return self.status()
+
+    def _wait_ready(self, prof: Profile, record: dict[str, Any], supervisor: subprocess.Popen,
+                    t0: float, timeout_s: float, on_progress: ProgressFn | None) -> None:
+        with httpx.Client(timeout=self.health_timeout_s) as client:
+            while True:
+                elapsed = time.monotonic() - t0
+                if supervisor.poll() is not None or self.files.exit.exists():
+                    supervisor.wait()
+                    status = self.status(check_health=False)
+                    why = _describe_exit(status.exit)
+                    tail = "\n".join(status.log_tail[-15:])
+                    raise EngineError(f"engine {prof.name} exited during start ({why}); log {record['log_path']}, "
+                                      f"last lines:\n{tail}")
+                try:
+                    if client.get(record["url"] + "/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if elapsed > timeout_s:
+                    tail = "\n".join(self.tail_log(15))
+                    self.stop()
+                    raise EngineError(f"engine {prof.name} was not ready after {timeout_s:.0f} s and was stopped; "
+                                      f"log {record['log_path']}, last lines:\n{tail}")
+                if on_progress:
+                    lines = self.tail_log(1)
+                    on_progress(elapsed, lines[-1] if lines else "")
+                time.sleep(0.5)
+
+    def _knob_values(self, prof: Profile, overrides: dict[str, Any] | None) -> dict[str, Any]:
+        saved = self.files.read_json(self.files.saved_knobs_path(prof.name)) or {}
+        saved = {k: v for k, v in saved.items() if k in prof.knobs}
+        return prof.resolve_knobs({**saved, **(overrides or {})})
+
+    def _preflight(self, prof: Profile) -> None:
+        python = prof.python_path()
+        if not python.exists():
+            hint = " (run `make setup` to build the engine venv)" if prof.python == "@engine-venv" else ""
+            raise ProfileError(f"{prof.source}: python: {python} does not exist{hint}")
+        model = prof.model_path()
+        if (model.startswith("/") or prof.model.startswith("@models/")) and not Path(model).exists():
+            name = prof.model.removeprefix("@models/")
+            hint = f" (run `frank model build --model {name}`)" if prof.model.startswith("@models/") else ""
+            raise ProfileError(f"{prof.source}: model: {model} does not exist{hint}")
+        probe = subprocess.run(
+            [str(python), "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"],
+            capture_output=True, text=True, timeout=60)
+        if probe.returncode != 0:
+            raise ProfileError(f"{prof.source}: python: vLLM is not importable by {python} "
+                               f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no vllm package'})")
+
+    def _choose_port(self, prof: Profile) -> int:
+        if prof.port == "auto":
+            with socket.socket(_family(prof.host), socket.SOCK_STREAM) as sock:
+                sock.bind((prof.host, 0))
+                return sock.getsockname()[1]
+        port = int(prof.port)
+        with socket.socket(_family(prof.host), socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((prof.host, port))
+            except OSError:
+                raise EngineError(f"{prof.source}: port: {port} on {prof.host} is taken{_port_owner(port)}; "
+                                  f"stop that process or choose another port") from None
+        return port
+
+    # -- stop ------------------------------------------------------------------------------------
+    def stop(self, grace_s: float | None = None) -> EngineStatus:
+        """Stop the engine: SIGTERM the group, SIGKILL it after the grace period, wait until it is gone."""
+        record = self.files.read_json(self.files.record)
+        if record is None:
+            return EngineStatus(state="stopped", log_path=str(self.files.log))
+        pgid = record.get("pgid")
+        if grace_s is None:
+            try:
+                grace_s = load_profile(record["profile"]).stop_grace_s
+            except (FrankError, KeyError):
+                grace_s = 10.0
+        self.files.stop_marker.touch(mode=0o600)
+        if pgid and self._group_alive(pgid, record.get("supervisor_create_time")):
+            _signal_group(pgid, signal.SIGTERM)
+            if not _wait_group_gone(pgid, grace_s):
+                _signal_group(pgid, signal.SIGKILL)
+                if not _wait_group_gone(pgid, 15.0):
+                    left = ", ".join(str(p) for p in _group_members(pgid))
+                    raise EngineError(f"engine process group {pgid} survived SIGKILL (pids {left})")
+        self.files.clear_run()
+        return EngineStatus(state="stopped", log_path=str(self.files.log))
+
+    # -- knobs and restart -----------------------------------------------------------------------
+    def restart(self, knobs: dict[str, Any] | None = None, *, on_progress: ProgressFn | None = None) -> EngineStatus:
+        current = self.status(check_health=False)
+        profile = current.profile or DEFAULT_PROFILE
+        values = {**current.knobs, **(knobs or {})}
+        load_profile(profile).resolve_knobs(values)   # validate before stopping anything
+        self.stop()
+        return self.start(profile, values, on_progress=on_progress)
+
+    def set_knob(self, name: str, value: Any, *, profile: str | None = None,
+                 on_progress: ProgressFn | None = None) -> KnobChange:
+        """Flip a knob: live knobs without a restart, others by restarting (recorded either way)."""
+        current = self.status()
+        running = current.state in ("starting", "ready")
+        prof = load_profile(current.profile if running else (profile or DEFAULT_PROFILE))
+        if name not in prof.knobs:
+            prof.resolve_knobs({name: value})    # raises naming the unknown knob
+        knob = prof.knobs[name]
+        new = knob.parse(value)
+        old = (current.knobs if running else self._knob_values(prof, None)).get(name, knob.default)
+        if not running:
+            saved = self.files.read_json(self.files.saved_knobs_path(prof.name)) or {}
+            saved[name] = new
+            self.files.write_json(self.files.saved_knobs_path(prof.name), saved)
+            applied, status = "next-start", current
+        elif knob.apply == "live":
+            if current.state != "ready":
+                raise EngineError(f"knob {name} is applied live, but the engine is still starting: try again when ready")
+            from frank.engine.live_knobs import apply_live
+            apply_live(knob, new, current.url or "", self.token or "")
+            record = self.files.read_json(self.files.record) or {}
+            record.setdefault("knobs", {})[name] = new
+            self.files.write_json(self.files.record, record)
+            applied, status = "live", self.status()
+        else:
+            status = self.restart({name: new}, on_progress=on_progress)
+            applied = "restart"
+        self.files.append_knob_change({"profile": prof.name, "name": name, "old": old, "new": new, "applied": applied})
+        return KnobChange(name=name, old=old, new=new, applied=applied, status=status)
+
+    # -- process helpers -------------------------------------------------------------------------
+    def _group_alive(self, pgid: int | None, create_time: float | None) -> bool:
+        """True while the supervisor (same pid AND same start time) or any process of its group lives."""
+        if not pgid:
+            return False
+        try:
+            proc = psutil.Process(pgid)
+            if create_time is None or abs(proc.create_time() - create_time) < 0.01:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    return True
+        except psutil.Error:
+            pass
+        return bool(_group_members(pgid))
+
+    def _healthy(self, url: str) -> bool:
+        if self._http is None:
+            self._http = httpx.Client(timeout=self.health_timeout_s)
+        try:
+            return self._http.get(url + "/health").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) == pgid and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                members.append(pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return members
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _reap(pgid)
+        if not _group_members(pgid):
+            return True
+        time.sleep(0.1)
+    return not _group_members(pgid)
+
+
+def _reap(pid: int) -> None:
+    """Collect the supervisor's exit status when this process started it (else it stays a zombie)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _port_owner(port: int) -> str:
+    try:
+        for conn in psutil.net_connections(kind="inet"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                return f" (pid {conn.pid}, {psutil.Process(conn.pid).name()})"
+    except (psutil.Error, OSError):
+        pass
+    return ""
+
+
+def _describe_exit(exit_info: dict[str, Any] | None) -> str:
+    if not exit_info:
+        return "exit status unknown"
+    if exit_info.get("signal"):
+        return f"killed by {exit_info['signal']}"
+    if exit_info.get("returncode") is not None:
+        return f"exit code {exit_info['returncode']}"
+    return exit_info.get("reason", "exit status unknown")

@@ -1,0 +1,28 @@
+"""Handlers for knobs applied to a running engine without a restart (`apply = "live"`).
+
+A live knob's `target` names its handler here. Each handler talks to the engine with its control token.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from frank.errors import FrankError
+from frank.engine.profiles import Knob
+
+
+def _region_cache(value: Any, url: str, token: str) -> None:
+    from frank.engine.region_cache.client import RegionCacheClient
+
+    RegionCacheClient(url, token).set_enabled(str(value).lower() == "on")
+
+
+HANDLERS: dict[str, Callable[[Any, str, str], None]] = {
+    "region_cache": _region_cache,
+}
+
+
+def apply_live(knob: Knob, value: Any, url: str, token: str) -> None:
+    handler = HANDLERS.get(knob.target)
+    if handler is None:
+        raise FrankError(f"knob {knob.name}: no live handler named {knob.target!r} (known: {', '.join(HANDLERS)})")
+    handler(value, url, token)

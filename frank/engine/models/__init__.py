@@ -1,0 +1,1 @@
+"""Models frank builds itself, offline and fingerprinted (the tiny random-weight Llama and its corpus)."""

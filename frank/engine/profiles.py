@@ -1,0 +1,311 @@
+"""Engine profiles (TOML) and their knobs, and how a profile plus knob values becomes a command line.
+
+A profile names the python that runs vLLM, the model, where to listen, the parallelism, quantization,
+speculative decoding, extra arguments, environment, and knobs. A knob is applied one of three ways:
+
+- `env`: sets an environment variable (`target`); needs a restart.
+- `arg`: sets a command-line flag (`target` = "--flag") or a key of a profile field
+  (`target` = "speculative_config.num_speculative_tokens"); needs a restart.
+- `live`: applied to the running engine without a restart (`target` names the live handler); its value
+  at start is passed in the environment variable `env`.
+
+Built-in profiles ship in frank/engine/profiles/; users add their own in the config dir's profiles/.
+Every validation error names the file and the field.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frank import paths
+from frank.errors import FrankError
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
+APPLY_KINDS = ("env", "arg", "live")
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+class ProfileError(FrankError, ValueError):
+    """A profile or knob value is wrong; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    values: tuple[Any, ...]
+    default: Any
+    apply: str
+    target: str
+    env: str = ""
+    description: str = ""
+
+    @property
+    def needs_restart(self) -> bool:
+        return self.apply != "live"
+
+    def parse(self, text: str | Any) -> Any:
+        """Turn a CLI string (or a value) into one of the allowed values, or raise naming the knob."""
+        for value in self.values:
+            if value == text or str(value).lower() == str(text).lower():
+                return value
+        allowed = ", ".join(str(v) for v in self.values)
+        raise ProfileError(f"knob {self.name}: {text!r} is not one of: {allowed}")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    source: Path
+    description: str
+    python: str
+    model: str
+    served_model_name: str
+    host: str
+    port: int | str  # an int, or "auto" for a free port chosen at start
+    tensor_parallel_size: int
+    quantization: str
+    dtype: str
+    max_model_len: int | None
+    speculative_config: dict[str, Any] | None
+    extra_args: tuple[str, ...]
+    env: dict[str, str]
+    knobs: dict[str, Knob] = field(default_factory=dict)
+    api_key: str = ""
+    startup_timeout_s: float = 600.0
+    stop_grace_s: float = 10.0
+
+    # -- resolution of placeholders -------------------------------------------------------------
+    def python_path(self) -> Path:
+        if self.python == "@engine-venv":
+            return paths.engine_venv_python()
+        return Path(self.python).expanduser()
+
+    def model_path(self) -> str:
+        if self.model.startswith("@models/"):
+            return str(paths.models_dir() / self.model.removeprefix("@models/"))
+        return self.model
+
+    # -- knob values ----------------------------------------------------------------------------
+    def default_knobs(self) -> dict[str, Any]:
+        return {name: knob.default for name, knob in self.knobs.items()}
+
+    def resolve_knobs(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Defaults with overrides applied; unknown knob names and bad values raise ProfileError."""
+        values = self.default_knobs()
+        for name, raw in (overrides or {}).items():
+            if name not in self.knobs:
+                known = ", ".join(sorted(self.knobs)) or "none"
+                raise ProfileError(f"profile {self.name}: unknown knob {name!r} (knobs: {known})")
+            values[name] = self.knobs[name].parse(raw)
+        return values
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The exact command line and environment (only what frank sets; the rest is inherited)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_token: str) -> LaunchSpec:
+    spec_config = dict(profile.speculative_config) if profile.speculative_config else None
+    env = dict(profile.env)
+    flag_overrides: dict[str, str] = {}
+    for name, value in knobs.items():
+        knob = profile.knobs[name]
+        if knob.apply == "env":
+            env[knob.target] = str(value)
+        elif knob.apply == "live":
+            if knob.env:
+                env[knob.env] = str(value)
+        elif knob.target.startswith("speculative_config."):
+            if spec_config is None:
+                raise ProfileError(f"{profile.source}: knobs.{name}.target: the profile has no speculative_config")
+            spec_config[knob.target.split(".", 1)[1]] = value
+        else:
+            flag_overrides[knob.target] = str(value)
+    env["FRANK_CONTROL_TOKEN"] = control_token
+
+    argv = [str(profile.python_path()), "-m", API_SERVER_MODULE,
+            "--model", profile.model_path(),
+            "--served-model-name", profile.served_model_name,
+            "--host", profile.host, "--port", str(port),
+            "--tensor-parallel-size", str(profile.tensor_parallel_size)]
+    if profile.quantization:
+        argv += ["--quantization", profile.quantization]
+    if profile.dtype:
+        argv += ["--dtype", profile.dtype]
+    if profile.max_model_len:
+        argv += ["--max-model-len", str(profile.max_model_len)]
+    if spec_config:
+        argv += ["--speculative-config", json.dumps(spec_config, sort_keys=True, separators=(",", ":"))]
+    if profile.api_key:
+        argv += ["--api-key", profile.api_key]
+    argv += list(profile.extra_args)
+    for flag, value in flag_overrides.items():
+        if flag in argv:  # a knob replaces the profile's own value (e.g. dtype), never repeats the flag
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    return LaunchSpec(argv=argv, env=env, host=profile.host, port=port)
+
+
+# -- loading and validation -------------------------------------------------------------------------
+
+_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    # field: (type, required)
+    "name": (str, True),
+    "description": (str, False),
+    "python": (str, True),
+    "model": (str, True),
+    "served_model_name": (str, True),
+    "host": (str, False),
+    "port": ((int, str), False),
+    "tensor_parallel_size": (int, False),
+    "quantization": (str, False),
+    "dtype": (str, False),
+    "max_model_len": (int, False),
+    "speculative_config": (dict, False),
+    "extra_args": (list, False),
+    "env": (dict, False),
+    "knobs": (dict, False),
+    "api_key": (str, False),
+    "startup_timeout_s": ((int, float), False),
+    "stop_grace_s": ((int, float), False),
+}
+_KNOB_FIELDS = {"values": list, "default": object, "apply": str, "target": str, "env": str, "description": str}
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "integer", float: "number", str: "string", dict: "table", list: "array", object: "value"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and kind in (int, (int, float), (int, str)):
+        return False
+    return isinstance(value, kind)
+
+
+def parse_profile(data: dict[str, Any], source: Path) -> Profile:
+    where = str(source)
+    for key in data:
+        if key not in _FIELDS:
+            raise ProfileError(f"{where}: {key}: unknown field (known: {', '.join(_FIELDS)})")
+    for key, (kind, required) in _FIELDS.items():
+        if key not in data:
+            if required:
+                raise ProfileError(f"{where}: {key}: missing required field")
+            continue
+        if not _is(data[key], kind):
+            raise ProfileError(f"{where}: {key}: expected {_type_name(kind)}, got {data[key]!r}")
+    port = data.get("port", "auto")
+    if isinstance(port, str) and port != "auto":
+        raise ProfileError(f"{where}: port: expected an integer or \"auto\", got {port!r}")
+    if isinstance(port, int) and not 0 < port < 65536:
+        raise ProfileError(f"{where}: port: {port} is out of range 1-65535")
+    if data.get("tensor_parallel_size", 1) < 1:
+        raise ProfileError(f"{where}: tensor_parallel_size: must be at least 1")
+    extra_args = data.get("extra_args", [])
+    for i, arg in enumerate(extra_args):
+        if not isinstance(arg, str):
+            raise ProfileError(f"{where}: extra_args[{i}]: expected string, got {arg!r}")
+    env = data.get("env", {})
+    for key, value in env.items():
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ProfileError(f"{where}: env.{key}: expected a string or number, got {value!r}")
+    knobs = {name: _parse_knob(name, raw, where) for name, raw in data.get("knobs", {}).items()}
+    return Profile(
+        name=data["name"], source=source, description=data.get("description", ""),
+        python=data["python"], model=data["model"], served_model_name=data["served_model_name"],
+        host=data.get("host", "127.0.0.1"), port=port,
+        tensor_parallel_size=data.get("tensor_parallel_size", 1),
+        quantization=data.get("quantization", ""), dtype=data.get("dtype", ""),
+        max_model_len=data.get("max_model_len"),
+        speculative_config=data.get("speculative_config"),
+        extra_args=tuple(extra_args), env={k: str(v) for k, v in env.items()}, knobs=knobs,
+        api_key=data.get("api_key", ""),
+        startup_timeout_s=float(data.get("startup_timeout_s", 600.0)),
+        stop_grace_s=float(data.get("stop_grace_s", 10.0)),
+    )
+
+
+def _parse_knob(name: str, raw: Any, where: str) -> Knob:
+    prefix = f"{where}: knobs.{name}"
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{prefix}: expected a table")
+    for key in raw:
+        if key not in _KNOB_FIELDS:
+            raise ProfileError(f"{prefix}.{key}: unknown field (known: {', '.join(_KNOB_FIELDS)})")
+    for key in ("values", "default", "apply", "target"):
+        if key not in raw:
+            raise ProfileError(f"{prefix}.{key}: missing required field")
+    for key, kind in _KNOB_FIELDS.items():
+        if key in raw and not isinstance(raw[key], kind):
+            raise ProfileError(f"{prefix}.{key}: expected {_type_name(kind)}, got {raw[key]!r}")
+    if not raw["values"]:
+        raise ProfileError(f"{prefix}.values: must list at least one value")
+    if raw["apply"] not in APPLY_KINDS:
+        raise ProfileError(f"{prefix}.apply: {raw['apply']!r} is not one of: {', '.join(APPLY_KINDS)}")
+    if raw["default"] not in raw["values"]:
+        raise ProfileError(f"{prefix}.default: {raw['default']!r} is not one of the values {raw['values']}")
+    if raw["apply"] == "arg" and not (raw["target"].startswith("--") or raw["target"].startswith("speculative_config.")):
+        raise ProfileError(f"{prefix}.target: an arg knob targets \"--flag\" or \"speculative_config.KEY\", got {raw['target']!r}")
+    return Knob(name=name, values=tuple(raw["values"]), default=raw["default"], apply=raw["apply"],
+                target=raw["target"], env=raw.get("env", ""), description=raw.get("description", ""))
+
+
+def load_profile_file(path: Path) -> Profile:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+    profile = parse_profile(data, path)
+    if profile.name != path.stem:
+        raise ProfileError(f"{path}: name: {profile.name!r} must match the file name {path.stem!r}")
+    return profile
+
+
+def profile_files() -> dict[str, Path]:
+    """Profile name -> file; a user profile of the same name replaces the built-in one."""
+    files = {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.toml"))}
+    user_dir = paths.user_profiles_dir()
+    if user_dir.is_dir():
+        files.update({p.stem: p for p in sorted(user_dir.glob("*.toml"))})
+    return files
+
+
+def load_profile(name: str) -> Profile:
+    files = profile_files()
+    if name not in files:
+        raise ProfileError(f"no profile named {name!r} (profiles: {', '.join(sorted(files))}; "
+                           f"add your own in {paths.user_profiles_dir()})")
+    return load_profile_file(files[name])
+
+
+def list_profiles() -> list[Profile | ProfileError]:
+    """Every profile, or the error that keeps it from loading (so one bad file hides nothing else)."""
+    out: list[Profile | ProfileError] = []
+    for path in profile_files().values():
+        try:
+            out.append(load_profile_file(path))
+        except ProfileError as exc:
+            out.append(exc)
+    return out
+
+
+DEFAULT_PROFILE = "embedded-cpu"

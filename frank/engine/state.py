@@ -1,0 +1,110 @@
+"""The engine's files in the state dir: what was started, by whom, and how it ended.
+
+- engine.json   the record the controller writes: profile, knobs, host/port/url, control token, pgid,
+                start time, ready seconds, log path, argv and environment (0600: it holds the token)
+- engine.run.json   written by the supervisor: its pid and the server's pid
+- engine.exit.json  written by the supervisor when the server ends: exit code or signal
+- engine.stop       marker: a stop was requested (so the exit is not a crash)
+- knobs-PROFILE.json  knob values chosen while no engine ran, used by the next start
+- knob-changes.jsonl  every knob flip: when, old, new, and whether live or by restart
+- logs/engine.log     the server's output (rotated at each start, 5 kept)
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frank.paths import append_private_line, private_dir, write_private
+
+LOGS_KEPT = 5
+
+
+@dataclass(frozen=True)
+class StateFiles:
+    root: Path
+
+    @property
+    def record(self) -> Path:
+        return self.root / "engine.json"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "engine.run.json"
+
+    @property
+    def exit(self) -> Path:
+        return self.root / "engine.exit.json"
+
+    @property
+    def stop_marker(self) -> Path:
+        return self.root / "engine.stop"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "engine.spec.json"
+
+    @property
+    def knob_changes(self) -> Path:
+        return self.root / "knob-changes.jsonl"
+
+    @property
+    def log_dir(self) -> Path:
+        return private_dir(self.root / "logs")
+
+    @property
+    def log(self) -> Path:
+        return self.log_dir / "engine.log"
+
+    def saved_knobs_path(self, profile: str) -> Path:
+        return self.root / f"knobs-{profile}.json"
+
+    # -- json files ------------------------------------------------------------------------------
+    @staticmethod
+    def read_json(path: Path) -> dict[str, Any] | None:
+        """The file's object, or None when it is missing or torn (a torn state file is not trusted)."""
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @staticmethod
+    def write_json(path: Path, payload: dict[str, Any]) -> None:
+        write_private(path, json.dumps(payload, indent=2, sort_keys=True))
+
+    def clear_run(self) -> None:
+        """Forget the last engine (record, pids, exit, stop marker): the next status is `stopped`."""
+        for path in (self.record, self.run, self.exit, self.stop_marker, self.spec):
+            path.unlink(missing_ok=True)
+
+    def append_knob_change(self, change: dict[str, Any]) -> None:
+        append_private_line(self.knob_changes, json.dumps({"at": time.time(), **change}, sort_keys=True))
+
+    def rotate_logs(self) -> Path:
+        """Shift engine.log -> engine.log.1 -> ... (LOGS_KEPT kept) and return the fresh log path."""
+        log = self.log
+        for index in range(LOGS_KEPT - 1, 0, -1):
+            older = log.with_name(f"engine.log.{index}")
+            if older.exists():
+                older.replace(log.with_name(f"engine.log.{index + 1}"))
+        if log.exists():
+            log.replace(log.with_name("engine.log.1"))
+        return log
+
+
+def tail_lines(path: Path, count: int, max_bytes: int = 1 << 20) -> list[str]:
+    """The last `count` lines of a file, reading at most `max_bytes` from its end."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[-count:] if count > 0 else []

@@ -1,0 +1,64 @@
+"""A tiny parent for the vLLM server, so that its exit status is never lost.
+
+The controller starts `python -m frank.engine.supervisor SPEC.json` in a new session: the supervisor is the
+leader of the engine's process group, survives the console and an SSH drop (no controlling terminal),
+starts the server with its output appended to the log file, records the server's pid, and when the server
+ends writes its exit code or signal to the exit file. Then it SIGKILLs what is left of its own group
+(engine-core children, itself included), so a dead server never leaves orphans behind.
+
+Standard library only: it must start in a few milliseconds under any python.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def _write_json(path: str, payload: dict) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(payload, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _default_signals() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    # SIGTERM reaches the whole group: the server shuts down on it and we wait for that to finish.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    env = dict(os.environ)
+    env.update(spec["env"])
+    log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(spec['argv'])}\n".encode())
+    server = subprocess.Popen(
+        spec["argv"], env=env, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True,
+        preexec_fn=_default_signals,  # ignored signals survive exec: the server must die on SIGTERM
+    )
+    _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": server.pid,
+                                   "started_at": time.time()})
+    code = server.wait()
+    ended = time.time()
+    outcome = {"returncode": code, "signal": signal.Signals(-code).name if code < 0 else None,
+               "ended_at": ended, "stop_requested": os.path.exists(spec["stop_marker"])}
+    os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} server exited: {outcome}\n".encode())
+    os.close(log_fd)
+    _write_json(spec["exit_path"], outcome)
+    os.killpg(os.getpgid(0), signal.SIGKILL)  # leftovers of the group, and ourselves
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

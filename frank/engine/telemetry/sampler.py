@@ -1,0 +1,316 @@
+"""One thread samples CPU, GPUs and the engine's /metrics every period and publishes immutable Snapshots.
+
+The thread owns the loop and its samplers (psutil deltas, NVML handles, the HTTP client), so nothing is
+shared but the finished snapshots. It never overlaps itself: the next sample is due one period after the
+previous one was due; a slow read pushes the schedule forward instead of stacking reads. Snapshots go into a
+bounded ring buffer (history for sparklines) and to subscribers, which are called on the sampler thread and
+must only hand the snapshot over (the console posts a message; latest wins).
+
+The engine to watch comes from a `target` callable returning a `Target` (url, pid, api key, model name) or
+None when no engine runs; `controller_target()` adapts frank.engine.controller.EngineController.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import httpx
+
+from frank.engine import metrics as m
+from frank.engine.telemetry.cpu import CpuSample, CpuSampler
+from frank.engine.telemetry.gpu import GpuReading, GpuSampler
+
+DEFAULT_PERIOD_S = 1.0
+DEFAULT_HISTORY_S = 900.0  # 15 minutes of history at the default period
+DEFAULT_RATE_WINDOW_S = 10.0
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str | None
+    pid: int | None
+    api_key: str | None = None
+    model_name: str | None = None
+    state: str = "ready"  # the controller's view: stopped, starting, ready, crashed
+
+
+TargetSource = Callable[[], "Target | None"]
+
+
+@dataclass(frozen=True)
+class EngineView:
+    """What the sampler knows about the engine in one snapshot."""
+
+    state: str  # stopped / starting / ready / crashed (controller) or unreachable / error (scrape)
+    url: str | None
+    pid: int | None
+    metrics: m.MetricsSample | None
+    rates: m.WindowRates | None  # over the last rate window (up to DEFAULT_RATE_WINDOW_S)
+    last_request: m.RequestDelta | None  # the most recent request that ran alone between idle samples
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    seq: int
+    taken_at: float  # time.monotonic() at the start of the sample
+    wall_time: float
+    period_s: float
+    cpu: CpuSample
+    gpu: GpuReading
+    engine: EngineView
+    cost_s: float  # wall time the whole sample took
+    cost_gpu_s: float
+    cost_cpu_s: float
+    cost_metrics_s: float
+
+
+def controller_target(controller: Any = None) -> TargetSource:
+    """A target source backed by frank.engine.controller (imported lazily: the controller may land later).
+    The served model name and API key come from the running engine's profile."""
+    profiles: dict[str, tuple[str | None, str | None]] = {}
+
+    def profile_bits(name: str | None) -> tuple[str | None, str | None]:
+        if name not in profiles:
+            try:
+                from frank.engine.profiles import load_profile
+
+                prof = load_profile(name)
+                profiles[name] = (prof.served_model_name, prof.api_key or None)
+            except Exception:  # a profile edited or removed since the start: watch without the filter
+                profiles[name] = (None, None)
+        return profiles[name]
+
+    def source() -> Target | None:
+        nonlocal controller
+        if controller is None:
+            from frank.engine.controller import EngineController
+
+            controller = EngineController()
+        st = controller.status(check_health=False)  # /metrics answers for health; no second request
+        if st.state == "stopped":
+            return None
+        model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
+        return Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
+    return source
+
+
+def static_target(url: str | None, pid: int | None = None, api_key: str | None = None,
+                  model_name: str | None = None) -> TargetSource:
+    target = Target(url, pid, api_key, model_name)
+    return lambda: target
+
+
+class Sampler:
+    def __init__(self, target: TargetSource | None = None, period_s: float = DEFAULT_PERIOD_S,
+                 history_s: float = DEFAULT_HISTORY_S, rate_window_s: float = DEFAULT_RATE_WINDOW_S,
+                 gpu: bool = True, scrape_timeout_s: float = 2.0,
+                 gpu_sampler: GpuSampler | None = None, cpu_sampler: CpuSampler | None = None) -> None:
+        if period_s <= 0:
+            raise ValueError(f"period must be positive, not {period_s}")
+        self.target = target or (lambda: None)
+        self.period_s = period_s
+        self.rate_window_s = rate_window_s
+        self._history: deque[Snapshot] = deque(maxlen=max(1, math.ceil(history_s / period_s)))
+        self._lock = threading.Lock()
+        self._subscribers: list[Callable[[Snapshot], None]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._gpu = gpu_sampler or (GpuSampler() if gpu else None)
+        self._cpu = cpu_sampler
+        self._client = httpx.Client(timeout=scrape_timeout_s)
+        # The engine renders /metrics in about 8 ms: the scrape waits on it while psutil and NVML run.
+        self._scraper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank-scrape")
+        self._seq = 0
+        self._metrics_hist: deque[m.MetricsSample] = deque()
+        self._idle_base: m.MetricsSample | None = None
+        self._last_request: m.RequestDelta | None = None
+        self.errors = 0  # subscriber callbacks that raised
+
+    # -- public API ------------------------------------------------------------------------------
+    def start(self) -> "Sampler":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="frank-telemetry", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self._close()
+
+    def __enter__(self) -> "Sampler":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def latest(self) -> Snapshot | None:
+        with self._lock:
+            return self._history[-1] if self._history else None
+
+    def history(self, seconds: float | None = None) -> list[Snapshot]:
+        """Snapshots oldest first, all of them or those of the last `seconds`."""
+        with self._lock:
+            items = list(self._history)
+        if seconds is not None and items:
+            cutoff = items[-1].taken_at - seconds
+            items = [s for s in items if s.taken_at >= cutoff]
+        return items
+
+    @property
+    def capacity(self) -> int:
+        return self._history.maxlen or 0
+
+    def subscribe(self, callback: Callable[[Snapshot], None]) -> Callable[[], None]:
+        """Call `callback(snapshot)` on the sampler thread after each sample; returns an unsubscribe."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+        return unsubscribe
+
+    def sample_once(self) -> Snapshot:
+        """Take one sample now on the calling thread (for --once and tests; not while the thread runs)."""
+        if self._thread is not None:
+            raise RuntimeError("sample_once() while the sampler thread runs")
+        return self._sample()
+
+    # -- the loop --------------------------------------------------------------------------------
+    def _run(self) -> None:
+        due = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                self._sample()
+                due += self.period_s
+                now = time.monotonic()
+                if due < now:  # a slow read: skip the missed ticks instead of bursting to catch up
+                    due = now + self.period_s - (now - due) % self.period_s
+                self._wait_until(due)
+        finally:
+            self._close()
+
+    def _wait_until(self, due: float) -> None:
+        if self._gpu is not None:
+            self._gpu.wait_until(due, self._stop, self.period_s)
+        else:
+            self._stop.wait(max(0.0, due - time.monotonic()))
+
+    def _close(self) -> None:
+        if self._gpu is not None:
+            self._gpu.close()
+        self._scraper.shutdown(wait=True)
+        self._client.close()
+
+    def _sample(self) -> Snapshot:
+        t0 = time.perf_counter()
+        taken_at, wall = time.monotonic(), time.time()
+        if self._cpu is None:
+            self._cpu = CpuSampler()
+        try:
+            target = self.target()
+            target_error = None
+        except Exception as exc:  # the controller's state files can be mid-write; say so, keep sampling
+            target, target_error = None, f"engine status: {exc}"
+        scrape = self._start_scrape(target)
+        cpu = self._cpu.sample(target.pid if target else None)
+        t1 = time.perf_counter()
+        if self._gpu is not None:
+            gpu = self._gpu.sample(self._cpu.engine_pids() if target else ())
+        else:
+            gpu = GpuReading((), "no GPU telemetry (disabled)", 0.0)
+        t2 = time.perf_counter()
+        engine = self._engine_view(target, target_error, scrape)
+        t3 = time.perf_counter()
+        self._seq += 1
+        snap = Snapshot(self._seq, taken_at, wall, self.period_s, cpu, gpu, engine, t3 - t0, t2 - t1, t1 - t0, t3 - t2)
+        with self._lock:
+            self._history.append(snap)
+            subscribers = list(self._subscribers)
+        for cb in subscribers:
+            try:
+                cb(snap)
+            except Exception:  # a broken subscriber must not stop the telemetry
+                self.errors += 1
+        return snap
+
+    def _start_scrape(self, target: Target | None) -> Future | None:
+        if target is None or not target.url:
+            return None
+        return self._scraper.submit(m.fetch_metrics, self._client, target.url, target.api_key, target.model_name)
+
+    def _engine_view(self, target: Target | None, error: str | None, scrape: Future | None) -> EngineView:
+        if target is None or not target.url or scrape is None:
+            self._forget_metrics()
+            return EngineView("stopped" if error is None else "error", None, None, None, None,
+                              self._last_request, error)
+        sample = scrape.result()
+        if not sample.ok:
+            self._forget_metrics()
+            # while the controller says starting, a refused connection is expected
+            state = target.state if target.state != "ready" else sample.state
+            return EngineView(state, target.url, target.pid, sample, None, self._last_request, sample.error)
+        rates = self._rates(sample)
+        self._track_request(sample)
+        return EngineView(target.state, target.url, target.pid, sample, rates, self._last_request, None)
+
+    def _forget_metrics(self) -> None:
+        self._metrics_hist.clear()
+        self._idle_base = None
+
+    def _rates(self, sample: m.MetricsSample) -> m.WindowRates | None:
+        hist = self._metrics_hist
+        hist.append(sample)
+        while len(hist) > 1 and sample.taken_at - hist[1].taken_at >= self.rate_window_s:
+            hist.popleft()
+        if len(hist) < 2:
+            return None
+        rates = m.window_rates(hist[0], sample)
+        if not rates.valid:  # a restart inside the window: start the window again from here
+            hist.clear()
+            hist.append(sample)
+        return rates
+
+    def _track_request(self, sample: m.MetricsSample) -> None:
+        """A request that ran alone between two idle samples gets its own server-side values."""
+        idle = (sample.gauge(m.RUNNING) or 0) == 0 and (sample.gauge(m.WAITING) or 0) == 0
+        if not idle:
+            return
+        base = self._idle_base
+        if base is not None and sample.hist(m.E2E)[1] != base.hist(m.E2E)[1]:
+            delta = m.request_delta(base, sample)
+            if delta.attributed:
+                self._last_request = delta
+        self._idle_base = sample
+
+
+def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
+    """One plain-JSON object per snapshot: keys cpu (with per_core), gpus (+ gpu_error), engine, cost."""
+    from dataclasses import asdict
+
+    eng = snap.engine
+    engine: dict[str, Any] = {"state": eng.state, "url": eng.url, "pid": eng.pid, "error": eng.error,
+                              "metrics": m.sample_summary(eng.metrics) if eng.metrics is not None else None,
+                              "rates": asdict(eng.rates) if eng.rates is not None else None,
+                              "last_request": asdict(eng.last_request) if eng.last_request is not None else None}
+    return {
+        "seq": snap.seq,
+        "wall_time": snap.wall_time,
+        "period_s": snap.period_s,
+        "cpu": asdict(snap.cpu),
+        "gpus": [asdict(g) for g in snap.gpu.gpus],
+        "gpu_error": snap.gpu.error,
+        "engine": engine,
+        "cost_ms": {"total": snap.cost_s * 1e3, "cpu": snap.cost_cpu_s * 1e3, "gpu": snap.cost_gpu_s * 1e3,
+                    "metrics": snap.cost_metrics_s * 1e3},
+    }

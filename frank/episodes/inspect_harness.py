@@ -1,0 +1,165 @@
+"""One agent episode with inspect-ai. Runs in the agent venv (.venv-agent), never in the console's:
+
+    .venv-agent/bin/python -m frank.episodes.inspect_harness SPEC.json     # one episode
+    .venv-agent/bin/python -m frank.episodes.inspect_harness --worker      # one spec path per stdin line
+
+SPEC.json (written by frank.episodes.harness) names the task, its instruction, the workspace folder, the
+tools, the limits, the OpenAI-compatible endpoint (the recorder in front of the engine) and the sampling
+settings. The episode is one inspect Task with one Sample, solved by inspect's ReAct agent with its bash,
+python and text-editor tools in a local sandbox whose working directory IS the episode's workspace (the
+`frank-workspace` sandbox below: inspect's own local sandbox, minus the temporary directory), so the
+finished workspace stays behind for the suite's grader. Grading happens in frank, not here: one grader
+home for episodes and for `frank episodes check --references`.
+
+The result (the path in the spec's `result`) is one JSON object: the sample's client times from inspect's
+log (total and working), token use, the number of model requests, turns, tool calls, the last tool call,
+and the error if the sample or the eval failed. Imports: the standard library and inspect-ai only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, eval as inspect_eval
+from inspect_ai.agent import AgentPrompt, react
+from inspect_ai.dataset import Sample
+from inspect_ai.model import GenerateConfig
+from inspect_ai.tool import bash, python, text_editor
+from inspect_ai.util import SandboxEnvironmentSpec, sandboxenv
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+
+class _KeptDirectory:
+    """Stands in for the TemporaryDirectory of inspect's local sandbox: same `name`, no cleanup."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def cleanup(self) -> None:
+        pass
+
+
+@sandboxenv(name="frank-workspace")
+class WorkspaceSandbox(LocalSandboxEnvironment):
+    """inspect's local sandbox with a fixed working directory: the episode's workspace (the config)."""
+
+    @classmethod
+    async def sample_init(cls, task_name, config, metadata):  # type: ignore[override]
+        env = cls()
+        env.directory.cleanup()
+        workspace = Path(str(config))
+        env.directory = _KeptDirectory(str(workspace))
+        # inspect injects its sandbox-tools binary (the text editor's server) here: keep it out of the workspace
+        env._sandbox_tools_dir = workspace.parent / f".{workspace.name}.sandbox-tools"
+        return {"default": env}
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> Any:
+        return config
+
+
+TOOLS = {"bash": bash, "python": python, "text_editor": text_editor}
+
+
+def build_task(spec: dict[str, Any]) -> Task:
+    tools = [TOOLS[name](timeout=spec["tool_timeout_s"]) if name != "text_editor" else TOOLS[name]()
+             for name in spec["tools"]]
+    agent = react(prompt=AgentPrompt(instructions=spec["system_prompt"]), tools=tools)
+    sample = Sample(id=spec["task"], input=spec["instruction"], target="graded by frank")
+    return Task(name=spec["task"], dataset=[sample], solver=agent,
+                sandbox=SandboxEnvironmentSpec("frank-workspace", spec["workspace"]))
+
+
+def summarize(log: Any) -> dict[str, Any]:
+    """What frank needs from the eval log: times, tokens, requests, turns, tool calls, errors."""
+    out: dict[str, Any] = {"eval_status": log.status, "error": None}
+    if log.error is not None:
+        out["error"] = f"eval: {log.error.message}"
+    samples = log.samples or []
+    if not samples:
+        out["error"] = out["error"] or "eval: no sample in the log"
+        return out
+    sample = samples[0]
+    usage_in = usage_out = 0
+    requests = model_errors = 0
+    model_s = tool_s = 0.0
+    call_s: list[float | None] = []  # per model call; None for a call whose time inspect did not record
+    for event in sample.events:
+        if event.event == "model":  # every call reached the engine, the one a limit then cut off included
+            requests += 1
+            model_s += float(event.working_time or 0.0)
+            call_s.append(None if event.working_time is None else round(float(event.working_time), 6))
+            if event.error:
+                model_errors += 1
+            if event.output is not None and event.output.usage is not None:
+                usage_in += event.output.usage.input_tokens
+                usage_out += event.output.usage.output_tokens
+        elif event.event == "tool":
+            tool_s += float(event.working_time or 0.0)
+    turns = tool_calls = 0
+    last_tool = None
+    for msg in sample.messages:
+        if msg.role == "assistant":
+            turns += 1
+            for call in msg.tool_calls or []:
+                tool_calls += 1
+                last_tool = {"function": call.function, "arguments": json.dumps(call.arguments)[:200]}
+    out.update({
+        "client_s": sample.total_time, "working_s": sample.working_time, "model_s": round(model_s, 6),
+        "tool_s": round(tool_s, 6), "call_s": call_s, "requests": requests, "model_errors": model_errors,
+        "prompt_tokens": usage_in, "completion_tokens": usage_out, "turns": turns, "tool_calls": tool_calls,
+        "last_tool": last_tool,
+        "limit": sample.limit.type if sample.limit is not None else None,
+    })
+    if sample.error is not None:
+        out["error"] = f"sample: {sample.error.message}"
+    return out
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    # the engine's model through the recorder; nothing else may be reached (see harness.offline_env)
+    config = GenerateConfig(temperature=spec["temperature"], max_tokens=spec["max_tokens"],
+                            max_retries=spec["max_retries"], timeout=spec["request_timeout_s"],
+                            extra_body=spec["extra_body"], max_connections=1)
+    started = time.perf_counter()
+    logs = inspect_eval(
+        build_task(spec), model=f"openai-api/frank/{spec['model']}", model_base_url=spec["base_url"],
+        model_args={"api_key": spec["api_key"]}, log_dir=spec["log_dir"], log_format="json",
+        display="none", turn_limit=spec["max_turns"], time_limit=spec["wall_time_s"],
+        fail_on_error=False, score=False, max_samples=1, max_sandboxes=1,
+        # frank follows episodes through the recorder: inspect's live sample database (written on every
+        # event, for `inspect view`) would only add to the client time of each turn
+        log_realtime=False, **config.model_dump(exclude_none=True))
+    out = summarize(logs[0])
+    out["harness_wall_s"] = round(time.perf_counter() - started, 6)
+    out["log"] = logs[0].location
+    return out
+
+
+def run_spec_file(path: str) -> None:
+    spec = json.loads(Path(path).read_text())
+    try:
+        result = run(spec)
+    except Exception as exc:  # the harness itself failed: frank marks the episode `error` with this
+        result = {"error": f"harness: {type(exc).__name__}: {exc}"}
+    tmp = Path(spec["result"] + ".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, spec["result"])  # frank waits for this file to appear
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] == ["--worker"]:  # one process for a whole run: inspect is imported once, not per episode
+        for line in sys.stdin:
+            if line.strip():
+                run_spec_file(line.strip())
+        return 0
+    run_spec_file(argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,235 @@
+"""One cell on the real engine: a fresh start with the arm's knobs, the replay, the stop, the measures.
+
+The arm's knobs are applied on top of the profile's defaults (never the operator's saved knob values),
+so a cell's engine is set by the frozen design alone. The replay goes through frank.workloads.replay into the
+run folder's cells/slotNN-attemptK/replay/, and the measures are taken from its per-request records:
+
+- time_per_verify_step: frank.engine.measures.records_time_per_verify_step: sum of decode time / sum of decode
+                        steps (every target-model pass after the first token, drafted or not)
+- front_end_per_draw:   sum of front-end time (frank.engine.measures.front_end_s, per request) per draw, mean
+                        over the start's draws
+- total_replay_time:    sum of client time, send to last byte
+- tokens_per_s:         output tokens / client time
+
+The first `warmup_requests` of each draw are replayed but not measured. A measured request whose server
+values could not be attributed to it makes the attempt fail (the failure rule applies) rather than be
+guessed.
+
+A design with [episodes] instead of [workload] runs graded agent episodes in the cell (frank.episodes:
+the suite's draws into cells/slotNN-attemptK/episodes/), measured by frank.episodes.runner
+.episode_measures: episode_total_time (client seconds summed over the start's episodes) and
+episodes_passed. An episode the engine failed (error) counts as a failed request for the guards.
+"""
+from __future__ import annotations
+
+import hashlib
+import signal
+from pathlib import Path
+from typing import Any
+
+from frank.engine import measures
+from frank.engine.controller import EngineController, EngineError
+from frank.errors import FrankError
+from frank.engine.profiles import load_profile
+from frank.experiments.randomize import Slot
+from frank.experiments.errors import RunError
+from frank.experiments.registry import Run
+from frank.experiments.runner import Attempt, CellError, Note
+from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
+
+
+def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
+    """Per-start measures from the replay's latest record of each request."""
+    client = out_tokens = 0.0
+    servers: list[dict[str, Any]] = []
+    front_by_draw: dict[str, float] = {}
+    measured = failed = unattributed = 0
+    hashes: dict[str, str | None] = {}
+    for draw, records in records_by_draw.items():
+        latest: dict[str, dict[str, Any]] = {}
+        for rec in records:
+            latest[rec["id"]] = rec
+        front_by_draw[draw] = 0.0
+        for rec in sorted(latest.values(), key=lambda r: r.get("index", 0)):
+            hashes[f"{draw}/{rec['id']}"] = rec.get("prompt_ids_sha256")
+            if rec.get("status") != "ok":
+                failed += 1
+                continue
+            if rec.get("index", 0) < warmup:
+                continue
+            measured += 1
+            server = rec.get("server") or {}
+            if not server.get("attributed"):
+                unattributed += 1
+                continue
+            front_by_draw[draw] += server.get("front_end_s") or 0.0
+            servers.append(server)
+            client += (rec.get("client") or {}).get("total_s") or 0.0
+            out_tokens += rec.get("completion_tokens") or 0
+    fronts = list(front_by_draw.values())
+    decode, steps = measures.verify_step_totals(servers)
+    return {
+        "time_per_verify_step": measures.time_per_verify_step(decode, steps),
+        "front_end_per_draw": sum(fronts) / len(fronts) if fronts else None,
+        "total_replay_time": client,
+        "tokens_per_s": out_tokens / client if client else None,
+        "decode_steps": steps, "decode_s": decode, "front_end_by_draw": front_by_draw,
+        "measured_requests": measured, "failed": failed, "unattributed": unattributed,
+        "prompt_hashes": hashes,
+    }
+
+
+class EngineCellExecutor:
+    """Cells on the real engine, through the one EngineController of this user's state dir."""
+
+    def __init__(self, controller: EngineController | None = None) -> None:
+        self.controller = controller or EngineController()
+
+    def precheck(self, run: Run) -> None:
+        st = self.controller.status()
+        if st.state in ("starting", "ready"):
+            raise RunError(f"an engine is running (profile {st.profile}, pid {st.pid}); an experiment needs a "
+                           f"fresh start per cell: stop it first (frank engine stop)")
+        if run.design.episodes is not None:
+            self._suite(run)
+        else:
+            self._workload(run)
+
+    def _suite(self, run: Run) -> Path:
+        from frank.episodes.suite import load_suite
+
+        assert run.design.episodes is not None
+        record = run.meta.get("workload") or {}
+        try:
+            suite = load_suite(record.get("suite") or run.design.episodes.suite)
+        except FrankError as exc:
+            raise RunError(f"episodes.suite: {exc}") from None
+        if record.get("suite_sha256") and hashlib.sha256(suite.path.read_bytes()).hexdigest() != record["suite_sha256"]:
+            raise RunError(f"suite {suite.path} changed since registration (manifest hash mismatch)")
+        return suite.path
+
+    def cleanup(self, run: Run, attempt: Attempt) -> str:
+        st = self.controller.status(check_health=False)
+        if st.state == "stopped":
+            return "no engine was left running"
+        started = attempt.started.get("unix") or 0
+        if st.started_at is not None and st.started_at >= started - 1.0:
+            self.controller.stop()
+            return f"stopped the cut-off cell's engine (pid {st.pid}, {st.state})"
+        return f"left alone an engine started before the cut-off cell (pid {st.pid}, {st.state})"
+
+    def _workload(self, run: Run) -> Path:
+        record = run.meta.get("workload") or {}
+        path = Path(record["path"]) if record.get("path") and Path(record["path"]).is_dir() \
+            else resolve_workload(run.design, run.meta.get("source_path"))
+        recorded = record.get("manifest_sha256")
+        if recorded and manifest_sha256(path) != recorded:
+            raise RunError(f"workload {path} changed since registration (manifest hash mismatch)")
+        check_draws(run.design, path)
+        return path
+
+    def _stop_engine(self) -> None:
+        """Stop the engine with SIGTERM/SIGINT held back, so a stop request cannot cut the stop short; a
+        held signal is delivered (and unwinds the runner) right after."""
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        try:
+            self.controller.stop()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+    def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any]:
+        from frank.workloads.replay import ReplayOptions, read_records, start_replay
+
+        design = run.design
+        arm = design.arm(slot.arm)
+        knobs = load_profile(arm.profile).resolve_knobs(arm.knob_dict)   # defaults + the arm's values
+        if design.episodes is not None:
+            return self._execute_episodes(run, slot, attempt, note, arm.profile, knobs)
+        assert design.workload is not None
+        workload = self._workload(run)
+        st = self._start(arm.profile, knobs, slot, attempt, note)
+        replay_dir = run.cell_dir(slot.slot, attempt) / "replay"
+        try:
+            options = ReplayOptions(mode=design.workload.mode,
+                                    draws=tuple(str(d) for d in design.workload.draws) or None,
+                                    limit=design.workload.requests, max_tokens=design.workload.max_tokens,
+                                    token_ids=True)
+            runner = start_replay(workload, st.url or "", options, out=replay_dir)
+            summary = runner.run_sync()
+            records = {d: read_records(runner.draw_file(d)) for d in runner.draw_names}
+            m = measures_from_records(records, design.workload.warmup_requests)
+            note("replay_done", slot=slot.slot, attempt=attempt, state=summary.get("state"),
+                 requests=sum(len(r) for r in records.values()), failed=m["failed"],
+                 unattributed=m["unattributed"], dir=str(replay_dir))
+            fidelity = self._fidelity(run, slot, attempt, note) if summary.get("state") == "finished" else None
+        except FrankError as exc:
+            raise CellError(f"the replay failed: {exc}") from None
+        finally:
+            self._stop_engine()
+            note("engine_stopped", slot=slot.slot, attempt=attempt)
+        if summary.get("state") != "finished":
+            raise CellError(f"the replay ended {summary.get('state')}: {summary.get('error')}")
+        if m["unattributed"]:
+            raise CellError(f"{m['unattributed']} measured request(s) had server values that could not be "
+                            f"attributed to them")
+        value = m[design.measure]
+        if value is None:
+            raise CellError(f"no {design.measure} could be measured (no verify steps or no requests?)")
+        return {"value": value, "measure": design.measure, "failed": m["failed"],
+                "requests": m["measured_requests"], "prompt_hashes": m["prompt_hashes"],
+                "measures": {k: m[k] for k in ("time_per_verify_step", "front_end_per_draw", "total_replay_time",
+                                               "tokens_per_s", "decode_steps", "decode_s", "front_end_by_draw")},
+                "dir": str(replay_dir), **({"fidelity": fidelity} if fidelity is not None else {})}
+
+    def _start(self, profile: str, knobs: dict[str, Any], slot: Slot, attempt: int, note: Note):
+        try:
+            st = self.controller.start(profile, knobs)
+        except EngineError as exc:
+            self._stop_engine()
+            raise CellError(f"the engine did not start: {exc}") from None
+        except BaseException:          # stopped (SIGTERM) while starting: leave no engine behind
+            self._stop_engine()
+            raise
+        note("engine_ready", slot=slot.slot, attempt=attempt, pid=st.pid, url=st.url, ready_s=st.ready_s,
+             started_at=st.started_at, knobs=st.knobs)
+        return st
+
+    def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any] | None:
+        """The fidelity rule's measure, while the arm's engine is still up (after its replay or episodes)."""
+        if run.design.fidelity is None:
+            return None
+        from frank.experiments.fidelity import measure_cell
+
+        fidelity = measure_cell(run.design.fidelity, run.cell_dir(slot.slot, attempt), self.controller)
+        note("fidelity_done", slot=slot.slot, attempt=attempt,
+             kl={name: v["kl"] for name, v in fidelity["sets"].items()})
+        return fidelity
+
+    def _execute_episodes(self, run: Run, slot: Slot, attempt: int, note: Note, profile: str,
+                          knobs: dict[str, Any]) -> dict[str, Any]:
+        """The cell's episodes: the suite's draws on a fresh engine with the arm's knobs, then fidelity."""
+        from frank.episodes.runner import create_run, episode_measures, read_jsonl, run_episodes
+
+        design = run.design
+        assert design.episodes is not None
+        suite = self._suite(run)
+        folder = run.cell_dir(slot.slot, attempt) / "episodes"
+        st = self._start(profile, knobs, slot, attempt, note)
+        try:
+            create_run(suite, design.episodes.draws, out=folder)
+            outcome = run_episodes(folder, st.url)
+            results = read_jsonl(folder / "results.jsonl")
+            m = episode_measures(results)
+            note("episodes_done", slot=slot.slot, attempt=attempt, status=outcome.status, episodes=len(results),
+                 passed=m["episodes_passed"], errors=m["episode_errors"], dir=str(folder))
+            fidelity = self._fidelity(run, slot, attempt, note) if outcome.status == "finished" else None
+        except FrankError as exc:
+            raise CellError(f"the episodes failed: {exc}") from None
+        finally:
+            self._stop_engine()
+            note("engine_stopped", slot=slot.slot, attempt=attempt)
+        if outcome.status != "finished":
+            raise CellError(f"the episodes ended {outcome.status}: {outcome.reason}")
+        return {"value": m[design.measure], "measure": design.measure, "failed": m["episode_errors"],
+                "requests": m["requests"], "prompt_hashes": {}, "measures": m, "dir": str(folder),
+                **({"fidelity": fidelity} if fidelity is not None else {})}

@@ -1,0 +1,8 @@
+"""Errors of registered runs (a module of its own so registry, cell and runner share it without a cycle)."""
+from __future__ import annotations
+
+from frank.errors import FrankError
+
+
+class RunError(FrankError):
+    pass

@@ -1,0 +1,221 @@
+"""The fidelity rule of experiment designs: "no worse than the control by more than the measured floor".
+
+A design turns it on with a `[fidelity]` table (docs/experiments.md, docs/fidelity.md):
+
+    [fidelity]
+    sets = ["code", "agent", "prose"]   # text sets measured at every engine start (default: the shipped three)
+    floor = "measured"                  # "measured", or a number (a KL tolerance fixed before the run)
+
+Every cell then measures the arm's engine over the sets (`measure_cell`, after its replay or episodes,
+before the engine stops) and keeps each set's KL, its reference floor and the engine's own top-k (an .npz
+in the cell folder). The rule, per set:
+
+    mean KL(treatment starts) <= mean KL(control starts) + floor
+
+with floor = max(reference floor, engine floor) where "measured": the engine floor is the KL between the
+first two control starts (two starts of the same configuration); with one control start it is the latest
+`frank fidelity floor` run of the control's configuration, if any (else the reference floor alone, noted).
+The guard `fidelity` fails when any set breaks the rule, so the decision is "not confirmed"; a revert rule
+with `fidelity_regression = true` reverts on it. Measures taken elsewhere give rows `fidelity:SET` (a
+start's KL) and optionally `fidelity_floor:SET` (a measured floor) in the results CSV.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Any, Iterable
+
+import numpy as np
+
+from frank.errors import FrankError
+from frank.experiments.tables import DesignError, Table
+
+FLOOR_MEASURED = "measured"
+CANDIDATE_FILE = "fidelity-candidate.npz"
+
+
+@dataclass(frozen=True)
+class FidelityRule:
+    sets: tuple[str, ...]
+    floor: str | float       # FLOOR_MEASURED or a fixed KL tolerance
+
+    def canonical(self) -> dict[str, Any]:
+        return {"sets": list(self.sets), "floor": self.floor}
+
+
+def parse_fidelity(raw: Any, where: str) -> FidelityRule:
+    """The `[fidelity]` table; every error names `fidelity.FIELD`."""
+    from frank.fidelity.sets import SHIPPED
+
+    table = Table(raw, "fidelity", where, ("sets", "floor"))
+    sets = table.get("sets", list, list(SHIPPED))
+    if not sets:
+        raise table.error("sets", "must name at least one text set")
+    for i, name in enumerate(sets):
+        if not isinstance(name, str) or not name:
+            raise DesignError(f"{where}: fidelity.sets[{i}]: expected a set name or folder, got {name!r}")
+    if len(set(sets)) != len(sets):
+        raise table.error("sets", "names a set twice")
+    floor = table.get("floor", (str, int, float), FLOOR_MEASURED, what='"measured" or a number')
+    if isinstance(floor, str) and floor != FLOOR_MEASURED:
+        raise table.error("floor", f'{floor!r}: expected "measured" or a number')
+    if not isinstance(floor, str) and floor < 0:
+        raise table.error("floor", f"must be 0 or more, got {floor}")
+    return FidelityRule(sets=tuple(sets), floor=floor if isinstance(floor, str) else float(floor))
+
+
+def check_sets(rule: FidelityRule, where: str) -> None:
+    """Every set resolves and checks (registration calls this before anything runs)."""
+    from frank.fidelity.sets import load_set, resolve_set
+
+    for i, spec in enumerate(rule.sets):
+        try:
+            load_set(resolve_set(spec))
+        except FrankError as exc:
+            raise DesignError(f"{where}: fidelity.sets[{i}]: {exc}") from None
+
+
+# -- in a cell ------------------------------------------------------------------------------------------
+
+def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> dict[str, Any]:
+    """Measure the running engine (the cell's) over the rule's sets; keep its top-k in the cell folder.
+    Returns {"sets": {spec: {name, kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
+    "candidate": path}, keyed by each set as the design names it: put it in the cell's result under
+    "fidelity"."""
+    from frank.fidelity.runs import measure_target, running_target
+
+    target = running_target(controller)
+    measured = measure_target(target, rule.sets)
+    path = Path(cell_dir) / CANDIDATE_FILE
+    save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, measured)})
+    keep = ("name", "kl", "positions", "misses", "set_sha256", "reference_sha256")
+    return {"sets": {spec: {k: entry[k] for k in keep} | {"reference_floor": entry["floor"]["reference"]}
+                     for spec, (entry, _) in zip(rule.sets, measured)},
+            "candidate": str(path)}
+
+
+def save_candidates(path: Path, candidates: dict[str, list[dict[int, float]]]) -> None:
+    """One .npz for a start: per set (in order, names in `names`) its token IDs and log-probabilities,
+    padded with -1 / -inf (positions return k or k + 1 tokens)."""
+    arrays: dict[str, np.ndarray] = {"names": np.array(list(candidates), dtype=str)}
+    for n, (name, cand) in enumerate(candidates.items()):
+        width = max(len(row) for row in cand)
+        ids = np.full((len(cand), width), -1, dtype=np.int64)
+        lps = np.full((len(cand), width), -np.inf, dtype=np.float64)
+        for i, row in enumerate(cand):
+            ids[i, :len(row)] = list(row.keys())
+            lps[i, :len(row)] = list(row.values())
+        arrays[f"set{n}_ids"], arrays[f"set{n}_logprobs"] = ids, lps
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+def load_candidate(path: Path | str, name: str) -> list[dict[int, float]]:
+    with np.load(path) as data:
+        names = data["names"].tolist()
+        if name not in names:
+            raise FrankError(f"{path}: no set {name!r} (sets: {', '.join(names)})")
+        n = names.index(name)
+        ids, lps = data[f"set{n}_ids"], data[f"set{n}_logprobs"]
+    return [{int(t): float(v) for t, v in zip(r_ids, r_lps) if t >= 0} for r_ids, r_lps in zip(ids, lps)]
+
+
+def engine_floor_between(first: Path | str, second: Path | str, name: str, k: int = 64) -> float:
+    """KL of the second start against the first start's own top k, for one set."""
+    from frank.fidelity.measure import mean_kl
+    from frank.fidelity.candidate import top_k_arrays
+
+    ids, lps = top_k_arrays(load_candidate(first, name), k)
+    return mean_kl(ids, lps, load_candidate(second, name)).kl
+
+
+# -- evaluation -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StartFidelity:
+    start: int
+    arm: str
+    sets: dict[str, dict[str, Any]]     # name -> {"kl", "reference_floor"?, ...}
+    candidate: str | None = None
+
+
+def evaluate(rule: FidelityRule, starts: Iterable[StartFidelity], treatment: str, control: str,
+             profile: str = "", control_knobs: dict[str, Any] | None = None,
+             floors: dict[str, float] | None = None) -> dict[str, Any]:
+    """Per set: each arm's mean KL, the floor and whether the rule holds. `floors` (name -> KL) are floors
+    measured elsewhere (results CSV rows). Returns {"status": pass|fail|unchecked, "sets": [...], "notes"}."""
+    starts = sorted(starts, key=lambda s: s.start)
+    notes: list[str] = []
+    rows, failed, missing = [], [], []
+    controls = [s for s in starts if s.arm == control]
+    for name in rule.sets:
+        per_arm = {arm: [s.sets[name]["kl"] for s in starts if s.arm == arm and name in s.sets]
+                   for arm in (treatment, control)}
+        t_kl = mean(per_arm[treatment]) if per_arm[treatment] else None
+        c_kl = mean(per_arm[control]) if per_arm[control] else None
+        floor, parts = _floor(rule, name, starts, controls, profile, control_knobs, floors, notes)
+        met = None if t_kl is None or c_kl is None or floor is None else t_kl <= c_kl + floor
+        if met is None:
+            missing.append(name)
+        elif not met:
+            failed.append(name)
+        rows.append({"name": name, "treatment": t_kl, "control": c_kl, "floor": floor, "floor_parts": parts,
+                     "difference": None if t_kl is None or c_kl is None else t_kl - c_kl, "met": met,
+                     "starts": {arm: len(v) for arm, v in per_arm.items()}})
+    status = "fail" if failed else ("unchecked" if missing else "pass")
+    detail = (f"KL above control + floor for: {', '.join(failed)}" if failed else
+              f"no fidelity measured for: {', '.join(missing)}" if missing else
+              f"{treatment} no worse than {control} by more than the floor on all {len(rows)} sets")
+    return {"status": status, "detail": detail, "sets": rows, "notes": sorted(set(notes)),
+            "floor_rule": rule.floor}
+
+
+def _floor(rule: FidelityRule, name: str, starts: list[StartFidelity], controls: list[StartFidelity], profile: str,
+           control_knobs: dict[str, Any] | None, floors: dict[str, float] | None,
+           notes: list[str]) -> tuple[float | None, dict[str, Any]]:
+    if rule.floor != FLOOR_MEASURED:
+        return float(rule.floor), {"fixed": float(rule.floor)}
+    parts: dict[str, Any] = {}
+    ref = [s.sets[name].get("reference_floor") for s in starts if name in s.sets]
+    ref = [r for r in ref if r is not None]
+    if ref:
+        parts["reference"] = max(ref)
+    with_files = [s for s in controls if s.candidate and Path(s.candidate).is_file() and name in s.sets]
+    if len(with_files) >= 2:
+        parts["engine"] = engine_floor_between(with_files[0].candidate, with_files[1].candidate, name)
+        parts["engine_source"] = f"control starts {with_files[0].start} and {with_files[1].start}"
+    elif floors and name in floors:
+        parts["engine"] = floors[name]
+        parts["engine_source"] = "results rows"
+    else:
+        known = _saved_floor(profile, control_knobs, name, starts)
+        if known is not None:
+            parts["engine"], parts["engine_source"] = known[0], f"fidelity floor run {known[1]}"
+        else:
+            notes.append(f"no engine floor for {name}: fewer than 2 control starts and no `frank fidelity floor` "
+                         f"run of the control's configuration; the reference floor alone")
+    values = [v for k, v in parts.items() if k in ("reference", "engine")]
+    return (max(values) if values else None), parts
+
+
+def _saved_floor(profile: str, knobs: dict[str, Any] | None, name: str,
+                 starts: list[StartFidelity]) -> tuple[float, str] | None:
+    if not profile or knobs is None:
+        return None
+    from frank.engine.profiles import load_profile
+    from frank.fidelity.reference import model_fingerprint
+    from frank.fidelity.runs import known_engine_floor
+
+    shas = {s.sets[name].get("set_sha256") for s in starts if name in s.sets} - {None}
+    if len(shas) != 1:
+        return None
+    try:
+        prof = load_profile(profile)
+        numeric = {k: v for k, v in sorted(prof.resolve_knobs(knobs).items()) if prof.knobs[k].needs_restart}
+        return known_engine_floor(profile, numeric, model_fingerprint(prof.model_path()), shas.pop())
+    except FrankError:
+        return None

@@ -1,0 +1,60 @@
+"""The `experiment` job kind: `python -m frank.experiments.job RUN_ID` runs (or resumes) a registered
+run with the real engine, detached from any terminal when frank.jobs.launch starts it.
+
+The runner holds the run's lock (runner.lock) and journals every event with an fsync; SIGTERM stops it
+cleanly (the cell in flight is recorded as interrupted and redone on resume).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from frank import jobs
+from frank.experiments import registry
+from frank.experiments.journal import read_events
+from frank.experiments.runner import fold, run_experiment
+
+ENDED = {"finished": "finished", "interrupted": "cancelled", "retries_exhausted": "failed", "error": "failed"}
+
+
+def progress(run_dir: Path) -> jobs.Progress:
+    """Cells done over cells planned, from the journal; how the last runner ended."""
+    try:
+        order = json.loads((run_dir / "run.json").read_text()).get("order") or {}
+    except (OSError, ValueError):
+        order = {}
+    planned = len(order.get("slots") or ()) or None
+    state = fold(read_events(run_dir / "journal.jsonl"))
+    done = sum(1 for slot in state.attempts if state.done(slot) is not None)
+    if not state.runner_sessions:
+        return jobs.Progress(done=0, planned=planned, ended="pending", detail="registered, never run")
+    current = state.open_attempt
+    detail = f"start {current.slot + 1} ({current.phase})" if current else (state.stopped_reason or "")
+    return jobs.Progress(done=done, planned=planned, ended=ENDED.get(state.stopped_reason or ""), detail=detail)
+
+
+KIND = jobs.JobKind(
+    name="experiment", module="frank.experiments.job", root=registry.experiments_dir, progress=progress,
+    is_run=lambda d: (d / "design.toml").is_file(), record_files=lambda d: [d / "journal.jsonl"],
+    lock_name="runner.lock")
+
+
+def launch(run: registry.Run) -> jobs.JobStatus:
+    """Run or resume `run` detached (what `frank experiment run --detach` and the console do)."""
+    return jobs.launch(KIND.name, run.folder)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from frank.experiments.cell import EngineCellExecutor
+
+    run_dir = jobs.main_run_dir(argv, KIND.name)
+    run = registry.load_run(run_dir.name)
+    result = run_experiment(run, EngineCellExecutor(), handle_signals=True,
+                            on_event=lambda e: print(json.dumps(e, default=str), flush=True))
+    print(f"runner stopped: {result.reason} ({result.message}); {result.cells_run} cells run", flush=True)
+    return 0 if result.reason == "finished" else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

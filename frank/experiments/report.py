@@ -1,0 +1,466 @@
+"""Analysis under the frozen rule: effect per block in %, exact p-value, decision, revert rule, guards.
+
+One function, `analyze`, works on observations (start order, block, arm, value), whether they come from a
+run's journal (`report_for_run`) or from measures taken elsewhere (`read_results_csv`, for
+`frank experiment analyze DESIGN.toml RESULTS.csv`). The effect of a block is the treatment's value
+against the control's: (treatment - control) / control, in percent.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any, Iterable
+
+from frank.errors import FrankError
+from frank.experiments import exact
+from frank.experiments.design import Design
+from frank.experiments.journal import read_events
+from frank.experiments.runner import effect_pct, fold, wins
+
+
+@dataclass(frozen=True)
+class Observation:
+    start: int                  # 1-based start order
+    block: int | None
+    arm: str
+    value: float
+    measure: str = ""
+    failed_requests: int | None = None
+    prompt_hashes: dict[str, str | None] | None = None
+    checks: dict[str, bool] = field(default_factory=dict)
+    fidelity: dict[str, Any] | None = None     # a cell's fidelity result (frank/experiments/fidelity.py)
+
+
+class ResultsError(FrankError):
+    pass
+
+
+# -- CSV ----------------------------------------------------------------------------------------------
+
+_COLUMNS = {"start_order": "start", "start order": "start", "start": "start", "order": "start",
+            "block": "block", "arm": "arm", "value": "value", "measure": "measure"}
+
+
+def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
+    """Rows: start order, block, arm, value (and `measure` for a criteria design). `#` lines are comments."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise ResultsError(f"{path}: no header and no rows")
+    header_no, header = lines[0]
+    names = next(csv.reader(io.StringIO(header)))
+    columns = {}
+    for i, raw in enumerate(names):
+        key = _COLUMNS.get(raw.strip().lower())
+        if key is None:
+            raise ResultsError(f"{path}:{header_no}: unknown column {raw.strip()!r} "
+                               f"(columns: start_order, block, arm, value[, measure])")
+        columns[key] = i
+    needed = ["start", "arm", "value"] + (["measure"] if design.kind == "external" else [])
+    if design.kind == "blocks":
+        needed.append("block")
+    for key in needed:
+        if key not in columns:
+            raise ResultsError(f"{path}:{header_no}: missing column {key if key != 'start' else 'start_order'!r}")
+    arms = {a.name for a in design.arms}
+    out: list[Observation] = []
+    for number, line in lines[1:]:
+        row = next(csv.reader(io.StringIO(line)))
+        where = f"{path}:{number}"
+        if len(row) != len(names):
+            raise ResultsError(f"{where}: expected {len(names)} fields, got {len(row)}")
+        get = lambda key: row[columns[key]].strip() if key in columns else ""  # noqa: E731
+        arm = get("arm")
+        if arm not in arms:
+            raise ResultsError(f"{where}: arm: {arm!r} is not an arm of the design ({', '.join(sorted(arms))})")
+        try:
+            start = int(get("start")) if get("start") else 0
+        except ValueError:
+            raise ResultsError(f"{where}: start_order: {get('start')!r} is not a whole number") from None
+        try:
+            block = int(get("block")) if get("block") else None
+        except ValueError:
+            raise ResultsError(f"{where}: block: {get('block')!r} is not a whole number") from None
+        try:
+            value = float(get("value"))
+        except ValueError:
+            raise ResultsError(f"{where}: value: {get('value')!r} is not a number") from None
+        if math.isnan(value) or math.isinf(value):
+            raise ResultsError(f"{where}: value: {get('value')!r} is not a finite number")
+        measure = get("measure")
+        if design.kind == "blocks":
+            if block is None or not 1 <= block <= int(design.blocks or 0):
+                raise ResultsError(f"{where}: block: {get('block')!r} is not a block of 1..{design.blocks}")
+            if any(o.block == block and o.arm == arm and o.measure == measure for o in out):
+                raise ResultsError(f"{where}: block {block} has a second row for arm {arm!r}")
+        out.append(Observation(start=start, block=block, arm=arm, value=value, measure=measure))
+    starts = [o.start for o in out if o.start and not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
+    if design.kind != "external" and len(set(starts)) != len(starts):
+        raise ResultsError(f"{path}: start_order: the same start number appears twice")
+    return out
+
+
+# -- analysis -----------------------------------------------------------------------------------------
+
+def analyze(design: Design, observations: Iterable[Observation], *, source: str = "run",
+            order: list[dict[str, Any]] | None = None, failed_attempts: dict[str, int] | None = None,
+            voided: Iterable[int] = ()) -> dict[str, Any]:
+    obs = sorted(observations, key=lambda o: (o.start or 0))
+    rule = design.rule
+    checks = [o for o in obs if o.measure.startswith("check:")]
+    fidelity_rows = [o for o in obs if o.measure.startswith(("fidelity:", "fidelity_floor:"))]
+    obs = [o for o in obs if not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
+    out: dict[str, Any] = {
+        "name": design.name, "question": design.question, "kind": design.kind, "source": source,
+        "design_sha256": design.sha256, "measure": design.measure, "test": rule.test,
+        "treatment": rule.treatment, "control": rule.control, "direction": rule.direction or None,
+        "alpha": rule.alpha, "require_all": rule.require_all if rule.test == "sign" else None,
+        "order": order if order is not None else [{"start": o.start, "block": o.block, "arm": o.arm}
+                                                  for o in obs if o.start],
+        "null_size": exact.null_size(design), "smallest_p": exact.smallest_p(design),
+        "p_value": None, "p_fraction": None, "notes": [],
+    }
+    if rule.test == "criteria":      # external, or live episode starts (the seed's adoption rule)
+        decision = _criteria(design, obs, out)
+    elif design.kind == "blocks":
+        decision = _blocks(design, obs, set(voided), out)
+    else:
+        decision = _balanced(design, obs, out)
+    guards = _guards(design, obs, checks, source)
+    if design.fidelity is not None:
+        out["fidelity"] = _fidelity(design, obs, fidelity_rows)
+        guards.append({"name": "fidelity", "status": out["fidelity"]["status"], "detail": out["fidelity"]["detail"]})
+    out["guards"] = guards
+    failed_guards = [g["name"] for g in guards if g["status"] == "fail"]
+    verdict, reason = decision
+    if verdict == "confirmed" and failed_guards:
+        verdict, reason = "not confirmed", f"guard failed: {', '.join(failed_guards)} ({reason})"
+    elif verdict == "confirmed" and out.get("fidelity", {}).get("status") == "pass":
+        reason += " and the fidelity rule holds"
+    unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
+    if unchecked:
+        out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
+    if source == "external" and design.kind != "external":
+        out["notes"].append("a randomization p-value only if the order was drawn uniformly before the starts")
+    out["decision"], out["decision_reason"] = verdict, reason
+    out["revert"] = _revert(design, obs, out, failed_attempts, source)
+    return out
+
+
+def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[str, Any]) -> tuple[str, str]:
+    rule = design.rule
+    k = int(design.blocks or 0)
+    blocks, effects = [], []
+    w = l = t = 0
+    for block in range(1, k + 1):
+        values = {o.arm: o.value for o in obs if o.block == block}
+        tv, cv = values.get(rule.treatment), values.get(rule.control)
+        entry: dict[str, Any] = {"block": block, "values": values, "voided": block in voided,
+                                 "effect_pct": None, "sign": None}
+        if tv is not None and cv is not None and block not in voided:
+            sign, eff = wins(design, tv, cv), effect_pct(tv, cv)
+            entry.update(effect_pct=eff, sign=sign)
+            if eff is not None:
+                effects.append(eff)
+            w, l, t = w + (sign == "+"), l + (sign == "-"), t + (sign == "=")
+        blocks.append(entry)
+    complete = w + l + t
+    missing = k - complete - len(voided)
+    res = exact.sign_test(w, complete)
+    out.update(blocks=blocks, wins=w, losses=l, ties=t, complete_blocks=complete, voided_blocks=sorted(voided),
+               mean_effect_pct=mean(effects) if effects else None,
+               p_value=res.p_value if complete else None, p_fraction=exact.fraction(res.p_value, res.null_size)
+               if complete else None, tested_null_size=res.null_size if complete else None)
+    word = "lower" if rule.direction == "lower" else "higher"
+    if missing > 0:
+        return "incomplete", f"{missing} of {k} blocks not measured yet"
+    reasons = []
+    if rule.require_all and w < k:
+        reasons.append(f"{rule.treatment} was {word} in {w} of {k} blocks, the rule needs all {k}")
+    if rule.alpha is not None and res.p_value > rule.alpha:
+        reasons.append(f"p = {exact.fraction(res.p_value, res.null_size)} > alpha {rule.alpha:g}")
+    if reasons:
+        return "not confirmed", "; ".join(reasons)
+    return "confirmed", (f"{rule.treatment} {word} in {w} of {k} blocks; one-sided exact sign test "
+                         f"p = {exact.fraction(res.p_value, res.null_size)}")
+
+
+def _balanced(design: Design, obs: list[Observation], out: dict[str, Any]) -> tuple[str, str]:
+    rule = design.rule
+    n = int(design.starts_per_arm or 0)
+    tvals = [o.value for o in obs if o.arm == rule.treatment]
+    cvals = [o.value for o in obs if o.arm == rule.control]
+    out["starts"] = [{"start": o.start, "arm": o.arm, "value": o.value} for o in obs]
+    out["arm_means"] = {rule.treatment: mean(tvals) if tvals else None, rule.control: mean(cvals) if cvals else None}
+    if tvals and cvals:
+        out["mean_difference"] = mean(tvals) - mean(cvals)
+        out["mean_effect_pct"] = effect_pct(mean(tvals), mean(cvals))
+        below = all(tv < cv for tv in tvals for cv in cvals)
+        above = all(tv > cv for tv in tvals for cv in cvals)
+        out["separated"] = below if rule.direction == "lower" else above
+    if len(tvals) < n or len(cvals) < n:
+        return "incomplete", f"{len(tvals)} of {n} {rule.treatment} and {len(cvals)} of {n} {rule.control} starts measured"
+    if len(tvals) != n or len(cvals) != n:
+        raise ResultsError(f"the design has {n} starts per arm; the results have {len(tvals)} and {len(cvals)}")
+    res = exact.permutation_test(tvals, cvals, rule.direction)
+    frac = exact.fraction(res.p_value, res.null_size)
+    out.update(p_value=res.p_value, p_fraction=frac, tested_null_size=res.null_size)
+    assert rule.alpha is not None
+    if res.p_value <= rule.alpha:
+        return "confirmed", f"one-sided exact permutation test p = {frac} <= alpha {rule.alpha:g}"
+    return "not confirmed", f"one-sided exact permutation test p = {frac} > alpha {rule.alpha:g}"
+
+
+_COMPARE_TEXT = {"lower": "lower than", "higher": "higher than", "not_higher": "no higher than",
+                 "not_lower": "no lower than"}
+
+
+def _criteria(design: Design, obs: list[Observation], out: dict[str, Any]) -> tuple[str, str]:
+    rule = design.rule
+    results, missing, failed = [], [], []
+    for c in rule.criteria:
+        per_arm = {}
+        for arm in (rule.treatment, rule.control):
+            vals = [o.value for o in obs if o.measure == c.measure and o.arm == arm]
+            per_arm[arm] = (sum(vals) if c.aggregate == "sum" else mean(vals)) if vals else None
+        tv, cv = per_arm[rule.treatment], per_arm[rule.control]
+        met = None
+        if tv is not None and cv is not None:
+            met = {"lower": tv < cv, "higher": tv > cv, "not_higher": tv <= cv + c.margin,
+                   "not_lower": tv >= cv - c.margin}[c.compare]
+        else:
+            missing.append(c.measure)
+        if met is False:
+            failed.append(c.measure)
+        results.append({"measure": c.measure, "aggregate": c.aggregate, "compare": c.compare, "margin": c.margin,
+                        "treatment": tv, "control": cv, "met": met,
+                        "text": f"{c.aggregate} of {c.measure}: {rule.treatment} {_COMPARE_TEXT[c.compare]} "
+                                f"{rule.control}" + (f" - {c.margin:g}" if c.compare == "not_lower" and c.margin else "")
+                                + (f" + {c.margin:g}" if c.compare == "not_higher" and c.margin else "")})
+    out["criteria"] = results
+    out["starts"] = [{"start": o.start, "arm": o.arm, "measure": o.measure, "value": o.value} for o in obs]
+    out["notes"].append("a decision rule, not a randomized comparison: no p-value")
+    if missing:
+        return "incomplete", f"no values for: {', '.join(missing)}"
+    if failed:
+        return "not confirmed", f"criteria not met: {', '.join(failed)}"
+    return "confirmed", f"all {len(results)} criteria met"
+
+
+def _guards(design: Design, obs: list[Observation], checks: list[Observation], source: str) -> list[dict[str, Any]]:
+    g = design.guards
+    out = []
+    if g.no_failed_requests:
+        counts = [o.failed_requests for o in obs]
+        if not obs or any(c is None for c in counts):
+            out.append({"name": "no_failed_requests", "status": "unchecked",
+                        "detail": "no per-request records" + (": measures taken elsewhere" if source == "external" else "")})
+        else:
+            total = sum(c or 0 for c in counts)
+            starts = len({o.start for o in obs}) if all(o.start for o in obs) else len(obs)
+            out.append({"name": "no_failed_requests", "status": "pass" if total == 0 else "fail",
+                        "detail": f"{total} failed requests over {starts} starts"})
+    if g.prompt_token_ids_identical:
+        out.append(_identical_prompts(obs, source))
+    for name in g.checks:
+        rows = [c for c in checks if c.measure == f"check:{name}"]
+        if not rows:
+            out.append({"name": name, "status": "unchecked", "detail": "no outcome recorded"})
+        else:
+            bad = [c for c in rows if c.value != 1]
+            out.append({"name": name, "status": "pass" if not bad else "fail",
+                        "detail": f"{len(rows) - len(bad)} of {len(rows)} passed"})
+    return out
+
+
+def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -> dict[str, Any]:
+    """The fidelity rule over the starts' measured KL (cells) or `fidelity:SET` rows (results CSV)."""
+    from frank.experiments.fidelity import StartFidelity, evaluate
+
+    assert design.fidelity is not None
+    starts = [StartFidelity(o.start, o.arm, o.fidelity.get("sets", {}), o.fidelity.get("candidate"))
+              for o in obs if o.fidelity]
+    by_start: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
+    floors: dict[str, float] = {}
+    for row in rows:
+        kind, _, name = row.measure.partition(":")
+        if kind == "fidelity_floor":
+            floors[name] = max(floors.get(name, 0.0), row.value)
+        else:
+            by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
+    starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
+    control = design.arm(design.rule.control)
+    return evaluate(design.fidelity, starts, design.rule.treatment, design.rule.control, profile=control.profile,
+                    control_knobs=control.knob_dict, floors=floors or None)
+
+
+def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
+    name = "prompt_token_ids_identical"
+    if not obs or any(o.prompt_hashes is None for o in obs):
+        return {"name": name, "status": "unchecked", "detail": "no prompt token hashes"
+                + (": measures taken elsewhere" if source == "external" else "")}
+    keys = set().union(*(o.prompt_hashes or {} for o in obs))
+    missing = sum(1 for o in obs for k in keys if not (o.prompt_hashes or {}).get(k))
+    if missing:
+        return {"name": name, "status": "unchecked",
+                "detail": f"the engine gave no token IDs for {missing} request(s)"}
+    differ = [k for k in sorted(keys) if len({(o.prompt_hashes or {})[k] for o in obs}) > 1]
+    if differ:
+        return {"name": name, "status": "fail",
+                "detail": f"{len(differ)} of {len(keys)} requests had different prompt token IDs across starts "
+                          f"(first: {differ[0]})"}
+    return {"name": name, "status": "pass", "detail": f"{len(keys)} requests identical in all {len(obs)} starts"}
+
+
+def _revert(design: Design, obs: list[Observation], out: dict[str, Any], failed_attempts: dict[str, int] | None,
+            source: str) -> dict[str, Any] | None:
+    rv = design.revert
+    if rv is None:
+        return None
+    rule = design.rule
+    triggers, unchecked = [], []
+    if rv.treatment_only_failures:
+        per_arm = {}
+        for arm in (rule.treatment, rule.control):
+            counts = [o.failed_requests for o in obs if o.arm == arm]
+            if failed_attempts is None or any(c is None for c in counts):
+                per_arm[arm] = None
+            else:
+                per_arm[arm] = sum(c or 0 for c in counts) + failed_attempts.get(arm, 0)
+        if None in per_arm.values():
+            unchecked.append("treatment_only_failures: no failure records"
+                             + (", measures taken elsewhere" if source == "external" else ""))
+        elif per_arm[rule.treatment] and not per_arm[rule.control]:
+            triggers.append(f"{per_arm[rule.treatment]} failure(s) only in {rule.treatment}")
+    if rv.max_worse_pct is not None:
+        eff = out.get("mean_effect_pct")
+        if eff is None:
+            unchecked.append("max_worse_pct: no effect measured")
+        else:
+            worse = eff if rule.direction == "lower" else -eff
+            if worse > rv.max_worse_pct:
+                triggers.append(f"mean effect {eff:+.2f}% is worse than the {rv.max_worse_pct:g}% limit")
+    if rv.fidelity_regression:
+        fid = out.get("fidelity") or {}
+        if fid.get("status") == "fail":
+            triggers.append(f"fidelity regression: {fid['detail']}")
+        elif fid.get("status") != "pass":
+            unchecked.append("fidelity_regression: " + (fid.get("detail") or "no fidelity measured"))
+    outcome = "revert" if triggers else ("unchecked" if unchecked else "keep")
+    return {"description": rv.description, "outcome": outcome, "triggers": triggers, "unchecked": unchecked}
+
+
+# -- from a run's journal -------------------------------------------------------------------------------
+
+def report_for_run(run: Any) -> dict[str, Any]:
+    events = read_events(run.journal_path)
+    progress = fold(events)
+    obs = []
+    failed_attempts: dict[str, int] = {}
+    for slot in run.slots:
+        for a in progress.attempts.get(slot.slot, ()):
+            if a.status == "failed":
+                failed_attempts[slot.arm] = failed_attempts.get(slot.arm, 0) + 1
+        done = progress.done(slot.slot)
+        if done is None or (slot.block is not None and slot.block in progress.voided):
+            continue
+        if run.design.rule.test == "criteria":   # one observation per criterion's measure of the start
+            for i, c in enumerate(run.design.rule.criteria):
+                obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm,
+                                       value=float(done["measures"][c.measure]), measure=c.measure,
+                                       failed_requests=done.get("failed") if i == 0 else 0,
+                                       fidelity=done.get("fidelity") if i == 0 else None))
+            continue
+        obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm, value=float(done["value"]),
+                               measure=run.design.measure, failed_requests=done.get("failed"),
+                               prompt_hashes=done.get("prompt_hashes"), checks=done.get("checks") or {},
+                               fidelity=done.get("fidelity")))
+    order = [s.to_json() for s in run.slots]
+    report = analyze(run.design, obs, source="run", order=order, failed_attempts=failed_attempts,
+                     voided=progress.voided)
+    report.update(run_id=run.run_id, registered_at=run.meta.get("registered_at"),
+                  seed=(run.meta.get("order") or {}).get("seed"),
+                  order_index=(run.meta.get("order") or {}).get("index"),
+                  order_count=(run.meta.get("order") or {}).get("count"),
+                  attempts={str(s + 1): [{"attempt": a.attempt, "status": a.status,
+                                           "error": (a.closed or {}).get("error") or (a.closed or {}).get("reason")}
+                                          for a in progress.attempts.get(s, ())]
+                            for s in sorted(progress.attempts)},
+                  measures={str(s.slot + 1): (progress.done(s.slot) or {}).get("measures") for s in run.slots})
+    return report
+
+
+# -- text -----------------------------------------------------------------------------------------------
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[str]:
+    """Per-set KL per arm beside the floor: `treatment <= control + floor` or not."""
+    def kl(v: Any) -> str:
+        return "-" if v is None else f"{v:.3e}"
+
+    lines = [f"  fidelity (KL, top-64; rule: {treatment} <= {control} + floor, floor {fid['floor_rule']})",
+             f"  {'set':<10} {treatment:>12} {control:>12} {'difference':>12} {'floor':>12}  rule"]
+    for row in fid["sets"]:
+        mark = {True: "met", False: "NOT met", None: "no data"}[row["met"]]
+        lines.append(f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
+                     f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}")
+    return lines + [f"  note: {n}" for n in fid.get("notes", [])]
+
+
+def format_report(r: dict[str, Any]) -> str:
+    lines = [f"{r['name']}  ({r['kind']}, {r['test']} test, measure {r['measure'] or '-'})",
+             f"  question: {r['question']}",
+             f"  design sha256: {r['design_sha256']}"]
+    if r.get("run_id"):
+        lines.append(f"  run: {r['run_id']}  seed {r.get('seed')}  order #{r.get('order_index')} (0-based) of {r.get('order_count')}")
+    if r.get("order"):
+        lines.append("  order: " + " ".join(f"{o['arm']}" + (f"(b{o['block']})" if o.get("block") else "")
+                                            for o in r["order"]))
+    if r["kind"] == "blocks":
+        lines.append(f"  {'block':>5}  {r['treatment']:>14}  {r['control']:>14}  {'effect':>8}  sign")
+        for b in r["blocks"]:
+            eff = "-" if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}%"
+            lines.append(f"  {b['block']:>5}  {_num(b['values'].get(r['treatment'])):>14}  "
+                         f"{_num(b['values'].get(r['control'])):>14}  {eff:>8}  "
+                         f"{'void' if b['voided'] else (b['sign'] or '')}")
+        if r.get("mean_effect_pct") is not None:
+            lines.append(f"  mean effect {r['mean_effect_pct']:+.2f}%  ({r['wins']} wins, {r['losses']} losses, {r['ties']} ties)")
+    elif r["kind"] == "balanced" and r["test"] != "criteria":
+        for s in r.get("starts", []):
+            lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {_num(s['value'])}")
+        if r.get("mean_difference") is not None:
+            lines.append(f"  mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
+    else:
+        for s in r.get("starts", []):
+            if s.get("start"):   # live criteria starts: each measure of each start
+                lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {s['measure']:<20} {_num(s['value'])}")
+        for c in r.get("criteria", []):
+            mark = {True: "met", False: "NOT met", None: "no data"}[c["met"]]
+            lines.append(f"  {c['text']}: {_num(c['treatment'])} vs {_num(c['control'])}  {mark}")
+    if r.get("p_value") is not None:
+        lines.append(f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "
+                     f"smallest reachable {exact.fraction(r['smallest_p'], r['null_size'])}")
+    if r.get("fidelity"):
+        lines += format_fidelity(r["fidelity"], r["treatment"], r["control"])
+    for g in r.get("guards", []):
+        lines.append(f"  guard {g['name']}: {g['status']} ({g['detail']})")
+    if r.get("revert"):
+        rv = r["revert"]
+        lines.append(f"  revert rule: {rv['outcome']}" + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})"
+                                                         if rv['triggers'] or rv['unchecked'] else ""))
+    for note in r.get("notes", []):
+        lines.append(f"  note: {note}")
+    lines.append(f"  decision: {r['decision'].upper()}: {r['decision_reason']}")
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""Fidelity runs: the measure over text sets against a running engine, the noise floors, and saved runs.
+
+- `run_fidelity`: each set's reference (cached) against the running engine -> per set `kl`, `positions`,
+  `misses`, `reference_sha256`, and the floors where known. Saved as a run.
+- `floor_run`: starts the same configuration twice (the engine floor: KL of start 2 against start 1's own
+  top k) and measures each start against the reference. Saved as a run of kind "floor".
+- The reference floor: the reference against its twin (another CPU thread count, so another reduction
+  order) with the twin's log-probabilities rounded to float32, as an engine reports them.
+- A set's floor is the larger of the two where both are known: differences below it are noise.
+
+Runs are private JSON files in `<runs>/fidelity/<run id>/run.json`.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import httpx
+import numpy as np
+
+from frank import paths
+from frank.errors import FrankError
+from frank.fidelity.measure import TOP_K, dense_candidate, mean_kl
+from frank.engine.profiles import load_profile
+from frank.fidelity.candidate import Candidate, engine_logprobs, top_k_arrays
+from frank.fidelity.reference import FLOOR_THREADS, Reference, get_reference, model_fingerprint
+from frank.fidelity.sets import SHIPPED, TextSet, load_set, resolve_set
+
+Progress = Callable[[str], None]
+REQUEST_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """The engine a run measures, and where its reference comes from."""
+
+    url: str
+    served_model: str
+    model_dir: Path
+    python: Path          # the engine venv's python: it runs the reference
+    profile: str
+    knobs: dict[str, Any]
+    api_key: str = ""
+
+    @property
+    def numeric_knobs(self) -> dict[str, Any]:
+        """The knobs that need a restart: live ones (the region cache) cannot change the numerics."""
+        prof = load_profile(self.profile)
+        return {k: v for k, v in sorted(self.knobs.items()) if k not in prof.knobs or prof.knobs[k].needs_restart}
+
+
+def running_target(controller=None) -> Target:
+    from frank.engine.controller import EngineController
+
+    controller = controller or EngineController()
+    status = controller.status()
+    if status.state != "ready":
+        raise FrankError(f"fidelity needs a running engine (it is {status.state}): `frank engine start` first")
+    prof = load_profile(status.profile)
+    return Target(url=status.url, served_model=prof.served_model_name, model_dir=Path(prof.model_path()),
+                  python=prof.python_path(), profile=prof.name, knobs=dict(status.knobs), api_key=prof.api_key)
+
+
+def fidelity_runs_dir() -> Path:
+    return paths.private_dir(paths.runs_dir() / "fidelity")
+
+
+def load_sets(specs: Iterable[str] | None) -> list[TextSet]:
+    return [load_set(resolve_set(spec)) for spec in (list(specs) if specs else list(SHIPPED))]
+
+
+def _client(target: Target) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    return httpx.Client(timeout=REQUEST_TIMEOUT_S, headers=headers)
+
+
+def reference_floor(text_set: TextSet, reference: Reference, target: Target) -> float:
+    """KL of the reference against its twin (another thread count), the twin rounded to float32."""
+    twin = get_reference(text_set, target.model_dir, target.python, threads=FLOOR_THREADS,
+                         model_sha=reference.model_sha256)
+    rounded = twin.top_logprobs.astype(np.float32).astype(np.float64)
+    return mean_kl(reference.top_ids, reference.top_logprobs, dense_candidate(twin.top_ids, rounded)).kl
+
+
+def _measure(text_set: TextSet, reference: Reference, candidate: Candidate) -> dict[str, Any]:
+    result = mean_kl(reference.top_ids, reference.top_logprobs, candidate)
+    return {"name": text_set.name, "kl": result.kl, "positions": result.positions, "misses": result.misses,
+            "max_kl": result.max_kl, "documents": len(text_set.documents), "set_sha256": text_set.sha256,
+            "reference_sha256": reference.sha256}
+
+
+def _candidates(target: Target, sets: list[TextSet], refs: list[Reference], k: int,
+                progress: Progress | None) -> list[Candidate]:
+    out = []
+    with _client(target) as client:
+        for text_set, ref in zip(sets, refs):
+            if progress:
+                progress(f"{text_set.name}: {len(text_set.documents)} documents through the engine")
+            out.append(engine_logprobs(client, target.url, target.served_model, ref.documents(), k))
+    return out
+
+
+def _references(target: Target, sets: list[TextSet], k: int, progress: Progress | None) -> list[Reference]:
+    model_sha = model_fingerprint(target.model_dir)
+    refs = []
+    for text_set in sets:
+        if progress:
+            progress(f"{text_set.name}: reference (cached after the first run)")
+        refs.append(get_reference(text_set, target.model_dir, target.python, k=k, model_sha=model_sha))
+    return refs
+
+
+def _new_run(kind: str, target: Target, k: int) -> dict[str, Any]:
+    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(2)}"
+    return {"id": run_id, "kind": kind, "created_at": time.time(), "profile": target.profile,
+            "knobs": target.numeric_knobs, "model_sha256": model_fingerprint(target.model_dir), "top_k": k,
+            "sets": []}
+
+
+def save_run(run: dict[str, Any]) -> Path:
+    folder = paths.private_dir(fidelity_runs_dir() / run["id"])
+    paths.write_private(folder / "run.json", json.dumps(run, indent=2) + "\n")
+    return folder / "run.json"
+
+
+def list_runs() -> list[dict[str, Any]]:
+    """Every saved run, oldest first (unreadable ones are skipped)."""
+    runs = []
+    for path in sorted(fidelity_runs_dir().glob("*/run.json")):
+        try:
+            runs.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return sorted(runs, key=lambda r: r.get("created_at", 0))
+
+
+def load_run(run_id: str) -> dict[str, Any]:
+    path = fidelity_runs_dir() / run_id / "run.json"
+    if not path.is_file():
+        matches = [r for r in list_runs() if r["id"].startswith(run_id)]
+        if len(matches) == 1:
+            return matches[0]
+        raise FrankError(f"no fidelity run {run_id!r} (see `frank fidelity list`)")
+    return json.loads(path.read_text())
+
+
+def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_sha: str) -> tuple[float, str] | None:
+    """The latest measured engine floor (start against start) of this configuration and set, with its run."""
+    for run in reversed(list_runs()):
+        if run.get("kind") != "floor" or run.get("profile") != profile or run.get("knobs") != knobs \
+                or run.get("model_sha256") != model_sha:
+            continue
+        for entry in run["sets"]:
+            if entry.get("set_sha256") == set_sha and entry.get("engine_floor") is not None:
+                return entry["engine_floor"], run["id"]
+    return None
+
+
+def _floors(entry: dict[str, Any], reference_floor_kl: float, engine: tuple[float, str] | None) -> dict[str, Any]:
+    floor = {"reference": reference_floor_kl, "engine": engine[0] if engine else None,
+             "engine_run": engine[1] if engine else None}
+    floor["value"] = max(v for v in (floor["reference"], floor["engine"]) if v is not None)
+    entry["floor"] = floor
+    entry["kl_over_floor"] = entry["kl"] / floor["value"] if floor["value"] > 0 else None
+    return entry
+
+
+def measure_target(target: Target, set_specs: Iterable[str] | None = None, *, k: int = TOP_K,
+                   progress: Progress | None = None) -> list[tuple[dict[str, Any], Candidate]]:
+    """Each set's entry (KL, positions, misses, hashes, floors where known) and the engine's log-probabilities."""
+    sets = load_sets(set_specs)
+    refs = _references(target, sets, k, progress)
+    candidates = _candidates(target, sets, refs, k, progress)
+    model_sha = refs[0].model_sha256
+    out = []
+    for text_set, ref, cand in zip(sets, refs, candidates):
+        entry = _measure(text_set, ref, cand)
+        engine = known_engine_floor(target.profile, target.numeric_knobs, model_sha, text_set.sha256)
+        out.append((_floors(entry, reference_floor(text_set, ref, target), engine), cand))
+    return out
+
+
+def run_fidelity(set_specs: Iterable[str] | None = None, *, target: Target | None = None, k: int = TOP_K,
+                 progress: Progress | None = None, save: bool = True, label: str = "") -> dict[str, Any]:
+    """Measure the running engine (or `target`) over the sets; returns (and saves) the run."""
+    started = time.monotonic()
+    target = target or running_target()
+    measured = measure_target(target, set_specs, k=k, progress=progress)
+    run = _new_run("run", target, k)
+    run["label"] = label
+    run["sets"] = [entry for entry, _ in measured]
+    run["seconds"] = round(time.monotonic() - started, 3)
+    if save:
+        run["path"] = str(save_run(run))
+    return run
+
+
+def floor_run(set_specs: Iterable[str] | None = None, *, profile: str | None = None,
+              knobs: dict[str, Any] | None = None, k: int = TOP_K, controller=None,
+              progress: Progress | None = None, save: bool = True) -> dict[str, Any]:
+    """Start the configuration twice, measure each start, and give per set the engine floor (start 2 against
+    start 1's own top k), the reference floor and each start's KL against the reference."""
+    from frank.engine.controller import EngineController
+
+    controller = controller or EngineController()
+    if controller.status().state in ("starting", "ready"):
+        raise FrankError("an engine is running: the floor starts the configuration twice itself; stop it first "
+                         "(`frank engine stop`)")
+    started = time.monotonic()
+    sets = load_sets(set_specs)
+    starts: list[list[Candidate]] = []
+    target = refs = None
+    for n in (1, 2):
+        if progress:
+            progress(f"start {n} of 2: {profile or 'embedded-cpu'} {knobs or {}}")
+        controller.start(profile, knobs)
+        try:
+            target = running_target(controller)
+            refs = refs or _references(target, sets, k, progress)
+            starts.append(_candidates(target, sets, refs, k, progress))
+        finally:
+            controller.stop()
+    assert target is not None and refs is not None
+    run = _new_run("floor", target, k)
+    for i, (text_set, ref) in enumerate(zip(sets, refs)):
+        first, second = starts[0][i], starts[1][i]
+        ids, lps = top_k_arrays(first, k)
+        engine_floor = mean_kl(ids, lps, second).kl
+        entry = _measure(text_set, ref, first)
+        entry["kl_start_2"] = mean_kl(ref.top_ids, ref.top_logprobs, second).kl
+        entry["engine_floor"] = engine_floor
+        run["sets"].append(_floors(entry, reference_floor(text_set, ref, target), (engine_floor, run["id"])))
+    run["seconds"] = round(time.monotonic() - started, 3)
+    if save:
+        run["path"] = str(save_run(run))
+    return run

@@ -1,0 +1,204 @@
+"""Fidelity text sets (docs/fidelity.md): a folder with a TOML manifest and one JSONL file of documents.
+
+    my-set/
+      set.toml        format = "frank-fidelity-set", format_version, name, description, file, sha256,
+                      documents, max_tokens, [meta]
+      texts.jsonl     one {"id": ..., "text": ...} per line
+
+The three shipped sets (code, agent, prose) live in frank/fidelity/sets/ and are made by
+frank/fidelity/make_sets.py (deterministic; `make_sets.py --check` proves the shipped bytes). User sets
+go in `<data>/fidelity-sets/` or are named by path. `check_set` reports every problem as `file:line: reason`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from frank import paths
+from frank.errors import FrankError
+from frank.workloads.format import (  # one definition
+    _NAME, _SHA256, CheckError, format_errors, iter_jsonl, jsonl_lines, key_lines, read_toml)
+
+FORMAT = "frank-fidelity-set"
+FORMAT_VERSION = 1
+MANIFEST = "set.toml"
+SHIPPED_DIR = Path(__file__).resolve().parent / "sets"
+SHIPPED = ("code", "agent", "prose")
+MAX_TOKENS_LIMIT = 32768  # per document: the reference keeps [tokens, vocab] float64 logits in memory
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TextSet:
+    path: Path
+    name: str
+    description: str
+    file: str
+    sha256: str          # of the texts file's bytes: the set's identity in caches and reports
+    max_tokens: int      # each document is cut to its first max_tokens tokens (BOS included)
+    documents: tuple[Document, ...] = field(default=(), repr=False)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_set(path: Path | str) -> tuple[TextSet | None, list[CheckError]]:
+    """Check a set folder; returns the loaded set (None on any error) and every error found."""
+    path = Path(path).expanduser()
+    mpath = path / MANIFEST
+    if not path.is_dir():
+        return None, [CheckError(path, 0, "not a fidelity set folder (no such directory)")]
+    if not mpath.is_file():
+        return None, [CheckError(mpath, 0, f"missing manifest (every set folder has a {MANIFEST})")]
+    text, data, bad = read_toml(mpath)
+    if data is None:
+        return None, bad
+    at, _ = key_lines(text)
+    errors: list[CheckError] = []
+
+    def err(key: str, reason: str) -> None:
+        errors.append(CheckError(mpath, at.get(key, 1), reason))
+
+    known = {"format", "format_version", "name", "description", "file", "sha256", "documents", "max_tokens", "meta"}
+    for key in data:
+        if key not in known:
+            err(key, f"{key}: unknown field (known: {', '.join(sorted(known))})")
+    if data.get("format") != FORMAT:
+        err("format", f"format: expected {FORMAT!r}, got {data.get('format')!r}")
+    version = data.get("format_version")
+    if not _is_int(version) or version < 1:
+        err("format_version", f"format_version: expected an integer of 1 or more, got {version!r}")
+    elif version > FORMAT_VERSION:
+        err("format_version", f"format_version {version} is newer than this frank reads ({FORMAT_VERSION})")
+    name = data.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        err("name", f"name: expected letters, digits, '.', '_' or '-', got {name!r}")
+    if not isinstance(data.get("description", ""), str):
+        err("description", "description: expected a string")
+    file, sha = data.get("file"), data.get("sha256")
+    if not isinstance(file, str) or not file or Path(file).is_absolute() or ".." in Path(file).parts:
+        err("file", f"file: expected a relative file name inside the folder, got {file!r}")
+        file = None
+    if not isinstance(sha, str) or not _SHA256.match(sha):
+        err("sha256", f"sha256: expected 64 lowercase hex digits, got {sha!r}")
+        sha = None
+    count = data.get("documents")
+    if count is not None and (not _is_int(count) or count < 1):
+        err("documents", f"documents: expected a positive integer, got {count!r}")
+    max_tokens = data.get("max_tokens")
+    if not _is_int(max_tokens) or not 2 <= max_tokens <= MAX_TOKENS_LIMIT:
+        err("max_tokens", f"max_tokens: expected an integer from 2 to {MAX_TOKENS_LIMIT}, got {max_tokens!r}")
+    if not isinstance(data.get("meta", {}), dict):
+        err("meta", "meta: expected a table")
+    documents: list[Document] = []
+    if file is not None:
+        fpath = path / file
+        if not fpath.is_file():
+            err("file", f"file: {file} is missing")
+        else:
+            raw = fpath.read_bytes()
+            digest = hashlib.sha256(raw).hexdigest()
+            if sha is not None and digest != sha:
+                err("sha256", f"sha256 mismatch: {file} has {digest}, the manifest says {sha}")
+            documents, doc_errors = _parse_documents(fpath, raw)
+            errors.extend(doc_errors)
+            if _is_int(count) and not doc_errors and count != len(documents):
+                err("documents", f"documents: the manifest says {count}, {file} has {len(documents)}")
+    if errors:
+        return None, errors
+    return TextSet(path, name, data.get("description", ""), file, sha, max_tokens, tuple(documents),
+                   dict(data.get("meta", {}))), []
+
+
+def _parse_documents(fpath: Path, raw: bytes) -> tuple[list[Document], list[CheckError]]:
+    errors: list[CheckError] = []
+    documents: list[Document] = []
+    seen: dict[str, int] = {}
+    lines = jsonl_lines(raw)
+    if not lines:
+        errors.append(CheckError(fpath, 1, "no documents"))
+    for n, obj in iter_jsonl(fpath, lines, errors):
+        if not isinstance(obj, dict):
+            errors.append(CheckError(fpath, n, "expected a JSON object with 'id' and 'text'"))
+            continue
+        doc_id, text = obj.get("id"), obj.get("text")
+        if not isinstance(doc_id, str) or not doc_id:
+            errors.append(CheckError(fpath, n, f"field 'id': expected a non-empty string, got {doc_id!r}"))
+        elif doc_id in seen:
+            errors.append(CheckError(fpath, n, f"duplicate id {doc_id!r} (first at line {seen[doc_id]})"))
+        if not isinstance(text, str) or not text.strip():
+            errors.append(CheckError(fpath, n, "field 'text': expected a non-empty string"))
+        if isinstance(doc_id, str) and doc_id and doc_id not in seen and isinstance(text, str) and text.strip():
+            seen[doc_id] = n
+            documents.append(Document(doc_id, text))
+    return documents, errors
+
+
+def load_set(path: Path | str) -> TextSet:
+    text_set, errors = check_set(path)
+    if text_set is None:
+        raise FrankError(f"fidelity set {path} has {len(errors)} error(s):\n" + format_errors(errors, 20))
+    return text_set
+
+
+def user_sets_dir() -> Path:
+    return paths.data_dir() / "fidelity-sets"
+
+
+def resolve_set(spec: str | Path) -> Path:
+    """A set folder from a path, a shipped name (code, agent, prose) or a folder in the user sets dir."""
+    path = Path(spec).expanduser()
+    if (path / MANIFEST).is_file():
+        return path
+    if str(spec) in SHIPPED:
+        return SHIPPED_DIR / str(spec)
+    candidate = user_sets_dir() / str(spec)
+    if (candidate / MANIFEST).is_file():
+        return candidate
+    raise FrankError(f"no fidelity set {spec!r}: not a set folder, not shipped ({', '.join(SHIPPED)}) and not in "
+                     f"{user_sets_dir()} (see `frank fidelity sets list`)")
+
+
+def list_sets() -> list[tuple[str, Path, str]]:
+    """(name, path, source) for the shipped sets and every set folder in the user sets dir."""
+    out = [(name, SHIPPED_DIR / name, "shipped") for name in SHIPPED]
+    root = user_sets_dir()
+    if root.is_dir():
+        out += [(p.name, p, "user") for p in sorted(root.iterdir()) if (p / MANIFEST).is_file()]
+    return out
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def write_set(path: Path | str, name: str, description: str, documents: Iterable[Document], max_tokens: int,
+              meta: Mapping[str, Any] | None = None, file: str = "texts.jsonl") -> Path:
+    """Write a set folder (texts first, manifest last). Same documents, same bytes."""
+    path = Path(path).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    docs = list(documents)
+    data = b"".join((json.dumps({"id": d.id, "text": d.text}, ensure_ascii=False) + "\n").encode() for d in docs)
+    (path / file).write_bytes(data)
+    lines = [f"format = {_toml(FORMAT)}", f"format_version = {FORMAT_VERSION}", f"name = {_toml(name)}",
+             f"description = {_toml(description)}", f"file = {_toml(file)}",
+             f"sha256 = {_toml(hashlib.sha256(data).hexdigest())}", f"documents = {len(docs)}",
+             f"max_tokens = {max_tokens}", ""]
+    if meta:
+        lines += ["[meta]"] + [f"{k} = {_toml(v)}" for k, v in meta.items()] + [""]
+    (path / MANIFEST).write_text("\n".join(lines), encoding="utf-8")
+    return path

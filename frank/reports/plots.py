@@ -1,0 +1,109 @@
+"""Report plots as inline SVG, drawn with matplotlib (the `report` extra: `pip install 'frank[report]'`).
+
+matplotlib is imported only here and only when a page is built, with the Agg backend (no display), text
+kept as SVG text (searchable, small) and a fixed hash salt (the same report gives the same SVG).
+"""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from frank.errors import FrankError
+
+ARM_COLOURS = ("#1f6fb2", "#d0632b")      # treatment, control: distinguishable in grey and for red-green
+
+
+def _plt() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise FrankError("HTML reports draw their plots with matplotlib: pip install 'frank[report]' "
+                         "(or `make setup`)") from None
+    matplotlib.use("Agg")
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "frank", "font.size": 10,
+                                "axes.spines.top": False, "axes.spines.right": False})
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _svg(fig: Any, plt: Any) -> str:
+    out = io.StringIO()
+    fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = out.getvalue()
+    return text[text.index("<svg"):]
+
+
+def values_by_block(blocks: list[dict[str, Any]], arms: tuple[str, str], measure: str) -> str:
+    """Each block's value per arm, one line per arm (voided blocks marked)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    xs = [b["block"] for b in blocks]
+    for arm, colour, marker in zip(arms, ARM_COLOURS, ("o", "s")):
+        ys = [b["values"].get(arm) for b in blocks]
+        pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=colour, label=arm, linewidth=1.5)
+    for b in blocks:
+        if b.get("voided"):
+            ax.axvspan(b["block"] - 0.4, b["block"] + 0.4, color="#999999", alpha=0.2)
+    ax.set_xticks(xs)
+    ax.set_xlim(0.3, len(blocks) + 0.7)
+    ax.set_xlabel("block")
+    ax.set_ylabel(measure or "value")
+    ax.set_title("per-block values per arm")
+    ax.legend(frameon=False)
+    return _svg(fig, plt)
+
+
+def effects_by_block(blocks: list[dict[str, Any]], treatment: str, control: str, direction: str | None) -> str:
+    """Effect per block in percent, (treatment - control) / control; a bar per block, the mean as a line."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.0))
+    done = [b for b in blocks if b.get("effect_pct") is not None]
+    good = (lambda e: e < 0) if direction == "lower" else (lambda e: e > 0)
+    ax.bar([b["block"] for b in done], [b["effect_pct"] for b in done],
+           color=[ARM_COLOURS[0] if good(b["effect_pct"]) else "#b8424a" for b in done], width=0.6)
+    ax.axhline(0, color="#333333", linewidth=0.8)
+    if done:
+        avg = sum(b["effect_pct"] for b in done) / len(done)
+        ax.axhline(avg, color="#555555", linewidth=1, linestyle="--", label=f"mean {avg:+.2f}%")
+        ax.legend(frameon=False)
+    ax.set_xticks([b["block"] for b in blocks])
+    ax.set_xlim(0.3, len(blocks) + 0.7)
+    ax.set_xlabel("block")
+    ax.set_ylabel("effect, %")
+    ax.set_title(f"effect of {treatment} against {control} per block")
+    return _svg(fig, plt)
+
+
+def starts_by_arm(starts: list[dict[str, Any]], arms: tuple[str, str], measure: str) -> str:
+    """Balanced designs: every start's value in run order, coloured by arm."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for arm, colour, marker in zip(arms, ARM_COLOURS, ("o", "s")):
+        pts = [(s["start"], s["value"]) for s in starts if s["arm"] == arm]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], color=colour, marker=marker, label=arm, s=50, zorder=3)
+    ax.set_xticks(sorted({s["start"] for s in starts if s.get("start")}))
+    ax.set_xlabel("engine start (run order)")
+    ax.set_ylabel(measure or "value")
+    ax.set_title("value per engine start")
+    ax.legend(frameon=False)
+    return _svg(fig, plt)
+
+
+def criteria_bars(criteria: list[dict[str, Any]], arms: tuple[str, str]) -> str:
+    """External designs: each criterion's aggregate per arm, side by side (one panel per criterion)."""
+    plt = _plt()
+    n = max(1, len(criteria))
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n + 1, 3.0), squeeze=False)
+    for ax, c in zip(axes[0], criteria):
+        values = [c["treatment"], c["control"]]
+        ax.bar([0, 1], [v or 0 for v in values], color=ARM_COLOURS, width=0.6)
+        ax.set_xticks([0, 1], list(arms), rotation=15)
+        ax.set_title(f"{c['aggregate']} of {c['measure']}\n{'met' if c['met'] else 'NOT met' if c['met'] is False else 'no data'}",
+                     fontsize=9)
+    fig.tight_layout()
+    return _svg(fig, plt)

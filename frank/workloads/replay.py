@@ -1,0 +1,648 @@
+"""The replay runner: recorded requests against one running engine, strictly one at a time, in order.
+
+Each draw gets a fresh `cache_salt` (vLLM's prompt-cache namespace). Mode `engine` asks for one output token
+(the seed's front-end test); mode `full` sends the recorded parameters, streamed. Around every request the
+runner scrapes `/metrics` and keeps the request's own server values (frank.engine.metrics.request_delta: a delta
+that cannot be attributed to exactly one request is marked, never guessed; then the response's own timings
+are used when the engine returns them, frank.engine.metrics.response_values, and server["sources"] says where
+each value came from) next to client timings taken
+with async httpx: send, first byte, first token, end. The prompt token IDs come back in the same response
+(`return_token_ids`) and are kept as a count and a sha256, so two engine starts can be compared.
+
+Results: a run folder with run.json (what was asked), one JSONL per draw (one line per request, appended,
+flushed and fsynced before the next request is sent) and summary.json (per-draw totals, rewritten after
+every request). A run cut off by a dead engine, Ctrl-C or `stop()` keeps every record and can be resumed:
+requests whose latest record is ok are skipped, the rest run again under a new attempt number and a new salt.
+Progress goes to a callback as frozen `ReplayProgress` snapshots; nothing here prints.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import secrets
+import threading
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import httpx
+
+from frank.engine import measures
+
+from frank import paths
+from frank.errors import FrankError
+from frank.engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
+from frank.workloads.format import Workload, WorkloadRequest, load_workload
+
+MODES = ("engine", "full")
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    mode: str = "engine"               # engine: max_tokens 1; full: recorded parameters, streamed
+    stream: bool = True                # engine mode only; full mode always streams
+    draws: tuple[str, ...] | None = None  # None: every draw of the workload
+    limit: int | None = None           # replay only the first N requests of each draw
+    max_tokens: int | None = None      # full mode: cap the recorded max_tokens
+    model: str | None = None           # served model name; None: the engine's first /v1/models entry
+    api_key: str | None = None         # sent as a bearer token to every endpoint
+    token_ids: bool = True             # ask for the prompt token IDs (return_token_ids) and hash them
+    timeout_s: float = 900.0           # one request, end to end
+    settle_timeout_s: float = 2.0      # how long to wait for vLLM to record a finished request's histograms
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise FrankError(f"--mode {self.mode!r}: expected one of {', '.join(MODES)}")
+        if self.limit is not None and self.limit < 1:
+            raise FrankError(f"--limit {self.limit}: expected 1 or more")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise FrankError(f"--max-tokens {self.max_tokens}: expected 1 or more")
+
+
+@dataclass(frozen=True)
+class DrawTotals:
+    """Per-draw totals over the latest record of each request (server values over attributed ones)."""
+
+    draw: str
+    planned: int
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    unattributed: int = 0
+    ttft_s: float = 0.0
+    queue_s: float = 0.0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    front_end_s: float = 0.0
+    verify_steps: float = 0.0               # drafted steps (spec_decode_num_drafts)
+    decode_steps: float = 0.0               # verify steps, drafted or not (inter-token latency count)
+    verify_step_s: float | None = None      # frank.engine.measures.records_time_per_verify_step over the draw
+    acceptance_length: float | None = None  # frank.engine.measures.acceptance_length over the draw
+    client_ttft_s: float = 0.0
+    client_total_s: float = 0.0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cold_requests: int = 0                  # requests that start a conversation (turn 1)
+    cold_front_end_s: float = 0.0
+    prompt_ids_sha256: str | None = None    # over every request's prompt-ID hash, in order (None: some missing)
+
+    @property
+    def complete(self) -> bool:
+        return self.ok == self.planned
+
+
+@dataclass(frozen=True)
+class ReplayProgress:
+    """One progress event for the console. phase: started, request (about to send `current`), result
+    (`last` recorded), draw_done, finished, stopped, interrupted (engine gone), failed."""
+
+    run_id: str
+    run_dir: str
+    phase: str
+    draw: str | None
+    draw_index: int            # 1-based
+    draws: int
+    done: int                  # requests of this draw with a record in this run
+    total: int                 # requests of this draw to replay
+    current: str | None = None          # request id in flight
+    task: str | None = None
+    turn: int | None = None
+    last: Mapping[str, Any] | None = field(default=None, compare=False)  # the last record written
+    totals: DrawTotals | None = None
+    message: str = ""
+
+
+ProgressFn = Callable[[ReplayProgress], None]
+
+
+def ids_sha256(ids: Iterable[int]) -> str:
+    """The hash of a prompt's token IDs: sha256 of the decimal IDs joined by commas."""
+    return hashlib.sha256(",".join(str(int(i)) for i in ids).encode()).hexdigest()
+
+
+def new_run_id(workload_name: str, mode: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{workload_name}-{mode}-{secrets.token_hex(2)}"
+
+
+def default_runs_root() -> Path:
+    return paths.private_dir(paths.runs_dir() / "replays")
+
+
+def resolve_run_dir(run: str | Path) -> Path:
+    """A run id (under the replays runs folder) or a path to a run folder."""
+    candidate = Path(run).expanduser()
+    if (candidate / RUN_FILE).is_file():
+        return candidate
+    by_id = default_runs_root() / str(run)
+    if (by_id / RUN_FILE).is_file():
+        return by_id
+    raise FrankError(f"no replay run {run!r} (looked for {candidate / RUN_FILE} and {by_id / RUN_FILE})")
+
+
+def _append(path: Path, record: Mapping[str, Any]) -> None:
+    paths.append_private_line(path, json.dumps(record, separators=(",", ":"), default=str))
+
+
+RESTART = "__restart__"  # a marker line: records before it belong to an abandoned pass over the draw
+
+
+def read_records(path: Path, current: bool = True) -> list[dict[str, Any]]:
+    """The whole records of a draw's results file (a torn last line, from a kill mid-write, is skipped).
+    With `current`, only those after the last restart marker; the file itself always keeps everything."""
+    if not path.is_file():
+        return []
+    out: list[dict[str, Any]] = []
+    for line in path.read_bytes().splitlines():
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(rec, dict) or "id" not in rec:
+            continue
+        if rec["id"] == RESTART:
+            if current:
+                out.clear()
+            continue
+        out.append(rec)
+    return out
+
+
+def latest_by_id(records: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    latest: dict[str, Mapping[str, Any]] = {}
+    for rec in records:
+        latest[rec["id"]] = rec
+    return latest
+
+
+def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, Any]]) -> DrawTotals:
+    latest = latest_by_id(records)
+    t: dict[str, Any] = {"draw": draw, "planned": len(planned)}
+    sums = dict.fromkeys(("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s", "verify_steps",
+                          "decode_steps", "client_ttft_s", "client_total_s", "cold_front_end_s"), 0.0)
+    counts = dict.fromkeys(("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens",
+                            "cold_requests"), 0)
+    accepted = 0.0
+    servers: list[Mapping[str, Any]] = []
+    hashes: list[str | None] = []
+    for rid in planned:
+        rec = latest.get(rid)
+        if rec is None:
+            continue
+        counts["requests"] += 1
+        if rec.get("status") != "ok":
+            counts["failed"] += 1
+            hashes.append(None)
+            continue
+        counts["ok"] += 1
+        client = rec.get("client") or {}
+        sums["client_ttft_s"] += client.get("ttft_s") or 0.0
+        sums["client_total_s"] += client.get("total_s") or 0.0
+        counts["prompt_tokens"] += int(rec.get("prompt_tokens") or 0)
+        hashes.append(rec.get("prompt_ids_sha256"))
+        server = rec.get("server") or {}
+        cold = rec.get("turn") == 1
+        counts["cold_requests"] += int(cold)
+        if not server.get("attributed"):
+            counts["unattributed"] += 1
+            continue
+        for key in ("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s"):
+            sums[key] += server.get(key) or 0.0
+        if cold:
+            sums["cold_front_end_s"] += server.get("front_end_s") or 0.0
+        counts["cached_tokens"] += int(server.get("cached_tokens") or 0)
+        sums["verify_steps"] += server.get("verify_steps") or 0.0
+        accepted += server.get("accepted_tokens") or 0.0
+        sums["decode_steps"] += server.get("decode_steps") or 0.0
+        servers.append(server)
+    t.update(sums)
+    t.update(counts)
+    t["verify_step_s"] = measures.records_time_per_verify_step(servers)
+    t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
+    if hashes and len(hashes) == len(planned) and all(hashes):
+        t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
+    return DrawTotals(**t)
+
+
+def _summary_draw(t: DrawTotals) -> dict[str, Any]:
+    out = asdict(t)
+    out["complete"] = t.complete
+    return out
+
+
+class _Unreachable(Exception):
+    """The engine stopped answering (connection refused or dropped)."""
+
+
+@dataclass
+class _Response:
+    status: int
+    ttfb_s: float | None = None
+    ttft_s: float | None = None
+    total_s: float = 0.0
+    prompt_ids: list[int] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    chunks: int = 0
+    metrics: dict[str, Any] | None = None   # the response's own timings (--enable-per-request-metrics)
+
+
+# A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
+# (`[{,]` before token_ids keeps `prompt_token_ids` of the first chunk from matching.)
+_TOKEN = re.compile(rb'"(?:content|reasoning_content|reasoning)":"[^"]|"tool_calls":\[\{|[{,]"token_ids":\[\d'
+                    rb'|"finish_reason":"')
+
+
+def _has_token(chunk: Mapping[str, Any]) -> bool:
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if choice.get("token_ids") or delta.get("content") or delta.get("reasoning_content") \
+                or delta.get("reasoning") or delta.get("tool_calls"):
+            return True
+        if choice.get("finish_reason"):
+            return True
+    return False
+
+
+class ReplayRunner:
+    """Replays a checked workload against `base_url`. Use `run()` (async) or `run_sync()`."""
+
+    def __init__(self, workload: Workload, base_url: str, options: ReplayOptions | None = None,
+                 run_dir: Path | None = None, progress: ProgressFn | None = None,
+                 engine: Mapping[str, Any] | None = None) -> None:
+        self.workload = workload
+        self.engine = dict(engine) if engine else None   # default: this user's engine, if it is at base_url
+        self.base_url = base_url.rstrip("/")
+        self.options = options or ReplayOptions()
+        self.progress = progress
+        self._stop = threading.Event()
+        names = list(self.options.draws) if self.options.draws else workload.draw_names
+        for name in names:
+            workload.draw(name)  # raises for an unknown draw
+            if name not in workload.requests:
+                raise FrankError(f"draw {name!r} of {workload.path} was not loaded (load_workload with its name)")
+        self.draw_names = names
+        self.run_dir = run_dir or default_runs_root() / self._new_run_id()
+        self.run_id = self.run_dir.name
+        self.meta: dict[str, Any] = {}
+
+    # -- set-up -----------------------------------------------------------------------------------
+    def _new_run_id(self) -> str:
+        return new_run_id(self.workload.name, self.options.mode)
+
+    def planned(self, draw: str) -> list[WorkloadRequest]:
+        reqs = list(self.workload.requests[draw])
+        return reqs[: self.options.limit] if self.options.limit else reqs
+
+    def stop(self) -> None:
+        """Ask the run to stop after the request in flight (thread-safe)."""
+        self._stop.set()
+
+    def _emit(self, **kw: Any) -> None:
+        if self.progress is not None:
+            self.progress(ReplayProgress(run_id=self.run_id, run_dir=str(self.run_dir), **kw))
+
+    def _write_run_file(self, model: str) -> None:
+        manifest = self.workload.manifest_path.read_bytes()
+        run_file = self.run_dir / RUN_FILE
+        if run_file.exists():
+            self.meta = json.loads(run_file.read_text())
+            if self.meta.get("workload", {}).get("manifest_sha256") != hashlib.sha256(manifest).hexdigest():
+                raise FrankError(f"{self.workload.manifest_path} changed since run {self.run_id} started; "
+                                 "start a new run instead of resuming")
+            self.meta["attempts"] = int(self.meta.get("attempts", 1)) + 1
+        else:
+            self.meta = {
+                "run_id": self.run_id, "created_at": time.time(), "attempts": 1,
+                "workload": {"name": self.workload.name, "path": str(self.workload.path),
+                             "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
+                "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
+                "draws": self.draw_names,
+                "engine": self.engine if self.engine is not None else engine_at(self.base_url),
+            }
+        self.meta.update(base_url=self.base_url, model=model)
+        paths.write_private(run_file, json.dumps(self.meta, indent=2, default=str))
+
+    def draw_file(self, draw: str) -> Path:
+        return self.run_dir / f"{draw}.jsonl"
+
+    def summary(self, state: str, error: str | None = None) -> dict[str, Any]:
+        draws = {d: draw_totals(d, [r.id for r in self.planned(d)], read_records(self.draw_file(d)))
+                 for d in self.draw_names}
+        keys = ("requests", "ok", "failed", "unattributed", "ttft_s", "queue_s", "prefill_s", "decode_s",
+                "front_end_s", "verify_steps", "decode_steps", "client_ttft_s", "client_total_s", "prompt_tokens",
+                "cached_tokens", "cold_requests", "cold_front_end_s")
+        totals = {k: sum(getattr(t, k) for t in draws.values()) for k in keys}
+        return {
+            "run_id": self.run_id, "run_dir": str(self.run_dir), "state": state, "error": error,
+            "workload": self.meta.get("workload"), "mode": self.options.mode,
+            "stream": self.options.stream or self.options.mode == "full",
+            "base_url": self.base_url, "model": self.meta.get("model"), "attempts": self.meta.get("attempts"),
+            "updated_at": time.time(),
+            "draws": {d: _summary_draw(t) for d, t in draws.items()},
+            "totals": totals,
+        }
+
+    def _write_summary(self, state: str, error: str | None = None) -> dict[str, Any]:
+        summary = self.summary(state, error)
+        paths.write_private(self.run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
+        return summary
+
+    # -- one request --------------------------------------------------------------------------------
+    def _body(self, req: WorkloadRequest, model: str, salt: str) -> dict[str, Any]:
+        body = dict(req.body)
+        body["model"] = model
+        body["cache_salt"] = salt
+        if self.options.mode == "engine":
+            body["max_tokens"] = 1
+            body.pop("max_completion_tokens", None)
+            body["stream"] = self.options.stream
+        else:
+            body["stream"] = True
+            if self.options.max_tokens:
+                for key in ("max_tokens", "max_completion_tokens"):
+                    if key in body:
+                        body[key] = min(int(body[key]), self.options.max_tokens)
+                if "max_tokens" not in body and "max_completion_tokens" not in body:
+                    body["max_tokens"] = self.options.max_tokens
+        if body["stream"]:
+            body["stream_options"] = {"include_usage": True}
+        else:
+            body.pop("stream_options", None)
+        if self.options.token_ids:
+            body["return_token_ids"] = True
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.options.api_key:
+            headers["Authorization"] = f"Bearer {self.options.api_key}"
+        return headers
+
+    async def _send(self, client: httpx.AsyncClient, data: bytes, streamed: bool) -> _Response:
+        request = client.build_request("POST", self.base_url + "/v1/chat/completions", content=data,
+                                       headers=self._headers(),
+                                       timeout=httpx.Timeout(self.options.timeout_s, connect=10.0))
+        clock = time.perf_counter
+        t0 = clock()  # everything above (encoding, building the request) happens before the clock starts
+        try:
+            resp = await client.send(request, stream=True)
+            out = _Response(status=resp.status_code)
+            buf = b""
+            events: list[bytes] = []  # parsed after the stream: a cheap byte scan finds the first token
+            try:
+                async for chunk in resp.aiter_raw():
+                    at = clock() - t0  # when these bytes arrived: parsing them is not in the timings
+                    if out.ttfb_s is None:
+                        out.ttfb_s = at
+                    buf += chunk
+                    if resp.status_code != 200 or not streamed:
+                        continue
+                    while b"\n\n" in buf:
+                        event, buf = buf.split(b"\n\n", 1)
+                        events.append(event)
+                        if out.ttft_s is None and _TOKEN.search(event):
+                            out.ttft_s = at
+                out.total_s = clock() - t0
+            finally:
+                await resp.aclose()
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise _Unreachable(f"{type(exc).__name__}: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            return _Response(status=0, total_s=clock() - t0,
+                             error=f"no answer within {self.options.timeout_s:g} s ({type(exc).__name__})")
+        if resp.status_code != 200:
+            out.error = f"HTTP {resp.status_code}: {buf[:500].decode('utf-8', 'replace')}"
+            return out
+        if streamed:
+            events.append(buf)
+            for event in events:
+                self._on_event(event, out)
+        else:
+            out.ttft_s = out.ttfb_s
+            try:
+                payload = json.loads(buf)
+            except json.JSONDecodeError as exc:
+                out.error = f"bad JSON in the response: {exc}"
+                return out
+            self._on_payload(payload, out)
+        if out.ttft_s is None and out.error is None:
+            out.error = "the response carried no token"
+        return out
+
+    def _on_event(self, event: bytes, out: _Response) -> None:
+        for line in event.splitlines():
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                continue
+            try:
+                payload = json.loads(data)
+            except json.JSONDecodeError:
+                out.error = f"bad JSON in the stream: {data[:200]!r}"
+                continue
+            out.chunks += 1
+            if "error" in payload and not payload.get("choices"):
+                out.error = f"stream error: {json.dumps(payload['error'])[:500]}"
+                continue
+            if out.ttft_s is None and _has_token(payload):
+                out.ttft_s = out.total_s  # the byte scan missed it: count it at the end, never earlier
+            self._on_payload(payload, out)
+
+    @staticmethod
+    def _on_payload(payload: Mapping[str, Any], out: _Response) -> None:
+        if payload.get("prompt_token_ids") is not None and out.prompt_ids is None:
+            out.prompt_ids = list(payload["prompt_token_ids"])
+        if payload.get("metrics"):
+            out.metrics = payload["metrics"]
+        usage = payload.get("usage")
+        if usage:
+            out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
+            out.completion_tokens = usage.get("completion_tokens", out.completion_tokens)
+        for choice in payload.get("choices") or ():
+            if choice.get("finish_reason"):
+                out.finish_reason = choice["finish_reason"]
+
+    async def _healthy(self, client: httpx.AsyncClient) -> bool:
+        try:
+            resp = await client.get(self.base_url + "/health", headers=self._headers(), timeout=5.0)
+            return resp.status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def _replay_one(self, client: httpx.AsyncClient, req: WorkloadRequest, index: int, model: str,
+                          salt: str, attempt: int) -> tuple[dict[str, Any], bool]:
+        """Send one request and build its record. Returns (record, engine still up)."""
+        body = self._body(req, model, salt)
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")  # encoded before the clock starts
+        key, name = self.options.api_key, model
+        before = await afetch_metrics(client, self.base_url, key, name)
+        sent_at = time.time()
+        record: dict[str, Any] = {
+            "id": req.id, "task": req.task, "episode": req.episode, "turn": req.turn, "index": index,
+            "draw": req.draw, "attempt": attempt, "salt": salt, "mode": self.options.mode,
+            "stream": bool(body["stream"]), "sent_at": sent_at,
+        }
+        alive = True
+        try:
+            resp = await self._send(client, data, bool(body["stream"]))
+        except _Unreachable as exc:
+            alive = await self._healthy(client)
+            record.update(status="failed", error=f"engine unreachable: {exc}", http_status=None,
+                          client=None, server=None, prompt_tokens=None, prompt_ids_sha256=None)
+            return record, alive
+        ok = resp.error is None
+        if ok:
+            after = await afetch_settled(client, self.base_url, before, 1, key, name,
+                                         timeout_s=self.options.settle_timeout_s)
+        else:
+            after = await afetch_metrics(client, self.base_url, key, name)
+            if resp.status >= 500 or resp.status == 0:
+                alive = await self._healthy(client)
+        delta = request_delta(before, after)
+        server, sources = asdict(delta), delta_sources(delta)
+        fallback = None if delta.attributed or not ok else response_values(
+            resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}")
+        if fallback is not None:   # more than one request finished between the scrapes: the response's own
+            server, sources = asdict(fallback[0]), fallback[1]
+        server["sources"] = sources
+        record.update(
+            status="ok" if ok else "failed", error=resp.error, http_status=resp.status,
+            client={"ttfb_s": resp.ttfb_s, "ttft_s": resp.ttft_s, "total_s": resp.total_s, "chunks": resp.chunks},
+            server=server, response_metrics=resp.metrics,
+            prompt_tokens=resp.prompt_tokens if resp.prompt_tokens is not None else
+            (len(resp.prompt_ids) if resp.prompt_ids is not None else None),
+            prompt_ids_count=len(resp.prompt_ids) if resp.prompt_ids is not None else None,
+            prompt_ids_sha256=ids_sha256(resp.prompt_ids) if resp.prompt_ids is not None else None,
+            completion_tokens=resp.completion_tokens, finish_reason=resp.finish_reason,
+            metrics_scrape_s=[before.scrape_s, after.scrape_s],
+        )
+        return record, alive
+
+    # -- the run ------------------------------------------------------------------------------------
+    async def _model(self, client: httpx.AsyncClient) -> str:
+        if self.options.model:
+            return self.options.model
+        try:
+            resp = await client.get(self.base_url + "/v1/models", headers=self._headers(), timeout=10.0)
+            resp.raise_for_status()
+            return resp.json()["data"][0]["id"]
+        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+            raise FrankError(f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); "
+                             "is it running? (frank engine status)") from exc
+
+    async def run(self) -> dict[str, Any]:
+        """Replay every planned draw. Returns the summary (also written to summary.json); its `state` is
+        finished, stopped, interrupted (the engine went away) or failed."""
+        paths.private_dir(self.run_dir)
+        limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
+        async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
+            model = await self._model(client)
+            self._write_run_file(model)
+            self._write_summary("running")   # a kill from here on reads as interrupted, never as the last end
+            attempt = int(self.meta["attempts"])
+            state, error = "finished", None
+            self._emit(phase="started", draw=None, draw_index=0, draws=len(self.draw_names), done=0, total=0,
+                       message=f"replaying {self.workload.name} ({self.options.mode} mode) against {self.base_url}")
+            try:
+                for k, draw in enumerate(self.draw_names, 1):
+                    state, error = await self._run_draw(client, draw, k, model, attempt)
+                    if state != "finished":
+                        break
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                state, error = "stopped", "interrupted by the user"
+                self._write_summary(state, error)
+                raise
+            except Exception as exc:  # a bug or an unexpected reply: keep what was recorded, say what happened
+                state, error = "failed", f"{type(exc).__name__}: {exc}"
+                self._write_summary(state, error)
+                raise
+            summary = self._write_summary(state, error)
+        self._emit(phase=state, draw=None, draw_index=len(self.draw_names), draws=len(self.draw_names),
+                   done=0, total=0, message=error or "finished")
+        return summary
+
+    async def _run_draw(self, client: httpx.AsyncClient, draw: str, k: int, model: str,
+                        attempt: int) -> tuple[str, str | None]:
+        planned = self.planned(draw)
+        path = self.draw_file(draw)
+        done_ok = {rid for rid, rec in latest_by_id(read_records(path)).items() if rec.get("status") == "ok"}
+        salt = f"frank-{self.run_id}-{draw}-a{attempt}-{secrets.token_hex(8)}"
+        ids = [r.id for r in planned]
+        done = sum(1 for rid in ids if rid in done_ok)
+        common = dict(draw=draw, draw_index=k, draws=len(self.draw_names), total=len(planned))
+        for index, req in enumerate(planned):
+            if req.id in done_ok:
+                continue
+            if self._stop.is_set():
+                return "stopped", "stopped on request"
+            self._emit(phase="request", done=done, current=req.id, task=req.task, turn=req.turn, **common)
+            record, alive = await self._replay_one(client, req, index, model, salt, attempt)
+            _append(path, record)
+            done += 1
+            self._write_summary("running")
+            totals = draw_totals(draw, ids, read_records(path)) if self.progress else None
+            self._emit(phase="result", done=done, current=None, task=req.task, turn=req.turn, last=record,
+                       totals=totals, **common)
+            if not alive:
+                msg = (f"the engine stopped answering at request {req.id} ({index + 1} of {len(planned)} in "
+                       f"{draw}); {done} recorded. Resume with: frank replay --resume {self.run_id}")
+                self._emit(phase="interrupted", done=done, message=msg, **common)
+                return "interrupted", msg
+        self._emit(phase="draw_done", done=done, totals=draw_totals(draw, ids, read_records(path)), **common)
+        return "finished", None
+
+    def run_sync(self) -> dict[str, Any]:
+        return asyncio.run(self.run())
+
+
+def start_replay(workload: Workload | Path | str, base_url: str, options: ReplayOptions | None = None,
+                 out: Path | None = None, progress: ProgressFn | None = None) -> ReplayRunner:
+    """Prepare a new run. A path is checked and loaded first (all of it must be valid: nothing is sent
+    from a workload with errors)."""
+    options = options or ReplayOptions()
+    if not isinstance(workload, Workload) or not workload.requests:
+        workload = load_workload(workload if not isinstance(workload, Workload) else workload.path, options.draws)
+    if out is not None:
+        out = Path(out).expanduser()
+        if (out / RUN_FILE).exists():
+            raise FrankError(f"{out} already holds a replay run: resume it with --resume {out}, or pick another --out")
+    return ReplayRunner(workload, base_url, options, out, progress)
+
+
+def engine_at(base_url: str) -> dict[str, Any] | None:
+    """The profile and knob values of this user's engine when it is the one at `base_url` (the campaign's
+    revert watch reads them from run.json); None for any other server."""
+    from frank.engine.controller import EngineController
+
+    st = EngineController().status(check_health=False)
+    if st.state != "ready" or not st.url or st.url.rstrip("/") != base_url.rstrip("/"):
+        return None
+    return {"profile": st.profile, "knobs": st.knobs, "pid": st.pid, "started_at": st.started_at}
+
+
+def resume_replay(run: str | Path, base_url: str | None = None, progress: ProgressFn | None = None,
+                  api_key: str | None = None, restart: bool = False) -> ReplayRunner:
+    """Continue a run from its folder: the same workload (unchanged), options and draws. With `restart`,
+    unfinished draws are replayed from their first request (earlier records are kept)."""
+    run_dir = resolve_run_dir(run)
+    meta = json.loads((run_dir / RUN_FILE).read_text())
+    opts = dict(meta.get("options") or {})
+    if opts.get("draws") is not None:
+        opts["draws"] = tuple(opts["draws"])
+    options = replace(ReplayOptions(**opts), api_key=api_key)
+    workload = load_workload(meta["workload"]["path"], meta.get("draws"))
+    runner = ReplayRunner(workload, base_url or meta["base_url"], options, run_dir, progress)
+    if restart:
+        for draw in runner.draw_names:
+            planned = [r.id for r in runner.planned(draw)]
+            if not draw_totals(draw, planned, read_records(runner.draw_file(draw))).complete:
+                _append(runner.draw_file(draw), {"id": RESTART, "draw": draw, "at": time.time()})
+    return runner

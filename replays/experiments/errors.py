@@ -1,8 +1,0 @@
-"""Errors of registered runs (a module of its own so registry, cell and runner share it without a cycle)."""
-from __future__ import annotations
-
-from engine.errors import FrankError
-
-
-class RunError(FrankError):
-    pass
