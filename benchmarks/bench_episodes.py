@@ -24,6 +24,7 @@ Peer, in the same run: the same chat request (about 1.5K tokens, one output toke
 inspect's model API (`get_model(...).generate`, what the agent calls each turn) and by a bare httpx client,
 straight to the engine: the difference of the medians is inspect's own client cost per call.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,7 +65,7 @@ async def main():
                 a.append(x); b.append(y)
     print(json.dumps({"inspect_ms": round(statistics.median(a) * 1000, 2), "httpx_ms": round(statistics.median(b) * 1000, 2)}))
 asyncio.run(main())
-"""
+"""  # noqa: E501
 
 
 def peer(url: str, model: str, n: int = 20) -> dict:
@@ -73,8 +74,13 @@ def peer(url: str, model: str, n: int = 20) -> dict:
     from frank.episodes.harness import agent_python, offline_env
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([str(agent_python()), "-c", PEER, url, model, str(n)], capture_output=True, text=True,
-                             timeout=300, env=offline_env(Path(tmp)))
+        out = subprocess.run(
+            [str(agent_python()), "-c", PEER, url, model, str(n)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=offline_env(Path(tmp)),
+        )
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
     figures = json.loads(out.stdout.strip().splitlines()[-1])
@@ -122,24 +128,43 @@ def main() -> int:
         attributed = round(n1 - n0) == r["requests"] == len(rec)
         engine_s = sum1 - sum0
         server_ms = (sum(rec) - engine_s) / r["requests"] * 1000 if attributed else None
-        rows.append({
-            "draw": r["draw"], "task": r["task"], "requests": r["requests"], "turns": r["turns"],
-            "client_s": r["client_s"], "model_s": r["model_s"], "recorder_s": round(sum(rec), 6),
-            "engine_s": round(engine_s, 6), "attributed": attributed,
-            "overhead_ms_per_turn": round(hop_ms + server_ms, 2) if attributed and hop_ms is not None else None,
-            "recorder_hop_ms": round(hop_ms, 2) if hop_ms is not None else None,
-            "server_outside_e2e_ms": round(server_ms, 2) if server_ms is not None else None,
-            "loop_ms_per_turn": round((r["client_s"] - r["model_s"] - (r["tool_s"] or 0)) / max(r["turns"], 1) * 1000, 2),
-        })
+        rows.append(
+            {
+                "draw": r["draw"],
+                "task": r["task"],
+                "requests": r["requests"],
+                "turns": r["turns"],
+                "client_s": r["client_s"],
+                "model_s": r["model_s"],
+                "recorder_s": round(sum(rec), 6),
+                "engine_s": round(engine_s, 6),
+                "attributed": attributed,
+                "overhead_ms_per_turn": round(hop_ms + server_ms, 2) if attributed and hop_ms is not None else None,
+                "recorder_hop_ms": round(hop_ms, 2) if hop_ms is not None else None,
+                "server_outside_e2e_ms": round(server_ms, 2) if server_ms is not None else None,
+                "loop_ms_per_turn": round(
+                    (r["client_s"] - r["model_s"] - (r["tool_s"] or 0)) / max(r["turns"], 1) * 1000, 2
+                ),
+            }
+        )
     overheads = [x["overhead_ms_per_turn"] for x in rows if x["overhead_ms_per_turn"] is not None]
     payload = {
-        "url": url, "suite": args.suite, "draws": args.draws, "status": outcome.status,
+        "url": url,
+        "suite": args.suite,
+        "draws": args.draws,
+        "status": outcome.status,
         "episodes": rows,
         "overhead_ms_per_turn_median": round(statistics.median(overheads), 2) if overheads else None,
-        "recorder_hop_ms_median": round(statistics.median(
-            x["recorder_hop_ms"] for x in rows if x["recorder_hop_ms"] is not None), 2) if overheads else None,
-        "server_outside_e2e_ms_median": round(statistics.median(
-            x["server_outside_e2e_ms"] for x in rows if x["server_outside_e2e_ms"] is not None), 2) if overheads else None,
+        "recorder_hop_ms_median": round(
+            statistics.median(x["recorder_hop_ms"] for x in rows if x["recorder_hop_ms"] is not None), 2
+        )
+        if overheads
+        else None,
+        "server_outside_e2e_ms_median": round(
+            statistics.median(x["server_outside_e2e_ms"] for x in rows if x["server_outside_e2e_ms"] is not None), 2
+        )
+        if overheads
+        else None,
         "loop_ms_per_turn_median": round(statistics.median(x["loop_ms_per_turn"] for x in rows), 2) if rows else None,
         "draw_wall_s": round(wall / args.draws, 2),
         "draw_client_s": round(sum(r["client_s"] or 0 for r in results) / args.draws, 2),
@@ -149,23 +174,31 @@ def main() -> int:
     if args.json:
         print(json.dumps(payload, indent=2))
         return 0
-    print(f"{'TASK':<20} {'REQ':>3} {'CLIENT_S':>8} {'MODEL_S':>8} {'ENGINE_S':>8} {'OVERHEAD_MS/TURN':>16} "
-          f"{'HOP_MS':>7} {'SERVER_MS':>9} {'LOOP_MS/TURN':>12}")
+    print(
+        f"{'TASK':<20} {'REQ':>3} {'CLIENT_S':>8} {'MODEL_S':>8} {'ENGINE_S':>8} {'OVERHEAD_MS/TURN':>16} "
+        f"{'HOP_MS':>7} {'SERVER_MS':>9} {'LOOP_MS/TURN':>12}"
+    )
     for x in rows:
-        print(f"{x['task']:<20} {x['requests']:>3} {x['client_s']:>8.3f} {x['model_s']:>8.3f} {x['engine_s']:>8.3f} "
-              f"{x['overhead_ms_per_turn'] if x['overhead_ms_per_turn'] is not None else '-':>16} "
-              f"{x['recorder_hop_ms']:>7} {x['server_outside_e2e_ms'] if x['server_outside_e2e_ms'] is not None else '-':>9} "
-              f"{x['loop_ms_per_turn']:>12}")
-    print(f"median overhead per turn (client - engine): {payload['overhead_ms_per_turn_median']} ms "
-          f"(target < 5 ms): client side {payload['recorder_hop_ms_median']} ms, server outside e2e "
-          f"{payload['server_outside_e2e_ms_median']} ms; inspect's loop {payload['loop_ms_per_turn_median']} ms/turn")
+        print(
+            f"{x['task']:<20} {x['requests']:>3} {x['client_s']:>8.3f} {x['model_s']:>8.3f} {x['engine_s']:>8.3f} "
+            f"{x['overhead_ms_per_turn'] if x['overhead_ms_per_turn'] is not None else '-':>16} "
+            f"{x['recorder_hop_ms']:>7} {x['server_outside_e2e_ms'] if x['server_outside_e2e_ms'] is not None else '-':>9} "  # noqa: E501
+            f"{x['loop_ms_per_turn']:>12}"
+        )
+    print(
+        f"median overhead per turn (client - engine): {payload['overhead_ms_per_turn_median']} ms "
+        f"(target < 5 ms): client side {payload['recorder_hop_ms_median']} ms, server outside e2e "
+        f"{payload['server_outside_e2e_ms_median']} ms; inspect's loop {payload['loop_ms_per_turn_median']} ms/turn"
+    )
     print(f"w01-mini draw: wall {payload['draw_wall_s']} s, client total {payload['draw_client_s']} s")
     p = payload["peer"]
     if "error" in p:
         print(f"peer: failed: {p['error']}")
     else:
-        print(f"peer, same request straight to the engine (median): inspect generate {p['inspect_ms']} ms, bare httpx "
-              f"{p['httpx_ms']} ms: inspect's own client cost {p['inspect_minus_httpx_ms']} ms per call")
+        print(
+            f"peer, same request straight to the engine (median): inspect generate {p['inspect_ms']} ms, bare httpx "
+            f"{p['httpx_ms']} ms: inspect's own client cost {p['inspect_minus_httpx_ms']} ms per call"
+        )
     return 0
 
 

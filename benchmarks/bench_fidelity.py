@@ -9,6 +9,7 @@ computation. The KL's cost is also given per scored position, next to a vectoriz
 same 65-bucket KL on the same arrays (the peer has no miss handling: on a float32 engine there are none),
 so the pure-Python loop's share is visible.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frank.engine.controller import EngineController  # noqa: E402
-from frank.fidelity.measure import TOP_K, mean_kl  # noqa: E402
 from frank.fidelity import runs  # noqa: E402
 from frank.fidelity.candidate import engine_logprobs  # noqa: E402
+from frank.fidelity.measure import TOP_K, mean_kl  # noqa: E402
 from frank.fidelity.reference import get_reference, model_fingerprint  # noqa: E402
 
 
@@ -52,6 +53,7 @@ def main() -> int:
     try:
         target = runs.running_target(controller)
         from frank.fidelity.reference import cached_path
+
         model_sha = model_fingerprint(target.model_dir)
         cold = not all(cached_path(s, model_sha).is_file() for s in runs.load_sets(None))
         t0 = time.perf_counter()
@@ -86,8 +88,13 @@ def main() -> int:
             controller.stop()
     med = {k: statistics.median(v) for k, v in parts.items()}
     result = {
-        "knobs": target.knobs, "sets": 3, "positions": positions, "first_run_s": round(first_s, 3), "first_run_reference_cache": "cold" if cold else "warm",
-        "cached_run_s": [round(w, 3) for w in whole], "cached_run_median_s": round(statistics.median(whole), 3),
+        "knobs": target.knobs,
+        "sets": 3,
+        "positions": positions,
+        "first_run_s": round(first_s, 3),
+        "first_run_reference_cache": "cold" if cold else "warm",
+        "cached_run_s": [round(w, 3) for w in whole],
+        "cached_run_median_s": round(statistics.median(whole), 3),
         "parts_median_s": {k: round(v, 4) for k, v in med.items()},
         "kl_us_per_position": round(med["kl_s"] / positions * 1e6, 2),
         "kl_vectorized_us_per_position": round(med["kl_vectorized_s"] / positions * 1e6, 2),
@@ -96,13 +103,19 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"fidelity run over 3 sets, {positions} positions: first (reference cache {result['first_run_reference_cache']}, engine's first requests) "
-              f"{first_s:.1f} s; cached {', '.join(f'{w:.1f}' for w in whole)} s (median {result['cached_run_median_s']} s)")
-        print(f"  parts (median): reference load {med['reference_load_s']:.3f} s, engine {med['engine_s']:.1f} s, "
-              f"KL {med['kl_s']:.3f} s")
-        print(f"  KL per position: {result['kl_us_per_position']} us (pure Python loop) vs "
-              f"{result['kl_vectorized_us_per_position']} us (vectorized numpy peer, ratio "
-              f"{med['kl_s'] / med['kl_vectorized_s']:.1f}x); engine {result['engine_ms_per_position']} ms per position")
+        print(
+            f"fidelity run over 3 sets, {positions} positions: first (reference cache {result['first_run_reference_cache']}, engine's first requests) "  # noqa: E501
+            f"{first_s:.1f} s; cached {', '.join(f'{w:.1f}' for w in whole)} s (median {result['cached_run_median_s']} s)"  # noqa: E501
+        )
+        print(
+            f"  parts (median): reference load {med['reference_load_s']:.3f} s, engine {med['engine_s']:.1f} s, "
+            f"KL {med['kl_s']:.3f} s"
+        )
+        print(
+            f"  KL per position: {result['kl_us_per_position']} us (pure Python loop) vs "
+            f"{result['kl_vectorized_us_per_position']} us (vectorized numpy peer, ratio "
+            f"{med['kl_s'] / med['kl_vectorized_s']:.1f}x); engine {result['engine_ms_per_position']} ms per position"
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ from /metrics deltas (frank.engine.metrics.request_delta), as in the replay runn
 
     .venv/bin/python benchmarks/bench_long_prefill.py [--profile embedded-cpu-swa] [--ladder 20000,40000,...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,15 @@ def _timed(client: httpx.Client, url: str, path: str, body: dict[str, Any]) -> d
     wall = time.perf_counter() - t0
     resp.raise_for_status()
     delta = request_delta(before, fetch_settled(client, url, before))
-    return {"wall_s": round(wall, 3), "ttft_s": delta.ttft_s, "queue_s": delta.queue_s,
-            "prefill_s": delta.prefill_s, "front_end_s": delta.front_end_s,
-            "prompt_tokens": delta.prompt_tokens, "cached_tokens": delta.cached_tokens}
+    return {
+        "wall_s": round(wall, 3),
+        "ttft_s": delta.ttft_s,
+        "queue_s": delta.queue_s,
+        "prefill_s": delta.prefill_s,
+        "front_end_s": delta.front_end_s,
+        "prompt_tokens": delta.prompt_tokens,
+        "cached_tokens": delta.cached_tokens,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="embedded-cpu-swa")
     parser.add_argument("--workload", default="w01-full")
     parser.add_argument("--draw", default="draw-1")
-    parser.add_argument("--ladder", default="20000,40000,80000,160000",
-                        help="token-ID prompt lengths for the linearity check ('' to skip)")
+    parser.add_argument(
+        "--ladder",
+        default="20000,40000,80000,160000",
+        help="token-ID prompt lengths for the linearity check ('' to skip)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -63,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     controller = EngineController(state_dir=state)
     t0 = time.monotonic()
     status = controller.start(args.profile, {"region_cache": "off"})
-    result: dict[str, Any] = {"profile": args.profile, "ready_s": round(time.monotonic() - t0, 1),
-                              "load_avg": os.getloadavg()}
+    result: dict[str, Any] = {
+        "profile": args.profile,
+        "ready_s": round(time.monotonic() - t0, 1),
+        "load_avg": os.getloadavg(),
+    }
     try:
         url = status.url
         with httpx.Client() as client:
@@ -77,8 +90,12 @@ def main(argv: list[str] | None = None) -> int:
             rng = random.Random(7)
             for n in [int(x) for x in args.ladder.split(",") if x]:
                 ids = [rng.randrange(100, 8000) for _ in range(n)]
-                r = _timed(client, url, "/v1/completions", {"model": model, "prompt": ids, "max_tokens": 1,
-                                                            "cache_salt": secrets.token_hex(8)})
+                r = _timed(
+                    client,
+                    url,
+                    "/v1/completions",
+                    {"model": model, "prompt": ids, "max_tokens": 1, "cache_salt": secrets.token_hex(8)},
+                )
                 r["prefill_tokens_per_s"] = round(n / r["prefill_s"]) if r["prefill_s"] else None
                 ladder.append({"tokens": n, **r})
             result["ladder"] = ladder
@@ -92,12 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.profile}: ready in {result['ready_s']} s; load average {result['load_avg']}")
         for name in ("w01_cold", "w01_cached"):
             r = result[name]
-            print(f"  {result['w01_request']} {name[4:]:6}: {r['prompt_tokens']:.0f} tokens "
-                  f"({r['cached_tokens']:.0f} cached), prefill {r['prefill_s']:.2f} s, TTFT {r['ttft_s']:.2f} s, "
-                  f"front end {r['front_end_s']:.3f} s")
+            print(
+                f"  {result['w01_request']} {name[4:]:6}: {r['prompt_tokens']:.0f} tokens "
+                f"({r['cached_tokens']:.0f} cached), prefill {r['prefill_s']:.2f} s, TTFT {r['ttft_s']:.2f} s, "
+                f"front end {r['front_end_s']:.3f} s"
+            )
         for r in result["ladder"]:
-            print(f"  ladder {r['tokens']:>7} tokens: prefill {r['prefill_s']:.2f} s "
-                  f"({r['prefill_tokens_per_s']} tokens/s), front end {r['front_end_s']:.3f} s")
+            print(
+                f"  ladder {r['tokens']:>7} tokens: prefill {r['prefill_s']:.2f} s "
+                f"({r['prefill_tokens_per_s']} tokens/s), front end {r['front_end_s']:.3f} s"
+            )
     return 0
 
 

@@ -7,6 +7,7 @@ vLLM runs the tokenizer with TOKENIZERS_PARALLELISM=false, so run this the same 
 Six 600 KB contexts (one per W01 text kind), chunked as the cache chunks them, encoded as six fresh
 conversations; arms alternate 1, 2, 2, 1 threads, three rounds; the IDs of both arms must be identical.
 """
+
 from __future__ import annotations
 
 import random
@@ -35,8 +36,10 @@ def main() -> None:
             reference = reference or out
             assert out == reference, "threaded encode changed the token IDs"
     for threads, values in seconds.items():
-        print(f"{threads} thread(s): median {statistics.median(values) / len(chunked) * 1000:.1f} ms per "
-              f"fresh conversation ({len(values)} rounds)")
+        print(
+            f"{threads} thread(s): median {statistics.median(values) / len(chunked) * 1000:.1f} ms per "
+            f"fresh conversation ({len(values)} rounds)"
+        )
     print("chunks per conversation:", [len(c) for c in chunked])
 
 

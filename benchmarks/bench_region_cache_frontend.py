@@ -18,6 +18,7 @@ cache on must equal those with it off, in every tokenizer mode run.
 Run from the console venv (it writes the workload, then re-runs itself in the engine venv):
     .venv/bin/python benchmarks/bench_region_cache_frontend.py --scale full [--modes hf,deepseek_v41] [--json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,6 +45,7 @@ MAX_MODEL_LEN = 1 << 20
 
 # -- console side -------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=("mini", "full"), default="full")
@@ -69,12 +71,33 @@ def main(argv: list[str] | None = None) -> int:
         tiny_model.build_via_engine_venv(model)
     with tempfile.TemporaryDirectory(prefix="frank-rc-bench-") as tmp:
         workload = Path(args.workload) if args.workload else make_w01(Path(tmp) / "w01", args.scale, args.seed)
-        cmd = [str(paths.engine_venv_python()), str(Path(__file__).resolve()), "--worker", "--model", str(model),
-               "--workload", str(workload), "--draws", args.draws, "--modes", args.modes,
-               "--rounds", str(args.rounds), "--scale", args.scale]
-        env = dict(os.environ, PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1",
-                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", FRANK_REGION_CACHE="off",
-                   VLLM_ALLOW_LONG_MAX_MODEL_LEN="1")
+        cmd = [
+            str(paths.engine_venv_python()),
+            str(Path(__file__).resolve()),
+            "--worker",
+            "--model",
+            str(model),
+            "--workload",
+            str(workload),
+            "--draws",
+            args.draws,
+            "--modes",
+            args.modes,
+            "--rounds",
+            str(args.rounds),
+            "--scale",
+            args.scale,
+        ]
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(REPO),
+            TOKENIZERS_PARALLELISM="false",
+            VLLM_NO_USAGE_STATS="1",
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            FRANK_REGION_CACHE="off",
+            VLLM_ALLOW_LONG_MAX_MODEL_LEN="1",
+        )
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
@@ -88,26 +111,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def human(result: dict[str, Any]) -> str:
-    lines = [f"W01 {result['scale']}: {result['requests']} requests per arm, {result['tokens_mean']:.0f} prompt "
-             f"tokens on average (max {result['tokens_max']}); model {result['model']}"]
+    lines = [
+        f"W01 {result['scale']}: {result['requests']} requests per arm, {result['tokens_mean']:.0f} prompt "
+        f"tokens on average (max {result['tokens_max']}); model {result['model']}"
+    ]
     for mode, m in result["modes"].items():
-        lines.append(f"\n[{mode}]  ids identical on every request: {m['ids_identical']} "
-                     f"({m['mismatched_requests']} mismatched)")
-        lines.append(f"  {'arm':6} {'total s':>9} {'render s':>9} {'tokenize s':>11} {'other s':>9} "
-                     f"{'per req ms':>11}")
+        lines.append(
+            f"\n[{mode}]  ids identical on every request: {m['ids_identical']} ({m['mismatched_requests']} mismatched)"
+        )
+        lines.append(f"  {'arm':6} {'total s':>9} {'render s':>9} {'tokenize s':>11} {'other s':>9} {'per req ms':>11}")
         for arm in ARMS:
             a = m["arms"][arm]
-            lines.append(f"  {arm:6} {a['total_s']:9.3f} {a['render_s']:9.3f} {a['tokenize_s']:11.3f} "
-                         f"{a['other_s']:9.3f} {1000 * a['total_s'] / result['requests']:11.2f}")
+            lines.append(
+                f"  {arm:6} {a['total_s']:9.3f} {a['render_s']:9.3f} {a['tokenize_s']:11.3f} "
+                f"{a['other_s']:9.3f} {1000 * a['total_s'] / result['requests']:11.2f}"
+            )
         on = m["arms"]["on"]
-        lines.append(f"  off/on {m['ratio_off_on']:.1f}x; on/empty {m['ratio_on_empty']:.2f}x; cache on: lookup "
-                     f"(split+hash+join) {on['lookup_s']:.3f} s, encoding misses {on['miss_s']:.3f} s, "
-                     f"{on['hits']} hits / {on['misses']} misses; cold requests extra {m['cold_extra_s']:+.3f} s")
+        lines.append(
+            f"  off/on {m['ratio_off_on']:.1f}x; on/empty {m['ratio_on_empty']:.2f}x; cache on: lookup "
+            f"(split+hash+join) {on['lookup_s']:.3f} s, encoding misses {on['miss_s']:.3f} s, "
+            f"{on['hits']} hits / {on['misses']} misses; cold requests extra {m['cold_extra_s']:+.3f} s"
+        )
         lines.append(f"  largest piece left with the cache on: {m['largest_remaining']}")
     return "\n".join(lines)
 
 
 # -- engine venv side ---------------------------------------------------------------------------------
+
 
 def _load_requests(workload: Path, draws: list[str]) -> list[tuple[str, dict[str, Any]]]:
     out = []
@@ -129,12 +159,19 @@ def _build(model: str, mode: str):
     from vllm.renderers.online_renderer import OnlineRenderer
     from vllm.renderers.registry import renderer_from_config
 
-    config = EngineArgs(model=model, tokenizer_mode=mode, max_model_len=MAX_MODEL_LEN, dtype="float32",
-                        enforce_eager=True).create_engine_config()
+    config = EngineArgs(
+        model=model, tokenizer_mode=mode, max_model_len=MAX_MODEL_LEN, dtype="float32", enforce_eager=True
+    ).create_engine_config()
     renderer = renderer_from_config(config)
-    online = OnlineRenderer(model_config=config.model_config, renderer=renderer, request_logger=None,
-                            chat_template=None, chat_template_content_format="auto",
-                            enable_auto_tools=True, tool_parser=TOOL_PARSERS.get(mode, "deepseek_v3"))
+    online = OnlineRenderer(
+        model_config=config.model_config,
+        renderer=renderer,
+        request_logger=None,
+        chat_template=None,
+        chat_template_content_format="auto",
+        enable_auto_tools=True,
+        tool_parser=TOOL_PARSERS.get(mode, "deepseek_v3"),
+    )
     return online, renderer
 
 
@@ -177,8 +214,9 @@ def _make_async(fn: Any, executor: Any) -> Any:
     return make_async(fn, executor=executor)
 
 
-async def _run_arm(online: Any, timers: _Timers, requests: list[tuple[str, dict[str, Any]]], arm: str,
-                   ids_out: dict[str, list[int]]) -> dict[str, Any]:
+async def _run_arm(
+    online: Any, timers: _Timers, requests: list[tuple[str, dict[str, Any]]], arm: str, ids_out: dict[str, list[int]]
+) -> dict[str, Any]:
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
     from frank.engine.region_cache import runtime
@@ -245,15 +283,24 @@ async def _run_mode(model: str, mode: str, requests: list[tuple[str, dict[str, A
     off, on, empty = sums["off"], sums["on"], sums["empty"]
     # Cold extra: the on-arm's first requests of each conversation against the same requests cache off.
     cold_extra = on["cold_s"] - off["cold_s"]
-    remaining = {"template rendering": on["render_s"], "tokenize step (cache lookup + misses)": on["tokenize_s"],
-                 "request checks, hand-offs, process_for_engine": on["other_s"]}
+    remaining = {
+        "template rendering": on["render_s"],
+        "tokenize step (cache lookup + misses)": on["tokenize_s"],
+        "request checks, hand-offs, process_for_engine": on["other_s"],
+    }
     largest = max(remaining, key=remaining.get)
-    return {"ids_identical": not mismatched and len(ids["off"]) == len(requests),
-            "mismatched_requests": len(mismatched), "mismatched_ids": mismatched[:5],
-            "arms": sums, "ratio_off_on": off["total_s"] / on["total_s"],
-            "ratio_on_empty": on["total_s"] / empty["total_s"], "cold_extra_s": cold_extra,
-            "largest_remaining": f"{largest}: {remaining[largest]:.3f} s",
-            "remaining_s": remaining, "tokens_total": off["tokens"]}
+    return {
+        "ids_identical": not mismatched and len(ids["off"]) == len(requests),
+        "mismatched_requests": len(mismatched),
+        "mismatched_ids": mismatched[:5],
+        "arms": sums,
+        "ratio_off_on": off["total_s"] / on["total_s"],
+        "ratio_on_empty": on["total_s"] / empty["total_s"],
+        "cold_extra_s": cold_extra,
+        "largest_remaining": f"{largest}: {remaining[largest]:.3f} s",
+        "remaining_s": remaining,
+        "tokens_total": off["tokens"],
+    }
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -265,9 +312,15 @@ def worker(args: argparse.Namespace) -> int:
     for mode in args.modes.split(","):
         modes[mode] = asyncio.run(_run_mode(args.model, mode, requests, args.rounds))
     first = next(iter(modes.values()))
-    result = {"scale": args.scale, "model": args.model, "requests": len(requests), "modes": modes,
-              "ids_identical": all(m["ids_identical"] for m in modes.values()),
-              "tokens_mean": first["tokens_total"] / len(requests), "tokens_max": int(first["arms"]["off"]["tokens_max"])}
+    result = {
+        "scale": args.scale,
+        "model": args.model,
+        "requests": len(requests),
+        "modes": modes,
+        "ids_identical": all(m["ids_identical"] for m in modes.values()),
+        "tokens_mean": first["tokens_total"] / len(requests),
+        "tokens_max": int(first["arms"]["off"]["tokens_max"]),
+    }
     print(json.dumps(result, default=float))
     return 0
 

@@ -17,6 +17,7 @@ deltas around it:
 
 The runner's own overhead is (runner - raw); the gap that the issue defines is the runner's line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_engine import engine_url  # noqa: E402
 from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta  # noqa: E402
+from frank.workloads.format import write_workload  # noqa: E402
 from frank.workloads.replay import ReplayOptions, start_replay  # noqa: E402
 from frank.workloads.w01 import _text  # noqa: E402
-from frank.workloads.format import write_workload  # noqa: E402
-
 
 TOKEN = re.compile(rb'"content":"[^"]|"finish_reason":"')  # the runner's first-token rule, for raw bytes
 
@@ -69,8 +69,10 @@ def prompt_for(url: str, model: str, tokens: int) -> list[dict]:
 def raw_once(url: str, body: bytes, scraper: httpx.Client) -> float | None:
     """One request through a blocking raw socket; client TTFT minus server TTFT in ms (None: unattributed)."""
     u = urlparse(url)
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nContent-Type: application/json"
-            f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nContent-Type: application/json"
+        f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
     before = fetch_metrics(scraper, url)
     sock = socket.create_connection((u.hostname, u.port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -97,9 +99,25 @@ def start_recorder(url: str, out: Path):
     import subprocess
 
     repo = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "record", "--upstream", url, "--listen",
-                             "127.0.0.1:0", "--out", str(out / "recording")], cwd=repo, env=dict(os.environ),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "frank.console.cli",
+            "record",
+            "--upstream",
+            url,
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            str(out / "recording"),
+        ],
+        cwd=repo,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     listen = re.search(r"(http://127\.0\.0\.1:\d+)", proc.stderr.readline())
     if not listen:
         proc.kill()
@@ -107,12 +125,21 @@ def start_recorder(url: str, out: Path):
     return proc, listen.group(1)
 
 
-async def interleaved(url: str, model: str, messages: list[dict], n: int, out: Path,
-                      proxy_url: str | None) -> tuple[dict[str, list[float]], int]:
+async def interleaved(
+    url: str, model: str, messages: list[dict], n: int, out: Path, proxy_url: str | None
+) -> tuple[dict[str, list[float]], int]:
     """n rounds of (runner, raw socket[, runner via the recorder]) on the same cached prompt, so all three
     see the same machine load. The runner's path is its own per-request method."""
-    records = [{"id": "r", "task": "bench", "episode": "bench", "turn": 1, "offset_s": 0.0,
-                "body": {"messages": messages, "max_tokens": 1}}]
+    records = [
+        {
+            "id": "r",
+            "task": "bench",
+            "episode": "bench",
+            "turn": 1,
+            "offset_s": 0.0,
+            "body": {"messages": messages, "max_tokens": 1},
+        }
+    ]
     wl = write_workload(out / "wl", "bench", "", [("d", records)])
     bare = start_replay(wl, url, ReplayOptions(token_ids=False), out=out / "run")
     with_ids = start_replay(wl, url, ReplayOptions(), out=out / "run-ids")
@@ -171,12 +198,17 @@ def main() -> int:
                 proc.send_signal(signal.SIGINT)
                 proc.wait(timeout=20)
     runner, raw, proxy = gaps["runner"], gaps["raw_socket"], gaps["proxy"]
-    result = {"prompt_tokens": prompt_tokens, "runner": stats(runner), "runner_ids": stats(gaps["runner_ids"]),
-              "raw_socket": stats(raw),
-              "prompt_ids_cost_ms": statistics.median(a - b for a, b in zip(gaps["runner_ids"], runner)),
-              "runner_minus_raw_ms": statistics.median(runner) - statistics.median(raw),
-              "runner_minus_raw_paired_ms": statistics.median(a - b for a, b in zip(runner, raw)),
-              "target_ms": 5.0, "runner_within_target": statistics.median(runner) < 5.0}
+    result = {
+        "prompt_tokens": prompt_tokens,
+        "runner": stats(runner),
+        "runner_ids": stats(gaps["runner_ids"]),
+        "raw_socket": stats(raw),
+        "prompt_ids_cost_ms": statistics.median(a - b for a, b in zip(gaps["runner_ids"], runner)),
+        "runner_minus_raw_ms": statistics.median(runner) - statistics.median(raw),
+        "runner_minus_raw_paired_ms": statistics.median(a - b for a, b in zip(runner, raw)),
+        "target_ms": 5.0,
+        "runner_within_target": statistics.median(runner) < 5.0,
+    }
     if proxy:
         result["proxy"] = stats(proxy)
         result["recorder_added_ms"] = statistics.median(a - b for a, b in zip(proxy, runner))
@@ -188,11 +220,15 @@ def main() -> int:
         if name in result:
             s = result[name]
             print(f"  {name:<11} median {s['median_ms']:7.2f}   p10 {s['p10_ms']:7.2f}   p90 {s['p90_ms']:7.2f}")
-    print(f"  runner's own overhead (runner - raw socket, median of paired differences): "
-          f"{result['runner_minus_raw_paired_ms']:.2f} ms")
+    print(
+        f"  runner's own overhead (runner - raw socket, median of paired differences): "
+        f"{result['runner_minus_raw_paired_ms']:.2f} ms"
+    )
     if "recorder_added_ms" in result:
-        print(f"  recorder's added latency (proxy - runner, median of paired differences): "
-          f"{result['recorder_added_ms']:.2f} ms")
+        print(
+            f"  recorder's added latency (proxy - runner, median of paired differences): "
+            f"{result['recorder_added_ms']:.2f} ms"
+        )
     print(f"  asking for the prompt token IDs in the same response adds: {result['prompt_ids_cost_ms']:.2f} ms")
     print(f"  target: runner median < 5 ms: {'met' if result['runner_within_target'] else 'NOT met'}")
     return 0

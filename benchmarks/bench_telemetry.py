@@ -14,7 +14,8 @@ Without --url it watches frank's running engine, or starts the embedded-cpu engi
    process's CPU time (user+sys, psutil) is read after a warm-up and again `--seconds` later. Target: ours
    < 1 % of one core. The ratio ours/peer is printed.
 The peer is installed into a throwaway venv (.build/peer-venv) from PyPI if --peer is not given.
-"""
+"""  # noqa: E501
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,11 @@ def pct(values: list[float], q: float) -> float:
 
 
 def ms(values: list[float]) -> dict[str, float]:
-    return {"median_ms": round(statistics.median(values) * 1e3, 3), "p95_ms": round(pct(values, 0.95) * 1e3, 3),
-            "max_ms": round(max(values) * 1e3, 3)}
+    return {
+        "median_ms": round(statistics.median(values) * 1e3, 3),
+        "p95_ms": round(pct(values, 0.95) * 1e3, 3),
+        "max_ms": round(max(values) * 1e3, 3),
+    }
 
 
 def ensure_peer(path: str | None) -> Path:
@@ -89,9 +93,16 @@ class Engine:
 
 
 def chat(client: httpx.Client, url: str, max_tokens: int = 16) -> None:
-    client.post(url + "/v1/chat/completions", json={
-        "model": "tiny-frank", "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
-        "messages": [{"role": "user", "content": "Watch the GPU, the PCIe link and the expert pool. " * 8}]})
+    client.post(
+        url + "/v1/chat/completions",
+        json={
+            "model": "tiny-frank",
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+            "messages": [{"role": "user", "content": "Watch the GPU, the PCIe link and the expert pool. " * 8}],
+        },
+    )
 
 
 def sample_cost(url: str, pid: int | None, n: int) -> dict[str, object]:
@@ -99,7 +110,7 @@ def sample_cost(url: str, pid: int | None, n: int) -> dict[str, object]:
     snaps, cpu_s = [], []
     with httpx.Client(timeout=120) as client:
         chat(client, url)  # something in the counters
-        for i in range(n):
+        for _i in range(n):
             t0 = time.thread_time()
             snaps.append(sampler.sample_once())
             cpu_s.append(time.thread_time() - t0)
@@ -167,20 +178,49 @@ print(r.ru_utime + r.ru_stime, flush=True)
 
 
 def side_by_side(url: str, pid: int | None, seconds: float, peer: Path, load_every: float) -> dict[str, object]:
-    ours_cmd = [sys.executable, "-m", "frank.console.cli", "telemetry", "--period", "1", "--url", url,
-                "--model", "tiny-frank", "--duration", str(seconds + 30)]
+    ours_cmd = [
+        sys.executable,
+        "-m",
+        "frank.console.cli",
+        "telemetry",
+        "--period",
+        "1",
+        "--url",
+        url,
+        "--model",
+        "tiny-frank",
+        "--duration",
+        str(seconds + 30),
+    ]
     if pid:
         ours_cmd += ["--pid", str(pid)]
     peer_cmd = [str(peer), "--url", url, "--interval", "1", "--output", "json", "--no-gpu-detect"]
     procs = {
-        "ours (frank telemetry --period 1)": subprocess.Popen(ours_cmd, cwd=REPO, stdout=subprocess.DEVNULL,
-                                                              stderr=subprocess.DEVNULL),
-        "peer (vllm-htop --interval 1 --output json)": subprocess.Popen(peer_cmd, stdout=subprocess.DEVNULL,
-                                                                        stderr=subprocess.DEVNULL),
+        "ours (frank telemetry --period 1)": subprocess.Popen(
+            ours_cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ),
+        "peer (vllm-htop --interval 1 --output json)": subprocess.Popen(
+            peer_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ),
     }
     # the peer's one-shot mode in a loop at the same period: only its children's CPU is counted
-    once = subprocess.Popen([sys.executable, "-c", ONCE_LOOP, str(peer), "--url", url, "--once", "--output", "json",
-                             "--no-gpu-detect", str(seconds)], stdout=subprocess.PIPE, text=True)
+    once = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            ONCE_LOOP,
+            str(peer),
+            "--url",
+            url,
+            "--once",
+            "--output",
+            "json",
+            "--no-gpu-detect",
+            str(seconds),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     stop = threading.Event()
 
     def load() -> None:
@@ -243,13 +283,29 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"per-sample cost over {cost['samples']} samples (engine {cost['engine_state']}, "
-          f"{cost['engine_processes']} processes / {cost['engine_threads']} threads):")
-    for key in ("whole_sample", "whole_sample_cpu_time", "metrics_get_wall_identity", "metrics_get_wall_gzip",
-                "cpu_part", "metrics_part", "metrics_parse_only", "nvml_part_per_gpu"):
+    print(
+        f"per-sample cost over {cost['samples']} samples (engine {cost['engine_state']}, "
+        f"{cost['engine_processes']} processes / {cost['engine_threads']} threads):"
+    )
+    for key in (
+        "whole_sample",
+        "whole_sample_cpu_time",
+        "metrics_get_wall_identity",
+        "metrics_get_wall_gzip",
+        "cpu_part",
+        "metrics_part",
+        "metrics_parse_only",
+        "nvml_part_per_gpu",
+    ):
         v = cost[key]
-        print(f"  {key:20s} " + (f"median {v['median_ms']:.3f} ms  p95 {v['p95_ms']:.3f} ms  max {v['max_ms']:.3f} ms"
-                                 if v else f"- ({cost['gpu_error']})"))
+        print(
+            f"  {key:20s} "
+            + (
+                f"median {v['median_ms']:.3f} ms  p95 {v['p95_ms']:.3f} ms  max {v['max_ms']:.3f} ms"
+                if v
+                else f"- ({cost['gpu_error']})"
+            )
+        )
     print(f"  /metrics text {cost['metrics_text_bytes']} bytes; server content-encoding {cost['server_encoding']}")
     if cpu is None:
         return 0
@@ -259,8 +315,10 @@ def main() -> int:
             print(f"  {name:45s} {v['cpu_s']:7.3f} s CPU = {v['percent_of_one_core']:.3f} % of one core")
     print(f"  ratio ours / peer (continuous): {cpu['ratio_ours_over_peer_continuous']}")
     print(f"  ratio ours / peer (--once loop): {cpu['ratio_ours_over_peer_once_loop']}")
-    print("  note: vllm-htop 0.5.0's continuous mode never sleeps when stdin is not a TTY (its keyboard wait is"
-          " skipped), so it spins; the --once loop pays an interpreter start per poll.")
+    print(
+        "  note: vllm-htop 0.5.0's continuous mode never sleeps when stdin is not a TTY (its keyboard wait is"
+        " skipped), so it spins; the --once loop pays an interpreter start per poll."
+    )
     return 0
 
 

@@ -27,6 +27,7 @@ the engine venv (`.venv-engine/bin/pip install py-spy`).
 
     .venv/bin/python benchmarks/profile_region_cache_engine.py --arm on [--draws draw-1] [--json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frank import paths  # noqa: E402
 from frank.engine.controller import EngineController  # noqa: E402
-from frank.workloads.replay import ReplayOptions, start_replay  # noqa: E402
 from frank.workloads.catalog import resolve_workload  # noqa: E402
 from frank.workloads.format import load_workload, write_workload  # noqa: E402
+from frank.workloads.replay import ReplayOptions, start_replay  # noqa: E402
 
 # (step, substrings of a frame "function (file:line)"); the innermost frame that matches any decides.
 STEPS: list[tuple[str, tuple[str, ...]]] = [
@@ -57,17 +58,41 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
     ("tokenize (vLLM)", ("_tokenize_prompt (", "tokenization_utils", "transformers/tokenization")),
     ("render", ("render_messages", "apply_hf_chat_template", "apply_chat_template", "jinja2")),
     ("checks", ("process_for_engine", "input_processor.py", "_validate", "validate_token_ids")),
-    ("hand-off", ("core_client.py", "msgspec", "serial_utils.py", "v1/request.py", "kv_cache_utils.py",
-                  "preprocess_add_request", "_handle_client_request", "process_input_sockets",
-                  "FastIncrementalDetokenizer.__init__", "add_request")),
+    (
+        "hand-off",
+        (
+            "core_client.py",
+            "msgspec",
+            "serial_utils.py",
+            "v1/request.py",
+            "kv_cache_utils.py",
+            "preprocess_add_request",
+            "_handle_client_request",
+            "process_input_sockets",
+            "FastIncrementalDetokenizer.__init__",
+            "add_request",
+        ),
+    ),
     ("response", ("chat_completion_stream_generator", "detokenizer", "output_processor.py")),
     ("request parse", ("pydantic", "model_validate", "protocol.py", "Request.json")),
     ("engine step", ("scheduler.py", "EngineCore.step", "multiproc_executor.py")),
 ]
 STEP_NAMES = [s for s, _ in STEPS] + ["other"]
 # Leaf frames of a thread that waits (py-spy's own idle detection misses waits inside C calls here).
-IDLE_LEAVES = ("wait", "select", "poll", "get", "_worker", "sched_yield", "run", "acquire_read", "sleep",
-               "_wait_for_tstate_lock", "recv", "recv_multipart")
+IDLE_LEAVES = (
+    "wait",
+    "select",
+    "poll",
+    "get",
+    "_worker",
+    "sched_yield",
+    "run",
+    "acquire_read",
+    "sleep",
+    "_wait_for_tstate_lock",
+    "recv",
+    "recv_multipart",
+)
 PROCESS_NAMES = ("api server", "engine core")
 
 
@@ -110,11 +135,23 @@ def _emptied_workload(src: Path, draws: list[str], out: Path) -> Path:
         for r in workload.requests[draw]:
             body = dict(r.body)
             body["messages"] = [dict(m, content="") if m.get("role") == "system" else m for m in body["messages"]]
-            yield {"id": r.id, "task": r.task, "episode": r.episode, "turn": r.turn, "offset_s": r.offset_s,
-                   "body": body}
+            yield {
+                "id": r.id,
+                "task": r.task,
+                "episode": r.episode,
+                "turn": r.turn,
+                "offset_s": r.offset_s,
+                "body": body,
+            }
 
-    return write_workload(out, "w01-emptied", "W01 with empty system messages", ((d, records(d)) for d in draws),
-                          {"from": str(src)}, overwrite=True)
+    return write_workload(
+        out,
+        "w01-emptied",
+        "W01 with empty system messages",
+        ((d, records(d)) for d in draws),
+        {"from": str(src)},
+        overwrite=True,
+    )
 
 
 def _engine_core_pid(server_pid: int) -> int | None:
@@ -132,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="embedded-cpu-swa")
     parser.add_argument("--workload", default="w01-full")
     parser.add_argument("--draws", nargs="+", default=["draw-1"])
-    parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second (0: no py-spy, the "
-                                                                "front end alone)")
+    parser.add_argument(
+        "--rate", type=int, default=500, help="py-spy samples per second (0: no py-spy, the front end alone)"
+    )
     parser.add_argument("--keep", type=Path, default=None, help="copy the raw py-spy stacks into this folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -153,10 +191,27 @@ def main(argv: list[str] | None = None) -> int:
         pids = {"api server": status.pid, "engine core": _engine_core_pid(status.pid or 0)}
         for name, pid in pids.items():
             if pid and args.rate:
-                spies.append(subprocess.Popen([str(py_spy), "record", "-p", str(pid), "-r", str(args.rate),
-                                               "--threads", "--idle", "--nonblocking", "-f", "raw",
-                                               "-o", str(raws[name])],
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                spies.append(
+                    subprocess.Popen(
+                        [
+                            str(py_spy),
+                            "record",
+                            "-p",
+                            str(pid),
+                            "-r",
+                            str(args.rate),
+                            "--threads",
+                            "--idle",
+                            "--nonblocking",
+                            "-f",
+                            "raw",
+                            "-o",
+                            str(raws[name]),
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
         time.sleep(1.0)  # py-spy attaches
         load = os.getloadavg()
         options = ReplayOptions(mode="engine", draws=tuple(args.draws))
@@ -178,12 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     front_end = sum(d["front_end_s"] for d in draws)
     cold_s = sum(d["cold_front_end_s"] for d in draws)
     result: dict[str, Any] = {
-        "arm": args.arm, "profile": args.profile, "draws": args.draws, "requests": requests,
-        "load_avg": load, "replay_s": round(duration, 1),
+        "arm": args.arm,
+        "profile": args.profile,
+        "draws": args.draws,
+        "requests": requests,
+        "load_avg": load,
+        "replay_s": round(duration, 1),
         "front_end_ms_per_request": 1000 * front_end / requests,
         "front_end_cold_ms_per_request": 1000 * cold_s / cold if cold else None,
         "front_end_warm_ms_per_request": 1000 * (front_end - cold_s) / (requests - cold),
-        "cpu_ms_per_request": {}, "ticks": {},
+        "cpu_ms_per_request": {},
+        "ticks": {},
     }
     for name, path in raws.items():
         bins, ticks = read_raw(path)
@@ -192,17 +252,19 @@ def main(argv: list[str] | None = None) -> int:
         result["cpu_ms_per_request"][name] = {s: round(1000 * bins[s] * tick_s / requests, 2) for s in STEP_NAMES}
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        for name, path in raws.items():
+        for name, path in raws.items():  # noqa: B007
             if path.exists():
                 shutil.copy(path, args.keep / f"{args.arm}-{path.name}")
     shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"arm {args.arm} on {args.profile}, {requests} requests, load average {load[0]:.1f}: front end "
-          f"(TTFT - queue - prefill) {result['front_end_ms_per_request']:.1f} ms per request (fresh "
-          f"conversations {result['front_end_cold_ms_per_request'] or 0:.1f} ms, the rest "
-          f"{result['front_end_warm_ms_per_request']:.1f} ms)")
+    print(
+        f"arm {args.arm} on {args.profile}, {requests} requests, load average {load[0]:.1f}: front end "
+        f"(TTFT - queue - prefill) {result['front_end_ms_per_request']:.1f} ms per request (fresh "
+        f"conversations {result['front_end_cold_ms_per_request'] or 0:.1f} ms, the rest "
+        f"{result['front_end_warm_ms_per_request']:.1f} ms)"
+    )
     print(f"  {'busy ms per request':20} " + " ".join(f"{n:>12}" for n in PROCESS_NAMES))
     for s in STEP_NAMES:
         print(f"  {s:20} " + " ".join(f"{result['cpu_ms_per_request'][n][s]:12.2f}" for n in PROCESS_NAMES))

@@ -4,6 +4,7 @@
 and data dirs. `FRANK_MODELS` overrides only the models dir, so a test tier can share one built model.
 Directories that hold tokens, pids or results are created private to the user (0700).
 """
+
 from __future__ import annotations
 
 import os

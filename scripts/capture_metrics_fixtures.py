@@ -9,6 +9,7 @@ Starts the embedded-cpu profile's exact command (frank.engine.controller's dry r
 Run from the repo root with the console venv:  .venv/bin/python scripts/capture_metrics_fixtures.py [--only-nospec]
 (FRANK_MODELS must hold a built tiny-frank; about 4 minutes on 2 cores.)
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,7 @@ from frank.engine import metrics as m  # noqa: E402
 from frank.engine.controller import EngineController  # noqa: E402
 
 OUT = REPO / "tests" / "fixtures" / "metrics"
-PROMPT = ("The operator watches the GPU, the PCIe link and the CPU expert pool next to the engine's own "
-          "timings. " * 12)
+PROMPT = "The operator watches the GPU, the PCIe link and the CPU expert pool next to the engine's own timings. " * 12
 
 
 def free_port() -> int:
@@ -44,10 +44,11 @@ def launch(spec_decode: bool, log: Path) -> tuple[subprocess.Popen, str]:
     argv = list(spec.argv)
     if not spec_decode:
         i = argv.index("--speculative-config")
-        del argv[i:i + 2]
+        del argv[i : i + 2]
     env = {**os.environ, **spec.env, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.monotonic() + 400
     with httpx.Client(timeout=2) as c:
         while time.monotonic() < deadline:
@@ -75,8 +76,13 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def chat(c: httpx.Client, url: str, max_tokens: int) -> tuple[dict, float]:
-    body = {"model": "tiny-frank", "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
-            "temperature": 0, "ignore_eos": True}
+    body = {
+        "model": "tiny-frank",
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+    }
     t0 = time.monotonic()
     resp = c.post(url + "/v1/chat/completions", json=body)
     resp.raise_for_status()
@@ -110,8 +116,9 @@ def capture_spec(c: httpx.Client, logs: Path) -> dict:
         stop(proc)
     (OUT / "before.txt").write_text(before_text)
     (OUT / "after.txt").write_text(after_text)
-    (OUT / "request.json").write_text(json.dumps({"usage": response["usage"], "client_s": client_s,
-                                                  "max_tokens": 48}, indent=2) + "\n")
+    (OUT / "request.json").write_text(
+        json.dumps({"usage": response["usage"], "client_s": client_s, "max_tokens": 48}, indent=2) + "\n"
+    )
     proc, url = launch(True, logs / "restart.log")
     try:
         chat(c, url, 4)
@@ -132,8 +139,9 @@ def capture_nospec(c: httpx.Client, logs: Path) -> dict:
         stop(proc)
     (OUT / "no_spec_decode_before.txt").write_text(before_text)
     (OUT / "no_spec_decode.txt").write_text(after_text)
-    (OUT / "no_spec_request.json").write_text(json.dumps({"usage": response["usage"], "client_s": client_s,
-                                                          "max_tokens": 16}, indent=2) + "\n")
+    (OUT / "no_spec_request.json").write_text(
+        json.dumps({"usage": response["usage"], "client_s": client_s, "max_tokens": 16}, indent=2) + "\n"
+    )
     return {"nospec_usage": response["usage"]}
 
 

@@ -7,6 +7,7 @@ A name counts as read by exllamav3 when it appears as a string literal ("EXL3_..
 the wheel's Python files. Names that belong to other software (ALLOWED_ELSEWHERE, with the reason) are
 reported but do not fail. Exit 0 when every other name is found, 1 otherwise, 2 for bad input.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     if not zipfile.is_zipfile(args.wheel):
         print(f"{args.wheel}: not a wheel (zip) file", file=sys.stderr)
         return 2
-    profiles = [load_profile(p) for p in args.profile] if args.profile else \
-        [p for p in list_profiles() if isinstance(p, Profile)]
+    profiles = (
+        [load_profile(p) for p in args.profile]
+        if args.profile
+        else [p for p in list_profiles() if isinstance(p, Profile)]
+    )
     lines, ok = check(args.wheel, profiles)
     print("\n".join(lines) or "no EXL3_* names in the profiles")
     return 0 if ok else 1

@@ -5,6 +5,7 @@ nvmlDeviceGetPcieThroughput that the sampler never calls.
 Imports only nvidia-ml-py, psutil, the stdlib and frank.engine.telemetry (torch, if present, only to make PCIe
 traffic for a rate check). Run from the repo root:  PYTHONPATH=. python scripts/nvml_device_check.py
 """
+
 from __future__ import annotations
 
 import json
@@ -19,16 +20,22 @@ import pynvml
 from frank.engine.telemetry.cpu import CpuSampler
 from frank.engine.telemetry.gpu import PCIE_RX_FIELD, PCIE_TX_FIELD, GpuSampler
 
-QUERY = ("index,name,uuid,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,"
-         "temperature.gpu,clocks.sm,pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,"
-         "pcie.link.width.max")
+QUERY = (
+    "index,name,uuid,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,"
+    "temperature.gpu,clocks.sm,pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,"
+    "pcie.link.width.max"
+)
 MIB = 1024 * 1024
 
 
 def smi() -> tuple[list[dict[str, str]], float]:
     t0 = time.perf_counter()
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     cost = time.perf_counter() - t0
     keys = QUERY.split(",")
     return [dict(zip(keys, (v.strip() for v in line.split(",")))) for line in out.strip().splitlines()], cost
@@ -43,45 +50,89 @@ def num(text: str) -> float | None:
 
 def compare(ours, static, row: dict[str, str]) -> list[tuple[str, object, object, bool]]:
     """(field, ours, nvidia-smi, agrees). Instantaneous fields get tolerances; static ones must be equal."""
+
     def close(a, b, abs_tol, rel_tol=0.0):
         if a is None or b is None:
             return a is None and b is None
         return abs(a - b) <= max(abs_tol, rel_tol * abs(b))
 
     checks = []
+
     def add(name, a, b, ok):
         checks.append((name, a, b, bool(ok)))
 
     add("name", ours.name, row["name"], ours.name == row["name"])
     add("uuid", static.uuid, row["uuid"], static.uuid == row["uuid"])
-    add("utilization.gpu %", ours.util_gpu, num(row["utilization.gpu"]), close(ours.util_gpu, num(row["utilization.gpu"]), 10))
-    add("utilization.memory %", ours.util_mem, num(row["utilization.memory"]),
-        close(ours.util_mem, num(row["utilization.memory"]), 10))
+    add(
+        "utilization.gpu %",
+        ours.util_gpu,
+        num(row["utilization.gpu"]),
+        close(ours.util_gpu, num(row["utilization.gpu"]), 10),
+    )
+    add(
+        "utilization.memory %",
+        ours.util_mem,
+        num(row["utilization.memory"]),
+        close(ours.util_mem, num(row["utilization.memory"]), 10),
+    )
     used = ours.memory_used / MIB if ours.memory_used is not None else None
     add("memory.used MiB", used, num(row["memory.used"]), close(used, num(row["memory.used"]), 64, 0.02))
     total = ours.memory_total / MIB if ours.memory_total is not None else None
     add("memory.total MiB", total, num(row["memory.total"]), close(total, num(row["memory.total"]), 1))
     add("power.draw W", ours.power_w, num(row["power.draw"]), close(ours.power_w, num(row["power.draw"]), 10, 0.1))
-    add("power.limit W", ours.power_limit_w, num(row["power.limit"]),
-        close(ours.power_limit_w, num(row["power.limit"]), 1))
-    add("temperature.gpu C", ours.temperature_c, num(row["temperature.gpu"]),
-        close(ours.temperature_c, num(row["temperature.gpu"]), 2))
-    add("clocks.sm MHz", ours.sm_clock_mhz, num(row["clocks.sm"]), close(ours.sm_clock_mhz, num(row["clocks.sm"]), 30, 0.1))
-    add("pcie.link.gen.current", ours.pcie_gen, num(row["pcie.link.gen.current"]),
-        close(ours.pcie_gen, num(row["pcie.link.gen.current"]), 0))
-    add("pcie.link.width.current", ours.pcie_width, num(row["pcie.link.width.current"]),
-        close(ours.pcie_width, num(row["pcie.link.width.current"]), 0))
-    add("pcie.link.gen.max", static.pcie_gen_max, num(row["pcie.link.gen.max"]),
-        close(static.pcie_gen_max, num(row["pcie.link.gen.max"]), 0))
-    add("pcie.link.width.max", static.pcie_width_max, num(row["pcie.link.width.max"]),
-        close(static.pcie_width_max, num(row["pcie.link.width.max"]), 0))
+    add(
+        "power.limit W",
+        ours.power_limit_w,
+        num(row["power.limit"]),
+        close(ours.power_limit_w, num(row["power.limit"]), 1),
+    )
+    add(
+        "temperature.gpu C",
+        ours.temperature_c,
+        num(row["temperature.gpu"]),
+        close(ours.temperature_c, num(row["temperature.gpu"]), 2),
+    )
+    add(
+        "clocks.sm MHz",
+        ours.sm_clock_mhz,
+        num(row["clocks.sm"]),
+        close(ours.sm_clock_mhz, num(row["clocks.sm"]), 30, 0.1),
+    )
+    add(
+        "pcie.link.gen.current",
+        ours.pcie_gen,
+        num(row["pcie.link.gen.current"]),
+        close(ours.pcie_gen, num(row["pcie.link.gen.current"]), 0),
+    )
+    add(
+        "pcie.link.width.current",
+        ours.pcie_width,
+        num(row["pcie.link.width.current"]),
+        close(ours.pcie_width, num(row["pcie.link.width.current"]), 0),
+    )
+    add(
+        "pcie.link.gen.max",
+        static.pcie_gen_max,
+        num(row["pcie.link.gen.max"]),
+        close(static.pcie_gen_max, num(row["pcie.link.gen.max"]), 0),
+    )
+    add(
+        "pcie.link.width.max",
+        static.pcie_width_max,
+        num(row["pcie.link.width.max"]),
+        close(static.pcie_width_max, num(row["pcie.link.width.max"]), 0),
+    )
     return checks
 
 
 def stats_ms(values: list[float]) -> dict[str, float]:
     v = sorted(values)
-    return {"n": len(v), "median_ms": round(statistics.median(v) * 1e3, 4),
-            "p95_ms": round(v[int(0.95 * (len(v) - 1))] * 1e3, 4), "max_ms": round(v[-1] * 1e3, 4)}
+    return {
+        "n": len(v),
+        "median_ms": round(statistics.median(v) * 1e3, 4),
+        "p95_ms": round(v[int(0.95 * (len(v) - 1))] * 1e3, 4),
+        "max_ms": round(v[-1] * 1e3, 4),
+    }
 
 
 def pcie_traffic_check(sampler: GpuSampler, seconds: float = 6.0) -> dict[str, object]:
@@ -116,7 +167,7 @@ def pcie_traffic_check(sampler: GpuSampler, seconds: float = 6.0) -> dict[str, o
     sampler.poll_pcie = counted_poll  # type: ignore[method-assign]
     sampler.sample()
     worker = threading.Thread(target=copy_loop)
-    t_start, c_start = time.monotonic(), 0
+    _t_start, _c_start = time.monotonic(), 0
     worker.start()
     due = time.monotonic()
     never = threading.Event()
@@ -126,9 +177,15 @@ def pcie_traffic_check(sampler: GpuSampler, seconds: float = 6.0) -> dict[str, o
         sampler.wait_until(due, never, 1.0)
         r = sampler.sample().gpus[0]
         c1, t1 = copied[0], time.monotonic()
-        rows.append({"s": i + 1, "ours_rx_GBps": round((r.pcie_rx_bps or 0) / 1e9, 2),
-                     "copied_GBps": round((c1 - c0) / (t1 - t0) / 1e9, 2), "may_alias": r.pcie_may_alias,
-                     "poll_interval_s": sampler.pcie_poll_interval(1.0)})
+        rows.append(
+            {
+                "s": i + 1,
+                "ours_rx_GBps": round((r.pcie_rx_bps or 0) / 1e9, 2),
+                "copied_GBps": round((c1 - c0) / (t1 - t0) / 1e9, 2),
+                "may_alias": r.pcie_may_alias,
+                "poll_interval_s": sampler.pcie_poll_interval(1.0),
+            }
+        )
     stop.set()
     worker.join()
     sampler.poll_pcie = orig_poll  # type: ignore[method-assign]
@@ -137,8 +194,12 @@ def pcie_traffic_check(sampler: GpuSampler, seconds: float = 6.0) -> dict[str, o
     dev.copy_(host, non_blocking=True)
     nvml_rx = pynvml.nvmlDeviceGetPcieThroughput(h, pynvml.NVML_PCIE_UTIL_RX_BYTES) * 1024
     torch.cuda.synchronize()
-    return {"per_second": rows, "sub_polls": len(polls), "nvml_throughput_rx_GBps_reference": round(nvml_rx / 1e9, 2),
-            "note": "counters count link bytes: expect ours ~8 % above the payload copied"}
+    return {
+        "per_second": rows,
+        "sub_polls": len(polls),
+        "nvml_throughput_rx_GBps_reference": round(nvml_rx / 1e9, 2),
+        "note": "counters count link bytes: expect ours ~8 % above the payload copied",
+    }
 
 
 def main() -> int:

@@ -1,5 +1,6 @@
 """Headless Chromium (Debian's `chromium`, installed by `make chromium`) for tests of pages people look at:
 a screenshot and the DOM after scripts ran. No webdriver: two command-line runs of the browser."""
+
 from __future__ import annotations
 
 import shutil
@@ -18,8 +19,17 @@ def chromium() -> str:
 
 def _run(url: str, profile: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
     # --no-sandbox: we run as root; a private profile dir so parallel runs never share state
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-           f"--user-data-dir={profile}", *args, url]
+    cmd = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        *args,
+        url,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -78,17 +88,29 @@ class LivePage:
         self.session = None
         self.seq = 0
 
-    async def __aenter__(self) -> "LivePage":
+    async def __aenter__(self) -> LivePage:
         import asyncio
         import re
 
         import aiohttp
 
         self.proc = subprocess.Popen(
-            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-             f"--user-data-dir={self.workdir / 'chromium-live'}", "--remote-debugging-port=0",
-             f"--window-size={self.size[0]},{self.size[1]}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--no-first-run",
+                f"--user-data-dir={self.workdir / 'chromium-live'}",
+                "--remote-debugging-port=0",
+                f"--window-size={self.size[0]},{self.size[1]}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         port = None
         assert self.proc.stderr is not None
         for _ in range(200):

@@ -5,6 +5,7 @@ files, and the integration tier shares ONE real embedded engine (a start costs a
 - `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
 At the end of the session no engine process of this session may be left: it is killed and the run fails.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,9 @@ def _engine_processes(basetemp: str | None = None) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info.get("cmdline") or []
-        if "frank.engine.supervisor" in cmd and any(str(_SESSION_HOME) in part or (basetemp and basetemp in part) for part in cmd):
+        if "frank.engine.supervisor" in cmd and any(
+            str(_SESSION_HOME) in part or (basetemp and basetemp in part) for part in cmd
+        ):
             found.append(proc)
     return found
 
@@ -70,7 +73,9 @@ def pytest_sessionfinish(session, exitstatus):
         except (ProcessLookupError, PermissionError):
             pass
     if leftovers:
-        print(f"\nERROR: tests left {len(leftovers)} engine process group(s) running; killed them:\n  "
-              + "\n  ".join(specs))
+        print(
+            f"\nERROR: tests left {len(leftovers)} engine process group(s) running; killed them:\n  "
+            + "\n  ".join(specs)
+        )
         session.exitstatus = 1
     shutil.rmtree(_SESSION_HOME, ignore_errors=True)

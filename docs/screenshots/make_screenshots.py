@@ -5,6 +5,7 @@ until the engine metrics panel has verify-step and acceptance-length history (da
 
     .venv/bin/frank engine start && .venv/bin/python docs/screenshots/make_screenshots.py
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +25,7 @@ async def launch(app, pilot, key: str, mode: str, draws: str, limit: str) -> Non
     await pilot.pause(1.0)
     screen = app.screen
     table = screen.query_one("#workloads")
-    for _ in range(50):                      # the list is filled by a worker
+    for _ in range(50):  # the list is filled by a worker
         if key in table.rows:
             break
         await pilot.pause(0.1)
@@ -50,13 +51,16 @@ async def wait_done(app, pilot, seconds: float = 120) -> None:
 def verify_points(app) -> int:
     """How many of the last 60 samples carry a verify-step time (what the sparkline draws)."""
     history = app.services.sampler.history(60.0)
-    return sum(1 for s in history if s.engine.rates is not None and s.engine.rates.valid
-               and s.engine.rates.window_verify_step_s is not None)
+    return sum(
+        1
+        for s in history
+        if s.engine.rates is not None and s.engine.rates.valid and s.engine.rates.window_verify_step_s is not None
+    )
 
 
 async def main() -> int:
-    from frank.console.app import FrankApp, default_services
     from frank import paths
+    from frank.console.app import FrankApp, default_services
 
     review = paths.workloads_dir() / "review-t0"
     if not review.exists():
@@ -78,7 +82,7 @@ async def main() -> int:
         app.save_screenshot(str(HERE / "replays.svg"))
         await wait_done(app, pilot)
         # Full mode at temperature 0: ngram drafts are verified, so the metrics panel has data to draw.
-        for _ in range(10):                   # until the sparklines have history, shot mid-replay
+        for _ in range(10):  # until the sparklines have history, shot mid-replay
             await launch(app, pilot, review.name, "full", "all", "")
             await pilot.press("1")
             await pilot.pause(2.0)
@@ -98,7 +102,8 @@ async def main() -> int:
         app.save_screenshot(str(HERE / "experiments.svg"))
         if app.job is not None and app.job.running:
             from frank import jobs
-            jobs.cancel(app.job.run_id, wait_s=30)   # the replay job would outlive the console
+
+            jobs.cancel(app.job.run_id, wait_s=30)  # the replay job would outlive the console
     print("saved:", ", ".join(sorted(p.name for p in HERE.glob("*.svg"))))
     return 0
 

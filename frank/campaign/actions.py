@@ -9,6 +9,7 @@ file itself is never rewritten.
 - revert: a served or adopted part, on a revert rule that fired since it was served, or an explicit reason;
           a served part's previous defaults are put back
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,16 +18,17 @@ from typing import Any
 from frank import paths
 from frank.campaign import serving, watch
 from frank.campaign.evidence import check_evidence, confirmed_runs, part_design
-from frank.campaign.ledger import (Ledger, append_event, history_path, init_history, open_ledger,
-                                      record_new_parts)
+from frank.campaign.ledger import Ledger, append_event, history_path, init_history, open_ledger, record_new_parts
 from frank.campaign.parts import EMPTY, CampaignError, Part, example_path, load_campaign
 
-NEXT = {"candidate": "register and run its design (frank experiment register DESIGN)",
-        "testing": "finish its registered run, then adopt",
-        "passed": "adopt: needs a confirmed registered run of its design",
-        "adopted": "serve: its knob values become the profile's defaults",
-        "served": "watched: every finished run with it is checked against its revert rules",
-        "reverted": "nothing: reverted"}
+NEXT = {
+    "candidate": "register and run its design (frank experiment register DESIGN)",
+    "testing": "finish its registered run, then adopt",
+    "passed": "adopt: needs a confirmed registered run of its design",
+    "adopted": "serve: its knob values become the profile's defaults",
+    "served": "watched: every finished run with it is checked against its revert rules",
+    "reverted": "nothing: reverted",
+}
 
 
 def default_path() -> Path:
@@ -38,6 +40,7 @@ def resolve_path(path: Path | str | None) -> Path:
 
 
 # -- init ---------------------------------------------------------------------------------------------------
+
 
 def init(path: Path | str | None = None, example: str | None = None) -> dict[str, Any]:
     """A new campaign (empty, or a copy of a shipped example), or record an existing file that has no history."""
@@ -58,11 +61,18 @@ def init(path: Path | str | None = None, example: str | None = None) -> dict[str
             raise
         created = True
     event = init_history(campaign, example)
-    return {"file": str(target), "history": str(history_path(target)), "created": created, "example": example,
-            "parts": [p.name for p in campaign.parts], "at": event["at"]}
+    return {
+        "file": str(target),
+        "history": str(history_path(target)),
+        "created": created,
+        "example": example,
+        "parts": [p.name for p in campaign.parts],
+        "at": event["at"],
+    }
 
 
 # -- status ---------------------------------------------------------------------------------------------------
+
 
 def rule_status(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
     checks = [e for e in ledger.events_for(part.name) if e["event"] == "check"]
@@ -72,13 +82,27 @@ def rule_status(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
         for c in reversed(checks):
             found = next((r for r in c["rules"] if r["name"] == rule.name), None)
             if found:
-                last = {"outcome": found["outcome"], "detail": found["detail"], "run_kind": c["run_kind"],
-                        "run_id": c["run_id"], "at": c["at"]}
+                last = {
+                    "outcome": found["outcome"],
+                    "detail": found["detail"],
+                    "run_kind": c["run_kind"],
+                    "run_id": c["run_id"],
+                    "at": c["at"],
+                }
                 break
-        out.append({"name": rule.name, "kind": rule.kind, "description": rule.description,
-                    "params": {k: v for k, v in rule.__dict__.items()
-                               if k in ("max_drop", "floor", "measure", "max_worse_pct") and v not in ("", 0.0)},
-                    "last_check": last})
+        out.append(
+            {
+                "name": rule.name,
+                "kind": rule.kind,
+                "description": rule.description,
+                "params": {
+                    k: v
+                    for k, v in rule.__dict__.items()
+                    if k in ("max_drop", "floor", "measure", "max_worse_pct") and v not in ("", 0.0)
+                },
+                "last_check": last,
+            }
+        )
     return out
 
 
@@ -87,11 +111,22 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
     evidence = [check_evidence(ledger.campaign, part, ev) for ev in part.evidence]
     for e in ledger.events_for(part.name):
         if e["event"] in ("adopt", "serve", "revert"):
-            evidence.append({"state": {"adopt": "adopted", "serve": "served", "revert": "reverted"}[e["event"]],
-                             "source": "history", "at": e["at"], "by": e.get("by"),
-                             "run_id": e.get("run_id"), "decision": e.get("decision"), "p_fraction": e.get("p_fraction"),
-                             "design_sha256": e.get("design_sha256"), "policy": e.get("policy"),
-                             "reason": e.get("reason"), "rule": e.get("rule"), "ok": True})
+            evidence.append(
+                {
+                    "state": {"adopt": "adopted", "serve": "served", "revert": "reverted"}[e["event"]],
+                    "source": "history",
+                    "at": e["at"],
+                    "by": e.get("by"),
+                    "run_id": e.get("run_id"),
+                    "decision": e.get("decision"),
+                    "p_fraction": e.get("p_fraction"),
+                    "design_sha256": e.get("design_sha256"),
+                    "policy": e.get("policy"),
+                    "reason": e.get("reason"),
+                    "rule": e.get("rule"),
+                    "ok": True,
+                }
+            )
     fired = watch.fired_since_served(ledger, part) if state == "served" else []
     try:
         design_sha = part_design(ledger.campaign, part)[0].sha256 if part.design else None
@@ -103,18 +138,32 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
     if confirmed:
         up_next = f"adopt: registered run {confirmed[0]['run_id']} is confirmed (frank campaign adopt {part.name})"
     elif any(r.get("decision") == "incomplete" for r in runs):
-        up_next = f"testing: registered run {next(r for r in runs if r.get('decision') == 'incomplete')['run_id']} is not finished"
+        up_next = f"testing: registered run {next(r for r in runs if r.get('decision') == 'incomplete')['run_id']} is not finished"  # noqa: E501
     if state == "adopted" and not part.knobs:
         up_next = f"in place: the part is the profile {part.profile} itself (no knob values to serve)"
     if fired:
         up_next = f"revert: rule {fired[-1]['fired'][0]} fired on {fired[-1]['run_kind']} {fired[-1]['run_id']}"
-    return {"name": part.name, "title": part.title, "state": state, "declared_state": part.state,
-            "served_defaults": served_defaults(part) if state == "served" else None,
-            "profile": part.profile, "knobs": part.knob_dict, "design": part.design, "design_sha256": design_sha,
-            "evidence": evidence, "evidence_ok": all(e.get("ok") for e in evidence), "runs": runs,
-            "revert_rules": rule_status(ledger, part), "fired": [
-                {"run_kind": c["run_kind"], "run_id": c["run_id"], "rules": c["fired"], "at": c["at"]} for c in fired],
-            "up_next": up_next, "next": part.next, "notes": part.notes}
+    return {
+        "name": part.name,
+        "title": part.title,
+        "state": state,
+        "declared_state": part.state,
+        "served_defaults": served_defaults(part) if state == "served" else None,
+        "profile": part.profile,
+        "knobs": part.knob_dict,
+        "design": part.design,
+        "design_sha256": design_sha,
+        "evidence": evidence,
+        "evidence_ok": all(e.get("ok") for e in evidence),
+        "runs": runs,
+        "revert_rules": rule_status(ledger, part),
+        "fired": [
+            {"run_kind": c["run_kind"], "run_id": c["run_id"], "rules": c["fired"], "at": c["at"]} for c in fired
+        ],
+        "up_next": up_next,
+        "next": part.next,
+        "notes": part.notes,
+    }
 
 
 def _design_runs(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
@@ -137,8 +186,11 @@ def served_defaults(part: Part) -> dict[str, Any]:
         return {"ok": False, "detail": str(exc)}
     differ = {k: defaults.get(k) for k, v in part.knobs if defaults.get(k) != v}
     if differ:
-        return {"ok": False, "detail": f"profile {part.profile} starts with {differ}, not the served "
-                                       f"{ {k: v for k, v in part.knobs if k in differ} }"}
+        return {
+            "ok": False,
+            "detail": f"profile {part.profile} starts with {differ}, not the served "
+            f"{ {k: v for k, v in part.knobs if k in differ} }",
+        }
     return {"ok": True, "detail": f"profile {part.profile} starts with {part.knob_dict or 'itself'}"}
 
 
@@ -153,15 +205,30 @@ def status(path: Path | str | None = None, *, run_watch: bool = True) -> dict[st
         entry = part_status(ledger, part)
         entry["recorded"] = part.name in recorded
         parts.append(entry)
-    return {"file": str(ledger.campaign.path), "history": str(ledger.history_file), "name": ledger.campaign.name,
-            "description": ledger.campaign.description, "version": ledger.campaign.version, "parts": parts,
-            "new_checks": new_checks, "alerts": watch.alert_lines(
-                [c for p in parts for c in ledger.events_for(p["name"])
-                 if c["event"] == "check" and c.get("fired") and p["state"] == "served"
-                 and c["at"] >= (ledger.since(ledger.campaign.part(p["name"]), "served") or 0)])}
+    return {
+        "file": str(ledger.campaign.path),
+        "history": str(ledger.history_file),
+        "name": ledger.campaign.name,
+        "description": ledger.campaign.description,
+        "version": ledger.campaign.version,
+        "parts": parts,
+        "new_checks": new_checks,
+        "alerts": watch.alert_lines(
+            [
+                c
+                for p in parts
+                for c in ledger.events_for(p["name"])
+                if c["event"] == "check"
+                and c.get("fired")
+                and p["state"] == "served"
+                and c["at"] >= (ledger.since(ledger.campaign.part(p["name"]), "served") or 0)
+            ]
+        ),
+    }
 
 
 # -- state changes ---------------------------------------------------------------------------------------------
+
 
 def _writable(path: Path | str | None) -> Ledger:
     return record_new_parts(open_ledger(resolve_path(path)))
@@ -177,8 +244,10 @@ def adopt(name: str, path: Path | str | None = None, run_id: str | None = None) 
     if run_id:
         runs = [r for r in runs if r["run_id"] == run_id or r["run_id"].startswith(run_id)]
         if not runs:
-            raise CampaignError(f"part {name}: {run_id!r} is not a registered run of its design {part.design} "
-                                f"(sha256 {design.sha256[:12]}…); runs of other designs do not count")
+            raise CampaignError(
+                f"part {name}: {run_id!r} is not a registered run of its design {part.design} "
+                f"(sha256 {design.sha256[:12]}…); runs of other designs do not count"
+            )
     confirmed = [r for r in runs if r.get("decision") == "confirmed"]
     if not confirmed:
         seen = "; ".join(f"{r['run_id']}: {r.get('decision')}" for r in runs) or "none registered"
@@ -186,13 +255,31 @@ def adopt(name: str, path: Path | str | None = None, run_id: str | None = None) 
             f"part {name} cannot be adopted: no confirmed registered run of its design {part.design} "
             f"(sha256 {design.sha256[:12]}…). Runs of that design: {seen}. Published results decided with "
             f"`frank experiment analyze` are evidence for the file, not a registered run: register the design "
-            f"(frank experiment register), run it, and adopt when it is confirmed")
+            f"(frank experiment register), run it, and adopt when it is confirmed"
+        )
     run = confirmed[0]
-    event = append_event(ledger.history_file, "adopt", part=name, **{"from": state}, run_id=run["run_id"],
-                         design_sha256=design.sha256, decision=run["decision"], p=run.get("p"),
-                         p_fraction=run.get("p_fraction"), reason=run.get("reason"))
-    return {"part": name, "state": "adopted", "from": state, "run_id": run["run_id"], "design_sha256": design.sha256,
-            "decision": run["decision"], "p_fraction": run.get("p_fraction"), "at": event["at"]}
+    event = append_event(
+        ledger.history_file,
+        "adopt",
+        part=name,
+        **{"from": state},
+        run_id=run["run_id"],
+        design_sha256=design.sha256,
+        decision=run["decision"],
+        p=run.get("p"),
+        p_fraction=run.get("p_fraction"),
+        reason=run.get("reason"),
+    )
+    return {
+        "part": name,
+        "state": "adopted",
+        "from": state,
+        "run_id": run["run_id"],
+        "design_sha256": design.sha256,
+        "decision": run["decision"],
+        "p_fraction": run.get("p_fraction"),
+        "at": event["at"],
+    }
 
 
 def serve(name: str, path: Path | str | None = None, policy: str | None = None) -> dict[str, Any]:
@@ -200,22 +287,44 @@ def serve(name: str, path: Path | str | None = None, policy: str | None = None) 
     part = ledger.campaign.part(name)
     state = ledger.state(part)
     if state == "passed" and not policy:
-        raise CampaignError(f"part {name} is passed, not adopted: adopt it first, or serve it on a policy call "
-                            f"with --policy \"why\" (recorded as such)")
+        raise CampaignError(
+            f"part {name} is passed, not adopted: adopt it first, or serve it on a policy call "
+            f'with --policy "why" (recorded as such)'
+        )
     if state not in ("adopted", "passed"):
-        raise CampaignError(f"part {name} is {state}: only an adopted part (or a passed one on a policy call) "
-                            f"can be served")
+        raise CampaignError(
+            f"part {name} is {state}: only an adopted part (or a passed one on a policy call) can be served"
+        )
     if not part.knobs:
         raise CampaignError(f"part {name} sets no knob values: there are no defaults to serve")
-    override, previous = serving.set_defaults(part.profile, part.knob_dict, action="serve", part=name,
-                                              campaign=str(ledger.campaign.path))
+    override, previous = serving.set_defaults(
+        part.profile, part.knob_dict, action="serve", part=name, campaign=str(ledger.campaign.path)
+    )
     effect = serving.takes_effect(part.profile, part.knob_dict)
-    event = append_event(ledger.history_file, "serve", part=name, **{"from": state}, profile=part.profile,
-                         knobs=part.knob_dict, previous_defaults=previous, override=str(override),
-                         policy=policy, takes_effect=effect)
-    return {"part": name, "state": "served", "from": state, "profile": part.profile, "knobs": part.knob_dict,
-            "previous_defaults": previous, "override": str(override), "policy": policy,
-            "takes_effect": effect, "at": event["at"]}
+    event = append_event(
+        ledger.history_file,
+        "serve",
+        part=name,
+        **{"from": state},
+        profile=part.profile,
+        knobs=part.knob_dict,
+        previous_defaults=previous,
+        override=str(override),
+        policy=policy,
+        takes_effect=effect,
+    )
+    return {
+        "part": name,
+        "state": "served",
+        "from": state,
+        "profile": part.profile,
+        "knobs": part.knob_dict,
+        "previous_defaults": previous,
+        "override": str(override),
+        "policy": policy,
+        "takes_effect": effect,
+        "at": event["at"],
+    }
 
 
 def revert(name: str, path: Path | str | None = None, reason: str | None = None) -> dict[str, Any]:
@@ -226,19 +335,46 @@ def revert(name: str, path: Path | str | None = None, reason: str | None = None)
         raise CampaignError(f"part {name} is {state}: only a served or adopted part can be reverted")
     fired = watch.fired_since_served(ledger, part) if state == "served" else []
     if not fired and not reason:
-        raise CampaignError(f"part {name}: no revert rule has fired since it was served; revert it anyway with "
-                            f"--reason \"why\" (recorded)")
+        raise CampaignError(
+            f"part {name}: no revert rule has fired since it was served; revert it anyway with "
+            f'--reason "why" (recorded)'
+        )
     restored, override = None, None
     serve_event = ledger.last_event(name, "serve")
     if state == "served" and serve_event and serve_event.get("previous_defaults"):
-        override_path, _ = serving.set_defaults(part.profile, serve_event["previous_defaults"], action="revert",
-                                                part=name, campaign=str(ledger.campaign.path))
+        override_path, _ = serving.set_defaults(
+            part.profile,
+            serve_event["previous_defaults"],
+            action="revert",
+            part=name,
+            campaign=str(ledger.campaign.path),
+        )
         restored, override = serve_event["previous_defaults"], str(override_path)
-    rule = {"run_kind": fired[-1]["run_kind"], "run_id": fired[-1]["run_id"], "rules": fired[-1]["fired"]} if fired else None
-    event = append_event(ledger.history_file, "revert", part=name, **{"from": state}, reason=reason, rule=rule,
-                         restored_defaults=restored, override=override)
-    out = {"part": name, "state": "reverted", "from": state, "reason": reason, "rule": rule,
-           "restored_defaults": restored, "override": override, "at": event["at"]}
+    rule = (
+        {"run_kind": fired[-1]["run_kind"], "run_id": fired[-1]["run_id"], "rules": fired[-1]["fired"]}
+        if fired
+        else None
+    )
+    event = append_event(
+        ledger.history_file,
+        "revert",
+        part=name,
+        **{"from": state},
+        reason=reason,
+        rule=rule,
+        restored_defaults=restored,
+        override=override,
+    )
+    out = {
+        "part": name,
+        "state": "reverted",
+        "from": state,
+        "reason": reason,
+        "rule": rule,
+        "restored_defaults": restored,
+        "override": override,
+        "at": event["at"],
+    }
     if restored:
         out["takes_effect"] = serving.takes_effect(part.profile, restored)
     return out

@@ -8,13 +8,15 @@ that ran without the part. Fidelity checks (`frank fidelity run`, issue 12) have
 nothing until that layer is in the checkout); episode draws (issue 11) register theirs with
 `register_adapter` when they land.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 from frank.errors import FrankError
 
@@ -24,12 +26,12 @@ class ArmResult:
     name: str
     profile: str
     knobs: dict[str, Any]
-    failures: int | None = None            # failed requests, failed starts, failed episodes
-    passed: int | None = None              # units that passed (requests ok, episodes graded pass)
+    failures: int | None = None  # failed requests, failed starts, failed episodes
+    passed: int | None = None  # units that passed (requests ok, episodes graded pass)
     total: int | None = None
     measures: dict[str, float] = field(default_factory=dict)
-    fidelity: float | None = None          # KL against the reference (lower is closer)
-    knobs_changed: bool = False            # a knob was flipped while it ran: its knobs are not one setting
+    fidelity: float | None = None  # KL against the reference (lower is closer)
+    knobs_changed: bool = False  # a knob was flipped while it ran: its knobs are not one setting
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class RunResult:
     run_id: str
     finished_at: float
     arms: tuple[ArmResult, ...]
-    comparable: str = ""                   # runs with the same key can stand in as each other's control
+    comparable: str = ""  # runs with the same key can stand in as each other's control
     label: str = ""
 
 
@@ -85,7 +87,7 @@ class ExperimentAdapter:
 
         for meta in registry.list_runs():
             if not (meta.get("order") or {}).get("slots"):
-                continue                        # external designs: nothing runs here
+                continue  # external designs: nothing runs here
             try:
                 events = read_events(registry.experiments_dir() / meta["run_id"] / "journal.jsonl")
             except (OSError, FrankError, ValueError):
@@ -103,8 +105,7 @@ class ExperimentAdapter:
         events = read_events(run.journal_path)
         arms = []
         for arm in run.design.arms:
-            ready = [e for e in events if e.get("event") == "engine_ready"
-                     and run.slots[e["slot"]].arm == arm.name]
+            ready = [e for e in events if e.get("event") == "engine_ready" and run.slots[e["slot"]].arm == arm.name]
             if ready:
                 knobs = dict(ready[0].get("knobs") or {})
             else:
@@ -117,19 +118,38 @@ class ExperimentAdapter:
             failed_requests = sum(int(e.get("failed") or 0) for e in done)
             ok = sum(int(e.get("requests") or 0) for e in done)
             measures = _mean_measures([dict(e.get("measures") or {}) for e in done])
-            arms.append(ArmResult(name=arm.name, profile=arm.profile, knobs=knobs,
-                                  failures=failed_requests + failed_starts, passed=ok, total=ok + failed_requests,
-                                  measures=measures, fidelity=cells_fidelity(done)))
+            arms.append(
+                ArmResult(
+                    name=arm.name,
+                    profile=arm.profile,
+                    knobs=knobs,
+                    failures=failed_requests + failed_starts,
+                    passed=ok,
+                    total=ok + failed_requests,
+                    measures=measures,
+                    fidelity=cells_fidelity(done),
+                )
+            )
         stops = [e for e in events if e.get("event") == "runner_stopped"]
-        return RunResult(kind=self.kind, run_id=run.run_id, finished_at=float(stops[-1].get("unix") or 0.0) if stops else 0.0,
-                         arms=tuple(arms), comparable=run.design.sha256, label=run.design.name)
+        return RunResult(
+            kind=self.kind,
+            run_id=run.run_id,
+            finished_at=float(stops[-1].get("unix") or 0.0) if stops else 0.0,
+            arms=tuple(arms),
+            comparable=run.design.sha256,
+            label=run.design.name,
+        )
 
 
 def cells_fidelity(done: list[dict[str, Any]]) -> float | None:
     """Mean KL over an arm's starts and sets, from cells that measured fidelity (a design with [fidelity]:
     the cell's result holds {"fidelity": {"sets": {SET: {"kl": ...}}}})."""
-    kls = [float(v["kl"]) for e in done for v in ((e.get("fidelity") or {}).get("sets") or {}).values()
-           if isinstance(v, dict) and isinstance(v.get("kl"), (int, float))]
+    kls = [
+        float(v["kl"])
+        for e in done
+        for v in ((e.get("fidelity") or {}).get("sets") or {}).values()
+        if isinstance(v, dict) and isinstance(v.get("kl"), (int, float))
+    ]
     return mean(kls) if kls else None
 
 
@@ -143,7 +163,7 @@ class FidelityAdapter:
     def _runs(self) -> list[dict[str, Any]]:
         try:
             from frank.fidelity.runs import list_runs
-        except ImportError:            # the fidelity layer is not in this checkout
+        except ImportError:  # the fidelity layer is not in this checkout
             return []
         return [r for r in list_runs() if r.get("kind") == "run"]
 
@@ -157,13 +177,28 @@ class FidelityAdapter:
         run = load_run(run_id)
         sets = run.get("sets") or []
         kls = [float(s["kl"]) for s in sets if isinstance(s.get("kl"), (int, float))]
-        arm = ArmResult(name=f"engine {run.get('profile')}", profile=str(run.get("profile") or ""),
-                        knobs=dict(run.get("knobs") or {}), fidelity=mean(kls) if kls else None)
-        key = json.dumps({"model": run.get("model_sha256"), "sets": sorted(s.get("set_sha256") or "" for s in sets),
-                          "k": run.get("top_k")}, sort_keys=True)
-        return RunResult(kind=self.kind, run_id=run["id"], label=run.get("label") or "",
-                         finished_at=float(run.get("created_at") or 0.0) + float(run.get("seconds") or 0.0),
-                         arms=(arm,), comparable=key)
+        arm = ArmResult(
+            name=f"engine {run.get('profile')}",
+            profile=str(run.get("profile") or ""),
+            knobs=dict(run.get("knobs") or {}),
+            fidelity=mean(kls) if kls else None,
+        )
+        key = json.dumps(
+            {
+                "model": run.get("model_sha256"),
+                "sets": sorted(s.get("set_sha256") or "" for s in sets),
+                "k": run.get("top_k"),
+            },
+            sort_keys=True,
+        )
+        return RunResult(
+            kind=self.kind,
+            run_id=run["id"],
+            label=run.get("label") or "",
+            finished_at=float(run.get("created_at") or 0.0) + float(run.get("seconds") or 0.0),
+            arms=(arm,),
+            comparable=key,
+        )
 
 
 class ReplayAdapter:
@@ -193,19 +228,40 @@ class ReplayAdapter:
         records = {d: read_records(folder / f"{d}.jsonl") for d in meta.get("draws", [])}
         m = measures_from_records(records, 0)
         totals = summary.get("totals") or {}
-        measures = {k: v for k, v in m.items() if k in ("time_per_verify_step", "front_end_per_draw",
-                                                         "total_replay_time", "tokens_per_s") and v is not None}
+        measures = {
+            k: v
+            for k, v in m.items()
+            if k in ("time_per_verify_step", "front_end_per_draw", "total_replay_time", "tokens_per_s")
+            and v is not None
+        }
         started, ended = float(meta.get("created_at") or 0.0), float(summary.get("updated_at") or 0.0)
-        arm = ArmResult(name=f"engine {engine.get('profile', '?')}", profile=str(engine.get("profile") or ""),
-                        knobs=dict(engine.get("knobs") or {}), failures=int(totals.get("failed") or 0),
-                        passed=int(totals.get("ok", totals.get("requests", 0) - totals.get("failed", 0))),
-                        total=int(totals.get("requests") or 0), measures=measures,
-                        knobs_changed=_knobs_flipped(engine.get("profile"), started, ended))
+        arm = ArmResult(
+            name=f"engine {engine.get('profile', '?')}",
+            profile=str(engine.get("profile") or ""),
+            knobs=dict(engine.get("knobs") or {}),
+            failures=int(totals.get("failed") or 0),
+            passed=int(totals.get("ok", totals.get("requests", 0) - totals.get("failed", 0))),
+            total=int(totals.get("requests") or 0),
+            measures=measures,
+            knobs_changed=_knobs_flipped(engine.get("profile"), started, ended),
+        )
         options = meta.get("options") or {}
-        key = json.dumps({"workload": (meta.get("workload") or {}).get("manifest_sha256"), "draws": meta.get("draws"),
-                          **{k: options.get(k) for k in ("mode", "limit", "max_tokens")}}, sort_keys=True)
-        return RunResult(kind=self.kind, run_id=folder.name, finished_at=ended, arms=(arm,) if engine else (),
-                         comparable=key, label=(meta.get("workload") or {}).get("name", ""))
+        key = json.dumps(
+            {
+                "workload": (meta.get("workload") or {}).get("manifest_sha256"),
+                "draws": meta.get("draws"),
+                **{k: options.get(k) for k in ("mode", "limit", "max_tokens")},
+            },
+            sort_keys=True,
+        )
+        return RunResult(
+            kind=self.kind,
+            run_id=folder.name,
+            finished_at=ended,
+            arms=(arm,) if engine else (),
+            comparable=key,
+            label=(meta.get("workload") or {}).get("name", ""),
+        )
 
 
 def _knobs_flipped(profile: str | None, start: float, end: float) -> bool:

@@ -4,12 +4,13 @@
 `confirmed_runs` finds the registered runs of a part's design (same canonical hash) and decides each one;
 `adopt` needs one whose decision is confirmed.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from frank.errors import FrankError
 from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
+from frank.errors import FrankError
 from frank.experiments.design import Design, load_design
 
 
@@ -25,9 +26,14 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
 
 
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
-    return {"decision": report.get("decision"), "reason": report.get("decision_reason"),
-            "p": report.get("p_value"), "p_fraction": report.get("p_fraction"),
-            "design_sha256": report.get("design_sha256"), "mean_effect_pct": report.get("mean_effect_pct")}
+    return {
+        "decision": report.get("decision"),
+        "reason": report.get("decision_reason"),
+        "p": report.get("p_value"),
+        "p_fraction": report.get("p_fraction"),
+        "design_sha256": report.get("design_sha256"),
+        "mean_effect_pct": report.get("mean_effect_pct"),
+    }
 
 
 def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, Any]:
@@ -49,12 +55,19 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
             report = run_report(ev.run)
             out.update(source="run", run_id=report["run_id"], **_summary(report))
             if report["design_sha256"] != design.sha256:
-                out.update(ok=False, problem=f"run {ev.run} is of design {report['design_sha256'][:12]}…, the part's "
-                                             f"design is {design.sha256[:12]}…")
+                out.update(
+                    ok=False,
+                    problem=f"run {ev.run} is of design {report['design_sha256'][:12]}…, the part's "
+                    f"design is {design.sha256[:12]}…",
+                )
                 return out
     except FrankError as exc:
-        out.update(source=out.get("source", "results" if ev.results else "run"), decision="unreadable",
-                   ok=False, problem=str(exc))
+        out.update(
+            source=out.get("source", "results" if ev.results else "run"),
+            decision="unreadable",
+            ok=False,
+            problem=str(exc),
+        )
         return out
     out["ok"] = out["decision"] == "confirmed"
     if not out["ok"]:

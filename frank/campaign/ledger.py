@@ -9,6 +9,7 @@ It lives next to the campaign file (`campaign.toml` -> `campaign.history.jsonl`,
 
 A part's state is its declared state with its `adopt`/`serve`/`revert` events applied in order.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -113,19 +114,25 @@ def open_ledger(path: Path | str) -> Ledger:
     campaign = load_campaign(path)
     history = read_history(history_path(campaign.path))
     if not any(e["event"] == "init" for e in history):
-        raise CampaignError(f"{campaign.path}: no history ({history_path(campaign.path).name}): record the file "
-                            f"first with `frank campaign init --file {campaign.path}`")
+        raise CampaignError(
+            f"{campaign.path}: no history ({history_path(campaign.path).name}): record the file "
+            f"first with `frank campaign init --file {campaign.path}`"
+        )
     ledger = Ledger(campaign, tuple(history))
     recorded = ledger.recorded_hashes()
     for i, part in enumerate(campaign.parts):
         if part.name in recorded and recorded[part.name] != part.sha256:
-            raise CampaignError(f"{campaign.path}:{part.line}: parts[{i}] ({part.name}): changed since it was "
-                                f"recorded; a recorded part is frozen (states change through `frank campaign "
-                                f"adopt|serve|revert`): restore it, or add a new part")
+            raise CampaignError(
+                f"{campaign.path}:{part.line}: parts[{i}] ({part.name}): changed since it was "
+                f"recorded; a recorded part is frozen (states change through `frank campaign "
+                f"adopt|serve|revert`): restore it, or add a new part"
+            )
     missing = sorted(set(recorded) - {p.name for p in campaign.parts})
     if missing:
-        raise CampaignError(f"{campaign.path}: recorded part(s) {', '.join(missing)} were removed from the file; "
-                            f"a recorded part stays (revert it instead)")
+        raise CampaignError(
+            f"{campaign.path}: recorded part(s) {', '.join(missing)} were removed from the file; "
+            f"a recorded part stays (revert it instead)"
+        )
     return ledger
 
 
@@ -142,5 +149,11 @@ def init_history(campaign: Campaign, example: str | None = None) -> dict[str, An
     hist = history_path(campaign.path)
     if any(e["event"] == "init" for e in read_history(hist)):
         raise CampaignError(f"{campaign.path}: already recorded ({hist}); see `frank campaign status`")
-    return append_event(hist, "init", file=str(campaign.path), file_sha256=campaign.sha256, example=example,
-                        parts={p.name: p.sha256 for p in campaign.parts})
+    return append_event(
+        hist,
+        "init",
+        file=str(campaign.path),
+        file_sha256=campaign.sha256,
+        example=example,
+        parts={p.name: p.sha256 for p in campaign.parts},
+    )

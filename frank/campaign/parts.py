@@ -7,6 +7,7 @@ change is an event in the history (history.py), and a part once recorded is froz
 evidence and rules are hashed at init, and a file edited under them is refused (add a new part instead).
 Errors name the file, the line where it can be found, and the field: `campaign.toml:12: parts[1].state: ...`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,12 +37,12 @@ class CampaignError(FrankError, ValueError):
 
 @dataclass(frozen=True)
 class Evidence:
-    state: str                       # the state this evidence justifies
+    state: str  # the state this evidence justifies
     date: str = ""
-    design: str = ""                 # the design whose rule decided (default: the part's design)
-    results: str = ""                # measures taken elsewhere (CSV), decided with `frank experiment analyze`
-    run: str = ""                    # a registered run of the design
-    policy: str = ""                 # a policy call (served without adoption), in words
+    design: str = ""  # the design whose rule decided (default: the part's design)
+    results: str = ""  # measures taken elsewhere (CSV), decided with `frank experiment analyze`
+    run: str = ""  # a registered run of the design
+    policy: str = ""  # a policy call (served without adoption), in words
     note: str = ""
 
 
@@ -50,10 +51,10 @@ class RevertRule:
     name: str
     kind: str
     description: str = ""
-    max_drop: float = 0.0            # pass_rate_drop: fraction of the control's pass rate
-    floor: float = 0.0               # fidelity_regression: KL above the control's beyond which it fires
-    measure: str = ""                # measure_worse: which measure
-    max_worse_pct: float = 0.0       # measure_worse: percent worse than the control beyond which it fires
+    max_drop: float = 0.0  # pass_rate_drop: fraction of the control's pass rate
+    floor: float = 0.0  # fidelity_regression: KL above the control's beyond which it fires
+    measure: str = ""  # measure_worse: which measure
+    max_worse_pct: float = 0.0  # measure_worse: percent worse than the control beyond which it fires
 
 
 @dataclass(frozen=True)
@@ -62,23 +63,31 @@ class Part:
     title: str
     profile: str
     knobs: tuple[tuple[str, Any], ...]
-    state: str                       # as declared in the file (the history moves it on)
-    design: str                      # the admission test: `adopt` needs a confirmed registered run of it
+    state: str  # as declared in the file (the history moves it on)
+    design: str  # the admission test: `adopt` needs a confirmed registered run of it
     evidence: tuple[Evidence, ...]
     revert_rules: tuple[RevertRule, ...]
     next: str = ""
     notes: str = ""
-    line: int = 0                    # where its [[parts]] table starts
+    line: int = 0  # where its [[parts]] table starts
 
     @property
     def knob_dict(self) -> dict[str, Any]:
         return dict(self.knobs)
 
     def canonical(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "profile": self.profile, "knobs": self.knob_dict,
-                "state": self.state, "design": self.design,
-                "evidence": [e.__dict__ for e in self.evidence],
-                "revert_rules": [r.__dict__ for r in self.revert_rules], "next": self.next, "notes": self.notes}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "profile": self.profile,
+            "knobs": self.knob_dict,
+            "state": self.state,
+            "design": self.design,
+            "evidence": [e.__dict__ for e in self.evidence],
+            "revert_rules": [r.__dict__ for r in self.revert_rules],
+            "next": self.next,
+            "notes": self.notes,
+        }
 
     @property
     def sha256(self) -> str:
@@ -93,13 +102,15 @@ class Campaign:
     description: str
     version: int
     parts: tuple[Part, ...]
-    sha256: str                      # of the file's bytes
+    sha256: str  # of the file's bytes
 
     def part(self, name: str) -> Part:
         for p in self.parts:
             if p.name == name:
                 return p
-        raise CampaignError(f"{self.path}: no part named {name!r} (parts: {', '.join(p.name for p in self.parts) or 'none'})")
+        raise CampaignError(
+            f"{self.path}: no part named {name!r} (parts: {', '.join(p.name for p in self.parts) or 'none'})"
+        )
 
     def resolve(self, ref: str) -> Path:
         """A file named by the campaign: `@designs/NAME` (the shipped designs), absolute, or relative to the
@@ -111,6 +122,7 @@ class Campaign:
 
 
 # -- locating fields for error messages ----------------------------------------------------------------
+
 
 class _Lines:
     """Finds the line of a part's table (the n-th [[parts]]) and of a key inside it, for `file:line`."""
@@ -136,7 +148,7 @@ class _Lines:
                 if in_table:
                     seen += 1
                     if not key and seen == nth:
-                        return number       # the table's own header
+                        return number  # the table's own header
                 continue
             if not key:
                 if in_table and seen == nth:
@@ -155,8 +167,9 @@ class _Reader:
         where = f"{self.path}:{line}" if line else str(self.path)
         return CampaignError(f"{where}: {field}: {message}")
 
-    def take(self, data: dict[str, Any], key: str, kind: type | tuple[type, ...], field: str, line: int,
-             default: Any = ...) -> Any:
+    def take(
+        self, data: dict[str, Any], key: str, kind: type | tuple[type, ...], field: str, line: int, default: Any = ...
+    ) -> Any:
         if key not in data:
             if default is ...:
                 raise self.error(line, field, "missing required field")
@@ -165,8 +178,9 @@ class _Reader:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
             names = {str: "a string", int: "an integer", float: "a number", dict: "a table", list: "an array"}
-            raise self.error(line, field, f"expected {' or '.join(names.get(k, k.__name__) for k in kinds)}, "
-                                          f"got {value!r}")
+            raise self.error(
+                line, field, f"expected {' or '.join(names.get(k, k.__name__) for k in kinds)}, got {value!r}"
+            )
         return value
 
     @staticmethod
@@ -185,7 +199,7 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"at line (\d+)", str(exc))
-        line = found.group(1) if found else str(max(1, len(text.splitlines())))    # "at end of document"
+        line = found.group(1) if found else str(max(1, len(text.splitlines())))  # "at end of document"
         raise CampaignError(f"{path}:{line}: invalid TOML: {exc}") from None
     r = _Reader(path, text)
     bad = r.unknown(data, _TOP)
@@ -193,8 +207,11 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
         raise r.error(_line_of_top(text, bad), bad, f"unknown field (known: {', '.join(_TOP)})")
     version = r.take(data, "version", int, "version", _line_of_top(text, "version"))
     if version != VERSION:
-        raise r.error(_line_of_top(text, "version"), "version", f"{version} is not a version this frank reads "
-                                                                f"(it reads {VERSION})")
+        raise r.error(
+            _line_of_top(text, "version"),
+            "version",
+            f"{version} is not a version this frank reads (it reads {VERSION})",
+        )
     name = r.take(data, "name", str, "name", _line_of_top(text, "name"))
     raw_parts = r.take(data, "parts", list, "parts", 0, [])
     parts: list[Part] = []
@@ -203,8 +220,14 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
         if any(p.name == part.name for p in parts):
             raise r.error(r.lines.key(i, "name"), f"parts[{i}].name", f"{part.name!r} names two parts")
         parts.append(part)
-    return Campaign(path=path, name=name, description=r.take(data, "description", str, "description", 0, ""),
-                    version=version, parts=tuple(parts), sha256=hashlib.sha256(text.encode()).hexdigest())
+    return Campaign(
+        path=path,
+        name=name,
+        description=r.take(data, "description", str, "description", 0, ""),
+        version=version,
+        parts=tuple(parts),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
 
 
 def _line_of_top(text: str, key: str) -> int:
@@ -227,7 +250,9 @@ def _parse_part(r: _Reader, raw: Any, i: int) -> Part:
     key = lambda k: r.lines.key(i, k)  # noqa: E731
     name = r.take(raw, "name", str, f"{at}.name", key("name"))
     if not NAME.match(name):
-        raise r.error(key("name"), f"{at}.name", f"{name!r}: use letters, digits, _ . - (starting with a letter or digit)")
+        raise r.error(
+            key("name"), f"{at}.name", f"{name!r}: use letters, digits, _ . - (starting with a letter or digit)"
+        )
     state = r.take(raw, "state", str, f"{at}.state", key("state"))
     if state not in STATES:
         raise r.error(key("state"), f"{at}.state", f"{state!r} is not one of: {', '.join(STATES)}")
@@ -242,16 +267,25 @@ def _parse_part(r: _Reader, raw: Any, i: int) -> Part:
     for j, rule in enumerate(r.take(raw, "revert_rules", list, f"{at}.revert_rules", key("revert_rules"), [])):
         parsed = _parse_rule(r, rule, i, j)
         if any(x.name == parsed.name for x in rules):
-            raise r.error(r.lines.key(i, "name", j, "revert_rules"), f"{at}.revert_rules[{j}].name",
-                          f"{parsed.name!r} names two rules of this part")
+            raise r.error(
+                r.lines.key(i, "name", j, "revert_rules"),
+                f"{at}.revert_rules[{j}].name",
+                f"{parsed.name!r} names two rules of this part",
+            )
         rules.append(parsed)
-    part = Part(name=name, title=r.take(raw, "title", str, f"{at}.title", key("title"), ""),
-                profile=r.take(raw, "profile", str, f"{at}.profile", key("profile")),
-                knobs=tuple(sorted(knobs.items())), state=state,
-                design=r.take(raw, "design", str, f"{at}.design", key("design"), ""),
-                evidence=tuple(evidence), revert_rules=tuple(rules),
-                next=r.take(raw, "next", str, f"{at}.next", key("next"), ""),
-                notes=r.take(raw, "notes", str, f"{at}.notes", key("notes"), ""), line=line)
+    part = Part(
+        name=name,
+        title=r.take(raw, "title", str, f"{at}.title", key("title"), ""),
+        profile=r.take(raw, "profile", str, f"{at}.profile", key("profile")),
+        knobs=tuple(sorted(knobs.items())),
+        state=state,
+        design=r.take(raw, "design", str, f"{at}.design", key("design"), ""),
+        evidence=tuple(evidence),
+        revert_rules=tuple(rules),
+        next=r.take(raw, "next", str, f"{at}.next", key("next"), ""),
+        notes=r.take(raw, "notes", str, f"{at}.notes", key("notes"), ""),
+        line=line,
+    )
     _check_declared_state(r, part, i)
     return part
 
@@ -272,12 +306,19 @@ def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
     at, line = _sub_table(r, raw, i, j, "evidence", _EVIDENCE)
     values = {k: r.take(raw, k, str, f"{at}.{k}", r.lines.key(i, k, j, "evidence"), "") for k in _EVIDENCE}
     if values["state"] not in STATES:
-        raise r.error(r.lines.key(i, "state", j, "evidence"), f"{at}.state",
-                      f"{values['state']!r} is not one of: {', '.join(STATES)}")
+        raise r.error(
+            r.lines.key(i, "state", j, "evidence"),
+            f"{at}.state",
+            f"{values['state']!r} is not one of: {', '.join(STATES)}",
+        )
     sources = [k for k in ("results", "run", "policy") if values[k]]
     if len(sources) != 1:
-        raise r.error(line, at, "give exactly one of results (a CSV decided by the design's rule), run (a "
-                                "registered run id) or policy (a policy call, in words)")
+        raise r.error(
+            line,
+            at,
+            "give exactly one of results (a CSV decided by the design's rule), run (a "
+            "registered run id) or policy (a policy call, in words)",
+        )
     return Evidence(**values)
 
 
@@ -288,15 +329,23 @@ def _parse_rule(r: _Reader, raw: Any, i: int, j: int) -> RevertRule:
     kind = r.take(raw, "kind", str, f"{at}.kind", key("kind"))
     if kind not in RULE_KINDS:
         raise r.error(key("kind"), f"{at}.kind", f"{kind!r} is not one of: {', '.join(RULE_KINDS)}")
-    rule = RevertRule(name=name, kind=kind, description=r.take(raw, "description", str, f"{at}.description", key("description"), ""),
-                      max_drop=float(r.take(raw, "max_drop", (int, float), f"{at}.max_drop", key("max_drop"), 0.0)),
-                      floor=float(r.take(raw, "floor", (int, float), f"{at}.floor", key("floor"), 0.0)),
-                      measure=r.take(raw, "measure", str, f"{at}.measure", key("measure"), ""),
-                      max_worse_pct=float(r.take(raw, "max_worse_pct", (int, float), f"{at}.max_worse_pct",
-                                                 key("max_worse_pct"), 0.0)))
+    rule = RevertRule(
+        name=name,
+        kind=kind,
+        description=r.take(raw, "description", str, f"{at}.description", key("description"), ""),
+        max_drop=float(r.take(raw, "max_drop", (int, float), f"{at}.max_drop", key("max_drop"), 0.0)),
+        floor=float(r.take(raw, "floor", (int, float), f"{at}.floor", key("floor"), 0.0)),
+        measure=r.take(raw, "measure", str, f"{at}.measure", key("measure"), ""),
+        max_worse_pct=float(
+            r.take(raw, "max_worse_pct", (int, float), f"{at}.max_worse_pct", key("max_worse_pct"), 0.0)
+        ),
+    )
     if kind == "measure_worse" and rule.measure not in LOWER_IS_BETTER | HIGHER_IS_BETTER:
-        raise r.error(key("measure"), f"{at}.measure", f"{rule.measure!r}: measure_worse needs one of "
-                                                       f"{', '.join(sorted(LOWER_IS_BETTER | HIGHER_IS_BETTER))}")
+        raise r.error(
+            key("measure"),
+            f"{at}.measure",
+            f"{rule.measure!r}: measure_worse needs one of {', '.join(sorted(LOWER_IS_BETTER | HIGHER_IS_BETTER))}",
+        )
     if kind != "measure_worse" and "measure" in raw:
         raise r.error(key("measure"), f"{at}.measure", "only a measure_worse rule names a measure")
     if not 0.0 <= rule.max_drop < 1.0:
@@ -311,12 +360,18 @@ def _check_declared_state(r: _Reader, part: Part, i: int) -> None:
     if part.state in ("candidate", "testing"):
         return
     if not any(e.state == part.state for e in part.evidence):
-        raise r.error(r.lines.key(i, "state"), f"parts[{i}].state",
-                      f"{part.state!r} needs an evidence entry with state = {part.state!r} (the run, results or "
-                      f"policy call that put the part there)")
+        raise r.error(
+            r.lines.key(i, "state"),
+            f"parts[{i}].state",
+            f"{part.state!r} needs an evidence entry with state = {part.state!r} (the run, results or "
+            f"policy call that put the part there)",
+        )
     if part.state in ("passed", "adopted") and not part.design:
-        raise r.error(r.lines.key(i, "state"), f"parts[{i}].design",
-                      f"a part that is {part.state} names the design of the test that admitted it")
+        raise r.error(
+            r.lines.key(i, "state"),
+            f"parts[{i}].design",
+            f"a part that is {part.state} names the design of the test that admitted it",
+        )
 
 
 def load_campaign(path: Path | str) -> Campaign:

@@ -5,6 +5,7 @@ A user profile of the same name replaces the built-in one (frank/engine/profiles
 the built-in), with the part's knob defaults changed, validated before it replaces anything. `revert` puts
 the defaults recorded at `serve` back. Which starts see the new defaults is spelled out by `takes_effect`.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -14,19 +15,22 @@ from typing import Any
 import tomli_w
 
 from frank import paths
-from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
 from frank.campaign.parts import CampaignError
+from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
 
-HEADER = ("# Written by `frank campaign {action} {part}` ({campaign}): the knob defaults below are what the\n"
-          "# campaign serves. Change them with `frank campaign serve|revert`, not by hand.\n")
+HEADER = (
+    "# Written by `frank campaign {action} {part}` ({campaign}): the knob defaults below are what the\n"
+    "# campaign serves. Change them with `frank campaign serve|revert`, not by hand.\n"
+)
 
 
-def set_defaults(profile_name: str, values: dict[str, Any], *, action: str, part: str,
-                 campaign: str) -> tuple[Path, dict[str, Any]]:
+def set_defaults(
+    profile_name: str, values: dict[str, Any], *, action: str, part: str, campaign: str
+) -> tuple[Path, dict[str, Any]]:
     """Write the override with `values` as knob defaults; return its path and the defaults it replaced."""
     try:
         profile = load_profile(profile_name)
-        profile.resolve_knobs(values)                     # every knob exists, every value is allowed
+        profile.resolve_knobs(values)  # every knob exists, every value is allowed
     except ProfileError as exc:
         raise CampaignError(f"part {part}: {exc}") from None
     source = profile_files()[profile_name]
@@ -36,7 +40,7 @@ def set_defaults(profile_name: str, values: dict[str, Any], *, action: str, part
         data["knobs"][name]["default"] = profile.knobs[name].parse(value)
     target = paths.user_profiles_dir() / f"{profile_name}.toml"
     try:
-        parse_profile(data, target)                      # never write a profile that would not load
+        parse_profile(data, target)  # never write a profile that would not load
     except ProfileError as exc:
         raise CampaignError(f"part {part}: the override would not load: {exc}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -52,15 +56,19 @@ def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
     from frank.engine.controller import EngineController
     from frank.engine.state import StateFiles
 
-    notes = [f"the next `frank engine start` of profile {profile_name} (the console's start too), and every "
-             f"experiment cell of {profile_name} whose arm does not set {', '.join(sorted(values))}",
-             "not `frank engine restart`: a restart keeps the running engine's knob values"]
+    notes = [
+        f"the next `frank engine start` of profile {profile_name} (the console's start too), and every "
+        f"experiment cell of {profile_name} whose arm does not set {', '.join(sorted(values))}",
+        "not `frank engine restart`: a restart keeps the running engine's knob values",
+    ]
     controller = EngineController()
     saved = StateFiles.read_json(controller.files.saved_knobs_path(profile_name)) or {}
     for name, value in values.items():
         if name in saved and saved[name] != value:
-            notes.append(f"the saved knob value {name}={saved[name]} (`frank engine knob` while stopped) still wins "
-                         f"at the next start: set it with `frank engine knob {name} {value}`")
+            notes.append(
+                f"the saved knob value {name}={saved[name]} (`frank engine knob` while stopped) still wins "
+                f"at the next start: set it with `frank engine knob {name} {value}`"
+            )
     running = None
     st = controller.status(check_health=False)
     if st.state in ("starting", "ready") and st.profile == profile_name:
@@ -68,6 +76,8 @@ def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
         running = {"pid": st.pid, "knobs": st.knobs, "differs": differ}
         if differ:
             live = {k for k in differ if load_profile(profile_name).knobs[k].apply == "live"}
-            notes.append(f"the running engine (pid {st.pid}) keeps {differ} until its next start"
-                         + (f"; apply {', '.join(sorted(live))} now with `frank engine knob NAME VALUE`" if live else ""))
+            notes.append(
+                f"the running engine (pid {st.pid}) keeps {differ} until its next start"
+                + (f"; apply {', '.join(sorted(live))} now with `frank engine knob NAME VALUE`" if live else "")
+            )
     return {"profile": profile_name, "starts": notes[0], "notes": notes[1:], "running_engine": running}

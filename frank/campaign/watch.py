@@ -14,16 +14,17 @@ part's knob values, or, for a part that is a whole profile (no knob values), ano
 `sweep` is cheap enough to call from `frank campaign status`, the end of `frank replay` and `frank
 experiment run`, and the console's timer: a fired rule shows at once wherever the operator looks.
 """
+
 from __future__ import annotations
 
 import fcntl
 import os
 from typing import Any
 
-from frank.errors import FrankError
 from frank.campaign.adapters import ADAPTERS, ArmResult, RunResult
 from frank.campaign.ledger import Ledger, append_event, open_ledger
 from frank.campaign.parts import HIGHER_IS_BETTER, Part, RevertRule
+from frank.errors import FrankError
 
 
 def runs_part(arm: ArmResult, part: Part) -> bool:
@@ -34,7 +35,11 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
     """One rule on the part's arm against the control: fired, ok or unchecked, with the numbers."""
     out: dict[str, Any] = {"name": rule.name, "kind": rule.kind}
     if control is None:
-        return {**out, "outcome": "unchecked", "detail": "no control: no arm or earlier comparable run without the part"}
+        return {
+            **out,
+            "outcome": "unchecked",
+            "detail": "no control: no arm or earlier comparable run without the part",
+        }
     if arm.knobs_changed or control.knobs_changed:
         return {**out, "outcome": "unchecked", "detail": "a knob was flipped while a run was going"}
     if rule.kind == "treatment_only_failures":
@@ -47,8 +52,10 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
             return {**out, "outcome": "unchecked", "detail": "no pass counts"}
         a, c = arm.passed / arm.total, control.passed / control.total
         fired = a < c - rule.max_drop
-        detail = f"pass rate {arm.passed}/{arm.total} = {a:.3f} with the part, {control.passed}/{control.total} = " \
-                 f"{c:.3f} without (allowed drop {rule.max_drop:g})"
+        detail = (
+            f"pass rate {arm.passed}/{arm.total} = {a:.3f} with the part, {control.passed}/{control.total} = "
+            f"{c:.3f} without (allowed drop {rule.max_drop:g})"
+        )
     elif rule.kind == "fidelity_regression":
         if arm.fidelity is None or control.fidelity is None:
             return {**out, "outcome": "unchecked", "detail": "no fidelity measured in this run"}
@@ -60,8 +67,10 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
             return {**out, "outcome": "unchecked", "detail": f"{rule.measure} not measured on both sides"}
         worse = (a - c) / c * 100.0 * (-1.0 if rule.measure in HIGHER_IS_BETTER else 1.0)
         fired = worse > rule.max_worse_pct
-        detail = f"{rule.measure} {a:.6g} with the part, {c:.6g} without: {worse:+.2f}% worse " \
-                 f"(limit {rule.max_worse_pct:g}%)"
+        detail = (
+            f"{rule.measure} {a:.6g} with the part, {c:.6g} without: {worse:+.2f}% worse "
+            f"(limit {rule.max_worse_pct:g}%)"
+        )
     return {**out, "outcome": "fired" if fired else "ok", "detail": detail}
 
 
@@ -77,7 +86,7 @@ def _control(result: RunResult, part: Part, earlier: list[RunResult]) -> tuple[A
     for arm in result.arms:
         if is_control(arm, part):
             return arm, result.run_id
-    for other in earlier:            # newest first
+    for other in earlier:  # newest first
         if other.comparable != result.comparable or other.finished_at >= result.finished_at:
             continue
         for arm in other.arms:
@@ -93,10 +102,17 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
         return None
     control, control_run = _control(result, part, earlier)
     rules = [evaluate(rule, arm, control) for rule in part.revert_rules]
-    return {"part": part.name, "run_kind": result.kind, "run_id": result.run_id, "run_label": result.label,
-            "finished_at": result.finished_at, "arm": arm.name,
-            "control": {"run_id": control_run, "arm": control.name} if control else None,
-            "rules": rules, "fired": [r["name"] for r in rules if r["outcome"] == "fired"]}
+    return {
+        "part": part.name,
+        "run_kind": result.kind,
+        "run_id": result.run_id,
+        "run_label": result.label,
+        "finished_at": result.finished_at,
+        "arm": arm.name,
+        "control": {"run_id": control_run, "arm": control.name} if control else None,
+        "rules": rules,
+        "fired": [r["name"] for r in rules if r["outcome"] == "fired"],
+    }
 
 
 def sweep(ledger: Ledger) -> list[dict[str, Any]]:
@@ -123,19 +139,22 @@ def _sweep(ledger: Ledger) -> list[dict[str, Any]]:
             refs = sorted(adapter.finished(), key=lambda r: r.finished_at)
         except (OSError, FrankError):
             continue
-        todo = [r for r in refs if any(r.finished_at >= since and (p.name, kind, r.run_id) not in checked
-                                       for p, since in served)]
+        todo = [
+            r
+            for r in refs
+            if any(r.finished_at >= since and (p.name, kind, r.run_id) not in checked for p, since in served)
+        ]
         if not todo:
             continue
         loaded: dict[str, RunResult] = {}
 
         def load(run_id: str) -> RunResult | None:
-            if run_id not in loaded:
+            if run_id not in loaded:  # noqa: B023
                 try:
-                    loaded[run_id] = adapter.load(run_id)
+                    loaded[run_id] = adapter.load(run_id)  # noqa: B023
                 except (OSError, ValueError, KeyError, FrankError):
                     return None
-            return loaded[run_id]
+            return loaded[run_id]  # noqa: B023
 
         for ref in todo:
             result = load(ref.run_id)
@@ -146,8 +165,15 @@ def _sweep(ledger: Ledger) -> list[dict[str, Any]]:
                     continue
                 if not any(runs_part(a, part) for a in result.arms):
                     continue
-                earlier = [x for x in (load(r.run_id) for r in reversed(refs) if r.finished_at < ref.finished_at)
-                           if x is not None] if result.arms and len(result.arms) == 1 else []
+                earlier = (
+                    [
+                        x
+                        for x in (load(r.run_id) for r in reversed(refs) if r.finished_at < ref.finished_at)
+                        if x is not None
+                    ]
+                    if result.arms and len(result.arms) == 1
+                    else []
+                )
                 check = check_run(part, result, earlier)
                 if check is not None:
                     new.append(append_event(ledger.history_file, "check", **check))
@@ -174,6 +200,8 @@ def alert_lines(checks: list[dict[str, Any]]) -> list[str]:
     for c in checks:
         for r in c["rules"]:
             if r["outcome"] == "fired":
-                out.append(f"REVERT RULE FIRED: part {c['part']}, rule {r['name']} on {c['run_kind']} {c['run_id']}: "
-                           f"{r['detail']} (frank campaign revert {c['part']})")
+                out.append(
+                    f"REVERT RULE FIRED: part {c['part']}, rule {r['name']} on {c['run_kind']} {c['run_id']}: "
+                    f"{r['detail']} (frank campaign revert {c['part']})"
+                )
     return out

@@ -18,43 +18,55 @@ state. Timing:
 Quitting never stops a job or the engine, and asks nothing; `quit_stop` stops the engine first (asking,
 and naming any job running on it).
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from frank.console import themes
-from frank.console import config
+from frank.console import config, themes
 from frank.console.actions.engine import EngineActions
 from frank.console.actions.experiments import ExperimentActions
 from frank.console.actions.jobs import JobActions
 from frank.console.commands import FrankCommands
 from frank.console.log_follow import LogFollower
 from frank.console.messages import EngineStateChanged
-from frank.console.services import FollowedJob, Services, default_services  # noqa: F401  (Services: re-exported)
 from frank.console.screens.confirm import ConfirmDialog
 from frank.console.screens.help import HelpScreen
+from frank.console.services import FollowedJob, Services, default_services  # noqa: F401  (Services: re-exported)
 from frank.engine.controller import EngineStatus
 from frank.errors import FrankError
 from frank.experiments.runner import ExperimentState
 from frank.jobs import JobStatus
 
 # Actions that change something: disabled in read-only mode.
-MUTATING = {"engine_start", "engine_stop", "engine_restart", "toggle_region_cache", "knobs", "quit_stop",
-            "replay_launch", "replay_cancel", "experiment_register", "experiment_run", "experiment_stop",
-            "set_knob"}
+MUTATING = {
+    "engine_start",
+    "engine_stop",
+    "engine_restart",
+    "toggle_region_cache",
+    "knobs",
+    "quit_stop",
+    "replay_launch",
+    "replay_cancel",
+    "experiment_register",
+    "experiment_run",
+    "experiment_stop",
+    "set_knob",
+}
 
 
 SCREENS = Binding.Group("screens", compact=True)
-HEALTH_EVERY_S = 60.0   # once ready, the controller says ready whatever /health answers (see poll_engine)
-STEADY_POLLS = 5          # while the engine is steady, poll its status every 5 refreshes
+HEALTH_EVERY_S = 60.0  # once ready, the controller says ready whatever /health answers (see poll_engine)
+STEADY_POLLS = 5  # while the engine is steady, poll its status every 5 refreshes
 CONTROLLER_STATES = ("stopped", "starting", "ready", "crashed")
 
 
@@ -84,9 +96,16 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         Binding("ctrl+p", "command_palette", "palette", id="app.palette", show=False),
     ]
 
-    def __init__(self, services: Services, *, settings: config.Settings | None = None,
-                 theme: str | None = None, read_only: bool = False, remember_theme: bool = True,
-                 poll_status: bool = True) -> None:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        settings: config.Settings | None = None,
+        theme: str | None = None,
+        read_only: bool = False,
+        remember_theme: bool = True,
+        poll_status: bool = True,
+    ) -> None:
         from frank.console.screens.campaign import CampaignScreen
         from frank.console.screens.dashboard import DashboardScreen
         from frank.console.screens.episodes import EpisodesScreen
@@ -94,8 +113,14 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         from frank.console.screens.logs import LogsScreen
         from frank.console.screens.replays import ReplaysScreen
 
-        self.MODES = {"dashboard": DashboardScreen, "replays": ReplaysScreen, "experiments": ExperimentsScreen,
-                      "logs": LogsScreen, "campaign": CampaignScreen, "episodes": EpisodesScreen}
+        self.MODES = {
+            "dashboard": DashboardScreen,
+            "replays": ReplaysScreen,
+            "experiments": ExperimentsScreen,
+            "logs": LogsScreen,
+            "campaign": CampaignScreen,
+            "episodes": EpisodesScreen,
+        }
         super().__init__()
         self.services = services
         self.settings = settings or config.Settings()
@@ -105,18 +130,18 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         for t in themes.THEMES.values():
             self.register_theme(t)
         self.theme = themes.resolve(theme) or self.settings.theme
-        self.engine_status: EngineStatus | None = None   # the controller's latest (EngineStateChanged)
+        self.engine_status: EngineStatus | None = None  # the controller's latest (EngineStateChanged)
         self.log_tail: list[str] = []
-        self.snapshot: Any = None                  # the sampler's latest Snapshot
-        self.busy = ""                             # an engine action in flight ("starting", ...)
+        self.snapshot: Any = None  # the sampler's latest Snapshot
+        self.busy = ""  # an engine action in flight ("starting", ...)
         self.requests: list[tuple[str, Any]] = []  # (key, RequestDelta) of the last requests seen
-        self.running_jobs: list[JobStatus] = []    # every running job (JobsListed)
-        self.job: FollowedJob | None = None        # the job this console follows (JobProgressed)
-        self._follower: Any = None                 # its frank.jobs.Follower (the jobs worker's)
+        self.running_jobs: list[JobStatus] = []  # every running job (JobsListed)
+        self.job: FollowedJob | None = None  # the job this console follows (JobProgressed)
+        self._follower: Any = None  # its frank.jobs.Follower (the jobs worker's)
         self._jobs_timer = None
         self._jobs_listed_at = -1e9
-        self.followed_run: str | None = None       # the experiment run the console follows
-        self.experiment_state: ExperimentState | None = None   # its journal folded (ExperimentFolded)
+        self.followed_run: str | None = None  # the experiment run the console follows
+        self.experiment_state: ExperimentState | None = None  # its journal folded (ExperimentFolded)
         self.experiment_rule: Any = None
         self.experiment_report: dict[str, Any] | None = None
         self._last_request_obj: Any = None
@@ -148,6 +173,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
             self.poll_engine()
             self.poll_jobs()
             from frank.console.screens.campaign import install_watch  # campaign (issue 15): fired rules on any screen
+
             install_watch(self)
 
     def on_unmount(self) -> None:
@@ -215,7 +241,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         self.log_tail = message.log_tail
         self._update_title()
         if changed:
-            self.tick()       # a state change shows at once; the rest on the next refresh tick
+            self.tick()  # a state change shows at once; the rest on the next refresh tick
         self.forward(message)
 
     def forward(self, message: Any) -> None:
@@ -232,15 +258,17 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         status = self.engine_status
         if status is not None:
             self.sub_title = f"{status.profile or self.profile_for_start()} · {status.state}" + (
-                " · read-only" if self.read_only else "")
+                " · read-only" if self.read_only else ""
+            )
 
     def _rearm_status(self) -> None:
         """Poll at the refresh rate while something changes; every STEADY_POLLS refreshes while steady (the
         sampler's snapshots carry the engine's state in between, and a change they show polls at once)."""
         if self.poll_status and self.is_running:
             steady = self.engine_state in ("ready", "stopped") and not self.busy and self.services.sampler is not None
-            self._status_timer = self.set_timer(self.settings.refresh_s * (STEADY_POLLS if steady else 1),
-                                                self.poll_engine)
+            self._status_timer = self.set_timer(
+                self.settings.refresh_s * (STEADY_POLLS if steady else 1), self.poll_engine
+            )
 
     def refresh_status_now(self) -> None:
         if self._status_timer is not None:
@@ -278,17 +306,23 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
 
     def key_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """(title, [(key, description, binding id)]) for the app and the active screen, from the bindings."""
+
         def rows(bindings) -> list[tuple[str, str, str]]:
             out = []
             for b in bindings:
                 binding = self._keymap_key(b)
                 out.append((binding.replace(",", " "), b.description or b.action, b.id or ""))
             return out
+
         sections = [("everywhere", rows(self.BINDINGS))]
         screen_bindings = getattr(type(self.screen), "BINDINGS", [])
         if screen_bindings:
-            sections.append((f"{getattr(self.screen, 'TITLE', None) or type(self.screen).__name__}",
-                             rows([b for b in screen_bindings if isinstance(b, Binding)])))
+            sections.append(
+                (
+                    f"{getattr(self.screen, 'TITLE', None) or type(self.screen).__name__}",
+                    rows([b for b in screen_bindings if isinstance(b, Binding)]),
+                )
+            )
         return sections
 
     def _keymap_key(self, b: Binding) -> str:
@@ -327,13 +361,18 @@ def run_console(args: argparse.Namespace) -> int:
     settings, problems = config.load()
     theme, theme_problem = config.choose_theme(getattr(args, "theme", None), settings)
     services = default_services(getattr(args, "profile", None), settings.refresh_s)
-    app = FrankApp(services, settings=settings, theme=theme, read_only=bool(getattr(args, "read_only", False)),
-                   remember_theme=not os.environ.get("NO_COLOR"))
+    app = FrankApp(
+        services,
+        settings=settings,
+        theme=theme,
+        read_only=bool(getattr(args, "read_only", False)),
+        remember_theme=not os.environ.get("NO_COLOR"),
+    )
     app.startup_notes = [*problems, *([theme_problem] if theme_problem else [])]
     if getattr(args, "theme", None) and not theme_problem:
         settings = config.Settings(**{**settings.__dict__, "theme": theme})
         try:
-            config.save(settings)   # a theme chosen by flag is remembered too
+            config.save(settings)  # a theme chosen by flag is remembered too
         except OSError:
             pass
     app.run()

@@ -2,14 +2,17 @@
 
 Hits call the same app actions as the keys, so read-only mode and confirmations apply here too.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import partial
-from typing import Any, Iterator
+from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from frank.console import themes
+
 # (title, help, action) for the app's fixed actions.
 ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Engine: start", "start the engine with the profile's saved knobs", "engine_start"),
@@ -23,8 +26,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Go: logs", "the engine log, searchable", "switch_mode('logs')"),
     ("Go: campaign", "parts, evidence, revert rules and their last check", "switch_mode('campaign')"),
     ("Replay: launch selected workload", "a detached job: survives the console and SSH", "replay_launch"),
-    ("Job: cancel the followed job", "it stops after the request in flight; resumable (asks first)",
-     "replay_cancel"),
+    ("Job: cancel the followed job", "it stops after the request in flight; resumable (asks first)", "replay_cancel"),
     ("Experiment: register selected design", "freeze a design and draw its order", "experiment_register"),
     ("Experiment: run / resume selected run", "runs detached: survives the console and SSH", "experiment_run"),
     ("Help: keys", "every key and its binding id", "help"),
@@ -44,8 +46,11 @@ def _entries(app: Any) -> Iterator[tuple[str, str, Any]]:
         how = "restart" if knob.needs_restart else "live"
         for value in knob.values:
             current = " (current)" if str(status_knobs.get(name, knob.default)) == str(value) else ""
-            yield (f"Knob: {name} = {value}{current}", f"{knob.description or name} [{how}]",
-                   partial(app.set_knob, name, value))
+            yield (
+                f"Knob: {name} = {value}{current}",
+                f"{knob.description or name} [{how}]",
+                partial(app.set_knob, name, value),
+            )
 
 
 class FrankCommands(Provider):

@@ -9,6 +9,7 @@
 Precedence: --theme flag > FRANK_THEME > file > default; NO_COLOR picks monochrome unless a theme is
 named explicitly. A bad file is reported (file and field) and the defaults are used, never a crash.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from frank import paths
-
 from frank.console import themes
+
 FILE_NAME = "console.toml"
 
 
@@ -69,7 +70,7 @@ def load() -> tuple[Settings, list[str]]:
     if isinstance(keymap, dict) and all(isinstance(v, str) for v in keymap.values()):
         settings = replace(settings, keymap=dict(keymap))
     else:
-        problems.append(f"{path}: keymap: expected a table of binding id = \"key\"")
+        problems.append(f'{path}: keymap: expected a table of binding id = "key"')
     return settings, problems
 
 

@@ -3,6 +3,7 @@ appended since the last call (the whole tail only on the first read, a rotation 
 
 Plain Python, no Textual: the app calls `lines()` from its status thread.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,8 @@ import re
 from collections import deque
 from pathlib import Path
 
-FIRST_READ_BYTES = 32768          # how far back the first read (or a re-read after rotation) looks
-MAX_READ_BYTES = 1 << 20          # a burst of more than this is skipped to its last MiB
+FIRST_READ_BYTES = 32768  # how far back the first read (or a re-read after rotation) looks
+MAX_READ_BYTES = 1 << 20  # a burst of more than this is skipped to its last MiB
 POLL_LINE = re.compile(r'"GET /(metrics|health) HTTP')
 
 
@@ -21,9 +22,9 @@ class LogFollower:
     def __init__(self, count: int) -> None:
         self.count = count
         self._path: str | None = None
-        self._key: tuple[int, int] | None = None     # (device, inode) of the file we follow
+        self._key: tuple[int, int] | None = None  # (device, inode) of the file we follow
         self._offset = 0
-        self._partial = b""                           # a last line still waiting for its newline
+        self._partial = b""  # a last line still waiting for its newline
         self._lines: deque[str] = deque(maxlen=max(1, count))
 
     def lines(self, path: str | Path) -> list[str]:
@@ -38,7 +39,7 @@ class LogFollower:
             self._restart(path)
             self._key = key
             self._offset = max(0, st.st_size - FIRST_READ_BYTES)
-            skip_first = self._offset > 0       # the first read starts mid-line
+            skip_first = self._offset > 0  # the first read starts mid-line
         else:
             skip_first = False
         if st.st_size > self._offset:

@@ -4,6 +4,7 @@ Workers (threads) never touch widgets: they post one of these to the app, which 
 state (ConsoleState) and passes the message on to the active screen; a screen that is not shown catches up
 from the state when it is shown again. None bubbles, so a screen's handler is the end of the road.
 """
+
 from __future__ import annotations
 
 from typing import Any

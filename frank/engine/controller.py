@@ -10,6 +10,7 @@ later adopts the running engine; nothing is kept only in memory. The process tre
 Stop sends SIGTERM to the group, then SIGKILL to the group after the profile's grace period, and waits
 until no process of the group is left.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,17 +20,18 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import psutil
 
 from frank import paths
-from frank.errors import FrankError
 from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, ProfileError, build_launch, load_profile
 from frank.engine.state import StateFiles, tail_lines
+from frank.errors import FrankError
 
 STATES = ("stopped", "starting", "ready", "crashed")
 CRASH_LOG_LINES = 50
@@ -41,21 +43,21 @@ class EngineError(FrankError):
 
 @dataclass(frozen=True)
 class EngineStatus:
-    state: str                      # one of STATES
+    state: str  # one of STATES
     profile: str | None = None
-    pid: int | None = None          # the vLLM API server
-    pgid: int | None = None         # the supervisor's process group (the whole engine)
+    pid: int | None = None  # the vLLM API server
+    pgid: int | None = None  # the supervisor's process group (the whole engine)
     host: str | None = None
     port: int | None = None
     url: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
     started_at: float | None = None  # wall clock
-    ready_s: float | None = None     # start-to-ready seconds
+    ready_s: float | None = None  # start-to-ready seconds
     uptime_s: float | None = None
-    healthy: bool | None = None      # /health answered 200 just now
+    healthy: bool | None = None  # /health answered 200 just now
     log_path: str | None = None
-    exit: dict[str, Any] | None = None       # for `crashed`: returncode, signal, ended_at
-    log_tail: tuple[str, ...] = ()           # for `crashed`: the last lines of the log
+    exit: dict[str, Any] | None = None  # for `crashed`: returncode, signal, ended_at
+    log_tail: tuple[str, ...] = ()  # for `crashed`: the last lines of the log
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -68,22 +70,27 @@ class KnobChange:
     name: str
     old: Any
     new: Any
-    applied: str    # "live", "restart", or "next-start" (no engine running)
+    applied: str  # "live", "restart", or "next-start" (no engine running)
     status: EngineStatus
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "old": self.old, "new": self.new, "applied": self.applied,
-                "status": self.status.to_json()}
+        return {
+            "name": self.name,
+            "old": self.old,
+            "new": self.new,
+            "applied": self.applied,
+            "status": self.status.to_json(),
+        }
 
 
-ProgressFn = Callable[[float, str], None]   # (seconds since spawn, last log line)
+ProgressFn = Callable[[float, str], None]  # (seconds since spawn, last log line)
 
 
 class EngineController:
     def __init__(self, state_dir: Path | None = None, health_timeout_s: float = 2.0) -> None:
         self.files = StateFiles(state_dir or paths.state_dir())
         self.health_timeout_s = health_timeout_s
-        self._http: httpx.Client | None = None   # reused by status(): a console polls it
+        self._http: httpx.Client | None = None  # reused by status(): a console polls it
 
     # -- reading state ---------------------------------------------------------------------------
     @property
@@ -101,10 +108,17 @@ class EngineController:
         record = self.files.read_json(self.files.record)
         if record is None:
             return EngineStatus(state="stopped", log_path=str(self.files.log))
-        base = dict(profile=record.get("profile"), pgid=record.get("pgid"), host=record.get("host"),
-                    port=record.get("port"), url=record.get("url"), knobs=record.get("knobs", {}),
-                    started_at=record.get("started_at"), ready_s=record.get("ready_s"),
-                    log_path=record.get("log_path"))
+        base = dict(
+            profile=record.get("profile"),
+            pgid=record.get("pgid"),
+            host=record.get("host"),
+            port=record.get("port"),
+            url=record.get("url"),
+            knobs=record.get("knobs", {}),
+            started_at=record.get("started_at"),
+            ready_s=record.get("ready_s"),
+            log_path=record.get("log_path"),
+        )
         run = self.files.read_json(self.files.run) or {}
         server_pid = run.get("server_pid")
         exit_info = self.files.read_json(self.files.exit)
@@ -113,11 +127,18 @@ class EngineController:
             if exit_info and exit_info.get("stop_requested"):
                 self.files.clear_run()
                 return EngineStatus(state="stopped", log_path=str(self.files.log))
-            exit_info = exit_info or {"returncode": None, "signal": None,
-                                      "reason": "the engine's supervisor is gone (killed with its group?)"}
-            return EngineStatus(state="crashed", pid=server_pid, exit=exit_info,
-                                log_tail=tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES)),
-                                **base)
+            exit_info = exit_info or {
+                "returncode": None,
+                "signal": None,
+                "reason": "the engine's supervisor is gone (killed with its group?)",
+            }
+            return EngineStatus(
+                state="crashed",
+                pid=server_pid,
+                exit=exit_info,
+                log_tail=tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES)),
+                **base,
+            )
         uptime = time.time() - base["started_at"] if base["started_at"] else None
         healthy = self._healthy(base["url"]) if check_health and base["url"] else None
         state = "ready" if (healthy or (healthy is None and base["ready_s"] is not None)) else "starting"
@@ -126,48 +147,89 @@ class EngineController:
         return EngineStatus(state=state, pid=server_pid, uptime_s=uptime, healthy=healthy, **base)
 
     # -- start -----------------------------------------------------------------------------------
-    def dry_run(self, profile: str | Profile | None = None, knobs: dict[str, Any] | None = None,
-                port: int | None = None) -> LaunchSpec:
+    def dry_run(
+        self, profile: str | Profile | None = None, knobs: dict[str, Any] | None = None, port: int | None = None
+    ) -> LaunchSpec:
         prof = profile if isinstance(profile, Profile) else load_profile(profile or DEFAULT_PROFILE)
         values = self._knob_values(prof, knobs)
         chosen = port or (prof.port if isinstance(prof.port, int) else 0)
         return build_launch(prof, values, chosen, control_token="<generated at start>")
 
-    def start(self, profile: str | None = None, knobs: dict[str, Any] | None = None, *,
-              timeout_s: float | None = None, on_progress: ProgressFn | None = None) -> EngineStatus:
+    def start(
+        self,
+        profile: str | None = None,
+        knobs: dict[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> EngineStatus:
         """Start the engine and return when /health answers 200; raise EngineError with the reason."""
         prof = load_profile(profile or DEFAULT_PROFILE)
         values = self._knob_values(prof, knobs)
         current = self.status()
         if current.state in ("starting", "ready"):
-            raise EngineError(f"an engine is already running (profile {current.profile}, pid {current.pid}, "
-                              f"{current.url}); stop it first, or restart it with new knobs")
-        self.files.clear_run()   # a crashed engine's record is replaced by this start
+            raise EngineError(
+                f"an engine is already running (profile {current.profile}, pid {current.pid}, "
+                f"{current.url}); stop it first, or restart it with new knobs"
+            )
+        self.files.clear_run()  # a crashed engine's record is replaced by this start
         self._preflight(prof)
         port = self._choose_port(prof)
         token = secrets.token_urlsafe(32)
         spec = build_launch(prof, values, port, token)
         log = self.files.rotate_logs()
-        self.files.write_json(self.files.spec, {
-            "argv": spec.argv, "env": spec.env, "log_path": str(log), "run_path": str(self.files.run),
-            "exit_path": str(self.files.exit), "stop_marker": str(self.files.stop_marker)})
+        self.files.write_json(
+            self.files.spec,
+            {
+                "argv": spec.argv,
+                "env": spec.env,
+                "log_path": str(log),
+                "run_path": str(self.files.run),
+                "exit_path": str(self.files.exit),
+                "stop_marker": str(self.files.stop_marker),
+            },
+        )
         t0 = time.monotonic()
         supervisor = subprocess.Popen(
             [sys.executable, "-m", "frank.engine.supervisor", str(self.files.spec)],
-            cwd=str(paths.REPO_ROOT), start_new_session=True, close_fds=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        record = {"profile": prof.name, "knobs": values, "host": spec.host, "port": port, "url": spec.url,
-                  "token": token, "pgid": supervisor.pid, "supervisor_pid": supervisor.pid,
-                  "supervisor_create_time": _create_time(supervisor.pid), "started_at": time.time(),
-                  "ready_s": None, "log_path": str(log), "argv": spec.argv, "env": spec.env}
+            cwd=str(paths.REPO_ROOT),
+            start_new_session=True,
+            close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        record = {
+            "profile": prof.name,
+            "knobs": values,
+            "host": spec.host,
+            "port": port,
+            "url": spec.url,
+            "token": token,
+            "pgid": supervisor.pid,
+            "supervisor_pid": supervisor.pid,
+            "supervisor_create_time": _create_time(supervisor.pid),
+            "started_at": time.time(),
+            "ready_s": None,
+            "log_path": str(log),
+            "argv": spec.argv,
+            "env": spec.env,
+        }
         self.files.write_json(self.files.record, record)
         self._wait_ready(prof, record, supervisor, t0, timeout_s or prof.startup_timeout_s, on_progress)
         record["ready_s"] = round(time.monotonic() - t0, 3)
         self.files.write_json(self.files.record, record)
         return self.status()
 
-    def _wait_ready(self, prof: Profile, record: dict[str, Any], supervisor: subprocess.Popen,
-                    t0: float, timeout_s: float, on_progress: ProgressFn | None) -> None:
+    def _wait_ready(
+        self,
+        prof: Profile,
+        record: dict[str, Any],
+        supervisor: subprocess.Popen,
+        t0: float,
+        timeout_s: float,
+        on_progress: ProgressFn | None,
+    ) -> None:
         with httpx.Client(timeout=self.health_timeout_s) as client:
             while True:
                 elapsed = time.monotonic() - t0
@@ -176,8 +238,9 @@ class EngineController:
                     status = self.status(check_health=False)
                     why = _describe_exit(status.exit)
                     tail = "\n".join(status.log_tail[-15:])
-                    raise EngineError(f"engine {prof.name} exited during start ({why}); log {record['log_path']}, "
-                                      f"last lines:\n{tail}")
+                    raise EngineError(
+                        f"engine {prof.name} exited during start ({why}); log {record['log_path']}, last lines:\n{tail}"
+                    )
                 try:
                     if client.get(record["url"] + "/health").status_code == 200:
                         return
@@ -186,8 +249,10 @@ class EngineController:
                 if elapsed > timeout_s:
                     tail = "\n".join(self.tail_log(15))
                     self.stop()
-                    raise EngineError(f"engine {prof.name} was not ready after {timeout_s:.0f} s and was stopped; "
-                                      f"log {record['log_path']}, last lines:\n{tail}")
+                    raise EngineError(
+                        f"engine {prof.name} was not ready after {timeout_s:.0f} s and was stopped; "
+                        f"log {record['log_path']}, last lines:\n{tail}"
+                    )
                 if on_progress:
                     lines = self.tail_log(1)
                     on_progress(elapsed, lines[-1] if lines else "")
@@ -210,10 +275,15 @@ class EngineController:
             raise ProfileError(f"{prof.source}: model: {model} does not exist{hint}")
         probe = subprocess.run(
             [str(python), "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"],
-            capture_output=True, text=True, timeout=60)
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if probe.returncode != 0:
-            raise ProfileError(f"{prof.source}: python: vLLM is not importable by {python} "
-                               f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no vllm package'})")
+            raise ProfileError(
+                f"{prof.source}: python: vLLM is not importable by {python} "
+                f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no vllm package'})"
+            )
 
     def _choose_port(self, prof: Profile) -> int:
         if prof.port == "auto":
@@ -225,8 +295,10 @@ class EngineController:
             try:
                 sock.bind((prof.host, port))
             except OSError:
-                raise EngineError(f"{prof.source}: port: {port} on {prof.host} is taken{_port_owner(port)}; "
-                                  f"stop that process or choose another port") from None
+                raise EngineError(
+                    f"{prof.source}: port: {port} on {prof.host} is taken{_port_owner(port)}; "
+                    f"stop that process or choose another port"
+                ) from None
         return port
 
     # -- stop ------------------------------------------------------------------------------------
@@ -257,18 +329,19 @@ class EngineController:
         current = self.status(check_health=False)
         profile = current.profile or DEFAULT_PROFILE
         values = {**current.knobs, **(knobs or {})}
-        load_profile(profile).resolve_knobs(values)   # validate before stopping anything
+        load_profile(profile).resolve_knobs(values)  # validate before stopping anything
         self.stop()
         return self.start(profile, values, on_progress=on_progress)
 
-    def set_knob(self, name: str, value: Any, *, profile: str | None = None,
-                 on_progress: ProgressFn | None = None) -> KnobChange:
+    def set_knob(
+        self, name: str, value: Any, *, profile: str | None = None, on_progress: ProgressFn | None = None
+    ) -> KnobChange:
         """Flip a knob: live knobs without a restart, others by restarting (recorded either way)."""
         current = self.status()
         running = current.state in ("starting", "ready")
         prof = load_profile(current.profile if running else (profile or DEFAULT_PROFILE))
         if name not in prof.knobs:
-            prof.resolve_knobs({name: value})    # raises naming the unknown knob
+            prof.resolve_knobs({name: value})  # raises naming the unknown knob
         knob = prof.knobs[name]
         new = knob.parse(value)
         old = (current.knobs if running else self._knob_values(prof, None)).get(name, knob.default)
@@ -279,8 +352,11 @@ class EngineController:
             applied, status = "next-start", current
         elif knob.apply == "live":
             if current.state != "ready":
-                raise EngineError(f"knob {name} is applied live, but the engine is still starting: try again when ready")
+                raise EngineError(
+                    f"knob {name} is applied live, but the engine is still starting: try again when ready"
+                )
             from frank.engine.live_knobs import apply_live
+
             apply_live(knob, new, current.url or "", self.token or "")
             record = self.files.read_json(self.files.record) or {}
             record.setdefault("knobs", {})[name] = new

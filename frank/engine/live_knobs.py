@@ -2,12 +2,14 @@
 
 A live knob's `target` names its handler here. Each handler talks to the engine with its control token.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from frank.errors import FrankError
 from frank.engine.profiles import Knob
+from frank.errors import FrankError
 
 
 def _region_cache(value: Any, url: str, token: str) -> None:

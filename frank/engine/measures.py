@@ -21,10 +21,12 @@ vLLM 0.32's series, either the deltas of ONE request or sums over many:
 A window average over the dashboard's scrapes has its own name (`window_verify_step_s`): it counts every
 decode step that ended in the window, including steps of requests still running, so it is not the time per
 verify step of any set of finished requests.
-"""
+"""  # noqa: E501
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
 def ratio(num: float | None, den: float | None) -> float | None:
@@ -63,8 +65,7 @@ def draft_acceptance_rate(accepted_tokens: float | None, draft_tokens: float | N
     return ratio(accepted_tokens, draft_tokens)
 
 
-def per_position_acceptance(accepted_per_pos: Sequence[float] | None,
-                            drafts: float | None) -> tuple[float, ...] | None:
+def per_position_acceptance(accepted_per_pos: Sequence[float] | None, drafts: float | None) -> tuple[float, ...] | None:
     """accepted at position i / drafts, for each draft position i (0-based): the share of drafted steps
     that accepted at least i + 1 tokens. None without drafts."""
     if not accepted_per_pos or not drafts:

@@ -9,13 +9,15 @@ Metric names are vLLM 0.32's (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/me
 down gives a sample with state `unreachable`, never an exception; a server that restarted (counters went
 down) gives deltas that say so instead of negative numbers.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Collection, Mapping
+from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -50,19 +52,48 @@ KV_USAGE = "vllm:kv_cache_usage_perc"
 # What parse_metrics keeps by default. The prometheus_client parser costs ~30 us a line here and vLLM's
 # /metrics has ~670 lines (312 of them histogram buckets we never use), so lines of other families, buckets
 # and `_created` series are dropped before parsing: 9.6 ms -> ~2 ms per scrape on this 2-core box.
-DEFAULT_FAMILIES = frozenset({
-    TTFT, QUEUE, PREFILL, DECODE, INFERENCE, E2E, ITL, REQ_PROMPT_TOKENS, REQ_GENERATION_TOKENS,
-    PROMPT_TOKENS, GENERATION_TOKENS, PREFIX_QUERIES, PREFIX_HITS, REQUEST_SUCCESS, SPEC_DRAFTS,
-    SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POS, RUNNING, WAITING, KV_USAGE, "vllm:prompt_tokens_cached",
-    "vllm:num_preemptions", "vllm:request_time_per_output_token_seconds",
-})
+DEFAULT_FAMILIES = frozenset(
+    {
+        TTFT,
+        QUEUE,
+        PREFILL,
+        DECODE,
+        INFERENCE,
+        E2E,
+        ITL,
+        REQ_PROMPT_TOKENS,
+        REQ_GENERATION_TOKENS,
+        PROMPT_TOKENS,
+        GENERATION_TOKENS,
+        PREFIX_QUERIES,
+        PREFIX_HITS,
+        REQUEST_SUCCESS,
+        SPEC_DRAFTS,
+        SPEC_DRAFT_TOKENS,
+        SPEC_ACCEPTED,
+        SPEC_ACCEPTED_PER_POS,
+        RUNNING,
+        WAITING,
+        KV_USAGE,
+        "vllm:prompt_tokens_cached",
+        "vllm:num_preemptions",
+        "vllm:request_time_per_output_token_seconds",
+    }
+)
 _SAMPLE_SUFFIXES = ("_sum", "_count", "_total")
 
 # Histograms whose _count must rise by exactly one for a delta to belong to one request.
 _PER_REQUEST_HISTOGRAMS = (TTFT, QUEUE, PREFILL, DECODE, INFERENCE, E2E)
 # Counters and histogram counts that only go up while the server lives: any decrease means a restart.
-_MONOTONIC = (PROMPT_TOKENS, GENERATION_TOKENS, PREFIX_QUERIES, PREFIX_HITS, SPEC_DRAFTS, SPEC_DRAFT_TOKENS,
-              SPEC_ACCEPTED)
+_MONOTONIC = (
+    PROMPT_TOKENS,
+    GENERATION_TOKENS,
+    PREFIX_QUERIES,
+    PREFIX_HITS,
+    SPEC_DRAFTS,
+    SPEC_DRAFT_TOKENS,
+    SPEC_ACCEPTED,
+)
 
 
 def _strip_total(name: str) -> str:
@@ -139,12 +170,18 @@ def _select_lines(text: str, families: Collection[str] | None) -> str:
     return "\n".join(keep) + "\n"
 
 
-def parse_metrics(text: str, model_name: str | None = None, *, engine: str | None = None,
-                  families: Collection[str] | None = DEFAULT_FAMILIES,
-                  taken_at: float | None = None, wall_time: float | None = None) -> MetricsSample:
+def parse_metrics(
+    text: str,
+    model_name: str | None = None,
+    *,
+    engine: str | None = None,
+    families: Collection[str] | None = DEFAULT_FAMILIES,
+    taken_at: float | None = None,
+    wall_time: float | None = None,
+) -> MetricsSample:
     """Parse exposition text. With `model_name` (or `engine`, vLLM's engine index label), series labelled with
     another model (engine) are left out; series without the label, such as process metrics, are kept. `families` (names as in `hist`/`counter`/
-    `gauge`) limits what is parsed, for speed; None parses everything. Raises ValueError on malformed text."""
+    `gauge`) limits what is parsed, for speed; None parses everything. Raises ValueError on malformed text."""  # noqa: E501
     taken_at = time.monotonic() if taken_at is None else taken_at
     wall_time = time.time() if wall_time is None else wall_time
     hists: dict[str, list[float]] = {}
@@ -193,8 +230,7 @@ def parse_metrics(text: str, model_name: str | None = None, *, engine: str | Non
         _hists=MappingProxyType({k: (v[0], v[1]) for k, v in hists.items()}),
         _counters=MappingProxyType(counters),
         _gauges=MappingProxyType(gauges),
-        _positions=MappingProxyType({k: tuple(v.get(i, 0.0) for i in range(max(v) + 1))
-                                     for k, v in positions.items()}),
+        _positions=MappingProxyType({k: tuple(v.get(i, 0.0) for i in range(max(v) + 1)) for k, v in positions.items()}),
     )
 
 
@@ -208,8 +244,7 @@ def _headers(api_key: str | None) -> dict[str, str]:
 
 def _from_response(resp: httpx.Response, model_name: str | None, t0: float, wall: float) -> MetricsSample:
     if resp.status_code != 200:
-        return unreachable(f"HTTP {resp.status_code} from /metrics", state="error",
-                           scrape_s=time.monotonic() - t0)
+        return unreachable(f"HTTP {resp.status_code} from /metrics", state="error", scrape_s=time.monotonic() - t0)
     try:
         sample = parse_metrics(resp.text, model_name, taken_at=t0, wall_time=wall)
     except ValueError as exc:
@@ -222,26 +257,30 @@ def _with_scrape_s(sample: MetricsSample, scrape_s: float) -> MetricsSample:
     return sample
 
 
-def fetch_metrics(client: httpx.Client, base_url: str, api_key: str | None = None,
-                  model_name: str | None = None) -> MetricsSample:
+def fetch_metrics(
+    client: httpx.Client, base_url: str, api_key: str | None = None, model_name: str | None = None
+) -> MetricsSample:
     """GET {base_url}/metrics and parse it. Never raises for a down or broken server."""
     t0, wall = time.monotonic(), time.time()
     try:
         resp = client.get(base_url.rstrip("/") + "/metrics", headers=_headers(api_key))
     except httpx.HTTPError as exc:
-        return unreachable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
-                           scrape_s=time.monotonic() - t0)
+        return unreachable(
+            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, scrape_s=time.monotonic() - t0
+        )
     return _from_response(resp, model_name, t0, wall)
 
 
-async def afetch_metrics(client: httpx.AsyncClient, base_url: str, api_key: str | None = None,
-                         model_name: str | None = None) -> MetricsSample:
+async def afetch_metrics(
+    client: httpx.AsyncClient, base_url: str, api_key: str | None = None, model_name: str | None = None
+) -> MetricsSample:
     t0, wall = time.monotonic(), time.time()
     try:
         resp = await client.get(base_url.rstrip("/") + "/metrics", headers=_headers(api_key))
     except httpx.HTTPError as exc:
-        return unreachable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
-                           scrape_s=time.monotonic() - t0)
+        return unreachable(
+            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, scrape_s=time.monotonic() - t0
+        )
     return _from_response(resp, model_name, t0, wall)
 
 
@@ -249,9 +288,16 @@ def _settled(before: MetricsSample, sample: MetricsSample, expected: int) -> boo
     return sample.ok and sample.hist(E2E)[1] - before.hist(E2E)[1] >= expected
 
 
-def fetch_settled(client: httpx.Client, base_url: str, before: MetricsSample, expected: int = 1,
-                  api_key: str | None = None, model_name: str | None = None,
-                  timeout_s: float = 2.0, poll_s: float = 0.02) -> MetricsSample:
+def fetch_settled(
+    client: httpx.Client,
+    base_url: str,
+    before: MetricsSample,
+    expected: int = 1,
+    api_key: str | None = None,
+    model_name: str | None = None,
+    timeout_s: float = 2.0,
+    poll_s: float = 0.02,
+) -> MetricsSample:
     """Scrape after a request finished. vLLM records a request's histograms in the engine step after it
     hands the last token to the API server, so a scrape right after the response can miss them: poll until
     the e2e count rose by `expected` (or the timeout passes; the caller's delta then says why)."""
@@ -263,9 +309,16 @@ def fetch_settled(client: httpx.Client, base_url: str, before: MetricsSample, ex
         time.sleep(poll_s)
 
 
-async def afetch_settled(client: httpx.AsyncClient, base_url: str, before: MetricsSample, expected: int = 1,
-                         api_key: str | None = None, model_name: str | None = None,
-                         timeout_s: float = 2.0, poll_s: float = 0.02) -> MetricsSample:
+async def afetch_settled(
+    client: httpx.AsyncClient,
+    base_url: str,
+    before: MetricsSample,
+    expected: int = 1,
+    api_key: str | None = None,
+    model_name: str | None = None,
+    timeout_s: float = 2.0,
+    poll_s: float = 0.02,
+) -> MetricsSample:
     import asyncio
 
     deadline = time.monotonic() + timeout_s
@@ -334,8 +387,7 @@ def request_delta(before: MetricsSample, after: MetricsSample) -> RequestDelta:
     reason = _reset_reason(before, after)
     if reason is not None:
         return RequestDelta(False, reason)
-    counts = {name: after.hist(name)[1] - before.hist(name)[1]
-              for name in _PER_REQUEST_HISTOGRAMS if after.has(name)}
+    counts = {name: after.hist(name)[1] - before.hist(name)[1] for name in _PER_REQUEST_HISTOGRAMS if after.has(name)}
     if E2E not in counts:
         return RequestDelta(False, f"no {E2E} in /metrics")
     off = {name: c for name, c in counts.items() if c != 1}
@@ -381,15 +433,19 @@ def request_delta(before: MetricsSample, after: MetricsSample) -> RequestDelta:
 
 
 # Where a per-request value came from (a replay record's server["sources"]).
-SOURCE_DELTA = "metrics-delta"        # /metrics deltas around the request (request_delta)
-SOURCE_RESPONSE = "response"          # the response's own `metrics` (--enable-per-request-metrics)
-SOURCE_DERIVED = "response-derived"   # computed from response values (decode steps: see response_values)
-SOURCE_CLIENT = "client+response"     # the client's TTFT with the response's queue and prefill
+SOURCE_DELTA = "metrics-delta"  # /metrics deltas around the request (request_delta)
+SOURCE_RESPONSE = "response"  # the response's own `metrics` (--enable-per-request-metrics)
+SOURCE_DERIVED = "response-derived"  # computed from response values (decode steps: see response_values)
+SOURCE_CLIENT = "client+response"  # the client's TTFT with the response's queue and prefill
 
 
-def response_values(metrics: Mapping[str, Any] | None, completion_tokens: int | None,
-                    prompt_tokens: int | None, client_ttft_s: float | None,
-                    reason: str = "") -> tuple[RequestDelta, dict[str, str]] | None:
+def response_values(
+    metrics: Mapping[str, Any] | None,
+    completion_tokens: int | None,
+    prompt_tokens: int | None,
+    client_ttft_s: float | None,
+    reason: str = "",
+) -> tuple[RequestDelta, dict[str, str]] | None:
     """A request's server values from the `metrics` object vLLM 0.32 puts in its response (the usage chunk
     when streamed) with --enable-per-request-metrics [--per-request-spec-decode-metrics summary]
     (vllm/entrypoints/generate/base/serving.py build_per_request_timing_metrics), and the source of each.
@@ -412,17 +468,26 @@ def response_values(metrics: Mapping[str, Any] | None, completion_tokens: int | 
     drafts = spec.get("num_spec_steps")
     accepted = spec.get("num_accepted_draft_tokens")
     hist = spec.get("acceptance_histogram") or []
-    per_pos = [float(sum(hist[i + 1:])) for i in range(len(hist) - 1)] if hist else None
+    per_pos = [float(sum(hist[i + 1 :])) for i in range(len(hist) - 1)] if hist else None
     steps = None
     if completion_tokens is not None and (accepted is not None or not spec):
         steps = float(max(completion_tokens - 1 - (accepted or 0), 0))
-    sources = {"queue_s": SOURCE_RESPONSE, "prefill_s": SOURCE_RESPONSE, "decode_s": SOURCE_RESPONSE,
-               "inference_s": SOURCE_DERIVED, "generation_tokens": SOURCE_RESPONSE,
-               "prompt_tokens": SOURCE_RESPONSE}
+    sources = {
+        "queue_s": SOURCE_RESPONSE,
+        "prefill_s": SOURCE_RESPONSE,
+        "decode_s": SOURCE_RESPONSE,
+        "inference_s": SOURCE_DERIVED,
+        "generation_tokens": SOURCE_RESPONSE,
+        "prompt_tokens": SOURCE_RESPONSE,
+    }
     if spec:
-        sources.update(verify_steps=SOURCE_RESPONSE, draft_tokens=SOURCE_RESPONSE,
-                       accepted_tokens=SOURCE_RESPONSE, acceptance_length=SOURCE_DERIVED,
-                       acceptance_per_position=SOURCE_DERIVED)
+        sources.update(
+            verify_steps=SOURCE_RESPONSE,
+            draft_tokens=SOURCE_RESPONSE,
+            accepted_tokens=SOURCE_RESPONSE,
+            acceptance_length=SOURCE_DERIVED,
+            acceptance_per_position=SOURCE_DERIVED,
+        )
     if steps is not None:
         sources.update(decode_steps=SOURCE_DERIVED, verify_step_s=SOURCE_DERIVED)
     if client_ttft_s is not None:
@@ -452,8 +517,11 @@ def response_values(metrics: Mapping[str, Any] | None, completion_tokens: int | 
 def delta_sources(delta: RequestDelta) -> dict[str, str]:
     """Every value an attributed delta has came from /metrics."""
     skip = ("attributed", "reason")
-    return {k: SOURCE_DELTA for k, v in delta.__dict__.items() if k not in skip and v is not None} \
-        if delta.attributed else {}
+    return (
+        {k: SOURCE_DELTA for k, v in delta.__dict__.items() if k not in skip and v is not None}
+        if delta.attributed
+        else {}
+    )
 
 
 @dataclass(frozen=True)
@@ -501,8 +569,11 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
     accepted = _counter_delta(before, after, SPEC_ACCEPTED)
     prompt = _counter_delta(before, after, PROMPT_TOKENS)
     gen = _counter_delta(before, after, GENERATION_TOKENS)
-    itl = (after.hist(ITL)[0] - before.hist(ITL)[0], after.hist(ITL)[1] - before.hist(ITL)[1]) \
-        if after.has(ITL) else (None, None)
+    itl = (
+        (after.hist(ITL)[0] - before.hist(ITL)[0], after.hist(ITL)[1] - before.hist(ITL)[1])
+        if after.has(ITL)
+        else (None, None)
+    )
     return WindowRates(
         True,
         "ok",
@@ -511,16 +582,18 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
         requests_finished=after.hist(E2E)[1] - before.hist(E2E)[1] if after.has(E2E) else None,
         prompt_tokens_per_s=measures.ratio(prompt, window),
         generation_tokens_per_s=measures.ratio(gen, window),
-        prefix_cache_hit_rate=measures.ratio(_counter_delta(before, after, PREFIX_HITS),
-                                              _counter_delta(before, after, PREFIX_QUERIES)),
+        prefix_cache_hit_rate=measures.ratio(
+            _counter_delta(before, after, PREFIX_HITS), _counter_delta(before, after, PREFIX_QUERIES)
+        ),
         mean_ttft_s=ttft,
         mean_queue_s=queue,
         mean_prefill_s=prefill,
         mean_front_end_s=measures.front_end_s(ttft, queue, prefill),
         window_verify_step_s=measures.window_verify_step_s(*itl),
         mean_acceptance_length=measures.acceptance_length(accepted, drafts),
-        draft_acceptance_rate=measures.draft_acceptance_rate(accepted, _counter_delta(before, after,
-                                                                                       SPEC_DRAFT_TOKENS)),
+        draft_acceptance_rate=measures.draft_acceptance_rate(
+            accepted, _counter_delta(before, after, SPEC_DRAFT_TOKENS)
+        ),
         acceptance_per_position=measures.per_position_acceptance(_per_position_delta(before, after), drafts),
     )
 
@@ -553,7 +626,6 @@ def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
         "mean_front_end_s": measures.front_end_s(ttft, queue, prefill),
         "window_verify_step_s": measures.window_verify_step_s(*sample.hist(ITL)) if sample.has(ITL) else None,
         "mean_acceptance_length": measures.acceptance_length(accepted, drafts),
-        "acceptance_per_position": measures.per_position_acceptance(sample.per_position(SPEC_ACCEPTED_PER_POS),
-                                                                    drafts),
+        "acceptance_per_position": measures.per_position_acceptance(sample.per_position(SPEC_ACCEPTED_PER_POS), drafts),
         "spec_decode": sample.has(SPEC_DRAFTS),
     }

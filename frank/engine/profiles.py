@@ -12,6 +12,7 @@ speculative decoding, extra arguments, environment, and knobs. A knob is applied
 Built-in profiles ship in frank/engine/profiles/; users add their own in the config dir's profiles/.
 Every validation error names the file and the field.
 """
+
 from __future__ import annotations
 
 import json
@@ -137,11 +138,21 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
             flag_overrides[knob.target] = str(value)
     env["FRANK_CONTROL_TOKEN"] = control_token
 
-    argv = [str(profile.python_path()), "-m", API_SERVER_MODULE,
-            "--model", profile.model_path(),
-            "--served-model-name", profile.served_model_name,
-            "--host", profile.host, "--port", str(port),
-            "--tensor-parallel-size", str(profile.tensor_parallel_size)]
+    argv = [
+        str(profile.python_path()),
+        "-m",
+        API_SERVER_MODULE,
+        "--model",
+        profile.model_path(),
+        "--served-model-name",
+        profile.served_model_name,
+        "--host",
+        profile.host,
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        str(profile.tensor_parallel_size),
+    ]
     if profile.quantization:
         argv += ["--quantization", profile.quantization]
     if profile.dtype:
@@ -213,7 +224,7 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
             raise ProfileError(f"{where}: {key}: expected {_type_name(kind)}, got {data[key]!r}")
     port = data.get("port", "auto")
     if isinstance(port, str) and port != "auto":
-        raise ProfileError(f"{where}: port: expected an integer or \"auto\", got {port!r}")
+        raise ProfileError(f'{where}: port: expected an integer or "auto", got {port!r}')
     if isinstance(port, int) and not 0 < port < 65536:
         raise ProfileError(f"{where}: port: {port} is out of range 1-65535")
     if data.get("tensor_parallel_size", 1) < 1:
@@ -228,14 +239,22 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
             raise ProfileError(f"{where}: env.{key}: expected a string or number, got {value!r}")
     knobs = {name: _parse_knob(name, raw, where) for name, raw in data.get("knobs", {}).items()}
     return Profile(
-        name=data["name"], source=source, description=data.get("description", ""),
-        python=data["python"], model=data["model"], served_model_name=data["served_model_name"],
-        host=data.get("host", "127.0.0.1"), port=port,
+        name=data["name"],
+        source=source,
+        description=data.get("description", ""),
+        python=data["python"],
+        model=data["model"],
+        served_model_name=data["served_model_name"],
+        host=data.get("host", "127.0.0.1"),
+        port=port,
         tensor_parallel_size=data.get("tensor_parallel_size", 1),
-        quantization=data.get("quantization", ""), dtype=data.get("dtype", ""),
+        quantization=data.get("quantization", ""),
+        dtype=data.get("dtype", ""),
         max_model_len=data.get("max_model_len"),
         speculative_config=data.get("speculative_config"),
-        extra_args=tuple(extra_args), env={k: str(v) for k, v in env.items()}, knobs=knobs,
+        extra_args=tuple(extra_args),
+        env={k: str(v) for k, v in env.items()},
+        knobs=knobs,
         api_key=data.get("api_key", ""),
         startup_timeout_s=float(data.get("startup_timeout_s", 600.0)),
         stop_grace_s=float(data.get("stop_grace_s", 10.0)),
@@ -261,10 +280,21 @@ def _parse_knob(name: str, raw: Any, where: str) -> Knob:
         raise ProfileError(f"{prefix}.apply: {raw['apply']!r} is not one of: {', '.join(APPLY_KINDS)}")
     if raw["default"] not in raw["values"]:
         raise ProfileError(f"{prefix}.default: {raw['default']!r} is not one of the values {raw['values']}")
-    if raw["apply"] == "arg" and not (raw["target"].startswith("--") or raw["target"].startswith("speculative_config.")):
-        raise ProfileError(f"{prefix}.target: an arg knob targets \"--flag\" or \"speculative_config.KEY\", got {raw['target']!r}")
-    return Knob(name=name, values=tuple(raw["values"]), default=raw["default"], apply=raw["apply"],
-                target=raw["target"], env=raw.get("env", ""), description=raw.get("description", ""))
+    if raw["apply"] == "arg" and not (
+        raw["target"].startswith("--") or raw["target"].startswith("speculative_config.")
+    ):
+        raise ProfileError(
+            f'{prefix}.target: an arg knob targets "--flag" or "speculative_config.KEY", got {raw["target"]!r}'
+        )
+    return Knob(
+        name=name,
+        values=tuple(raw["values"]),
+        default=raw["default"],
+        apply=raw["apply"],
+        target=raw["target"],
+        env=raw.get("env", ""),
+        description=raw.get("description", ""),
+    )
 
 
 def load_profile_file(path: Path) -> Profile:
@@ -292,8 +322,10 @@ def profile_files() -> dict[str, Path]:
 def load_profile(name: str) -> Profile:
     files = profile_files()
     if name not in files:
-        raise ProfileError(f"no profile named {name!r} (profiles: {', '.join(sorted(files))}; "
-                           f"add your own in {paths.user_profiles_dir()})")
+        raise ProfileError(
+            f"no profile named {name!r} (profiles: {', '.join(sorted(files))}; "
+            f"add your own in {paths.user_profiles_dir()})"
+        )
     return load_profile_file(files[name])
 
 

@@ -17,6 +17,7 @@ message is seen at most that late (under 0.1 ms plus 1% of the gap while busy), 
 most 200 times a second per reader, and no notification is ever relied on. Unset, vLLM's wait is used
 as it is (the frankenstein profile, whose worker has cores of its own).
 """
+
 from __future__ import annotations
 
 import logging

@@ -9,6 +9,7 @@
 - knob-changes.jsonl  every knob flip: when, old, new, and whether live or by restart
 - logs/engine.log     the server's output (rotated at each start, 5 kept)
 """
+
 from __future__ import annotations
 
 import json

@@ -8,6 +8,7 @@ ends writes its exit code or signal to the exit file. Then it SIGKILLs what is l
 
 Standard library only: it must start in a few milliseconds under any python.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,15 +45,23 @@ def main(spec_path: str) -> int:
     log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(spec['argv'])}\n".encode())
     server = subprocess.Popen(
-        spec["argv"], env=env, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True,
+        spec["argv"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=log_fd,
+        close_fds=True,
         preexec_fn=_default_signals,  # ignored signals survive exec: the server must die on SIGTERM
     )
-    _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": server.pid,
-                                   "started_at": time.time()})
+    _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": server.pid, "started_at": time.time()})
     code = server.wait()
     ended = time.time()
-    outcome = {"returncode": code, "signal": signal.Signals(-code).name if code < 0 else None,
-               "ended_at": ended, "stop_requested": os.path.exists(spec["stop_marker"])}
+    outcome = {
+        "returncode": code,
+        "signal": signal.Signals(-code).name if code < 0 else None,
+        "ended_at": ended,
+        "stop_requested": os.path.exists(spec["stop_marker"]),
+    }
     os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} server exited: {outcome}\n".encode())
     os.close(log_fd)
     _write_json(spec["exit_path"], outcome)

@@ -10,6 +10,7 @@ A reference solution (a program run in the workspace, or a folder copied over it
 the grader: `check_references` grades every task's reference (pass expected) and its untouched workspace
 (fail expected).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ OUTCOMES = ("pass", "fail", "error")
 
 @dataclass(frozen=True)
 class Verdict:
-    outcome: str      # pass | fail | error
+    outcome: str  # pass | fail | error
     detail: str
     seconds: float
 
@@ -46,8 +47,15 @@ def run_grader(task: TaskSpec, workspace: Path, expected: Path | None) -> Verdic
     argv = [sys.executable, str(task.grader)] + ([str(expected)] if expected is not None else [])
     started = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=workspace, capture_output=True, text=True, timeout=task.grader_timeout_s,
-                              env=_python_env(), stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv,
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=task.grader_timeout_s,
+            env=_python_env(),
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return Verdict("error", f"grader ran past {task.grader_timeout_s} s", time.perf_counter() - started)
     except OSError as exc:
@@ -72,8 +80,15 @@ def apply_reference(task: TaskSpec, workspace: Path) -> str | None:
     if ref.is_dir():
         shutil.copytree(ref, workspace, dirs_exist_ok=True)
         return None
-    proc = subprocess.run([sys.executable, str(ref)], cwd=workspace, capture_output=True, text=True,
-                          timeout=task.grader_timeout_s, env=_python_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, str(ref)],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=task.grader_timeout_s,
+        env=_python_env(),
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode != 0:
         return f"reference exited {proc.returncode}: {(proc.stderr.strip().splitlines() or ['?'])[-1][:300]}"
     return None
@@ -82,9 +97,9 @@ def apply_reference(task: TaskSpec, workspace: Path) -> str | None:
 @dataclass(frozen=True)
 class ReferenceCheck:
     task: str
-    reference: str         # the grader's outcome on the reference solution (pass expected)
+    reference: str  # the grader's outcome on the reference solution (pass expected)
     reference_detail: str
-    untouched: str         # the grader's outcome on the untouched workspace (fail expected)
+    untouched: str  # the grader's outcome on the untouched workspace (fail expected)
     untouched_detail: str
     workspace_bytes: int
 
@@ -113,6 +128,7 @@ def check_references(suite: Suite, scratch: Path | None = None) -> list[Referenc
             expected = materialize(task, suite.seed, suite.scale, ref_ws)
             problem = apply_reference(task, ref_ws)
             reference = Verdict("error", problem, 0.0) if problem else run_grader(task, ref_ws, expected)
-            out.append(ReferenceCheck(task.id, reference.outcome, reference.detail, untouched.outcome,
-                                      untouched.detail, size))
+            out.append(
+                ReferenceCheck(task.id, reference.outcome, reference.detail, untouched.outcome, untouched.detail, size)
+            )
     return out

@@ -7,6 +7,7 @@ and reads the result back. The subprocess runs offline: its proxies point at a c
 switches are off, so anything inspect or a tool tried to download would fail in the log instead of
 silently reaching the internet.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ from typing import Any
 from frank.errors import FrankError
 from frank.paths import REPO_ROOT
 
-SYSTEM_PROMPT = ("You are an expert software engineer working in a shell. The task's files are in the current "
-                 "directory. Use the tools to inspect and change them; when the task is done, call submit().")
+SYSTEM_PROMPT = (
+    "You are an expert software engineer working in a shell. The task's files are in the current "
+    "directory. Use the tools to inspect and change them; when the task is done, call submit()."
+)
 DEAD_PROXY = "http://127.0.0.1:9"  # discard port: nothing listens, so any non-loopback request fails at once
 
 
@@ -34,15 +37,26 @@ def agent_python() -> Path:
 
 def offline_env(log_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env.update({
-        "PYTHONPATH": str(REPO_ROOT),
-        "HTTP_PROXY": DEAD_PROXY, "HTTPS_PROXY": DEAD_PROXY, "ALL_PROXY": DEAD_PROXY,
-        "http_proxy": DEAD_PROXY, "https_proxy": DEAD_PROXY, "all_proxy": DEAD_PROXY,
-        "NO_PROXY": "127.0.0.1,localhost,::1", "no_proxy": "127.0.0.1,localhost,::1",
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DO_NOT_TRACK": "1",
-        "INSPECT_LOG_DIR": str(log_dir), "INSPECT_DISPLAY": "none", "INSPECT_TELEMETRY": "",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    })
+    env.update(
+        {
+            "PYTHONPATH": str(REPO_ROOT),
+            "HTTP_PROXY": DEAD_PROXY,
+            "HTTPS_PROXY": DEAD_PROXY,
+            "ALL_PROXY": DEAD_PROXY,
+            "http_proxy": DEAD_PROXY,
+            "https_proxy": DEAD_PROXY,
+            "all_proxy": DEAD_PROXY,
+            "NO_PROXY": "127.0.0.1,localhost,::1",
+            "no_proxy": "127.0.0.1,localhost,::1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "DO_NOT_TRACK": "1",
+            "INSPECT_LOG_DIR": str(log_dir),
+            "INSPECT_DISPLAY": "none",
+            "INSPECT_TELEMETRY": "",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     return env
 
 
@@ -51,22 +65,44 @@ class EpisodeSettings:
     """What one request of the episode asks for: the seed's settings by default."""
 
     temperature: float = 1.0
-    thinking: bool = True           # chat_template_kwargs.thinking: templates without it ignore it
+    thinking: bool = True  # chat_template_kwargs.thinking: templates without it ignore it
     tool_timeout_s: int = 60
     request_timeout_s: int = 600
 
 
-def harness_spec(task, workspace: Path, folder: Path, base_url: str, model: str, cache_salt: str,
-                 settings: EpisodeSettings, api_key: str = "frank") -> dict[str, Any]:
+def harness_spec(
+    task,
+    workspace: Path,
+    folder: Path,
+    base_url: str,
+    model: str,
+    cache_salt: str,
+    settings: EpisodeSettings,
+    api_key: str = "frank",
+) -> dict[str, Any]:
     extra: dict[str, Any] = {"cache_salt": cache_salt}
     if settings.thinking:
         extra["chat_template_kwargs"] = {"thinking": True}
-    return {"task": task.id, "instruction": task.instruction, "workspace": str(workspace), "tools": list(task.tools),
-            "system_prompt": SYSTEM_PROMPT, "max_turns": task.max_turns, "max_tokens": task.max_tokens_per_turn,
-            "wall_time_s": task.wall_time_s, "tool_timeout_s": settings.tool_timeout_s,
-            "temperature": settings.temperature, "max_retries": 0, "request_timeout_s": settings.request_timeout_s,
-            "extra_body": extra, "model": model, "base_url": base_url.rstrip("/") + "/v1", "api_key": api_key,
-            "log_dir": str(folder / "inspect"), "result": str(folder / "result.json")}
+    return {
+        "task": task.id,
+        "instruction": task.instruction,
+        "workspace": str(workspace),
+        "tools": list(task.tools),
+        "system_prompt": SYSTEM_PROMPT,
+        "max_turns": task.max_turns,
+        "max_tokens": task.max_tokens_per_turn,
+        "wall_time_s": task.wall_time_s,
+        "tool_timeout_s": settings.tool_timeout_s,
+        "temperature": settings.temperature,
+        "max_retries": 0,
+        "request_timeout_s": settings.request_timeout_s,
+        "extra_body": extra,
+        "model": model,
+        "base_url": base_url.rstrip("/") + "/v1",
+        "api_key": api_key,
+        "log_dir": str(folder / "inspect"),
+        "result": str(folder / "result.json"),
+    }
 
 
 class HarnessWorker:
@@ -87,9 +123,14 @@ class HarnessWorker:
         if not python.exists():
             raise FrankError(f"agent venv missing: {python} (run `make agent-venv`)")
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([str(python), "-m", "frank.episodes.inspect_harness", "--worker"],
-                                         cwd=str(REPO_ROOT), env=offline_env(log_dir), stdout=log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+            self.proc = subprocess.Popen(
+                [str(python), "-m", "frank.episodes.inspect_harness", "--worker"],
+                cwd=str(REPO_ROOT),
+                env=offline_env(log_dir),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE,
+            )
         return self.proc
 
     def run(self, spec: dict[str, Any], folder: Path, stop_check=None) -> dict[str, Any]:

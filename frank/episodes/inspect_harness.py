@@ -15,6 +15,7 @@ The result (the path in the spec's `result`) is one JSON object: the sample's cl
 log (total and working), token use, the number of model requests, turns, tool calls, the last tool call,
 and the error if the sample or the eval failed. Imports: the standard library and inspect-ai only.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import Task, eval as inspect_eval
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import AgentPrompt, react
 from inspect_ai.dataset import Sample
 from inspect_ai.model import GenerateConfig
@@ -66,12 +68,18 @@ TOOLS = {"bash": bash, "python": python, "text_editor": text_editor}
 
 
 def build_task(spec: dict[str, Any]) -> Task:
-    tools = [TOOLS[name](timeout=spec["tool_timeout_s"]) if name != "text_editor" else TOOLS[name]()
-             for name in spec["tools"]]
+    tools = [
+        TOOLS[name](timeout=spec["tool_timeout_s"]) if name != "text_editor" else TOOLS[name]()
+        for name in spec["tools"]
+    ]
     agent = react(prompt=AgentPrompt(instructions=spec["system_prompt"]), tools=tools)
     sample = Sample(id=spec["task"], input=spec["instruction"], target="graded by frank")
-    return Task(name=spec["task"], dataset=[sample], solver=agent,
-                sandbox=SandboxEnvironmentSpec("frank-workspace", spec["workspace"]))
+    return Task(
+        name=spec["task"],
+        dataset=[sample],
+        solver=agent,
+        sandbox=SandboxEnvironmentSpec("frank-workspace", spec["workspace"]),
+    )
 
 
 def summarize(log: Any) -> dict[str, Any]:
@@ -108,13 +116,23 @@ def summarize(log: Any) -> dict[str, Any]:
             for call in msg.tool_calls or []:
                 tool_calls += 1
                 last_tool = {"function": call.function, "arguments": json.dumps(call.arguments)[:200]}
-    out.update({
-        "client_s": sample.total_time, "working_s": sample.working_time, "model_s": round(model_s, 6),
-        "tool_s": round(tool_s, 6), "call_s": call_s, "requests": requests, "model_errors": model_errors,
-        "prompt_tokens": usage_in, "completion_tokens": usage_out, "turns": turns, "tool_calls": tool_calls,
-        "last_tool": last_tool,
-        "limit": sample.limit.type if sample.limit is not None else None,
-    })
+    out.update(
+        {
+            "client_s": sample.total_time,
+            "working_s": sample.working_time,
+            "model_s": round(model_s, 6),
+            "tool_s": round(tool_s, 6),
+            "call_s": call_s,
+            "requests": requests,
+            "model_errors": model_errors,
+            "prompt_tokens": usage_in,
+            "completion_tokens": usage_out,
+            "turns": turns,
+            "tool_calls": tool_calls,
+            "last_tool": last_tool,
+            "limit": sample.limit.type if sample.limit is not None else None,
+        }
+    )
     if sample.error is not None:
         out["error"] = f"sample: {sample.error.message}"
     return out
@@ -122,18 +140,34 @@ def summarize(log: Any) -> dict[str, Any]:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     # the engine's model through the recorder; nothing else may be reached (see harness.offline_env)
-    config = GenerateConfig(temperature=spec["temperature"], max_tokens=spec["max_tokens"],
-                            max_retries=spec["max_retries"], timeout=spec["request_timeout_s"],
-                            extra_body=spec["extra_body"], max_connections=1)
+    config = GenerateConfig(
+        temperature=spec["temperature"],
+        max_tokens=spec["max_tokens"],
+        max_retries=spec["max_retries"],
+        timeout=spec["request_timeout_s"],
+        extra_body=spec["extra_body"],
+        max_connections=1,
+    )
     started = time.perf_counter()
     logs = inspect_eval(
-        build_task(spec), model=f"openai-api/frank/{spec['model']}", model_base_url=spec["base_url"],
-        model_args={"api_key": spec["api_key"]}, log_dir=spec["log_dir"], log_format="json",
-        display="none", turn_limit=spec["max_turns"], time_limit=spec["wall_time_s"],
-        fail_on_error=False, score=False, max_samples=1, max_sandboxes=1,
+        build_task(spec),
+        model=f"openai-api/frank/{spec['model']}",
+        model_base_url=spec["base_url"],
+        model_args={"api_key": spec["api_key"]},
+        log_dir=spec["log_dir"],
+        log_format="json",
+        display="none",
+        turn_limit=spec["max_turns"],
+        time_limit=spec["wall_time_s"],
+        fail_on_error=False,
+        score=False,
+        max_samples=1,
+        max_sandboxes=1,
         # frank follows episodes through the recorder: inspect's live sample database (written on every
         # event, for `inspect view`) would only add to the client time of each turn
-        log_realtime=False, **config.model_dump(exclude_none=True))
+        log_realtime=False,
+        **config.model_dump(exclude_none=True),
+    )
     out = summarize(logs[0])
     out["harness_wall_s"] = round(time.perf_counter() - started, 6)
     out["log"] = logs[0].location

@@ -5,21 +5,22 @@ The job layer (frank.jobs) holds the run's lock (job.lock), ignores SIGHUP and t
 into a clean stop: the episode in flight is cut off, recorded as `error` (stopped) and the run can be
 resumed. Progress comes from results.jsonl (one fsynced line per finished episode) and events.jsonl.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from frank import jobs
-from frank.episodes.runner import (EVENTS, RESULTS, RunOutcome, episodes_root, read_jsonl, read_run,
-                                     run_episodes)
+from frank.episodes.runner import EVENTS, RESULTS, RunOutcome, episodes_root, read_jsonl, read_run, run_episodes
 
 # how a session ended (the last run_finished/run_stopped event) -> the job's end
 ENDED = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed"}
-URL_ENV = "FRANK_EPISODES_URL"   # a detached run's --url
+URL_ENV = "FRANK_EPISODES_URL"  # a detached run's --url
 
 
 def progress(run_dir: Path) -> jobs.Progress:
@@ -36,12 +37,18 @@ def progress(run_dir: Path) -> jobs.Progress:
         ended = None
     else:
         ended = ENDED.get(ends[-1].get("status"), "failed")
-    parts = {f"draw {d}": (sum(r["draw"] == d for r in results), len(meta["tasks"])) for d in range(1, meta["draws"] + 1)}
+    parts = {
+        f"draw {d}": (sum(r["draw"] == d for r in results), len(meta["tasks"])) for d in range(1, meta["draws"] + 1)
+    }
     passed = sum(r["outcome"] == "pass" for r in results)
-    return jobs.Progress(done=len(results), planned=planned, ended=ended, parts=parts,
-                         detail=f"{passed} passed, {sum(r['outcome'] == 'error' for r in results)} errors",
-                         extra={"suite": meta["suite_name"],
-                                "total_s": round(sum(r.get("client_s") or 0.0 for r in results), 3)})
+    return jobs.Progress(
+        done=len(results),
+        planned=planned,
+        ended=ended,
+        parts=parts,
+        detail=f"{passed} passed, {sum(r['outcome'] == 'error' for r in results)} errors",
+        extra={"suite": meta["suite_name"], "total_s": round(sum(r.get("client_s") or 0.0 for r in results), 3)},
+    )
 
 
 def _is_run(folder: Path) -> bool:
@@ -51,8 +58,14 @@ def _is_run(folder: Path) -> bool:
         return False
 
 
-KIND = jobs.JobKind(name="episodes", module="frank.episodes.job", root=episodes_root, progress=progress,
-                    is_run=_is_run, record_files=lambda d: [d / EVENTS])
+KIND = jobs.JobKind(
+    name="episodes",
+    module="frank.episodes.job",
+    root=episodes_root,
+    progress=progress,
+    is_run=_is_run,
+    record_files=lambda d: [d / EVENTS],
+)
 
 
 def launch(run_dir: Path, url: str | None = None) -> jobs.JobStatus:
@@ -60,8 +73,7 @@ def launch(run_dir: Path, url: str | None = None) -> jobs.JobStatus:
     return jobs.launch(KIND.name, run_dir, env={URL_ENV: url} if url else None)
 
 
-def run(run_dir: Path, url: str | None = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None) -> RunOutcome:
+def run(run_dir: Path, url: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> RunOutcome:
     """Run (or resume) the run in this process, holding its lock; SIGTERM/Ctrl-C stop it cleanly."""
     stop = threading.Event()
     with jobs.JobProcess(KIND.name, run_dir, on_cancel=stop.set):

@@ -19,6 +19,7 @@ again from a fresh workspace. An episode whose grader crashes is `error` and the
 that stops answering marks the episode `error` and stops the run (exit status 3), which a later `run`
 resumes after the engine is restarted.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,26 +29,36 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
-from frank.errors import FrankError
-from frank.paths import append_private_line, private_dir, runs_dir, write_private
 from frank.episodes.grade import run_grader
 from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from frank.episodes.suite import Suite, load_suite
 from frank.episodes.tasks import materialize
+from frank.errors import FrankError
 from frank.jobs import lock_holder
+from frank.paths import append_private_line, private_dir, runs_dir, write_private
 
 RESULTS = "results.jsonl"
 EVENTS = "events.jsonl"
 RUN_FILE = "run.json"
-LOCK = "job.lock"            # the job layer's lock (frank.jobs): held by whoever runs the episodes
-EPISODE_FIELDS = ("task", "draw", "outcome", "client_s", "requests", "prompt_tokens", "completion_tokens",
-                  "turns", "tool_calls")
+LOCK = "job.lock"  # the job layer's lock (frank.jobs): held by whoever runs the episodes
+EPISODE_FIELDS = (
+    "task",
+    "draw",
+    "outcome",
+    "client_s",
+    "requests",
+    "prompt_tokens",
+    "completion_tokens",
+    "turns",
+    "tool_calls",
+)
 
 
 def episodes_root() -> Path:
@@ -68,8 +79,9 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def create_run(suite_spec: str | Path, draws: int, settings: EpisodeSettings | None = None,
-               out: Path | None = None) -> Path:
+def create_run(
+    suite_spec: str | Path, draws: int, settings: EpisodeSettings | None = None, out: Path | None = None
+) -> Path:
     """Check the suite (nothing is created if it has an error) and write a new run folder."""
     if draws < 1:
         raise FrankError(f"--draws: expected 1 or more, got {draws}")
@@ -79,9 +91,18 @@ def create_run(suite_spec: str | Path, draws: int, settings: EpisodeSettings | N
     folder = private_dir(Path(out) if out else episodes_root() / run_id)
     if (folder / RUN_FILE).exists():
         raise FrankError(f"{folder} already holds a run: resume it with `frank episodes run --resume {folder}`")
-    meta = {"run_id": folder.name, "suite": str(suite.path), "suite_name": suite.name,
-            "suite_sha256": _sha256(suite.path), "seed": suite.seed, "scale": suite.scale, "draws": draws,
-            "tasks": [t.id for t in suite.tasks], "settings": asdict(settings), "created_at": time.time()}
+    meta = {
+        "run_id": folder.name,
+        "suite": str(suite.path),
+        "suite_name": suite.name,
+        "suite_sha256": _sha256(suite.path),
+        "seed": suite.seed,
+        "scale": suite.scale,
+        "draws": draws,
+        "tasks": [t.id for t in suite.tasks],
+        "settings": asdict(settings),
+        "created_at": time.time(),
+    }
     write_private(folder / RUN_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return folder
 
@@ -164,9 +185,9 @@ class RecorderThread:
 @dataclass
 class RunOutcome:
     folder: Path
-    status: str                  # finished | interrupted (engine) | stopped (operator) | failed (an error)
+    status: str  # finished | interrupted (engine) | stopped (operator) | failed (an error)
     reason: str = ""
-    ran: int = 0                 # episodes finished in this session
+    ran: int = 0  # episodes finished in this session
     episodes: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -174,24 +195,38 @@ def episode_key(draw: int, task: str) -> str:
     return f"d{draw}-{task}"
 
 
-def run_episodes(run: str | Path, url: str | None = None, *, stop: threading.Event | None = None,
-                 on_event: Callable[[dict[str, Any]], None] | None = None) -> RunOutcome:
+def run_episodes(
+    run: str | Path,
+    url: str | None = None,
+    *,
+    stop: threading.Event | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> RunOutcome:
     """Run (or resume) a run folder's episodes in order. The caller holds the run's lock (frank.episodes
     .job.run does, through the job layer)."""
     folder = run_path(run)
     meta = read_run(folder)
     suite = load_suite(meta["suite"])
     if _sha256(suite.path) != meta["suite_sha256"]:
-        raise FrankError(f"{suite.path} changed since the run was created (sha256 {meta['suite_sha256'][:12]}...): "
-                         "start a new run")
+        raise FrankError(
+            f"{suite.path} changed since the run was created (sha256 {meta['suite_sha256'][:12]}...): start a new run"
+        )
     settings = EpisodeSettings(**meta["settings"])
     base = engine_endpoint(url)
     model = served_model(base)
     return _run(folder, meta, suite, settings, base, model, stop or threading.Event(), on_event)
 
 
-def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSettings, base: str, model: str,
-         stop: threading.Event, on_event: Callable[[dict[str, Any]], None] | None) -> RunOutcome:
+def _run(
+    folder: Path,
+    meta: dict[str, Any],
+    suite: Suite,
+    settings: EpisodeSettings,
+    base: str,
+    model: str,
+    stop: threading.Event,
+    on_event: Callable[[dict[str, Any]], None] | None,
+) -> RunOutcome:
     def note(event: str, **fields: Any) -> None:
         record = {"event": event, "t": round(time.time(), 3), **fields}
         append_private_line(folder / EVENTS, json.dumps(record))
@@ -206,8 +241,14 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
 
     def on_record(record: dict[str, Any]) -> None:
         last = _last_tool_call(record["body"].get("messages", []))
-        note("turn", draw=current.get("draw"), task=current.get("task"), turn=record["turn"], last_tool=last,
-             recorded_id=record["id"])
+        note(
+            "turn",
+            draw=current.get("draw"),
+            task=current.get("task"),
+            turn=record["turn"],
+            last_tool=last,
+            recorded_id=record["id"],
+        )
 
     salt_draw = None
     recorder: RecorderThread | None = None
@@ -239,7 +280,9 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
             outcome.episodes.append(result)
             if result["outcome"] == "error" and result.get("error_kind") == "engine":
                 outcome.status = "interrupted"
-                outcome.reason = f"the engine stopped answering during {task.id} (draw {draw}): restart it and run again"
+                outcome.reason = (
+                    f"the engine stopped answering during {task.id} (draw {draw}): restart it and run again"
+                )
                 break
     except BaseException as exc:
         outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}"
@@ -248,8 +291,11 @@ def _run(folder: Path, meta: dict[str, Any], suite: Suite, settings: EpisodeSett
         worker.close()
         if recorder is not None:
             recorder.close()
-        note("run_" + ("finished" if outcome.status == "finished" else "stopped"), status=outcome.status,
-             reason=outcome.reason)
+        note(
+            "run_" + ("finished" if outcome.status == "finished" else "stopped"),
+            status=outcome.status,
+            reason=outcome.reason,
+        )
     return outcome
 
 
@@ -261,8 +307,19 @@ def _last_tool_call(messages: list[Any]) -> str | None:
     return None
 
 
-def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: RecorderThread, worker: HarnessWorker,
-                 model: str, salt: str, settings: EpisodeSettings, stop: threading.Event, note) -> dict[str, Any]:
+def _run_episode(
+    folder: Path,
+    suite: Suite,
+    task,
+    draw: int,
+    recorder: RecorderThread,
+    worker: HarnessWorker,
+    model: str,
+    salt: str,
+    settings: EpisodeSettings,
+    stop: threading.Event,
+    note,
+) -> dict[str, Any]:
     key = episode_key(draw, task.id)
     workspace = folder / "workspaces" / key
     episode_dir = folder / "episodes" / key
@@ -276,29 +333,48 @@ def _run_episode(folder: Path, suite: Suite, task, draw: int, recorder: Recorder
     spec = harness_spec(task, workspace, episode_dir, recorder.url, model, salt, settings)
     harness = worker.run(spec, episode_dir, stop_check=stop.is_set)
     record: dict[str, Any] = {
-        "task": task.id, "draw": draw, "cache_salt": salt, "started_at": round(started, 3),
-        "client_s": harness.get("client_s"), "working_s": harness.get("working_s"),
-        "model_s": harness.get("model_s"), "tool_s": harness.get("tool_s"), "call_s": harness.get("call_s"),
-        "requests": harness.get("requests", 0), "prompt_tokens": harness.get("prompt_tokens", 0),
-        "completion_tokens": harness.get("completion_tokens", 0), "turns": harness.get("turns", 0),
-        "tool_calls": harness.get("tool_calls", 0), "last_tool": harness.get("last_tool"),
-        "limit": harness.get("limit"), "harness_wall_s": harness.get("harness_wall_s"),
-        "harness_log": str(worker.log_path), "inspect_log": harness.get("log"),
+        "task": task.id,
+        "draw": draw,
+        "cache_salt": salt,
+        "started_at": round(started, 3),
+        "client_s": harness.get("client_s"),
+        "working_s": harness.get("working_s"),
+        "model_s": harness.get("model_s"),
+        "tool_s": harness.get("tool_s"),
+        "call_s": harness.get("call_s"),
+        "requests": harness.get("requests", 0),
+        "prompt_tokens": harness.get("prompt_tokens", 0),
+        "completion_tokens": harness.get("completion_tokens", 0),
+        "turns": harness.get("turns", 0),
+        "tool_calls": harness.get("tool_calls", 0),
+        "last_tool": harness.get("last_tool"),
+        "limit": harness.get("limit"),
+        "harness_wall_s": harness.get("harness_wall_s"),
+        "harness_log": str(worker.log_path),
+        "inspect_log": harness.get("log"),
         "workspace": str(workspace),
     }
     if harness.get("error"):
-        kind = "stopped" if "stopped by the operator" in harness["error"] else (
-            "engine" if not engine_healthy(recorder.recorder.upstream) else "harness")
+        kind = (
+            "stopped"
+            if "stopped by the operator" in harness["error"]
+            else ("engine" if not engine_healthy(recorder.recorder.upstream) else "harness")
+        )
         record.update(outcome="error", detail=harness["error"], error_kind=kind, grader_s=None)
     else:
         verdict = run_grader(task, workspace, expected)
-        record.update(outcome=verdict.outcome, detail=verdict.detail, grader_s=round(verdict.seconds, 3),
-                      error_kind="grader" if verdict.outcome == "error" else None)
+        record.update(
+            outcome=verdict.outcome,
+            detail=verdict.detail,
+            grader_s=round(verdict.seconds, 3),
+            error_kind="grader" if verdict.outcome == "error" else None,
+        )
     record["ended_at"] = round(time.time(), 3)
     return record
 
 
 # -- reading runs back ---------------------------------------------------------------------------------
+
 
 def draw_totals(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per draw: episodes, total_s (client seconds summed over its episodes), passed, failed, errors."""
@@ -308,8 +384,16 @@ def draw_totals(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for draw in sorted(by_draw):
         m = episode_measures(by_draw[draw])
-        out.append({"draw": draw, "episodes": m["episodes"], "total_s": round(m["episode_total_time"], 3),
-                    "passed": m["episodes_passed"], "failed": m["episodes_failed"], "errors": m["episode_errors"]})
+        out.append(
+            {
+                "draw": draw,
+                "episodes": m["episodes"],
+                "total_s": round(m["episode_total_time"], 3),
+                "passed": m["episodes_passed"],
+                "failed": m["episodes_failed"],
+                "errors": m["episode_errors"],
+            }
+        )
     return out
 
 
@@ -318,11 +402,14 @@ def episode_measures(results: list[dict[str, Any]]) -> dict[str, Any]:
 
     episode_total_time: client seconds summed over the episodes (the seed's "total time over the episodes");
     episodes_passed: episodes whose grader passed. Errors count as not passed; their time still counts."""
-    return {"episode_total_time": round(sum(r.get("client_s") or 0.0 for r in results), 6),
-            "episodes_passed": sum(r["outcome"] == "pass" for r in results),
-            "episodes_failed": sum(r["outcome"] == "fail" for r in results),
-            "episode_errors": sum(r["outcome"] == "error" for r in results),
-            "episodes": len(results), "requests": sum(r.get("requests") or 0 for r in results)}
+    return {
+        "episode_total_time": round(sum(r.get("client_s") or 0.0 for r in results), 6),
+        "episodes_passed": sum(r["outcome"] == "pass" for r in results),
+        "episodes_failed": sum(r["outcome"] == "fail" for r in results),
+        "episode_errors": sum(r["outcome"] == "error" for r in results),
+        "episodes": len(results),
+        "requests": sum(r.get("requests") or 0 for r in results),
+    }
 
 
 def report(run: str | Path) -> dict[str, Any]:
@@ -331,14 +418,22 @@ def report(run: str | Path) -> dict[str, Any]:
     results = read_jsonl(folder / RESULTS)
     planned = meta["draws"] * len(meta["tasks"])
     draws = draw_totals(results)
-    return {"run_id": meta["run_id"], "folder": str(folder), "suite": meta["suite_name"],
-            "suite_sha256": meta["suite_sha256"], "draws_planned": meta["draws"], "episodes_planned": planned,
-            "episodes_done": len(results), "complete": len(results) >= planned,
-            "episodes": [{k: r.get(k) for k in (*EPISODE_FIELDS, "detail", "working_s", "error_kind")}
-                         for r in results],
-            "draws": draws, "total_s": round(sum(d["total_s"] for d in draws), 3),
-            "passed": sum(d["passed"] for d in draws), "recording": str(folder / "recording"),
-            "settings": meta["settings"]}
+    return {
+        "run_id": meta["run_id"],
+        "folder": str(folder),
+        "suite": meta["suite_name"],
+        "suite_sha256": meta["suite_sha256"],
+        "draws_planned": meta["draws"],
+        "episodes_planned": planned,
+        "episodes_done": len(results),
+        "complete": len(results) >= planned,
+        "episodes": [{k: r.get(k) for k in (*EPISODE_FIELDS, "detail", "working_s", "error_kind")} for r in results],
+        "draws": draws,
+        "total_s": round(sum(d["total_s"] for d in draws), 3),
+        "passed": sum(d["passed"] for d in draws),
+        "recording": str(folder / "recording"),
+        "settings": meta["settings"],
+    }
 
 
 @dataclass(frozen=True)
@@ -348,7 +443,7 @@ class LiveEpisode:
     turn: int
     last_tool: str | None
     started_at: float
-    outcome: str | None = None      # None while running
+    outcome: str | None = None  # None while running
     client_s: float | None = None
 
 
@@ -358,7 +453,7 @@ class EpisodesState:
 
     run_id: str
     suite: str
-    status: str                     # created | running | stopped | interrupted | finished
+    status: str  # created | running | stopped | interrupted | finished
     runner_pid: int | None
     planned: int
     done: int
@@ -368,7 +463,9 @@ class EpisodesState:
 
     @property
     def current(self) -> LiveEpisode | None:
-        return next((e for e in reversed(self.episodes) if e.outcome is None), None) if self.status == "running" else None
+        return (
+            next((e for e in reversed(self.episodes) if e.outcome is None), None) if self.status == "running" else None
+        )
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -398,22 +495,40 @@ def load_state(run: str | Path) -> EpisodesState:
             key = episode_key(ev["draw"], ev["task"])
             if key in live:
                 old = live[key]
-                live[key] = LiveEpisode(old.draw, old.task, ev["turn"], ev.get("last_tool") or old.last_tool,
-                                        old.started_at)
+                live[key] = LiveEpisode(
+                    old.draw, old.task, ev["turn"], ev.get("last_tool") or old.last_tool, old.started_at
+                )
     for r in results:
         key = episode_key(r["draw"], r["task"])
         old = live.get(key)
-        live[key] = LiveEpisode(r["draw"], r["task"], r.get("turns", 0), (r.get("last_tool") or {}).get("function")
-                                if isinstance(r.get("last_tool"), dict) else (old.last_tool if old else None),
-                                old.started_at if old else r.get("started_at", 0.0), r["outcome"], r.get("client_s"))
+        live[key] = LiveEpisode(
+            r["draw"],
+            r["task"],
+            r.get("turns", 0),
+            (r.get("last_tool") or {}).get("function")
+            if isinstance(r.get("last_tool"), dict)
+            else (old.last_tool if old else None),
+            old.started_at if old else r.get("started_at", 0.0),
+            r["outcome"],
+            r.get("client_s"),
+        )
     holder = lock_holder(folder / LOCK)
     if status == "running" and holder is None:
         status, reason = "interrupted", "the runner is gone (killed?): `frank episodes run --resume` continues"
     planned = meta["draws"] * len(meta["tasks"])
     if status == "finished" and len(results) < planned:
         status = "stopped"
-    return EpisodesState(meta["run_id"], meta["suite_name"], status, holder, planned, len(results),
-                         tuple(live.values()), tuple(draw_totals(results)), reason)
+    return EpisodesState(
+        meta["run_id"],
+        meta["suite_name"],
+        status,
+        holder,
+        planned,
+        len(results),
+        tuple(live.values()),
+        tuple(draw_totals(results)),
+        reason,
+    )
 
 
 def list_runs() -> list[dict[str, Any]]:
@@ -423,7 +538,16 @@ def list_runs() -> list[dict[str, Any]]:
         if not (child / RUN_FILE).is_file():
             continue
         state = load_state(child)
-        out.append({"run_id": state.run_id, "suite": state.suite, "status": state.status, "done": state.done,
-                    "planned": state.planned, "total_s": round(sum(d["total_s"] for d in state.draws), 3),
-                    "passed": sum(d["passed"] for d in state.draws), "folder": str(child)})
+        out.append(
+            {
+                "run_id": state.run_id,
+                "suite": state.suite,
+                "status": state.status,
+                "done": state.done,
+                "planned": state.planned,
+                "total_s": round(sum(d["total_s"] for d in state.draws), 3),
+                "passed": sum(d["passed"] for d in state.draws),
+                "folder": str(child),
+            }
+        )
     return out

@@ -6,6 +6,7 @@ A task's workspace is either generated (`workspace = "generator:NAME"`, determin
 seed and scale: same seed, same bytes) or a fixture folder copied as it is (relative to the manifest).
 Graders and references are programs beside the manifest; the agent never sees them.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,16 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from frank.errors import FrankError
-from frank.workloads.format import CheckError, _is, key_lines, format_errors, read_toml
+from frank.workloads.format import CheckError, _is, format_errors, key_lines, read_toml
 
 FORMAT = "frank-suite"
 FORMAT_VERSION = 1
 TOOLS = ("bash", "python", "text_editor")
 LIMITS = ("max_turns", "max_tokens_per_turn", "wall_time_s", "grader_timeout_s")
-DEFAULTS: dict[str, Any] = {"tools": list(TOOLS), "max_turns": 30, "max_tokens_per_turn": 4096,
-                            "wall_time_s": 1800, "grader_timeout_s": 120}
-TASK_KEYS = frozenset({"id", "title", "instruction", "instruction_file", "workspace", "expected", "grader",
-                       "reference", "tools", *LIMITS})
+DEFAULTS: dict[str, Any] = {
+    "tools": list(TOOLS),
+    "max_turns": 30,
+    "max_tokens_per_turn": 4096,
+    "wall_time_s": 1800,
+    "grader_timeout_s": 120,
+}
+TASK_KEYS = frozenset(
+    {"id", "title", "instruction", "instruction_file", "workspace", "expected", "grader", "reference", "tools", *LIMITS}
+)
 TOP_KEYS = frozenset({"format", "format_version", "name", "description", "seed", "scale", "defaults", "tasks"})
 GENERATOR_PREFIX = "generator:"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -35,10 +42,10 @@ class TaskSpec:
     id: str
     title: str
     instruction: str
-    workspace: str             # "generator:NAME" or an absolute fixture folder
+    workspace: str  # "generator:NAME" or an absolute fixture folder
     grader: Path
     reference: Path
-    expected: Path | None      # fixture workspaces: the grader's hidden answer (JSON), if any
+    expected: Path | None  # fixture workspaces: the grader's hidden answer (JSON), if any
     tools: tuple[str, ...]
     max_turns: int
     max_tokens_per_turn: int
@@ -47,12 +54,12 @@ class TaskSpec:
 
     @property
     def generator(self) -> str | None:
-        return self.workspace[len(GENERATOR_PREFIX):] if self.workspace.startswith(GENERATOR_PREFIX) else None
+        return self.workspace[len(GENERATOR_PREFIX) :] if self.workspace.startswith(GENERATOR_PREFIX) else None
 
 
 @dataclass(frozen=True)
 class Suite:
-    path: Path                 # the manifest
+    path: Path  # the manifest
     name: str
     description: str
     seed: int
@@ -134,7 +141,7 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     seen: dict[str, int] = {}
     for k, entry in enumerate(raw_tasks):
         lines = task_lines[k] if k < len(task_lines) else {"": top.get("tasks", 1)}
-        at = lambda key: lines.get(key, lines[""])  # noqa: E731
+        at = lambda key: lines.get(key, lines[""])  # noqa: B023, E731
         where = f"tasks[{k}]"
         if not isinstance(entry, dict):
             err(lines[""], f"{where}: expected a table")
@@ -166,9 +173,11 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
         if not isinstance(workspace, str) or not workspace:
             err(at("workspace"), f"{where}.workspace: expected 'generator:NAME' or a fixture folder")
         elif workspace.startswith(GENERATOR_PREFIX):
-            if workspace[len(GENERATOR_PREFIX):] not in GENERATORS:
-                err(at("workspace"), f"{where}.workspace: unknown generator {workspace!r} "
-                                     f"(known: {', '.join(GENERATORS)})")
+            if workspace[len(GENERATOR_PREFIX) :] not in GENERATORS:
+                err(
+                    at("workspace"),
+                    f"{where}.workspace: unknown generator {workspace!r} (known: {', '.join(GENERATORS)})",
+                )
         elif not (root / workspace).is_dir():
             err(at("workspace"), f"{where}.workspace: no such fixture folder {workspace!r}")
         else:
@@ -178,13 +187,17 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
             err(at("expected"), f"{where}.expected: no such file {expected!r}")
         grader = entry.get("grader")
         if not isinstance(grader, str) or not grader:
-            err(at("grader") if "grader" in lines else lines[""], f"{where}.grader: missing (every task needs a grader)")
+            err(
+                at("grader") if "grader" in lines else lines[""], f"{where}.grader: missing (every task needs a grader)"
+            )
         elif not (root / grader).is_file():
             err(at("grader"), f"{where}.grader: no such file {grader!r}")
         reference = entry.get("reference")
         if not isinstance(reference, str) or not reference:
-            err(at("reference") if "reference" in lines else lines[""],
-                f"{where}.reference: missing (a reference solution proves the grader)")
+            err(
+                at("reference") if "reference" in lines else lines[""],
+                f"{where}.reference: missing (a reference solution proves the grader)",
+            )
         elif not (root / reference).exists():
             err(at("reference"), f"{where}.reference: no such file or folder {reference!r}")
         values = dict(defaults)
@@ -196,10 +209,22 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
                 else:
                     values[key] = entry[key]
         if len(errors) == before:
-            tasks.append(TaskSpec(tid, str(entry.get("title", tid)), instruction, workspace, (root / grader).resolve(),
-                                  (root / reference).resolve(), (root / expected).resolve() if expected else None,
-                                  tuple(values["tools"]), values["max_turns"], values["max_tokens_per_turn"],
-                                  values["wall_time_s"], values["grader_timeout_s"]))
+            tasks.append(
+                TaskSpec(
+                    tid,
+                    str(entry.get("title", tid)),
+                    instruction,
+                    workspace,
+                    (root / grader).resolve(),
+                    (root / reference).resolve(),
+                    (root / expected).resolve() if expected else None,
+                    tuple(values["tools"]),
+                    values["max_turns"],
+                    values["max_tokens_per_turn"],
+                    values["wall_time_s"],
+                    values["grader_timeout_s"],
+                )
+            )
     if errors:
         return None, errors
     return Suite(mpath.resolve(), name, description, seed, scale, tuple(tasks)), []

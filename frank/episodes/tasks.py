@@ -7,25 +7,82 @@ seed gives the same bytes. `full` workspaces hold about 420-640 KB of text (abou
 characters a token: the size of context a capable agent reads while solving them); `mini` about 1/80 of
 that, for tests.
 """
+
 from __future__ import annotations
 
 import json
 import random
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # bytes of workspace text per task at full scale; mini divides by MINI_DIVISOR
-FULL_BYTES = {"fix-failing-test": 420_000, "trace-fault": 560_000, "rename-symbol": 470_000,
-              "csv-figure": 520_000, "implement-spec": 440_000, "incident-timeline": 640_000}
+FULL_BYTES = {
+    "fix-failing-test": 420_000,
+    "trace-fault": 560_000,
+    "rename-symbol": 470_000,
+    "csv-figure": 520_000,
+    "implement-spec": 440_000,
+    "incident-timeline": 640_000,
+}
 SCALES = {"mini": 80, "full": 1}
 
-WORDS = ("account", "batch", "buffer", "cache", "channel", "checkout", "client", "config", "cursor", "delta",
-         "entry", "event", "export", "filter", "frame", "handle", "index", "invoice", "item", "journal", "key",
-         "ledger", "limit", "marker", "merge", "offset", "order", "packet", "page", "parcel", "queue", "range",
-         "record", "region", "report", "route", "sample", "schema", "session", "shard", "signal", "slot",
-         "source", "stock", "stream", "table", "ticket", "token", "total", "track", "value", "window")
+WORDS = (
+    "account",
+    "batch",
+    "buffer",
+    "cache",
+    "channel",
+    "checkout",
+    "client",
+    "config",
+    "cursor",
+    "delta",
+    "entry",
+    "event",
+    "export",
+    "filter",
+    "frame",
+    "handle",
+    "index",
+    "invoice",
+    "item",
+    "journal",
+    "key",
+    "ledger",
+    "limit",
+    "marker",
+    "merge",
+    "offset",
+    "order",
+    "packet",
+    "page",
+    "parcel",
+    "queue",
+    "range",
+    "record",
+    "region",
+    "report",
+    "route",
+    "sample",
+    "schema",
+    "session",
+    "shard",
+    "signal",
+    "slot",
+    "source",
+    "stock",
+    "stream",
+    "table",
+    "ticket",
+    "token",
+    "total",
+    "track",
+    "value",
+    "window",
+)
 SERVICES = ("gateway", "orders", "payments", "inventory", "shipping", "catalog", "accounts", "search")
 PEOPLE = ("alice", "bob", "carol", "dmitri", "erin", "farah", "gus", "hana", "ivan", "jun")
 
@@ -61,11 +118,13 @@ MOVING_SUM_BUGGY = '''def moving_sum(values, window):
 def _filler_function(rng: random.Random, name: str) -> tuple[str, str]:
     """A small correct function and a passing unittest for it."""
     a, b = rng.randint(2, 9), rng.randint(1, 50)
-    body = (f"def {name}(values):\n"
-            f'    """Scale every value by {a}, add {b}, keep those above the mean of the input."""\n'
-            f"    if not values:\n        return []\n"
-            f"    mean = sum(values) / len(values)\n"
-            f"    return [v * {a} + {b} for v in values if v > mean]\n")
+    body = (
+        f"def {name}(values):\n"
+        f'    """Scale every value by {a}, add {b}, keep those above the mean of the input."""\n'
+        f"    if not values:\n        return []\n"
+        f"    mean = sum(values) / len(values)\n"
+        f"    return [v * {a} + {b} for v in values if v > mean]\n"
+    )
     xs = [rng.randint(0, 40) for _ in range(5)]
     mean = sum(xs) / len(xs)
     want = [v * a + b for v in xs if v > mean]
@@ -77,15 +136,20 @@ def gen_fix_failing_test(seed: int, scale: str) -> Generated:
     rng = _rng(seed, "fix-failing-test")
     target = _target("fix-failing-test", scale)
     files: dict[str, str] = {"ledger/__init__.py": '"""Ledger utilities."""\n'}
-    core = ('"""Core sequence helpers used across the ledger package."""\n\n\n' + MOVING_SUM_BUGGY +
-            '\n\ndef running_total(values):\n    """Prefix sums."""\n    out, acc = [], 0\n'
-            '    for v in values:\n        acc += v\n        out.append(acc)\n    return out\n')
+    core = (
+        '"""Core sequence helpers used across the ledger package."""\n\n\n'
+        + MOVING_SUM_BUGGY
+        + '\n\ndef running_total(values):\n    """Prefix sums."""\n    out, acc = [], 0\n'
+        "    for v in values:\n        acc += v\n        out.append(acc)\n    return out\n"
+    )
     files["ledger/core.py"] = core
-    tests_core = ("import unittest\n\nfrom ledger.core import moving_sum, running_total\n\n\n"
-                  "class CoreTest(unittest.TestCase):\n"
-                  "    def test_running_total(self):\n        self.assertEqual(running_total([1, 2, 3]), [1, 3, 6])\n\n"
-                  "    def test_moving_sum(self):\n        self.assertEqual(moving_sum([1, 2, 3, 4], 2), [3, 5, 7])\n\n"
-                  "    def test_moving_sum_whole(self):\n        self.assertEqual(moving_sum([5, 6], 2), [11])\n")
+    tests_core = (
+        "import unittest\n\nfrom ledger.core import moving_sum, running_total\n\n\n"
+        "class CoreTest(unittest.TestCase):\n"
+        "    def test_running_total(self):\n        self.assertEqual(running_total([1, 2, 3]), [1, 3, 6])\n\n"
+        "    def test_moving_sum(self):\n        self.assertEqual(moving_sum([1, 2, 3, 4], 2), [3, 5, 7])\n\n"
+        "    def test_moving_sum_whole(self):\n        self.assertEqual(moving_sum([5, 6], 2), [11])\n"
+    )
     files["tests/__init__.py"] = ""
     files["tests/test_core.py"] = tests_core
     size = len(core) + len(tests_core)
@@ -104,12 +168,14 @@ def gen_fix_failing_test(seed: int, scale: str) -> Generated:
             tests.append(test)
         src = f'"""Helpers for {rng.choice(WORDS)} {rng.choice(WORDS)} handling."""\n\n\n' + "\n\n".join(funcs)
         names = ", ".join(sorted(n.split("(")[0][4:] for n in (f.splitlines()[0] for f in funcs)))
-        tsrc = (f"import unittest\n\nfrom ledger.{module} import {names}\n\n\n"
-                f"class {module.title().replace('_', '')}Test(unittest.TestCase):\n" + "\n".join(tests))
+        tsrc = (
+            f"import unittest\n\nfrom ledger.{module} import {names}\n\n\n"
+            f"class {module.title().replace('_', '')}Test(unittest.TestCase):\n" + "\n".join(tests)
+        )
         files[f"ledger/{module}.py"] = src
         files[f"tests/test_{module}.py"] = tsrc
         size += len(src) + len(tsrc)
-    files["README.md"] = ("# ledger\n\nRun the tests with `python -m unittest discover -s tests -t .`.\n")
+    files["README.md"] = "# ledger\n\nRun the tests with `python -m unittest discover -s tests -t .`.\n"
     tests_sha = {p: _sha(t) for p, t in files.items() if p.startswith("tests/")}
     return Generated(files, {"tests_sha256": tests_sha})
 
@@ -121,6 +187,7 @@ def _sha(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ trace-fault
+
 
 def _ts(base: int, ms: int) -> str:
     total = base * 1000 + ms
@@ -146,47 +213,58 @@ def gen_trace_fault(seed: int, scale: str) -> Generated:
         route = f"/api/{rng.choice(WORDS)}/{rng.choice(WORDS)}"
         if failing_req is None and size >= failing_at:
             failing_req = req
-            chain = [f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
-                     f"{_ts(36000, ms + 2)} INFO orders req={req} call={root_service}",
-                     f"{_ts(36000, ms + 5)} ERROR {root_service} req={req} component={root_component} code={code} "
-                     f"msg=\"{rng.choice(WORDS)} {rng.choice(WORDS)} failed\"",
-                     f"{_ts(36000, ms + 6)} WARN orders req={req} upstream={root_service} error=upstream_failed",
-                     f"{_ts(36000, ms + 7)} ERROR gateway req={req} route={route} status=502 ms=7"]
+            chain = [
+                f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
+                f"{_ts(36000, ms + 2)} INFO orders req={req} call={root_service}",
+                f"{_ts(36000, ms + 5)} ERROR {root_service} req={req} component={root_component} code={code} "
+                f'msg="{rng.choice(WORDS)} {rng.choice(WORDS)} failed"',
+                f"{_ts(36000, ms + 6)} WARN orders req={req} upstream={root_service} error=upstream_failed",
+                f"{_ts(36000, ms + 7)} ERROR gateway req={req} route={route} status=502 ms=7",
+            ]
             block = chain
         elif rng.random() < 0.04:  # a transient error that a retry fixed: a distractor, status 200 in the end
             svc = rng.choice(("payments", "inventory", "shipping", "catalog"))
             comp = f"{svc}-{rng.choice(('db', 'cache', 'queue'))}"
-            block = [f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
-                     f"{_ts(36000, ms + 1)} ERROR {svc} req={req} component={comp} code=E{rng.randint(1000, 9999)} "
-                     f"msg=\"transient\" retry=1",
-                     f"{_ts(36000, ms + 9)} INFO {svc} req={req} retry=1 ok",
-                     f"{_ts(36000, ms + 11)} INFO gateway req={req} route={route} status=200 ms=11"]
+            block = [
+                f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
+                f"{_ts(36000, ms + 1)} ERROR {svc} req={req} component={comp} code=E{rng.randint(1000, 9999)} "
+                f'msg="transient" retry=1',
+                f"{_ts(36000, ms + 9)} INFO {svc} req={req} retry=1 ok",
+                f"{_ts(36000, ms + 11)} INFO gateway req={req} route={route} status=200 ms=11",
+            ]
         else:
             svc = rng.choice(SERVICES[1:])
             took = rng.randint(2, 90)
-            block = [f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream={svc}",
-                     f"{_ts(36000, ms + 1)} DEBUG {svc} req={req} {rng.choice(WORDS)}={rng.randint(0, 9999)}",
-                     f"{_ts(36000, ms + took)} INFO gateway req={req} route={route} status=200 ms={took}"]
+            block = [
+                f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream={svc}",
+                f"{_ts(36000, ms + 1)} DEBUG {svc} req={req} {rng.choice(WORDS)}={rng.randint(0, 9999)}",
+                f"{_ts(36000, ms + took)} INFO gateway req={req} route={route} status=200 ms={took}",
+            ]
         lines.extend(block)
         size += sum(len(b) + 1 for b in block)
-    files = {"logs/service.log": "\n".join(lines) + "\n",
-             "README.md": "Logs of one service mesh for one hour. Every line: time, level, service, req=ID, fields.\n"}
+    files = {
+        "logs/service.log": "\n".join(lines) + "\n",
+        "README.md": "Logs of one service mesh for one hour. Every line: time, level, service, req=ID, fields.\n",
+    }
     return Generated(files, {"request_id": failing_req, "component": root_component, "code": code})
 
 
 # ----------------------------------------------------------------------------------------- rename-symbol
+
 
 def gen_rename_symbol(seed: int, scale: str) -> Generated:
     rng = _rng(seed, "rename-symbol")
     target = _target("rename-symbol", scale)
     files: dict[str, str] = {
         "src/shop/__init__.py": "",
-        "src/shop/store.py": ('"""The record store."""\n\n_RECORDS = {}\n\n\n'
-                              'def fetch_record(key):\n    """One record by key (a copy)."""\n'
-                              '    return dict(_RECORDS.get(key, {"key": key}))\n\n\n'
-                              'def fetch_records_page(keys):\n    """Several records; NOT part of the rename."""\n'
-                              '    return [fetch_record(k) for k in keys]\n\n\n'
-                              'def put_record(key, **fields):\n    _RECORDS[key] = {"key": key, **fields}\n'),
+        "src/shop/store.py": (
+            '"""The record store."""\n\n_RECORDS = {}\n\n\n'
+            'def fetch_record(key):\n    """One record by key (a copy)."""\n'
+            '    return dict(_RECORDS.get(key, {"key": key}))\n\n\n'
+            'def fetch_records_page(keys):\n    """Several records; NOT part of the rename."""\n'
+            "    return [fetch_record(k) for k in keys]\n\n\n"
+            'def put_record(key, **fields):\n    _RECORDS[key] = {"key": key, **fields}\n'
+        ),
     }
     modules: list[str] = []
     size = sum(len(v) for v in files.values())
@@ -200,37 +278,46 @@ def gen_rename_symbol(seed: int, scale: str) -> Generated:
             fname = f"{_ident(rng)}_{j}"
             kind = rng.random()
             if kind < 0.5:
-                body = f"    rec = fetch_record({fname!r})\n    return rec[\"key\"]\n"
+                body = f'    rec = fetch_record({fname!r})\n    return rec["key"]\n'
             elif kind < 0.7:
                 body = f"    recs = fetch_records_page([{fname!r}, 'x'])\n    return len(recs)\n"
             else:
                 body = f"    return {rng.randint(0, 99)}  # {rng.choice(WORDS)} {rng.choice(WORDS)}\n"
-            funcs.append(f"def {fname}():\n    \"\"\"{rng.choice(WORDS).title()} {rng.choice(WORDS)}.\"\"\"\n{body}")
-        src = (f'"""{rng.choice(WORDS).title()} views."""\n'
-               "from shop.store import fetch_record, fetch_records_page  # noqa: F401\n\n\n"
-               + "\n\n".join(funcs)
-               + f"\n\nALL = [{', '.join(f.split('(')[0][4:] for f in funcs)}]\n")
+            funcs.append(f'def {fname}():\n    """{rng.choice(WORDS).title()} {rng.choice(WORDS)}."""\n{body}')
+        src = (
+            f'"""{rng.choice(WORDS).title()} views."""\n'
+            "from shop.store import fetch_record, fetch_records_page  # noqa: F401\n\n\n"
+            + "\n\n".join(funcs)
+            + f"\n\nALL = [{', '.join(f.split('(')[0][4:] for f in funcs)}]\n"
+        )
         files[f"src/shop/{name}.py"] = src
         size += len(src)
-    main = ("from shop import " + ", ".join(modules) + "\n\n\n"
-            "def main():\n    total = 0\n"
-            f"    for mod in ({', '.join(modules)},):\n"
-            "        for fn in mod.ALL:\n            value = fn()\n"
-            "            total += value if isinstance(value, int) else len(value)\n"
-            "    print(total)\n\n\nif __name__ == \"__main__\":\n    main()\n")
+    main = (
+        "from shop import " + ", ".join(modules) + "\n\n\n"
+        "def main():\n    total = 0\n"
+        f"    for mod in ({', '.join(modules)},):\n"
+        "        for fn in mod.ALL:\n            value = fn()\n"
+        "            total += value if isinstance(value, int) else len(value)\n"
+        '    print(total)\n\n\nif __name__ == "__main__":\n    main()\n'
+    )
     files["src/shop/main.py"] = main
-    files["README.md"] = ("# shop\n\nRun with `PYTHONPATH=src python -m shop.main`.\n"
-                          "The docs call the old function fetch_record; docs are not code.\n")
+    files["README.md"] = (
+        "# shop\n\nRun with `PYTHONPATH=src python -m shop.main`.\n"
+        "The docs call the old function fetch_record; docs are not code.\n"
+    )
     text = "".join(v for p, v in files.items() if p.endswith(".py"))
     import re
 
-    expected = {"load_record": len(re.findall(r"\bfetch_record\b", text)),
-                "fetch_records_page": len(re.findall(r"\bfetch_records_page\b", text)),
-                "readme": files["README.md"]}
+    expected = {
+        "load_record": len(re.findall(r"\bfetch_record\b", text)),
+        "fetch_records_page": len(re.findall(r"\bfetch_records_page\b", text)),
+        "readme": files["README.md"],
+    }
     return Generated(files, expected)
 
 
 # -------------------------------------------------------------------------------------------- csv-figure
+
 
 def gen_csv_figure(seed: int, scale: str) -> Generated:
     rng = _rng(seed, "csv-figure")
@@ -249,15 +336,18 @@ def gen_csv_figure(seed: int, scale: str) -> Generated:
         qty = rng.randint(1, 20)
         price_cents = rng.randint(99, 99_999)
         status = rng.choices(("completed", "refunded", "cancelled"), (8, 1, 1))[0]
-        row = f"A{n:07d},{date},{r},{rng.choice(WORDS)}-{rng.randint(1, 99)},{qty},{price_cents // 100}.{price_cents % 100:02d},{status}"
+        row = f"A{n:07d},{date},{r},{rng.choice(WORDS)}-{rng.randint(1, 99)},{qty},{price_cents // 100}.{price_cents % 100:02d},{status}"  # noqa: E501
         rows.append(row)
         size += len(row) + 1
         if r == region and m == month and status == "completed":
             cents += qty * price_cents
-    files = {"data/orders.csv": "\n".join(rows) + "\n",
-             "QUESTION.md": (f"What was the total revenue (quantity x unit_price) of the orders in region "
-                             f"`{region}` dated in month {month:02d} of 2025 whose status is `completed`?\n"),
-             }
+    files = {
+        "data/orders.csv": "\n".join(rows) + "\n",
+        "QUESTION.md": (
+            f"What was the total revenue (quantity x unit_price) of the orders in region "
+            f"`{region}` dated in month {month:02d} of 2025 whose status is `completed`?\n"
+        ),
+    }
     return Generated(files, {"answer_cents": cents, "region": region, "month": month})
 
 
@@ -289,21 +379,27 @@ def gen_implement_spec(seed: int, scale: str) -> Generated:
     while size < target:
         name = _ident(rng, 2)
         a = rng.randint(2, 9)
-        sec = (f"## {name}(values) -> list (implemented)\n\nMultiplies each value by {a} and drops values "
-               f"below {rng.randint(0, 50)}. {' '.join(rng.choice(WORDS) for _ in range(rng.randint(40, 120)))}.\n")
+        sec = (
+            f"## {name}(values) -> list (implemented)\n\nMultiplies each value by {a} and drops values "
+            f"below {rng.randint(0, 50)}. {' '.join(rng.choice(WORDS) for _ in range(rng.randint(40, 120)))}.\n"
+        )
         sections.append(sec)
         funcs.append(f"def {name}(values):\n    return [v * {a} for v in values]\n")
         size += len(sec) + len(funcs[-1])
     rng.shuffle(sections)
-    files = {"SPEC.md": "# timeutil: specification\n\n" + "\n".join(sections),
-             "timeutil/__init__.py": "",
-             "timeutil/durations.py": ('"""Durations. See SPEC.md."""\n\n\n'
-                                       "def parse_duration(text):\n    raise NotImplementedError\n"),
-             "timeutil/misc.py": "\n\n".join(funcs)}
+    files = {
+        "SPEC.md": "# timeutil: specification\n\n" + "\n".join(sections),
+        "timeutil/__init__.py": "",
+        "timeutil/durations.py": (
+            '"""Durations. See SPEC.md."""\n\n\ndef parse_duration(text):\n    raise NotImplementedError\n'
+        ),
+        "timeutil/misc.py": "\n\n".join(funcs),
+    }
     return Generated(files, {})
 
 
 # ------------------------------------------------------------------------------------- incident-timeline
+
 
 def _clock(s: int) -> str:
     return f"{s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
@@ -317,13 +413,15 @@ def gen_incident_timeline(seed: int, scale: str) -> Generated:
     # each incident: alert, ack, mitigated, resolved at increasing times spread over the log
     planned: dict[str, list[tuple[str, str]]] = {}
     for inc in incidents:
-        planned[inc] = [("alert", "pagerbot")] + [(kind, rng.choice(PEOPLE)) for kind in ("ack", "mitigated", "resolved")]
+        planned[inc] = [("alert", "pagerbot")] + [
+            (kind, rng.choice(PEOPLE)) for kind in ("ack", "mitigated", "resolved")
+        ]
     total_lines = max(40, target // 94)
     slots = sorted(rng.sample(range(5, total_lines - 5), 4 * len(incidents)))
     rng.shuffle(slots)
     at: dict[int, tuple[str, str, str]] = {}
     for i, inc in enumerate(incidents):
-        mine = sorted(slots[4 * i: 4 * i + 4])
+        mine = sorted(slots[4 * i : 4 * i + 4])
         for (kind, who), slot in zip(planned[inc], mine):
             at[slot] = (inc, kind, who)
     lines, expected = [], []
@@ -335,7 +433,9 @@ def gen_incident_timeline(seed: int, scale: str) -> Generated:
             inc, kind, who = at[n]
             sev = "SEV1" if inc == sev1 else rng.choice(("SEV2", "SEV3"))
             if kind == "alert":
-                lines.append(f"{stamp} pagerbot: ALERT {inc} {sev} {rng.choice(SERVICES)} {rng.choice(WORDS)} errors above threshold")
+                lines.append(
+                    f"{stamp} pagerbot: ALERT {inc} {sev} {rng.choice(SERVICES)} {rng.choice(WORDS)} errors above threshold"  # noqa: E501
+                )
             else:
                 lines.append(f"{stamp} pagerbot: {inc} {kind.upper()} by {who}")
             if inc == sev1:
@@ -346,8 +446,10 @@ def gen_incident_timeline(seed: int, scale: str) -> Generated:
             if rng.random() < 0.1:
                 chatter += f" (re {rng.choice(incidents)})"
             lines.append(f"{stamp} <{who}> {chatter}")
-    files = {"incident/ops-chat.log": "\n".join(lines) + "\n",
-             "README.md": "Ops chat export for one morning, with the pager bot's messages.\n"}
+    files = {
+        "incident/ops-chat.log": "\n".join(lines) + "\n",
+        "README.md": "Ops chat export for one morning, with the pager bot's messages.\n",
+    }
     return Generated(files, {"incident": sev1, "timeline": expected})
 
 

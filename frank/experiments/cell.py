@@ -20,6 +20,7 @@ the suite's draws into cells/slotNN-attemptK/episodes/), measured by frank.episo
 .episode_measures: episode_total_time (client seconds summed over the start's episodes) and
 episodes_passed. An episode the engine failed (error) counts as a failed request for the guards.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,10 +30,10 @@ from typing import Any
 
 from frank.engine import measures
 from frank.engine.controller import EngineController, EngineError
-from frank.errors import FrankError
 from frank.engine.profiles import load_profile
-from frank.experiments.randomize import Slot
+from frank.errors import FrankError
 from frank.experiments.errors import RunError
+from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import Attempt, CellError, Note
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
@@ -73,8 +74,12 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
         "front_end_per_draw": sum(fronts) / len(fronts) if fronts else None,
         "total_replay_time": client,
         "tokens_per_s": out_tokens / client if client else None,
-        "decode_steps": steps, "decode_s": decode, "front_end_by_draw": front_by_draw,
-        "measured_requests": measured, "failed": failed, "unattributed": unattributed,
+        "decode_steps": steps,
+        "decode_s": decode,
+        "front_end_by_draw": front_by_draw,
+        "measured_requests": measured,
+        "failed": failed,
+        "unattributed": unattributed,
         "prompt_hashes": hashes,
     }
 
@@ -88,8 +93,10 @@ class EngineCellExecutor:
     def precheck(self, run: Run) -> None:
         st = self.controller.status()
         if st.state in ("starting", "ready"):
-            raise RunError(f"an engine is running (profile {st.profile}, pid {st.pid}); an experiment needs a "
-                           f"fresh start per cell: stop it first (frank engine stop)")
+            raise RunError(
+                f"an engine is running (profile {st.profile}, pid {st.pid}); an experiment needs a "
+                f"fresh start per cell: stop it first (frank engine stop)"
+            )
         if run.design.episodes is not None:
             self._suite(run)
         else:
@@ -120,8 +127,11 @@ class EngineCellExecutor:
 
     def _workload(self, run: Run) -> Path:
         record = run.meta.get("workload") or {}
-        path = Path(record["path"]) if record.get("path") and Path(record["path"]).is_dir() \
+        path = (
+            Path(record["path"])
+            if record.get("path") and Path(record["path"]).is_dir()
             else resolve_workload(run.design, run.meta.get("source_path"))
+        )
         recorded = record.get("manifest_sha256")
         if recorded and manifest_sha256(path) != recorded:
             raise RunError(f"workload {path} changed since registration (manifest hash mismatch)")
@@ -142,7 +152,7 @@ class EngineCellExecutor:
 
         design = run.design
         arm = design.arm(slot.arm)
-        knobs = load_profile(arm.profile).resolve_knobs(arm.knob_dict)   # defaults + the arm's values
+        knobs = load_profile(arm.profile).resolve_knobs(arm.knob_dict)  # defaults + the arm's values
         if design.episodes is not None:
             return self._execute_episodes(run, slot, attempt, note, arm.profile, knobs)
         assert design.workload is not None
@@ -150,17 +160,27 @@ class EngineCellExecutor:
         st = self._start(arm.profile, knobs, slot, attempt, note)
         replay_dir = run.cell_dir(slot.slot, attempt) / "replay"
         try:
-            options = ReplayOptions(mode=design.workload.mode,
-                                    draws=tuple(str(d) for d in design.workload.draws) or None,
-                                    limit=design.workload.requests, max_tokens=design.workload.max_tokens,
-                                    token_ids=True)
+            options = ReplayOptions(
+                mode=design.workload.mode,
+                draws=tuple(str(d) for d in design.workload.draws) or None,
+                limit=design.workload.requests,
+                max_tokens=design.workload.max_tokens,
+                token_ids=True,
+            )
             runner = start_replay(workload, st.url or "", options, out=replay_dir)
             summary = runner.run_sync()
             records = {d: read_records(runner.draw_file(d)) for d in runner.draw_names}
             m = measures_from_records(records, design.workload.warmup_requests)
-            note("replay_done", slot=slot.slot, attempt=attempt, state=summary.get("state"),
-                 requests=sum(len(r) for r in records.values()), failed=m["failed"],
-                 unattributed=m["unattributed"], dir=str(replay_dir))
+            note(
+                "replay_done",
+                slot=slot.slot,
+                attempt=attempt,
+                state=summary.get("state"),
+                requests=sum(len(r) for r in records.values()),
+                failed=m["failed"],
+                unattributed=m["unattributed"],
+                dir=str(replay_dir),
+            )
             fidelity = self._fidelity(run, slot, attempt, note) if summary.get("state") == "finished" else None
         except FrankError as exc:
             raise CellError(f"the replay failed: {exc}") from None
@@ -170,16 +190,33 @@ class EngineCellExecutor:
         if summary.get("state") != "finished":
             raise CellError(f"the replay ended {summary.get('state')}: {summary.get('error')}")
         if m["unattributed"]:
-            raise CellError(f"{m['unattributed']} measured request(s) had server values that could not be "
-                            f"attributed to them")
+            raise CellError(
+                f"{m['unattributed']} measured request(s) had server values that could not be attributed to them"
+            )
         value = m[design.measure]
         if value is None:
             raise CellError(f"no {design.measure} could be measured (no verify steps or no requests?)")
-        return {"value": value, "measure": design.measure, "failed": m["failed"],
-                "requests": m["measured_requests"], "prompt_hashes": m["prompt_hashes"],
-                "measures": {k: m[k] for k in ("time_per_verify_step", "front_end_per_draw", "total_replay_time",
-                                               "tokens_per_s", "decode_steps", "decode_s", "front_end_by_draw")},
-                "dir": str(replay_dir), **({"fidelity": fidelity} if fidelity is not None else {})}
+        return {
+            "value": value,
+            "measure": design.measure,
+            "failed": m["failed"],
+            "requests": m["measured_requests"],
+            "prompt_hashes": m["prompt_hashes"],
+            "measures": {
+                k: m[k]
+                for k in (
+                    "time_per_verify_step",
+                    "front_end_per_draw",
+                    "total_replay_time",
+                    "tokens_per_s",
+                    "decode_steps",
+                    "decode_s",
+                    "front_end_by_draw",
+                )
+            },
+            "dir": str(replay_dir),
+            **({"fidelity": fidelity} if fidelity is not None else {}),
+        }
 
     def _start(self, profile: str, knobs: dict[str, Any], slot: Slot, attempt: int, note: Note):
         try:
@@ -187,11 +224,19 @@ class EngineCellExecutor:
         except EngineError as exc:
             self._stop_engine()
             raise CellError(f"the engine did not start: {exc}") from None
-        except BaseException:          # stopped (SIGTERM) while starting: leave no engine behind
+        except BaseException:  # stopped (SIGTERM) while starting: leave no engine behind
             self._stop_engine()
             raise
-        note("engine_ready", slot=slot.slot, attempt=attempt, pid=st.pid, url=st.url, ready_s=st.ready_s,
-             started_at=st.started_at, knobs=st.knobs)
+        note(
+            "engine_ready",
+            slot=slot.slot,
+            attempt=attempt,
+            pid=st.pid,
+            url=st.url,
+            ready_s=st.ready_s,
+            started_at=st.started_at,
+            knobs=st.knobs,
+        )
         return st
 
     def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any] | None:
@@ -201,12 +246,14 @@ class EngineCellExecutor:
         from frank.experiments.fidelity import measure_cell
 
         fidelity = measure_cell(run.design.fidelity, run.cell_dir(slot.slot, attempt), self.controller)
-        note("fidelity_done", slot=slot.slot, attempt=attempt,
-             kl={name: v["kl"] for name, v in fidelity["sets"].items()})
+        note(
+            "fidelity_done", slot=slot.slot, attempt=attempt, kl={name: v["kl"] for name, v in fidelity["sets"].items()}
+        )
         return fidelity
 
-    def _execute_episodes(self, run: Run, slot: Slot, attempt: int, note: Note, profile: str,
-                          knobs: dict[str, Any]) -> dict[str, Any]:
+    def _execute_episodes(
+        self, run: Run, slot: Slot, attempt: int, note: Note, profile: str, knobs: dict[str, Any]
+    ) -> dict[str, Any]:
         """The cell's episodes: the suite's draws on a fresh engine with the arm's knobs, then fidelity."""
         from frank.episodes.runner import create_run, episode_measures, read_jsonl, run_episodes
 
@@ -220,8 +267,16 @@ class EngineCellExecutor:
             outcome = run_episodes(folder, st.url)
             results = read_jsonl(folder / "results.jsonl")
             m = episode_measures(results)
-            note("episodes_done", slot=slot.slot, attempt=attempt, status=outcome.status, episodes=len(results),
-                 passed=m["episodes_passed"], errors=m["episode_errors"], dir=str(folder))
+            note(
+                "episodes_done",
+                slot=slot.slot,
+                attempt=attempt,
+                status=outcome.status,
+                episodes=len(results),
+                passed=m["episodes_passed"],
+                errors=m["episode_errors"],
+                dir=str(folder),
+            )
             fidelity = self._fidelity(run, slot, attempt, note) if outcome.status == "finished" else None
         except FrankError as exc:
             raise CellError(f"the episodes failed: {exc}") from None
@@ -230,6 +285,13 @@ class EngineCellExecutor:
             note("engine_stopped", slot=slot.slot, attempt=attempt)
         if outcome.status != "finished":
             raise CellError(f"the episodes ended {outcome.status}: {outcome.reason}")
-        return {"value": m[design.measure], "measure": design.measure, "failed": m["episode_errors"],
-                "requests": m["requests"], "prompt_hashes": {}, "measures": m, "dir": str(folder),
-                **({"fidelity": fidelity} if fidelity is not None else {})}
+        return {
+            "value": m[design.measure],
+            "measure": design.measure,
+            "failed": m["episode_errors"],
+            "requests": m["requests"],
+            "prompt_hashes": {},
+            "measures": m,
+            "dir": str(folder),
+            **({"fidelity": fidelity} if fidelity is not None else {}),
+        }

@@ -9,6 +9,7 @@ rule. docs/experiments.md is the reference; frank/experiments/designs/ has examp
 The canonical form is the parsed design with every default filled in, as JSON with sorted keys; its
 SHA-256 is the design's identity (what registration prints and `run` checks).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,8 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from frank.experiments.tables import DesignError, Table
 from frank.experiments.fidelity import FidelityRule, check_sets, parse_fidelity
+from frank.experiments.tables import DesignError, Table
 
 KINDS = ("blocks", "balanced", "external")
 TESTS = {"blocks": "sign", "balanced": "permutation", "external": "criteria"}
@@ -32,9 +33,9 @@ COMPARES = ("lower", "higher", "not_higher", "not_lower")
 # Measures the runner takes from the replay runner's per-request records, aggregated per engine start.
 MEASURES = {
     "time_per_verify_step": "seconds of decode per verify step: sum of decode time / sum of decode steps "
-                            "(every target-model pass after the first token, drafted or not)",
+    "(every target-model pass after the first token, drafted or not)",
     "front_end_per_draw": "seconds outside queueing and prefill (TTFT - queue - prefill), summed per draw, "
-                          "mean over the start's draws",
+    "mean over the start's draws",
     "total_replay_time": "seconds of client time (send to last byte) summed over the start's requests",
     "tokens_per_s": "output tokens per second of client time over the start's requests",
 }
@@ -49,7 +50,7 @@ ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 @dataclass(frozen=True)
 class Arm:
     name: str
-    profile: str                 # the design's profile unless the arm names another
+    profile: str  # the design's profile unless the arm names another
     knobs: tuple[tuple[str, Any], ...]
     description: str = ""
 
@@ -60,18 +61,18 @@ class Arm:
 
 @dataclass(frozen=True)
 class Workload:
-    name: str                    # a workload name (workloads dir) or a path to a workload folder
-    draws: tuple[Any, ...]       # empty: every draw of the workload
-    mode: str                    # "engine" (max_tokens 1) or "full" (recorded params)
-    requests: int | None         # replay only the first N requests of each draw
-    warmup_requests: int         # the first N requests of each draw are replayed but not measured
+    name: str  # a workload name (workloads dir) or a path to a workload folder
+    draws: tuple[Any, ...]  # empty: every draw of the workload
+    mode: str  # "engine" (max_tokens 1) or "full" (recorded params)
+    requests: int | None  # replay only the first N requests of each draw
+    warmup_requests: int  # the first N requests of each draw are replayed but not measured
     max_tokens: int | None = None  # full mode: cap the recorded max_tokens
 
 
 @dataclass(frozen=True)
 class Episodes:
-    suite: str                   # a suite manifest (relative to the design file) or a built-in (w01-mini)
-    draws: int                   # draws per engine start; one draw runs every task of the suite once
+    suite: str  # a suite manifest (relative to the design file) or a built-in (w01-mini)
+    draws: int  # draws per engine start; one draw runs every task of the suite once
 
 
 @dataclass(frozen=True)
@@ -84,12 +85,12 @@ class Criterion:
 
 @dataclass(frozen=True)
 class Rule:
-    test: str                    # sign | permutation | criteria
+    test: str  # sign | permutation | criteria
     treatment: str
     control: str
-    direction: str               # the treatment's measure is expected to be lower/higher
+    direction: str  # the treatment's measure is expected to be lower/higher
     alpha: float | None
-    require_all: bool            # sign test: confirmed only if the treatment wins in every block
+    require_all: bool  # sign test: confirmed only if the treatment wins in every block
     criteria: tuple[Criterion, ...]
 
 
@@ -97,20 +98,20 @@ class Rule:
 class Guards:
     prompt_token_ids_identical: bool
     no_failed_requests: bool
-    checks: tuple[str, ...]      # named checks whose outcome comes with the measures (analyze)
+    checks: tuple[str, ...]  # named checks whose outcome comes with the measures (analyze)
 
 
 @dataclass(frozen=True)
 class Failure:
-    action: str                  # retry the same slot, or void the whole block
+    action: str  # retry the same slot, or void the whole block
     max_retries: int
 
 
 @dataclass(frozen=True)
 class Revert:
     description: str
-    treatment_only_failures: bool     # revert if a failure shows in treatment starts only
-    max_worse_pct: float | None       # revert if the mean effect is worse than this, in percent
+    treatment_only_failures: bool  # revert if a failure shows in treatment starts only
+    max_worse_pct: float | None  # revert if the mean effect is worse than this, in percent
     fidelity_regression: bool = False  # revert if the fidelity rule fails (needs a [fidelity] table)
 
 
@@ -124,7 +125,7 @@ class Design:
     kind: str
     blocks: int | None
     starts_per_arm: int | None
-    run_order: tuple[str, ...]        # external designs: the order the measures were taken in, if known
+    run_order: tuple[str, ...]  # external designs: the order the measures were taken in, if known
     workload: Workload | None
     measure: str
     rule: Rule
@@ -133,8 +134,8 @@ class Design:
     revert: Revert | None
     canonical: str
     sha256: str
-    fidelity: FidelityRule | None = None   # [fidelity]: no worse than the control by more than the floor
-    episodes: Episodes | None = None       # [episodes]: each start runs graded agent episodes, not a replay
+    fidelity: FidelityRule | None = None  # [fidelity]: no worse than the control by more than the floor
+    episodes: Episodes | None = None  # [episodes]: each start runs graded agent episodes, not a replay
 
     @property
     def runnable(self) -> bool:
@@ -157,6 +158,7 @@ class Design:
 
 # -- reading ----------------------------------------------------------------------------------------
 
+
 def load_design(path: Path | str, *, check_profiles: bool = False) -> Design:
     path = Path(path)
     try:
@@ -177,8 +179,22 @@ def parse_design_text(text: str, where: str = "<design>", *, check_profiles: boo
     return design
 
 
-TOP_FIELDS = ("name", "question", "description", "profile", "arms", "design", "workload", "measure", "rule",
-              "guards", "failure", "revert", "fidelity", "episodes")
+TOP_FIELDS = (
+    "name",
+    "question",
+    "description",
+    "profile",
+    "arms",
+    "design",
+    "workload",
+    "measure",
+    "rule",
+    "guards",
+    "failure",
+    "revert",
+    "fidelity",
+    "episodes",
+)
 
 
 def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
@@ -237,8 +253,10 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     if kind != "external":
         for i, c in enumerate(rule.criteria):
             if c.measure not in known:
-                raise DesignError(f"{where}: rule.criteria[{i}].measure: {c.measure!r} is not one of: "
-                                  f"{', '.join(known)} (fidelity has its own [fidelity] rule)")
+                raise DesignError(
+                    f"{where}: rule.criteria[{i}].measure: {c.measure!r} is not one of: "
+                    f"{', '.join(known)} (fidelity has its own [fidelity] rule)"
+                )
     guards = _parse_guards(data.get("guards", {}), where)
     failure = _parse_failure(data.get("failure", {}), where, kind)
     revert = _parse_revert(data["revert"], where) if "revert" in data else None
@@ -246,18 +264,37 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     if revert is not None and revert.fidelity_regression and fidelity is None:
         raise DesignError(f"{where}: revert.fidelity_regression: needs a [fidelity] table (which sets, which floor)")
 
-    design = Design(name=name, question=question, description=description, profile=profile, arms=arms,
-                    kind=kind, blocks=blocks, starts_per_arm=starts_per_arm, run_order=run_order,
-                    workload=workload, measure=measure, rule=rule, guards=guards, failure=failure,
-                    revert=revert, canonical="", sha256="", fidelity=fidelity, episodes=episodes)
+    design = Design(
+        name=name,
+        question=question,
+        description=description,
+        profile=profile,
+        arms=arms,
+        kind=kind,
+        blocks=blocks,
+        starts_per_arm=starts_per_arm,
+        run_order=run_order,
+        workload=workload,
+        measure=measure,
+        rule=rule,
+        guards=guards,
+        failure=failure,
+        revert=revert,
+        canonical="",
+        sha256="",
+        fidelity=fidelity,
+        episodes=episodes,
+    )
     canonical = canonical_json(design)
     return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
 
 
 def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
     if len(raw) != 2:
-        raise DesignError(f"{where}: arms: a design compares exactly 2 arms, got {len(raw)} "
-                          f"(an A/A design lists the same settings twice under two names)")
+        raise DesignError(
+            f"{where}: arms: a design compares exactly 2 arms, got {len(raw)} "
+            f"(an A/A design lists the same settings twice under two names)"
+        )
     arms = []
     for i, item in enumerate(raw):
         table = Table(item, f"arms[{i}]", where, ("name", "description", "profile", "knobs"))
@@ -268,8 +305,14 @@ def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
         for knob, value in knobs.items():
             if isinstance(value, (dict, list)):
                 raise DesignError(f"{where}: arms[{i}].knobs.{knob}: expected a single value, got {value!r}")
-        arms.append(Arm(name=name, profile=table.get("profile", str, profile),
-                        knobs=tuple(sorted(knobs.items())), description=table.get("description", str, "")))
+        arms.append(
+            Arm(
+                name=name,
+                profile=table.get("profile", str, profile),
+                knobs=tuple(sorted(knobs.items())),
+                description=table.get("description", str, ""),
+            )
+        )
     if arms[0].name == arms[1].name:
         raise DesignError(f"{where}: arms[1].name: {arms[1].name!r} is used twice")
     return arms[0], arms[1]
@@ -288,9 +331,15 @@ def _parse_workload(raw: Any, where: str) -> Workload:
     mode = table.choice("mode", MODES, "full")
     max_tokens = table.count("max_tokens", None)
     if max_tokens is not None and mode != "full":
-        raise table.error("max_tokens", "only mode \"full\" sends recorded max_tokens (engine mode asks for 1)")
-    return Workload(name=table.get("name", str), draws=tuple(draws), mode=mode, requests=requests,
-                    warmup_requests=warmup, max_tokens=max_tokens)
+        raise table.error("max_tokens", 'only mode "full" sends recorded max_tokens (engine mode asks for 1)')
+    return Workload(
+        name=table.get("name", str),
+        draws=tuple(draws),
+        mode=mode,
+        requests=requests,
+        warmup_requests=warmup,
+        max_tokens=max_tokens,
+    )
 
 
 def _parse_episodes(raw: Any, where: str) -> Episodes:
@@ -301,16 +350,19 @@ def _parse_episodes(raw: Any, where: str) -> Episodes:
     return Episodes(suite=suite, draws=table.count("draws", 1))
 
 
-def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...],
-                live_criteria: bool = False) -> Rule:
-    table = Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all",
-                                        "criteria"))
+def _parse_rule(
+    raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...], live_criteria: bool = False
+) -> Rule:
+    table = Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all", "criteria"))
     test = table.choice("test", ("sign", "permutation", "criteria"))
     # a balanced design that runs episodes may decide by criteria (the seed's adoption rule) on live starts
     live = live_criteria and kind == "balanced" and test == "criteria"
     if TESTS[kind] != test and not live:
-        raise table.error("test", f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}"
-                          + (" (criteria on live starts: a 'balanced' design with [episodes])" if test == "criteria" else ""))
+        raise table.error(
+            "test",
+            f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}"
+            + (" (criteria on live starts: a 'balanced' design with [episodes])" if test == "criteria" else ""),
+        )
     treatment, control = table.get("treatment", str), table.get("control", str)
     for key, value in (("treatment", treatment), ("control", control)):
         if value not in names:
@@ -339,14 +391,25 @@ def _parse_rule(raw: dict[str, Any], where: str, kind: str, names: tuple[str, ..
             margin = ctable.get("margin", (int, float), 0, what="a number")
             if margin < 0:
                 raise ctable.error("margin", f"must be 0 or more, got {margin}")
-            criteria.append(Criterion(measure=ctable.get("measure", str),
-                                      aggregate=ctable.choice("aggregate", AGGREGATES, "sum"),
-                                      compare=ctable.choice("compare", COMPARES), margin=float(margin)))
+            criteria.append(
+                Criterion(
+                    measure=ctable.get("measure", str),
+                    aggregate=ctable.choice("aggregate", AGGREGATES, "sum"),
+                    compare=ctable.choice("compare", COMPARES),
+                    margin=float(margin),
+                )
+            )
     elif "criteria" in raw:
         raise table.error("criteria", f"only a criteria rule has criteria (this is a {test} test)")
-    return Rule(test=test, treatment=treatment, control=control, direction=direction or "",
-                alpha=float(alpha) if alpha is not None else None, require_all=require_all,
-                criteria=tuple(criteria))
+    return Rule(
+        test=test,
+        treatment=treatment,
+        control=control,
+        direction=direction or "",
+        alpha=float(alpha) if alpha is not None else None,
+        require_all=require_all,
+        criteria=tuple(criteria),
+    )
 
 
 def _parse_guards(raw: Any, where: str) -> Guards:
@@ -355,8 +418,11 @@ def _parse_guards(raw: Any, where: str) -> Guards:
     for i, check in enumerate(checks):
         if not isinstance(check, str) or not check:
             raise DesignError(f"{where}: guards.checks[{i}]: expected a check name, got {check!r}")
-    return Guards(prompt_token_ids_identical=table.get("prompt_token_ids_identical", bool, False),
-                  no_failed_requests=table.get("no_failed_requests", bool, True), checks=tuple(checks))
+    return Guards(
+        prompt_token_ids_identical=table.get("prompt_token_ids_identical", bool, False),
+        no_failed_requests=table.get("no_failed_requests", bool, True),
+        checks=tuple(checks),
+    )
 
 
 def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
@@ -366,23 +432,31 @@ def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
         raise table.error("action", f"only a 'blocks' design has blocks to void (this one is {kind!r})")
     max_retries = table.count("max_retries", 1, minimum=0)
     if action == "void_block" and "max_retries" in table.data:
-        raise table.error("max_retries", "void_block does not retry; use action = \"retry\" to retry")
+        raise table.error("max_retries", 'void_block does not retry; use action = "retry" to retry')
     return Failure(action=action, max_retries=max_retries if action == "retry" else 0)
 
 
 def _parse_revert(raw: Any, where: str) -> Revert:
-    table = Table(raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct",
-                                          "fidelity_regression"))
+    table = Table(
+        raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct", "fidelity_regression")
+    )
     worse = table.get("max_worse_pct", (int, float), None, what="a number")
     if worse is not None and worse < 0:
         raise table.error("max_worse_pct", f"must be 0 or more, got {worse}")
     only = table.get("treatment_only_failures", bool, False)
     fidelity = table.get("fidelity_regression", bool, False)
     if not only and worse is None and not fidelity:
-        raise table.error("", "a revert rule needs treatment_only_failures = true, max_worse_pct, "
-                              "fidelity_regression = true, or a combination")
-    return Revert(description=table.get("description", str, ""), treatment_only_failures=only,
-                  max_worse_pct=float(worse) if worse is not None else None, fidelity_regression=fidelity)
+        raise table.error(
+            "",
+            "a revert rule needs treatment_only_failures = true, max_worse_pct, "
+            "fidelity_regression = true, or a combination",
+        )
+    return Revert(
+        description=table.get("description", str, ""),
+        treatment_only_failures=only,
+        max_worse_pct=float(worse) if worse is not None else None,
+        fidelity_regression=fidelity,
+    )
 
 
 def check_arm_profiles(design: Design, where: str) -> None:
@@ -402,37 +476,66 @@ def check_arm_profiles(design: Design, where: str) -> None:
 
 # -- canonical form ---------------------------------------------------------------------------------
 
+
 def canonical_dict(design: Design) -> dict[str, Any]:
     rule = design.rule
     out: dict[str, Any] = {
         "format": 1,
-        "name": design.name, "question": design.question, "description": design.description,
+        "name": design.name,
+        "question": design.question,
+        "description": design.description,
         "profile": design.profile,
-        "arms": [{"name": a.name, "profile": a.profile, "knobs": dict(a.knobs), "description": a.description}
-                 for a in design.arms],
-        "design": {"kind": design.kind, "blocks": design.blocks, "starts_per_arm": design.starts_per_arm,
-                   "order": list(design.run_order)},
-        "workload": None if design.workload is None else {
-            "name": design.workload.name, "draws": list(design.workload.draws), "mode": design.workload.mode,
-            "requests": design.workload.requests, "warmup_requests": design.workload.warmup_requests,
-            "max_tokens": design.workload.max_tokens},
+        "arms": [
+            {"name": a.name, "profile": a.profile, "knobs": dict(a.knobs), "description": a.description}
+            for a in design.arms
+        ],
+        "design": {
+            "kind": design.kind,
+            "blocks": design.blocks,
+            "starts_per_arm": design.starts_per_arm,
+            "order": list(design.run_order),
+        },
+        "workload": None
+        if design.workload is None
+        else {
+            "name": design.workload.name,
+            "draws": list(design.workload.draws),
+            "mode": design.workload.mode,
+            "requests": design.workload.requests,
+            "warmup_requests": design.workload.warmup_requests,
+            "max_tokens": design.workload.max_tokens,
+        },
         "measure": design.measure,
-        "rule": {"test": rule.test, "treatment": rule.treatment, "control": rule.control,
-                 "direction": rule.direction, "alpha": rule.alpha, "require_all": rule.require_all,
-                 "criteria": [{"measure": c.measure, "aggregate": c.aggregate, "compare": c.compare,
-                               "margin": c.margin} for c in rule.criteria]},
-        "guards": {"prompt_token_ids_identical": design.guards.prompt_token_ids_identical,
-                   "no_failed_requests": design.guards.no_failed_requests, "checks": list(design.guards.checks)},
+        "rule": {
+            "test": rule.test,
+            "treatment": rule.treatment,
+            "control": rule.control,
+            "direction": rule.direction,
+            "alpha": rule.alpha,
+            "require_all": rule.require_all,
+            "criteria": [
+                {"measure": c.measure, "aggregate": c.aggregate, "compare": c.compare, "margin": c.margin}
+                for c in rule.criteria
+            ],
+        },
+        "guards": {
+            "prompt_token_ids_identical": design.guards.prompt_token_ids_identical,
+            "no_failed_requests": design.guards.no_failed_requests,
+            "checks": list(design.guards.checks),
+        },
         "failure": {"action": design.failure.action, "max_retries": design.failure.max_retries},
-        "revert": None if design.revert is None else {
+        "revert": None
+        if design.revert is None
+        else {
             "description": design.revert.description,
             "treatment_only_failures": design.revert.treatment_only_failures,
-            "max_worse_pct": design.revert.max_worse_pct},
+            "max_worse_pct": design.revert.max_worse_pct,
+        },
     }
     # added fields appear only when used, so the hashes of designs registered before them do not change
     if design.fidelity is not None:
         out["fidelity"] = design.fidelity.canonical()
-    if design.episodes is not None:   # only when used: older designs keep their hashes
+    if design.episodes is not None:  # only when used: older designs keep their hashes
         out["episodes"] = {"suite": design.episodes.suite, "draws": design.episodes.draws}
     if design.revert is not None and design.revert.fidelity_regression:
         out["revert"]["fidelity_regression"] = True

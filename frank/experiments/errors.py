@@ -1,4 +1,5 @@
 """Errors of registered runs (a module of its own so registry, cell and runner share it without a cycle)."""
+
 from __future__ import annotations
 
 from frank.errors import FrankError

@@ -9,11 +9,12 @@
 Attainable significance is discrete: k blocks never give p below 1/2^k, n+n starts never below
 1/C(2n, n). Registration refuses an alpha below that.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats
@@ -24,15 +25,15 @@ from frank.experiments.design import Design, DesignError
 @dataclass(frozen=True)
 class TestResult:
     p_value: float
-    null_size: int          # how many equally likely outcomes the exact null distribution has
-    statistic: float        # wins (sign) or difference of means, treatment minus control (permutation)
+    null_size: int  # how many equally likely outcomes the exact null distribution has
+    statistic: float  # wins (sign) or difference of means, treatment minus control (permutation)
 
 
 def sign_test(wins: int, blocks: int) -> TestResult:
     if blocks == 0:
         return TestResult(p_value=1.0, null_size=1, statistic=0.0)
     p = stats.binomtest(wins, blocks, 0.5, alternative="greater").pvalue
-    return TestResult(p_value=float(p), null_size=2 ** blocks, statistic=float(wins))
+    return TestResult(p_value=float(p), null_size=2**blocks, statistic=float(wins))
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -44,10 +45,17 @@ def permutation_test(treatment: Sequence[float], control: Sequence[float], direc
     t, c = np.asarray(treatment, dtype=float), np.asarray(control, dtype=float)
     if len(t) == 0 or len(c) == 0:
         return TestResult(p_value=1.0, null_size=1, statistic=float("nan"))
-    res = stats.permutation_test((t, c), _mean_diff, permutation_type="independent", vectorized=True,
-                                 n_resamples=np.inf, alternative="less" if direction == "lower" else "greater")
-    return TestResult(p_value=float(res.pvalue), null_size=int(len(res.null_distribution)),
-                      statistic=float(res.statistic))
+    res = stats.permutation_test(
+        (t, c),
+        _mean_diff,
+        permutation_type="independent",
+        vectorized=True,
+        n_resamples=np.inf,
+        alternative="less" if direction == "lower" else "greater",
+    )
+    return TestResult(
+        p_value=float(res.pvalue), null_size=int(len(res.null_distribution)), statistic=float(res.statistic)
+    )
 
 
 def null_size(design: Design) -> int | None:
@@ -72,10 +80,15 @@ def check_reachable(design: Design, where: str = "<design>") -> None:
         return
     if alpha < low:
         size = null_size(design)
-        what = (f"{design.blocks} blocks" if design.kind == "blocks"
-                else f"{design.starts_per_arm}+{design.starts_per_arm} starts")
-        raise DesignError(f"{where}: rule.alpha: {alpha:g} can never be met: {what} give at best "
-                          f"p = 1/{size} = {low:.4g}; add blocks or starts, or raise alpha")
+        what = (
+            f"{design.blocks} blocks"
+            if design.kind == "blocks"
+            else f"{design.starts_per_arm}+{design.starts_per_arm} starts"
+        )
+        raise DesignError(
+            f"{where}: rule.alpha: {alpha:g} can never be met: {what} give at best "
+            f"p = 1/{size} = {low:.4g}; add blocks or starts, or raise alpha"
+        )
 
 
 def fraction(p: float, size: int | None) -> str:

@@ -19,12 +19,14 @@ The guard `fidelity` fails when any set breaks the rule, so the decision is "not
 with `fidelity_regression = true` reverts on it. Measures taken elsewhere give rows `fidelity:SET` (a
 start's KL) and optionally `fidelity_floor:SET` (a measured floor) in the results CSV.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +40,7 @@ CANDIDATE_FILE = "fidelity-candidate.npz"
 @dataclass(frozen=True)
 class FidelityRule:
     sets: tuple[str, ...]
-    floor: str | float       # FLOOR_MEASURED or a fixed KL tolerance
+    floor: str | float  # FLOOR_MEASURED or a fixed KL tolerance
 
     def canonical(self) -> dict[str, Any]:
         return {"sets": list(self.sets), "floor": self.floor}
@@ -78,6 +80,7 @@ def check_sets(rule: FidelityRule, where: str) -> None:
 
 # -- in a cell ------------------------------------------------------------------------------------------
 
+
 def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> dict[str, Any]:
     """Measure the running engine (the cell's) over the rule's sets; keep its top-k in the cell folder.
     Returns {"sets": {spec: {name, kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
@@ -90,22 +93,26 @@ def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> d
     path = Path(cell_dir) / CANDIDATE_FILE
     save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, measured)})
     keep = ("name", "kl", "positions", "misses", "set_sha256", "reference_sha256")
-    return {"sets": {spec: {k: entry[k] for k in keep} | {"reference_floor": entry["floor"]["reference"]}
-                     for spec, (entry, _) in zip(rule.sets, measured)},
-            "candidate": str(path)}
+    return {
+        "sets": {
+            spec: {k: entry[k] for k in keep} | {"reference_floor": entry["floor"]["reference"]}
+            for spec, (entry, _) in zip(rule.sets, measured)
+        },
+        "candidate": str(path),
+    }
 
 
 def save_candidates(path: Path, candidates: dict[str, list[dict[int, float]]]) -> None:
     """One .npz for a start: per set (in order, names in `names`) its token IDs and log-probabilities,
     padded with -1 / -inf (positions return k or k + 1 tokens)."""
     arrays: dict[str, np.ndarray] = {"names": np.array(list(candidates), dtype=str)}
-    for n, (name, cand) in enumerate(candidates.items()):
+    for n, (_name, cand) in enumerate(candidates.items()):
         width = max(len(row) for row in cand)
         ids = np.full((len(cand), width), -1, dtype=np.int64)
         lps = np.full((len(cand), width), -np.inf, dtype=np.float64)
         for i, row in enumerate(cand):
-            ids[i, :len(row)] = list(row.keys())
-            lps[i, :len(row)] = list(row.values())
+            ids[i, : len(row)] = list(row.keys())
+            lps[i, : len(row)] = list(row.values())
         arrays[f"set{n}_ids"], arrays[f"set{n}_logprobs"] = ids, lps
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.npz")
@@ -126,8 +133,8 @@ def load_candidate(path: Path | str, name: str) -> list[dict[int, float]]:
 
 def engine_floor_between(first: Path | str, second: Path | str, name: str, k: int = 64) -> float:
     """KL of the second start against the first start's own top k, for one set."""
-    from frank.fidelity.measure import mean_kl
     from frank.fidelity.candidate import top_k_arrays
+    from frank.fidelity.measure import mean_kl
 
     ids, lps = top_k_arrays(load_candidate(first, name), k)
     return mean_kl(ids, lps, load_candidate(second, name)).kl
@@ -135,17 +142,24 @@ def engine_floor_between(first: Path | str, second: Path | str, name: str, k: in
 
 # -- evaluation -----------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class StartFidelity:
     start: int
     arm: str
-    sets: dict[str, dict[str, Any]]     # name -> {"kl", "reference_floor"?, ...}
+    sets: dict[str, dict[str, Any]]  # name -> {"kl", "reference_floor"?, ...}
     candidate: str | None = None
 
 
-def evaluate(rule: FidelityRule, starts: Iterable[StartFidelity], treatment: str, control: str,
-             profile: str = "", control_knobs: dict[str, Any] | None = None,
-             floors: dict[str, float] | None = None) -> dict[str, Any]:
+def evaluate(
+    rule: FidelityRule,
+    starts: Iterable[StartFidelity],
+    treatment: str,
+    control: str,
+    profile: str = "",
+    control_knobs: dict[str, Any] | None = None,
+    floors: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """Per set: each arm's mean KL, the floor and whether the rule holds. `floors` (name -> KL) are floors
     measured elsewhere (results CSV rows). Returns {"status": pass|fail|unchecked, "sets": [...], "notes"}."""
     starts = sorted(starts, key=lambda s: s.start)
@@ -153,8 +167,9 @@ def evaluate(rule: FidelityRule, starts: Iterable[StartFidelity], treatment: str
     rows, failed, missing = [], [], []
     controls = [s for s in starts if s.arm == control]
     for name in rule.sets:
-        per_arm = {arm: [s.sets[name]["kl"] for s in starts if s.arm == arm and name in s.sets]
-                   for arm in (treatment, control)}
+        per_arm = {
+            arm: [s.sets[name]["kl"] for s in starts if s.arm == arm and name in s.sets] for arm in (treatment, control)
+        }
         t_kl = mean(per_arm[treatment]) if per_arm[treatment] else None
         c_kl = mean(per_arm[control]) if per_arm[control] else None
         floor, parts = _floor(rule, name, starts, controls, profile, control_knobs, floors, notes)
@@ -163,20 +178,39 @@ def evaluate(rule: FidelityRule, starts: Iterable[StartFidelity], treatment: str
             missing.append(name)
         elif not met:
             failed.append(name)
-        rows.append({"name": name, "treatment": t_kl, "control": c_kl, "floor": floor, "floor_parts": parts,
-                     "difference": None if t_kl is None or c_kl is None else t_kl - c_kl, "met": met,
-                     "starts": {arm: len(v) for arm, v in per_arm.items()}})
+        rows.append(
+            {
+                "name": name,
+                "treatment": t_kl,
+                "control": c_kl,
+                "floor": floor,
+                "floor_parts": parts,
+                "difference": None if t_kl is None or c_kl is None else t_kl - c_kl,
+                "met": met,
+                "starts": {arm: len(v) for arm, v in per_arm.items()},
+            }
+        )
     status = "fail" if failed else ("unchecked" if missing else "pass")
-    detail = (f"KL above control + floor for: {', '.join(failed)}" if failed else
-              f"no fidelity measured for: {', '.join(missing)}" if missing else
-              f"{treatment} no worse than {control} by more than the floor on all {len(rows)} sets")
-    return {"status": status, "detail": detail, "sets": rows, "notes": sorted(set(notes)),
-            "floor_rule": rule.floor}
+    detail = (
+        f"KL above control + floor for: {', '.join(failed)}"
+        if failed
+        else f"no fidelity measured for: {', '.join(missing)}"
+        if missing
+        else f"{treatment} no worse than {control} by more than the floor on all {len(rows)} sets"
+    )
+    return {"status": status, "detail": detail, "sets": rows, "notes": sorted(set(notes)), "floor_rule": rule.floor}
 
 
-def _floor(rule: FidelityRule, name: str, starts: list[StartFidelity], controls: list[StartFidelity], profile: str,
-           control_knobs: dict[str, Any] | None, floors: dict[str, float] | None,
-           notes: list[str]) -> tuple[float | None, dict[str, Any]]:
+def _floor(
+    rule: FidelityRule,
+    name: str,
+    starts: list[StartFidelity],
+    controls: list[StartFidelity],
+    profile: str,
+    control_knobs: dict[str, Any] | None,
+    floors: dict[str, float] | None,
+    notes: list[str],
+) -> tuple[float | None, dict[str, Any]]:
     if rule.floor != FLOOR_MEASURED:
         return float(rule.floor), {"fixed": float(rule.floor)}
     parts: dict[str, Any] = {}
@@ -196,14 +230,17 @@ def _floor(rule: FidelityRule, name: str, starts: list[StartFidelity], controls:
         if known is not None:
             parts["engine"], parts["engine_source"] = known[0], f"fidelity floor run {known[1]}"
         else:
-            notes.append(f"no engine floor for {name}: fewer than 2 control starts and no `frank fidelity floor` "
-                         f"run of the control's configuration; the reference floor alone")
+            notes.append(
+                f"no engine floor for {name}: fewer than 2 control starts and no `frank fidelity floor` "
+                f"run of the control's configuration; the reference floor alone"
+            )
     values = [v for k, v in parts.items() if k in ("reference", "engine")]
     return (max(values) if values else None), parts
 
 
-def _saved_floor(profile: str, knobs: dict[str, Any] | None, name: str,
-                 starts: list[StartFidelity]) -> tuple[float, str] | None:
+def _saved_floor(
+    profile: str, knobs: dict[str, Any] | None, name: str, starts: list[StartFidelity]
+) -> tuple[float, str] | None:
     if not profile or knobs is None:
         return None
     from frank.engine.profiles import load_profile

@@ -2,12 +2,13 @@
 per-block (or per-start) values per arm and the effects as plots, the table behind them, the guards, the
 revert rule, and the decision with the rule that made it. Built from the same dict as `report --json`.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from frank.reports import plots
 from frank.experiments import exact
+from frank.reports import plots
 from frank.reports.page import Page
 
 
@@ -18,8 +19,10 @@ def _rule_text(r: dict[str, Any]) -> str:
         alpha = f", p <= {r['alpha']:g}" if r.get("alpha") is not None else ""
         return f"{r['treatment']} {word} than {r['control']} {need}{alpha} (one-sided exact sign test)"
     if r["test"] == "permutation":
-        return (f"{r['treatment']} {r.get('direction')} than {r['control']}: one-sided exact permutation test "
-                f"over every balanced relabelling, p <= {r.get('alpha')}")
+        return (
+            f"{r['treatment']} {r.get('direction')} than {r['control']}: one-sided exact permutation test "
+            f"over every balanced relabelling, p <= {r.get('alpha')}"
+        )
     return "all criteria hold: " + "; ".join(c["text"] for c in r.get("criteria", []))
 
 
@@ -29,57 +32,109 @@ def experiment_page(r: dict[str, Any]) -> str:
     page = Page(title, r.get("question", ""))
     page.decision(r["decision"], r["decision_reason"], _rule_text(r))
     page.heading("Design")
-    facts: list[tuple[str, Any]] = [("design sha256", r["design_sha256"]), ("kind", r["kind"]), ("test", r["test"]),
-                                    ("measure", r.get("measure") or "-"), ("treatment", r["treatment"]),
-                                    ("control", r["control"])]
+    facts: list[tuple[str, Any]] = [
+        ("design sha256", r["design_sha256"]),
+        ("kind", r["kind"]),
+        ("test", r["test"]),
+        ("measure", r.get("measure") or "-"),
+        ("treatment", r["treatment"]),
+        ("control", r["control"]),
+    ]
     if r.get("run_id"):
-        facts += [("run", r["run_id"]), ("registered", r.get("registered_at")), ("seed", r.get("seed")),
-                  ("order", f"#{r.get('order_index')} (0-based) of {r.get('order_count')}, drawn uniformly at registration")]
+        facts += [
+            ("run", r["run_id"]),
+            ("registered", r.get("registered_at")),
+            ("seed", r.get("seed")),
+            ("order", f"#{r.get('order_index')} (0-based) of {r.get('order_count')}, drawn uniformly at registration"),
+        ]
     elif r.get("results_csv"):
         facts.append(("results", r["results_csv"]))
     if r.get("null_size"):
-        facts.append(("null size / smallest p", f"{r['null_size']} / {exact.fraction(r['smallest_p'], r['null_size'])}"))
+        facts.append(
+            ("null size / smallest p", f"{r['null_size']} / {exact.fraction(r['smallest_p'], r['null_size'])}")
+        )
     page.facts(facts, element_id="design")
     page.heading("Run order" + (" (drawn at registration)" if r.get("run_id") else ""))
     if r.get("order"):
-        page.table(["start", "block", "arm"], [[o.get("start"), o.get("block") or "-", o["arm"]] for o in r["order"]],
-                   element_id="order")
+        page.table(
+            ["start", "block", "arm"],
+            [[o.get("start"), o.get("block") or "-", o["arm"]] for o in r["order"]],
+            element_id="order",
+        )
     else:
         page.paragraph("the run order of these measures was not recorded with them", "note")
     page.heading("Results")
     if r["kind"] == "blocks":
-        page.figure(plots.values_by_block(r["blocks"], arms, r.get("measure") or ""),
-                    f"{r.get('measure')} per block for {arms[0]} and {arms[1]}", element_id="plot-values")
-        page.figure(plots.effects_by_block(r["blocks"], *arms, r.get("direction")),
-                    "effect per block: (treatment - control) / control, in percent", element_id="plot-effects")
-        page.table(["block", arms[0], arms[1], "effect %", "sign"],
-                   [[b["block"], b["values"].get(arms[0]), b["values"].get(arms[1]),
-                     None if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}",
-                     "void" if b["voided"] else b["sign"]] for b in r["blocks"]], element_id="values")
+        page.figure(
+            plots.values_by_block(r["blocks"], arms, r.get("measure") or ""),
+            f"{r.get('measure')} per block for {arms[0]} and {arms[1]}",
+            element_id="plot-values",
+        )
+        page.figure(
+            plots.effects_by_block(r["blocks"], *arms, r.get("direction")),
+            "effect per block: (treatment - control) / control, in percent",
+            element_id="plot-effects",
+        )
+        page.table(
+            ["block", arms[0], arms[1], "effect %", "sign"],
+            [
+                [
+                    b["block"],
+                    b["values"].get(arms[0]),
+                    b["values"].get(arms[1]),
+                    None if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}",
+                    "void" if b["voided"] else b["sign"],
+                ]
+                for b in r["blocks"]
+            ],
+            element_id="values",
+        )
         if r.get("mean_effect_pct") is not None:
-            page.paragraph(f"mean effect {r['mean_effect_pct']:+.2f}%: {r['wins']} wins, {r['losses']} losses, "
-                           f"{r['ties']} ties")
+            page.paragraph(
+                f"mean effect {r['mean_effect_pct']:+.2f}%: {r['wins']} wins, {r['losses']} losses, {r['ties']} ties"
+            )
     elif r["kind"] == "balanced":
-        page.figure(plots.starts_by_arm(r.get("starts", []), arms, r.get("measure") or ""),
-                    f"{r.get('measure')} per engine start in run order", element_id="plot-values")
-        page.table(["start", "arm", "value"], [[s["start"], s["arm"], s["value"]] for s in r.get("starts", [])],
-                   element_id="values")
+        page.figure(
+            plots.starts_by_arm(r.get("starts", []), arms, r.get("measure") or ""),
+            f"{r.get('measure')} per engine start in run order",
+            element_id="plot-values",
+        )
+        page.table(
+            ["start", "arm", "value"],
+            [[s["start"], s["arm"], s["value"]] for s in r.get("starts", [])],
+            element_id="values",
+        )
         if r.get("mean_difference") is not None:
             page.paragraph(f"mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
     else:
-        page.figure(plots.criteria_bars(r.get("criteria", []), arms), "each criterion per arm", element_id="plot-values")
-        page.table(["criterion", arms[0], arms[1], "met"],
-                   [[c["text"], c["treatment"], c["control"], {True: "yes", False: "NO"}.get(c["met"], "no data")] for c in r.get("criteria", [])], element_id="values")
+        page.figure(
+            plots.criteria_bars(r.get("criteria", []), arms), "each criterion per arm", element_id="plot-values"
+        )
+        page.table(
+            ["criterion", arms[0], arms[1], "met"],
+            [
+                [c["text"], c["treatment"], c["control"], {True: "yes", False: "NO"}.get(c["met"], "no data")]
+                for c in r.get("criteria", [])
+            ],
+            element_id="values",
+        )
     if r.get("p_value") is not None:
-        page.paragraph(f"p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}")
+        page.paragraph(
+            f"p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}"
+        )
     page.heading("Guards and revert rule")
-    page.table(["guard", "status", "detail"], [[g["name"], g["status"], g["detail"]] for g in r.get("guards", [])],
-               element_id="guards")
+    page.table(
+        ["guard", "status", "detail"],
+        [[g["name"], g["status"], g["detail"]] for g in r.get("guards", [])],
+        element_id="guards",
+    )
     if r.get("revert"):
         rv = r["revert"]
-        page.paragraph(f"revert rule: {rv['outcome']}" + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})"
-                                                          if rv["triggers"] or rv["unchecked"] else "")
-                       + (f". {rv['description']}" if rv.get("description") else ""))
+        page.paragraph(
+            f"revert rule: {rv['outcome']}"
+            + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})" if rv["triggers"] or rv["unchecked"] else "")
+            + (f". {rv['description']}" if rv.get("description") else "")
+        )
     for note in r.get("notes", []):
         page.paragraph(f"note: {note}", "note")
     return page.render()

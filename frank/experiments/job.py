@@ -4,6 +4,7 @@ run with the real engine, detached from any terminal when frank.jobs.launch star
 The runner holds the run's lock (runner.lock) and journals every event with an fsync; SIGTERM stops it
 cleanly (the cell in flight is recorded as interrupted and redone on resume).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,14 @@ def progress(run_dir: Path) -> jobs.Progress:
 
 
 KIND = jobs.JobKind(
-    name="experiment", module="frank.experiments.job", root=registry.experiments_dir, progress=progress,
-    is_run=lambda d: (d / "design.toml").is_file(), record_files=lambda d: [d / "journal.jsonl"],
-    lock_name="runner.lock")
+    name="experiment",
+    module="frank.experiments.job",
+    root=registry.experiments_dir,
+    progress=progress,
+    is_run=lambda d: (d / "design.toml").is_file(),
+    record_files=lambda d: [d / "journal.jsonl"],
+    lock_name="runner.lock",
+)
 
 
 def launch(run: registry.Run) -> jobs.JobStatus:
@@ -50,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
     run_dir = jobs.main_run_dir(argv, KIND.name)
     run = registry.load_run(run_dir.name)
-    result = run_experiment(run, EngineCellExecutor(), handle_signals=True,
-                            on_event=lambda e: print(json.dumps(e, default=str), flush=True))
+    result = run_experiment(
+        run, EngineCellExecutor(), handle_signals=True, on_event=lambda e: print(json.dumps(e, default=str), flush=True)
+    )
     print(f"runner stopped: {result.reason} ({result.message}); {result.cells_run} cells run", flush=True)
     return 0 if result.reason == "finished" else 3
 

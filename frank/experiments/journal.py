@@ -7,14 +7,16 @@ A runner killed mid-write leaves at most a torn last line (no newline, or not va
 the next writer moves it to `journal.torn` (kept, never silently dropped) and appends after the last whole
 event. A damaged line anywhere else is an error naming file:line.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from frank.errors import FrankError
 
@@ -24,7 +26,7 @@ class JournalError(FrankError):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -43,7 +45,7 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], int]:
     lines = data.split(b"\n")
     for number, raw in enumerate(lines, start=1):
         last = number == len(lines)
-        if last:          # bytes after the final newline: empty, or a torn event
+        if last:  # bytes after the final newline: empty, or a torn event
             break
         try:
             event = json.loads(raw)
@@ -79,8 +81,9 @@ class Journal:
         torn_path = self.path.with_name(self.path.name.replace(".jsonl", "") + ".torn")
         fd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, json.dumps({"t": _now(), "offset": good, "bytes": torn.decode(errors="replace")}).encode()
-                     + b"\n")
+            os.write(
+                fd, json.dumps({"t": _now(), "offset": good, "bytes": torn.decode(errors="replace")}).encode() + b"\n"
+            )
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -93,7 +96,7 @@ class Journal:
         self.seq += 1
         record = {"seq": self.seq, "t": _now(), "unix": round(time.time(), 3), "event": event, **fields}
         line = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str).encode() + b"\n"
-        os.write(self._fd, line)      # one write per event: O_APPEND keeps it whole against other appends
+        os.write(self._fd, line)  # one write per event: O_APPEND keeps it whole against other appends
         os.fsync(self._fd)
         return record
 
@@ -102,7 +105,7 @@ class Journal:
             os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self) -> "Journal":
+    def __enter__(self) -> Journal:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -114,8 +117,7 @@ def follow(path: Path, poll_s: float = 0.5, stop: Any = None) -> Iterator[dict[s
     seen = 0
     while True:
         events = read_events(path)
-        for event in events[seen:]:
-            yield event
+        yield from events[seen:]
         seen = len(events)
         if stop is not None and stop():
             return

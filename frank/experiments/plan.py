@@ -17,6 +17,7 @@ difference of two starts has spread S. Ties have probability zero.
   one-sided permutation p-value over all C(2n, n) relabellings (as in exact.permutation_test), confirmed
   when p <= alpha. Up to 8 starts per arm (12870 relabellings); more are reported as not reached.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,17 +45,17 @@ class PlanError(FrankError):
 @dataclass(frozen=True)
 class Plan:
     design: str
-    test: str                       # sign | permutation
-    size: int                       # the design's blocks (sign) or starts per arm (permutation)
-    size_unit: str                  # "blocks" | "starts per arm"
+    test: str  # sign | permutation
+    size: int  # the design's blocks (sign) or starts per arm (permutation)
+    size_unit: str  # "blocks" | "starts per arm"
     effect_pct: float
     spread_pct: float
     spread_source: str
-    level: float                    # the significance the rule works at (largest confirming p-value)
-    power: float                    # P(confirmed | true effect effect_pct) with the design as it is
-    blocks_for_80: int | None       # smallest size with power >= 0.80 at `level` (None: not within the search)
+    level: float  # the significance the rule works at (largest confirming p-value)
+    power: float  # P(confirmed | true effect effect_pct) with the design as it is
+    blocks_for_80: int | None  # smallest size with power >= 0.80 at `level` (None: not within the search)
     blocks_for_95: int | None
-    win_probability: float | None   # sign test: P(one block is a win)
+    win_probability: float | None  # sign test: P(one block is a win)
     method: str
 
     def to_json(self) -> dict[str, Any]:
@@ -63,8 +64,9 @@ class Plan:
 
 # -- the sign test, exactly -------------------------------------------------------------------------
 
+
 def _sign_p(wins: int, blocks: int) -> float:
-    return float(stats.binom.sf(wins - 1, blocks, 0.5))       # P(W >= wins) under the null
+    return float(stats.binom.sf(wins - 1, blocks, 0.5))  # P(W >= wins) under the null
 
 
 def _design_confirms(design: Design, wins: int) -> bool:
@@ -85,7 +87,7 @@ def sign_level(design: Design) -> float:
 
 def sign_power(blocks: int, q: float, level: float) -> float:
     """P(exact one-sided sign-test p <= level) with `blocks` blocks, each a win with probability q."""
-    p = stats.binom.sf(np.arange(blocks + 1) - 1, blocks, 0.5)    # p-value of w wins, w = 0..blocks
+    p = stats.binom.sf(np.arange(blocks + 1) - 1, blocks, 0.5)  # p-value of w wins, w = 0..blocks
     enough = np.nonzero(p <= level + 1e-12)[0]
     if not len(enough):
         return 0.0
@@ -99,16 +101,24 @@ def _design_sign_power(design: Design, q: float) -> float:
 
 # -- the permutation test, simulated ----------------------------------------------------------------
 
-def permutation_power(starts_per_arm: int, effect_pct: float, spread_pct: float, alpha: float,
-                      simulations: int = SIMULATIONS, seed: int = SEED) -> float:
+
+def permutation_power(
+    starts_per_arm: int,
+    effect_pct: float,
+    spread_pct: float,
+    alpha: float,
+    simulations: int = SIMULATIONS,
+    seed: int = SEED,
+) -> float:
     """Share of simulated balanced runs whose exact one-sided permutation p (treatment lower) <= alpha."""
     n = starts_per_arm
     if n < 1:
         return 0.0
-    groups = np.array([[i in g for i in range(2 * n)] for g in itertools.combinations(range(2 * n), n)],
-                      dtype=float)                                 # every relabelling: who is "treatment"
+    groups = np.array(
+        [[i in g for i in range(2 * n)] for g in itertools.combinations(range(2 * n), n)], dtype=float
+    )  # every relabelling: who is "treatment"
     if 1.0 / len(groups) > alpha:
-        return 0.0                                                 # the design can never reach alpha
+        return 0.0  # the design can never reach alpha
     reps = max(500, min(simulations, int(1e7 // len(groups))))
     rng = np.random.default_rng(seed)
     s = spread_pct / 100.0 / math.sqrt(2.0)
@@ -118,14 +128,15 @@ def permutation_power(starts_per_arm: int, effect_pct: float, spread_pct: float,
         t = (1.0 - effect_pct / 100.0) * (1.0 + s * rng.standard_normal((m, n)))
         c = 1.0 + s * rng.standard_normal((m, n))
         pooled = np.concatenate([t, c], axis=1)
-        sums = pooled @ groups.T                                   # (m, C(2n, n)) treatment sums
+        sums = pooled @ groups.T  # (m, C(2n, n)) treatment sums
         observed = t.sum(axis=1, keepdims=True)
-        p = np.mean(sums <= observed * (1 + 1e-12) + 1e-15, axis=1)   # lower mean difference = lower sum
+        p = np.mean(sums <= observed * (1 + 1e-12) + 1e-15, axis=1)  # lower mean difference = lower sum
         confirmed += int(np.sum(p <= alpha + 1e-12))
     return confirmed / reps
 
 
 # -- the plan ---------------------------------------------------------------------------------------
+
 
 def _smallest(size_power: Any, limit: int, target: float) -> int | None:
     for size in range(1, limit + 1):
@@ -142,11 +153,21 @@ def plan(design: Design, spread_pct: float, effect_pct: float, spread_source: st
     if design.kind == "blocks":
         q = float(stats.norm.cdf(effect_pct / spread_pct))
         level = sign_level(design)
-        return Plan(design.name, "sign", int(design.blocks or 0), "blocks", effect_pct, spread_pct, spread_source,
-                    level, _design_sign_power(design, q),
-                    _smallest(lambda k: sign_power(k, q, level), MAX_BLOCKS, 0.80),
-                    _smallest(lambda k: sign_power(k, q, level), MAX_BLOCKS, 0.95),
-                    q, "exact binomial over block wins, normal block effects")
+        return Plan(
+            design.name,
+            "sign",
+            int(design.blocks or 0),
+            "blocks",
+            effect_pct,
+            spread_pct,
+            spread_source,
+            level,
+            _design_sign_power(design, q),
+            _smallest(lambda k: sign_power(k, q, level), MAX_BLOCKS, 0.80),
+            _smallest(lambda k: sign_power(k, q, level), MAX_BLOCKS, 0.95),
+            q,
+            "exact binomial over block wins, normal block effects",
+        )
     if design.kind == "balanced":
         alpha = design.rule.alpha
         assert alpha is not None
@@ -157,15 +178,27 @@ def plan(design: Design, spread_pct: float, effect_pct: float, spread_source: st
                 power[n] = permutation_power(n, effect_pct, spread_pct, alpha)
             return power[n]
 
-        return Plan(design.name, "permutation", int(design.starts_per_arm or 0), "starts per arm", effect_pct,
-                    spread_pct, spread_source, alpha, at(int(design.starts_per_arm or 0)),
-                    _smallest(at, MAX_STARTS_PER_ARM, 0.80), _smallest(at, MAX_STARTS_PER_ARM, 0.95), None,
-                    f"simulated ({SIMULATIONS} runs; fewer, at least 500, past 5 starts per arm; seed {SEED}), "
-                    "exact permutation p")
+        return Plan(
+            design.name,
+            "permutation",
+            int(design.starts_per_arm or 0),
+            "starts per arm",
+            effect_pct,
+            spread_pct,
+            spread_source,
+            alpha,
+            at(int(design.starts_per_arm or 0)),
+            _smallest(at, MAX_STARTS_PER_ARM, 0.80),
+            _smallest(at, MAX_STARTS_PER_ARM, 0.95),
+            None,
+            f"simulated ({SIMULATIONS} runs; fewer, at least 500, past 5 starts per arm; seed {SEED}), "
+            "exact permutation p",
+        )
     raise PlanError(f"{design.name}: an external design has no test of its own to plan (kind = external)")
 
 
 # -- noise from an A/A run ---------------------------------------------------------------------------
+
 
 def spread_from_report(report: dict[str, Any]) -> tuple[float, int, float]:
     """(spread in %, number of effects it rests on, their mean in %) from an A/A run's report: the standard
@@ -174,8 +207,9 @@ def spread_from_report(report: dict[str, Any]) -> tuple[float, int, float]:
     if report.get("kind") == "blocks":
         effects = [b["effect_pct"] for b in report.get("blocks") or () if b.get("effect_pct") is not None]
         if len(effects) < 2:
-            raise PlanError(f"run {report.get('run_id')}: {len(effects)} block effect(s) measured; the spread "
-                            "needs at least 2")
+            raise PlanError(
+                f"run {report.get('run_id')}: {len(effects)} block effect(s) measured; the spread needs at least 2"
+            )
         return statistics.stdev(effects), len(effects), statistics.fmean(effects)
     if report.get("kind") == "balanced":
         by_arm: dict[str, list[float]] = {}
@@ -222,12 +256,16 @@ def latest_aa_spread(measure: str) -> tuple[float, str] | None:
 
 def format_plan(p: Plan) -> str:
     """One line for people: the power, then what 80% and 95% need."""
+
     def need(n: int | None) -> str:
         return f"{n} {p.size_unit}" if n is not None else "not within the search"
+
     from frank.experiments.exact import fraction
 
     test = "sign test" if p.test == "sign" else "permutation test"
-    level = fraction(p.level, 2 ** p.size) if p.test == "sign" else f"{p.level:g}"
-    return (f"power {p.power:.2f} to confirm a true {p.effect_pct:g}% effect with {p.size} {p.size_unit} "
-            f"({test} at p <= {level}; spread {p.spread_pct:.3g}%, {p.spread_source}); "
-            f"80%: {need(p.blocks_for_80)}, 95%: {need(p.blocks_for_95)}")
+    level = fraction(p.level, 2**p.size) if p.test == "sign" else f"{p.level:g}"
+    return (
+        f"power {p.power:.2f} to confirm a true {p.effect_pct:g}% effect with {p.size} {p.size_unit} "
+        f"({test} at p <= {level}; spread {p.spread_pct:.3g}%, {p.spread_source}); "
+        f"80%: {need(p.blocks_for_80)}, 95%: {need(p.blocks_for_95)}"
+    )

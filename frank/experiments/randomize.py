@@ -11,6 +11,7 @@ allows, before any engine starts. We number those orders 0..N-1, draw one index 
 
 The seed comes from `secrets` and is recorded with the method name, so anyone can re-derive the order.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,15 +28,15 @@ METHOD = "python-random-randrange-unrank-v1"
 
 @dataclass(frozen=True)
 class Slot:
-    slot: int             # 0-based position in the run order
+    slot: int  # 0-based position in the run order
     arm: str
-    block: int | None     # 1-based block, for `blocks` designs
+    block: int | None  # 1-based block, for `blocks` designs
 
     def to_json(self) -> dict[str, Any]:
         return {"slot": self.slot, "start": self.slot + 1, "block": self.block, "arm": self.arm}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Slot":
+    def from_json(cls, data: dict[str, Any]) -> Slot:
         return cls(slot=int(data["slot"]), arm=str(data["arm"]), block=data.get("block"))
 
 
@@ -43,13 +44,18 @@ class Slot:
 class DrawnOrder:
     seed: int
     method: str
-    index: int            # which of the `count` orders was drawn
-    count: int            # how many orders the design allows
+    index: int  # which of the `count` orders was drawn
+    count: int  # how many orders the design allows
     slots: tuple[Slot, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"seed": str(self.seed), "method": self.method, "index": self.index, "count": self.count,
-                "slots": [s.to_json() for s in self.slots]}
+        return {
+            "seed": str(self.seed),
+            "method": self.method,
+            "index": self.index,
+            "count": self.count,
+            "slots": [s.to_json() for s in self.slots],
+        }
 
 
 def new_seed() -> int:
@@ -96,7 +102,7 @@ def _unrank_balanced(index: int, names: list[str], n: int) -> tuple[Slot, ...]:
     total, chosen, start = 2 * n, [], 0
     for remaining in range(n, 0, -1):
         for pos in range(start, total):
-            below = math.comb(total - pos - 1, remaining - 1)   # subsets that take `pos` next
+            below = math.comb(total - pos - 1, remaining - 1)  # subsets that take `pos` next
             if index < below:
                 chosen.append(pos)
                 start = pos + 1

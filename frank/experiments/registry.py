@@ -11,6 +11,7 @@
 From then on only the frozen copy is used; loading a run re-hashes it and refuses when anything was
 altered (the copy, its canonical form, or the order recorded in run.json against the journal's).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,15 +19,15 @@ import json
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from frank import paths
 from frank.errors import FrankError
 from frank.experiments import exact
-from frank.experiments.errors import RunError  # noqa: F401  (raised here, re-exported)
 from frank.experiments.design import Design, load_design, parse_design_text
+from frank.experiments.errors import RunError  # noqa: F401  (raised here, re-exported)
 from frank.experiments.journal import Journal, read_events
 from frank.experiments.randomize import DrawnOrder, Slot, draw_order, new_seed
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
@@ -50,7 +51,7 @@ class Run:
 
     @property
     def log_path(self) -> Path:
-        return self.folder / "job.log"   # frank.jobs.LOG_FILE
+        return self.folder / "job.log"  # frank.jobs.LOG_FILE
 
     def cell_dir(self, slot: int, attempt: int) -> Path:
         return paths.private_dir(self.folder / "cells" / f"slot{slot + 1:02d}-attempt{attempt}")
@@ -82,7 +83,7 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
     design = load_design(design_path, check_profiles=True)
     exact.check_reachable(design, str(design_path))
     source = design_path.read_bytes()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{_slug(design.name)}-{secrets.token_hex(2)}"
     folder = experiments_dir() / run_id
     paths.private_dir(folder)
@@ -92,12 +93,17 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
         workload = _suite_record(design, design_path) if design.episodes else _workload_record(design, design_path)
         order = draw_order(design, seed if seed is not None else new_seed())
     meta = {
-        "run_id": run_id, "name": design.name, "question": design.question, "kind": design.kind,
+        "run_id": run_id,
+        "name": design.name,
+        "question": design.question,
+        "kind": design.kind,
         "registered_at": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "source_path": str(design_path.resolve()),
-        "design_sha256": design.sha256, "source_sha256": hashlib.sha256(source).hexdigest(),
+        "design_sha256": design.sha256,
+        "source_sha256": hashlib.sha256(source).hexdigest(),
         "order": order.to_json() if order else None,
-        "null_size": exact.null_size(design), "smallest_p": exact.smallest_p(design),
+        "null_size": exact.null_size(design),
+        "smallest_p": exact.smallest_p(design),
         "workload": workload,
     }
     (folder / "design.toml").write_bytes(source)
@@ -134,8 +140,12 @@ def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
         suite = load_suite(beside if beside.is_file() else design.episodes.suite)
     except FrankError as exc:
         raise RunError(f"{design_path}: episodes.suite: {exc}") from None
-    return {"suite": str(suite.path), "suite_sha256": hashlib.sha256(suite.path.read_bytes()).hexdigest(),
-            "path": None, "manifest_sha256": None}
+    return {
+        "suite": str(suite.path),
+        "suite_sha256": hashlib.sha256(suite.path.read_bytes()).hexdigest(),
+        "path": None,
+        "manifest_sha256": None,
+    }
 
 
 def resolve_run_id(run_id: str) -> Path:
@@ -169,9 +179,12 @@ def _verify(folder: Path, meta: dict[str, Any], source: bytes, design: Design) -
     if hashlib.sha256(source).hexdigest() != meta.get("source_sha256"):
         problems.append("design.toml was altered after registration (source hash mismatch)")
     if design.sha256 != meta.get("design_sha256"):
-        problems.append(f"the design's canonical hash is {design.sha256[:12]}…, registered "
-                        f"{str(meta.get('design_sha256'))[:12]}…")
-    canonical = (folder / "design.canonical.json").read_text().strip() if (folder / "design.canonical.json").exists() else ""
+        problems.append(
+            f"the design's canonical hash is {design.sha256[:12]}…, registered {str(meta.get('design_sha256'))[:12]}…"
+        )
+    canonical = (
+        (folder / "design.canonical.json").read_text().strip() if (folder / "design.canonical.json").exists() else ""
+    )
     if hashlib.sha256(canonical.encode()).hexdigest() != meta.get("design_sha256"):
         problems.append("design.canonical.json was altered (hash mismatch)")
     events = read_events(folder / "journal.jsonl")

@@ -5,15 +5,17 @@ run's journal (`report_for_run`) or from measures taken elsewhere (`read_results
 `frank experiment analyze DESIGN.toml RESULTS.csv`). The effect of a block is the treatment's value
 against the control's: (treatment - control) / control, in percent.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
-from typing import Any, Iterable
+from typing import Any
 
 from frank.errors import FrankError
 from frank.experiments import exact
@@ -24,7 +26,7 @@ from frank.experiments.runner import effect_pct, fold, wins
 
 @dataclass(frozen=True)
 class Observation:
-    start: int                  # 1-based start order
+    start: int  # 1-based start order
     block: int | None
     arm: str
     value: float
@@ -32,7 +34,7 @@ class Observation:
     failed_requests: int | None = None
     prompt_hashes: dict[str, str | None] | None = None
     checks: dict[str, bool] = field(default_factory=dict)
-    fidelity: dict[str, Any] | None = None     # a cell's fidelity result (frank/experiments/fidelity.py)
+    fidelity: dict[str, Any] | None = None  # a cell's fidelity result (frank/experiments/fidelity.py)
 
 
 class ResultsError(FrankError):
@@ -41,8 +43,16 @@ class ResultsError(FrankError):
 
 # -- CSV ----------------------------------------------------------------------------------------------
 
-_COLUMNS = {"start_order": "start", "start order": "start", "start": "start", "order": "start",
-            "block": "block", "arm": "arm", "value": "value", "measure": "measure"}
+_COLUMNS = {
+    "start_order": "start",
+    "start order": "start",
+    "start": "start",
+    "order": "start",
+    "block": "block",
+    "arm": "arm",
+    "value": "value",
+    "measure": "measure",
+}
 
 
 def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
@@ -52,8 +62,11 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
         text = path.read_text()
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1)
-             if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        (n, line)
+        for n, line in enumerate(text.splitlines(), start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     if not lines:
         raise ResultsError(f"{path}: no header and no rows")
     header_no, header = lines[0]
@@ -62,8 +75,10 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
     for i, raw in enumerate(names):
         key = _COLUMNS.get(raw.strip().lower())
         if key is None:
-            raise ResultsError(f"{path}:{header_no}: unknown column {raw.strip()!r} "
-                               f"(columns: start_order, block, arm, value[, measure])")
+            raise ResultsError(
+                f"{path}:{header_no}: unknown column {raw.strip()!r} "
+                f"(columns: start_order, block, arm, value[, measure])"
+            )
         columns[key] = i
     needed = ["start", "arm", "value"] + (["measure"] if design.kind == "external" else [])
     if design.kind == "blocks":
@@ -78,7 +93,7 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
         where = f"{path}:{number}"
         if len(row) != len(names):
             raise ResultsError(f"{where}: expected {len(names)} fields, got {len(row)}")
-        get = lambda key: row[columns[key]].strip() if key in columns else ""  # noqa: E731
+        get = lambda key: row[columns[key]].strip() if key in columns else ""  # noqa: B023, E731
         arm = get("arm")
         if arm not in arms:
             raise ResultsError(f"{where}: arm: {arm!r} is not an arm of the design ({', '.join(sorted(arms))})")
@@ -111,25 +126,44 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
 
 # -- analysis -----------------------------------------------------------------------------------------
 
-def analyze(design: Design, observations: Iterable[Observation], *, source: str = "run",
-            order: list[dict[str, Any]] | None = None, failed_attempts: dict[str, int] | None = None,
-            voided: Iterable[int] = ()) -> dict[str, Any]:
-    obs = sorted(observations, key=lambda o: (o.start or 0))
+
+def analyze(
+    design: Design,
+    observations: Iterable[Observation],
+    *,
+    source: str = "run",
+    order: list[dict[str, Any]] | None = None,
+    failed_attempts: dict[str, int] | None = None,
+    voided: Iterable[int] = (),
+) -> dict[str, Any]:
+    obs = sorted(observations, key=lambda o: o.start or 0)
     rule = design.rule
     checks = [o for o in obs if o.measure.startswith("check:")]
     fidelity_rows = [o for o in obs if o.measure.startswith(("fidelity:", "fidelity_floor:"))]
     obs = [o for o in obs if not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
     out: dict[str, Any] = {
-        "name": design.name, "question": design.question, "kind": design.kind, "source": source,
-        "design_sha256": design.sha256, "measure": design.measure, "test": rule.test,
-        "treatment": rule.treatment, "control": rule.control, "direction": rule.direction or None,
-        "alpha": rule.alpha, "require_all": rule.require_all if rule.test == "sign" else None,
-        "order": order if order is not None else [{"start": o.start, "block": o.block, "arm": o.arm}
-                                                  for o in obs if o.start],
-        "null_size": exact.null_size(design), "smallest_p": exact.smallest_p(design),
-        "p_value": None, "p_fraction": None, "notes": [],
+        "name": design.name,
+        "question": design.question,
+        "kind": design.kind,
+        "source": source,
+        "design_sha256": design.sha256,
+        "measure": design.measure,
+        "test": rule.test,
+        "treatment": rule.treatment,
+        "control": rule.control,
+        "direction": rule.direction or None,
+        "alpha": rule.alpha,
+        "require_all": rule.require_all if rule.test == "sign" else None,
+        "order": order
+        if order is not None
+        else [{"start": o.start, "block": o.block, "arm": o.arm} for o in obs if o.start],
+        "null_size": exact.null_size(design),
+        "smallest_p": exact.smallest_p(design),
+        "p_value": None,
+        "p_fraction": None,
+        "notes": [],
     }
-    if rule.test == "criteria":      # external, or live episode starts (the seed's adoption rule)
+    if rule.test == "criteria":  # external, or live episode starts (the seed's adoption rule)
         decision = _criteria(design, obs, out)
     elif design.kind == "blocks":
         decision = _blocks(design, obs, set(voided), out)
@@ -164,8 +198,13 @@ def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[
     for block in range(1, k + 1):
         values = {o.arm: o.value for o in obs if o.block == block}
         tv, cv = values.get(rule.treatment), values.get(rule.control)
-        entry: dict[str, Any] = {"block": block, "values": values, "voided": block in voided,
-                                 "effect_pct": None, "sign": None}
+        entry: dict[str, Any] = {
+            "block": block,
+            "values": values,
+            "voided": block in voided,
+            "effect_pct": None,
+            "sign": None,
+        }
         if tv is not None and cv is not None and block not in voided:
             sign, eff = wins(design, tv, cv), effect_pct(tv, cv)
             entry.update(effect_pct=eff, sign=sign)
@@ -176,10 +215,18 @@ def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[
     complete = w + l + t
     missing = k - complete - len(voided)
     res = exact.sign_test(w, complete)
-    out.update(blocks=blocks, wins=w, losses=l, ties=t, complete_blocks=complete, voided_blocks=sorted(voided),
-               mean_effect_pct=mean(effects) if effects else None,
-               p_value=res.p_value if complete else None, p_fraction=exact.fraction(res.p_value, res.null_size)
-               if complete else None, tested_null_size=res.null_size if complete else None)
+    out.update(
+        blocks=blocks,
+        wins=w,
+        losses=l,
+        ties=t,
+        complete_blocks=complete,
+        voided_blocks=sorted(voided),
+        mean_effect_pct=mean(effects) if effects else None,
+        p_value=res.p_value if complete else None,
+        p_fraction=exact.fraction(res.p_value, res.null_size) if complete else None,
+        tested_null_size=res.null_size if complete else None,
+    )
     word = "lower" if rule.direction == "lower" else "higher"
     if missing > 0:
         return "incomplete", f"{missing} of {k} blocks not measured yet"
@@ -190,8 +237,10 @@ def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[
         reasons.append(f"p = {exact.fraction(res.p_value, res.null_size)} > alpha {rule.alpha:g}")
     if reasons:
         return "not confirmed", "; ".join(reasons)
-    return "confirmed", (f"{rule.treatment} {word} in {w} of {k} blocks; one-sided exact sign test "
-                         f"p = {exact.fraction(res.p_value, res.null_size)}")
+    return "confirmed", (
+        f"{rule.treatment} {word} in {w} of {k} blocks; one-sided exact sign test "
+        f"p = {exact.fraction(res.p_value, res.null_size)}"
+    )
 
 
 def _balanced(design: Design, obs: list[Observation], out: dict[str, Any]) -> tuple[str, str]:
@@ -208,7 +257,10 @@ def _balanced(design: Design, obs: list[Observation], out: dict[str, Any]) -> tu
         above = all(tv > cv for tv in tvals for cv in cvals)
         out["separated"] = below if rule.direction == "lower" else above
     if len(tvals) < n or len(cvals) < n:
-        return "incomplete", f"{len(tvals)} of {n} {rule.treatment} and {len(cvals)} of {n} {rule.control} starts measured"
+        return (
+            "incomplete",
+            f"{len(tvals)} of {n} {rule.treatment} and {len(cvals)} of {n} {rule.control} starts measured",
+        )
     if len(tvals) != n or len(cvals) != n:
         raise ResultsError(f"the design has {n} starts per arm; the results have {len(tvals)} and {len(cvals)}")
     res = exact.permutation_test(tvals, cvals, rule.direction)
@@ -220,8 +272,12 @@ def _balanced(design: Design, obs: list[Observation], out: dict[str, Any]) -> tu
     return "not confirmed", f"one-sided exact permutation test p = {frac} > alpha {rule.alpha:g}"
 
 
-_COMPARE_TEXT = {"lower": "lower than", "higher": "higher than", "not_higher": "no higher than",
-                 "not_lower": "no lower than"}
+_COMPARE_TEXT = {
+    "lower": "lower than",
+    "higher": "higher than",
+    "not_higher": "no higher than",
+    "not_lower": "no lower than",
+}
 
 
 def _criteria(design: Design, obs: list[Observation], out: dict[str, Any]) -> tuple[str, str]:
@@ -235,17 +291,31 @@ def _criteria(design: Design, obs: list[Observation], out: dict[str, Any]) -> tu
         tv, cv = per_arm[rule.treatment], per_arm[rule.control]
         met = None
         if tv is not None and cv is not None:
-            met = {"lower": tv < cv, "higher": tv > cv, "not_higher": tv <= cv + c.margin,
-                   "not_lower": tv >= cv - c.margin}[c.compare]
+            met = {
+                "lower": tv < cv,
+                "higher": tv > cv,
+                "not_higher": tv <= cv + c.margin,
+                "not_lower": tv >= cv - c.margin,
+            }[c.compare]
         else:
             missing.append(c.measure)
         if met is False:
             failed.append(c.measure)
-        results.append({"measure": c.measure, "aggregate": c.aggregate, "compare": c.compare, "margin": c.margin,
-                        "treatment": tv, "control": cv, "met": met,
-                        "text": f"{c.aggregate} of {c.measure}: {rule.treatment} {_COMPARE_TEXT[c.compare]} "
-                                f"{rule.control}" + (f" - {c.margin:g}" if c.compare == "not_lower" and c.margin else "")
-                                + (f" + {c.margin:g}" if c.compare == "not_higher" and c.margin else "")})
+        results.append(
+            {
+                "measure": c.measure,
+                "aggregate": c.aggregate,
+                "compare": c.compare,
+                "margin": c.margin,
+                "treatment": tv,
+                "control": cv,
+                "met": met,
+                "text": f"{c.aggregate} of {c.measure}: {rule.treatment} {_COMPARE_TEXT[c.compare]} "
+                f"{rule.control}"
+                + (f" - {c.margin:g}" if c.compare == "not_lower" and c.margin else "")
+                + (f" + {c.margin:g}" if c.compare == "not_higher" and c.margin else ""),
+            }
+        )
     out["criteria"] = results
     out["starts"] = [{"start": o.start, "arm": o.arm, "measure": o.measure, "value": o.value} for o in obs]
     out["notes"].append("a decision rule, not a randomized comparison: no p-value")
@@ -262,13 +332,23 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
     if g.no_failed_requests:
         counts = [o.failed_requests for o in obs]
         if not obs or any(c is None for c in counts):
-            out.append({"name": "no_failed_requests", "status": "unchecked",
-                        "detail": "no per-request records" + (": measures taken elsewhere" if source == "external" else "")})
+            out.append(
+                {
+                    "name": "no_failed_requests",
+                    "status": "unchecked",
+                    "detail": "no per-request records" + (": measures taken elsewhere" if source == "external" else ""),
+                }
+            )
         else:
             total = sum(c or 0 for c in counts)
             starts = len({o.start for o in obs}) if all(o.start for o in obs) else len(obs)
-            out.append({"name": "no_failed_requests", "status": "pass" if total == 0 else "fail",
-                        "detail": f"{total} failed requests over {starts} starts"})
+            out.append(
+                {
+                    "name": "no_failed_requests",
+                    "status": "pass" if total == 0 else "fail",
+                    "detail": f"{total} failed requests over {starts} starts",
+                }
+            )
     if g.prompt_token_ids_identical:
         out.append(_identical_prompts(obs, source))
     for name in g.checks:
@@ -277,8 +357,13 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
             out.append({"name": name, "status": "unchecked", "detail": "no outcome recorded"})
         else:
             bad = [c for c in rows if c.value != 1]
-            out.append({"name": name, "status": "pass" if not bad else "fail",
-                        "detail": f"{len(rows) - len(bad)} of {len(rows)} passed"})
+            out.append(
+                {
+                    "name": name,
+                    "status": "pass" if not bad else "fail",
+                    "detail": f"{len(rows) - len(bad)} of {len(rows)} passed",
+                }
+            )
     return out
 
 
@@ -287,8 +372,11 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
     from frank.experiments.fidelity import StartFidelity, evaluate
 
     assert design.fidelity is not None
-    starts = [StartFidelity(o.start, o.arm, o.fidelity.get("sets", {}), o.fidelity.get("candidate"))
-              for o in obs if o.fidelity]
+    starts = [
+        StartFidelity(o.start, o.arm, o.fidelity.get("sets", {}), o.fidelity.get("candidate"))
+        for o in obs
+        if o.fidelity
+    ]
     by_start: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
     floors: dict[str, float] = {}
     for row in rows:
@@ -299,30 +387,43 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
             by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
     starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
     control = design.arm(design.rule.control)
-    return evaluate(design.fidelity, starts, design.rule.treatment, design.rule.control, profile=control.profile,
-                    control_knobs=control.knob_dict, floors=floors or None)
+    return evaluate(
+        design.fidelity,
+        starts,
+        design.rule.treatment,
+        design.rule.control,
+        profile=control.profile,
+        control_knobs=control.knob_dict,
+        floors=floors or None,
+    )
 
 
 def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
     name = "prompt_token_ids_identical"
     if not obs or any(o.prompt_hashes is None for o in obs):
-        return {"name": name, "status": "unchecked", "detail": "no prompt token hashes"
-                + (": measures taken elsewhere" if source == "external" else "")}
+        return {
+            "name": name,
+            "status": "unchecked",
+            "detail": "no prompt token hashes" + (": measures taken elsewhere" if source == "external" else ""),
+        }
     keys = set().union(*(o.prompt_hashes or {} for o in obs))
     missing = sum(1 for o in obs for k in keys if not (o.prompt_hashes or {}).get(k))
     if missing:
-        return {"name": name, "status": "unchecked",
-                "detail": f"the engine gave no token IDs for {missing} request(s)"}
+        return {"name": name, "status": "unchecked", "detail": f"the engine gave no token IDs for {missing} request(s)"}
     differ = [k for k in sorted(keys) if len({(o.prompt_hashes or {})[k] for o in obs}) > 1]
     if differ:
-        return {"name": name, "status": "fail",
-                "detail": f"{len(differ)} of {len(keys)} requests had different prompt token IDs across starts "
-                          f"(first: {differ[0]})"}
+        return {
+            "name": name,
+            "status": "fail",
+            "detail": f"{len(differ)} of {len(keys)} requests had different prompt token IDs across starts "
+            f"(first: {differ[0]})",
+        }
     return {"name": name, "status": "pass", "detail": f"{len(keys)} requests identical in all {len(obs)} starts"}
 
 
-def _revert(design: Design, obs: list[Observation], out: dict[str, Any], failed_attempts: dict[str, int] | None,
-            source: str) -> dict[str, Any] | None:
+def _revert(
+    design: Design, obs: list[Observation], out: dict[str, Any], failed_attempts: dict[str, int] | None, source: str
+) -> dict[str, Any] | None:
     rv = design.revert
     if rv is None:
         return None
@@ -337,8 +438,10 @@ def _revert(design: Design, obs: list[Observation], out: dict[str, Any], failed_
             else:
                 per_arm[arm] = sum(c or 0 for c in counts) + failed_attempts.get(arm, 0)
         if None in per_arm.values():
-            unchecked.append("treatment_only_failures: no failure records"
-                             + (", measures taken elsewhere" if source == "external" else ""))
+            unchecked.append(
+                "treatment_only_failures: no failure records"
+                + (", measures taken elsewhere" if source == "external" else "")
+            )
         elif per_arm[rule.treatment] and not per_arm[rule.control]:
             triggers.append(f"{per_arm[rule.treatment]} failure(s) only in {rule.treatment}")
     if rv.max_worse_pct is not None:
@@ -361,6 +464,7 @@ def _revert(design: Design, obs: list[Observation], out: dict[str, Any], failed_
 
 # -- from a run's journal -------------------------------------------------------------------------------
 
+
 def report_for_run(run: Any) -> dict[str, Any]:
     events = read_events(run.journal_path)
     progress = fold(events)
@@ -373,33 +477,61 @@ def report_for_run(run: Any) -> dict[str, Any]:
         done = progress.done(slot.slot)
         if done is None or (slot.block is not None and slot.block in progress.voided):
             continue
-        if run.design.rule.test == "criteria":   # one observation per criterion's measure of the start
+        if run.design.rule.test == "criteria":  # one observation per criterion's measure of the start
             for i, c in enumerate(run.design.rule.criteria):
-                obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm,
-                                       value=float(done["measures"][c.measure]), measure=c.measure,
-                                       failed_requests=done.get("failed") if i == 0 else 0,
-                                       fidelity=done.get("fidelity") if i == 0 else None))
+                obs.append(
+                    Observation(
+                        start=slot.slot + 1,
+                        block=slot.block,
+                        arm=slot.arm,
+                        value=float(done["measures"][c.measure]),
+                        measure=c.measure,
+                        failed_requests=done.get("failed") if i == 0 else 0,
+                        fidelity=done.get("fidelity") if i == 0 else None,
+                    )
+                )
             continue
-        obs.append(Observation(start=slot.slot + 1, block=slot.block, arm=slot.arm, value=float(done["value"]),
-                               measure=run.design.measure, failed_requests=done.get("failed"),
-                               prompt_hashes=done.get("prompt_hashes"), checks=done.get("checks") or {},
-                               fidelity=done.get("fidelity")))
+        obs.append(
+            Observation(
+                start=slot.slot + 1,
+                block=slot.block,
+                arm=slot.arm,
+                value=float(done["value"]),
+                measure=run.design.measure,
+                failed_requests=done.get("failed"),
+                prompt_hashes=done.get("prompt_hashes"),
+                checks=done.get("checks") or {},
+                fidelity=done.get("fidelity"),
+            )
+        )
     order = [s.to_json() for s in run.slots]
-    report = analyze(run.design, obs, source="run", order=order, failed_attempts=failed_attempts,
-                     voided=progress.voided)
-    report.update(run_id=run.run_id, registered_at=run.meta.get("registered_at"),
-                  seed=(run.meta.get("order") or {}).get("seed"),
-                  order_index=(run.meta.get("order") or {}).get("index"),
-                  order_count=(run.meta.get("order") or {}).get("count"),
-                  attempts={str(s + 1): [{"attempt": a.attempt, "status": a.status,
-                                           "error": (a.closed or {}).get("error") or (a.closed or {}).get("reason")}
-                                          for a in progress.attempts.get(s, ())]
-                            for s in sorted(progress.attempts)},
-                  measures={str(s.slot + 1): (progress.done(s.slot) or {}).get("measures") for s in run.slots})
+    report = analyze(
+        run.design, obs, source="run", order=order, failed_attempts=failed_attempts, voided=progress.voided
+    )
+    report.update(
+        run_id=run.run_id,
+        registered_at=run.meta.get("registered_at"),
+        seed=(run.meta.get("order") or {}).get("seed"),
+        order_index=(run.meta.get("order") or {}).get("index"),
+        order_count=(run.meta.get("order") or {}).get("count"),
+        attempts={
+            str(s + 1): [
+                {
+                    "attempt": a.attempt,
+                    "status": a.status,
+                    "error": (a.closed or {}).get("error") or (a.closed or {}).get("reason"),
+                }
+                for a in progress.attempts.get(s, ())
+            ]
+            for s in sorted(progress.attempts)
+        },
+        measures={str(s.slot + 1): (progress.done(s.slot) or {}).get("measures") for s in run.slots},
+    )
     return report
 
 
 # -- text -----------------------------------------------------------------------------------------------
+
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
@@ -407,36 +539,50 @@ def _num(value: Any) -> str:
 
 def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[str]:
     """Per-set KL per arm beside the floor: `treatment <= control + floor` or not."""
+
     def kl(v: Any) -> str:
         return "-" if v is None else f"{v:.3e}"
 
-    lines = [f"  fidelity (KL, top-64; rule: {treatment} <= {control} + floor, floor {fid['floor_rule']})",
-             f"  {'set':<10} {treatment:>12} {control:>12} {'difference':>12} {'floor':>12}  rule"]
+    lines = [
+        f"  fidelity (KL, top-64; rule: {treatment} <= {control} + floor, floor {fid['floor_rule']})",
+        f"  {'set':<10} {treatment:>12} {control:>12} {'difference':>12} {'floor':>12}  rule",
+    ]
     for row in fid["sets"]:
         mark = {True: "met", False: "NOT met", None: "no data"}[row["met"]]
-        lines.append(f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
-                     f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}")
+        lines.append(
+            f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
+            f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}"
+        )
     return lines + [f"  note: {n}" for n in fid.get("notes", [])]
 
 
 def format_report(r: dict[str, Any]) -> str:
-    lines = [f"{r['name']}  ({r['kind']}, {r['test']} test, measure {r['measure'] or '-'})",
-             f"  question: {r['question']}",
-             f"  design sha256: {r['design_sha256']}"]
+    lines = [
+        f"{r['name']}  ({r['kind']}, {r['test']} test, measure {r['measure'] or '-'})",
+        f"  question: {r['question']}",
+        f"  design sha256: {r['design_sha256']}",
+    ]
     if r.get("run_id"):
-        lines.append(f"  run: {r['run_id']}  seed {r.get('seed')}  order #{r.get('order_index')} (0-based) of {r.get('order_count')}")
+        lines.append(
+            f"  run: {r['run_id']}  seed {r.get('seed')}  order #{r.get('order_index')} (0-based) of {r.get('order_count')}"  # noqa: E501
+        )
     if r.get("order"):
-        lines.append("  order: " + " ".join(f"{o['arm']}" + (f"(b{o['block']})" if o.get("block") else "")
-                                            for o in r["order"]))
+        lines.append(
+            "  order: " + " ".join(f"{o['arm']}" + (f"(b{o['block']})" if o.get("block") else "") for o in r["order"])
+        )
     if r["kind"] == "blocks":
         lines.append(f"  {'block':>5}  {r['treatment']:>14}  {r['control']:>14}  {'effect':>8}  sign")
         for b in r["blocks"]:
             eff = "-" if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}%"
-            lines.append(f"  {b['block']:>5}  {_num(b['values'].get(r['treatment'])):>14}  "
-                         f"{_num(b['values'].get(r['control'])):>14}  {eff:>8}  "
-                         f"{'void' if b['voided'] else (b['sign'] or '')}")
+            lines.append(
+                f"  {b['block']:>5}  {_num(b['values'].get(r['treatment'])):>14}  "
+                f"{_num(b['values'].get(r['control'])):>14}  {eff:>8}  "
+                f"{'void' if b['voided'] else (b['sign'] or '')}"
+            )
         if r.get("mean_effect_pct") is not None:
-            lines.append(f"  mean effect {r['mean_effect_pct']:+.2f}%  ({r['wins']} wins, {r['losses']} losses, {r['ties']} ties)")
+            lines.append(
+                f"  mean effect {r['mean_effect_pct']:+.2f}%  ({r['wins']} wins, {r['losses']} losses, {r['ties']} ties)"  # noqa: E501
+            )
     elif r["kind"] == "balanced" and r["test"] != "criteria":
         for s in r.get("starts", []):
             lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {_num(s['value'])}")
@@ -444,22 +590,26 @@ def format_report(r: dict[str, Any]) -> str:
             lines.append(f"  mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
     else:
         for s in r.get("starts", []):
-            if s.get("start"):   # live criteria starts: each measure of each start
+            if s.get("start"):  # live criteria starts: each measure of each start
                 lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {s['measure']:<20} {_num(s['value'])}")
         for c in r.get("criteria", []):
             mark = {True: "met", False: "NOT met", None: "no data"}[c["met"]]
             lines.append(f"  {c['text']}: {_num(c['treatment'])} vs {_num(c['control'])}  {mark}")
     if r.get("p_value") is not None:
-        lines.append(f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "
-                     f"smallest reachable {exact.fraction(r['smallest_p'], r['null_size'])}")
+        lines.append(
+            f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "
+            f"smallest reachable {exact.fraction(r['smallest_p'], r['null_size'])}"
+        )
     if r.get("fidelity"):
         lines += format_fidelity(r["fidelity"], r["treatment"], r["control"])
     for g in r.get("guards", []):
         lines.append(f"  guard {g['name']}: {g['status']} ({g['detail']})")
     if r.get("revert"):
         rv = r["revert"]
-        lines.append(f"  revert rule: {rv['outcome']}" + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})"
-                                                         if rv['triggers'] or rv['unchecked'] else ""))
+        lines.append(
+            f"  revert rule: {rv['outcome']}"
+            + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})" if rv["triggers"] or rv["unchecked"] else "")
+        )
     for note in r.get("notes", []):
         lines.append(f"  note: {note}")
     lines.append(f"  decision: {r['decision'].upper()}: {r['decision_reason']}")

@@ -16,22 +16,24 @@ file (flock, released by the kernel when the holder dies) keeps two runners off 
 `ExperimentState` (frozen) is the live view for the console, rebuilt from the journal: current cell,
 per-block values and signs, running tally, and whether the rule can still be met.
 """
+
 from __future__ import annotations
 
 import math
 import os
 import signal
 import socket
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
-from frank.errors import FrankError
 from frank import jobs
+from frank.errors import FrankError
 from frank.experiments import exact
 from frank.experiments.design import Design
+from frank.experiments.errors import RunError
 from frank.experiments.journal import Journal, read_events
 from frank.experiments.randomize import Slot
-from frank.experiments.errors import RunError
 from frank.experiments.registry import Run
 from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
@@ -49,14 +51,15 @@ class RunnerInterrupted(BaseException):
 
 # -- folding the journal ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Attempt:
     slot: int
     attempt: int
-    status: str                 # running | done | failed | interrupted
+    status: str  # running | done | failed | interrupted
     started: dict[str, Any]
     closed: dict[str, Any] | None = None
-    phase: str = "starting"     # starting | replaying | stopping | closed
+    phase: str = "starting"  # starting | replaying | stopping | closed
 
     @property
     def value(self) -> float | None:
@@ -67,7 +70,7 @@ class Attempt:
 class Progress:
     attempts: dict[int, tuple[Attempt, ...]]
     voided: frozenset[int]
-    stopped_reason: str | None        # reason of the last runner_stopped, if the last runner stopped
+    stopped_reason: str | None  # reason of the last runner_stopped, if the last runner stopped
     runner_sessions: int
 
     def done(self, slot: int) -> dict[str, Any] | None:
@@ -117,13 +120,17 @@ def fold(events: Iterable[dict[str, Any]]) -> Progress:
             replace_last(ev["slot"], status=status, closed=ev, phase="closed")
         elif kind == "block_voided":
             voided.add(int(ev["block"]))
-    return Progress(attempts={k: tuple(v) for k, v in attempts.items()}, voided=frozenset(voided),
-                    stopped_reason=stopped, runner_sessions=sessions)
+    return Progress(
+        attempts={k: tuple(v) for k, v in attempts.items()},
+        voided=frozenset(voided),
+        stopped_reason=stopped,
+        runner_sessions=sessions,
+    )
 
 
 @dataclass(frozen=True)
 class Action:
-    kind: str                   # run | void | exhausted | finished
+    kind: str  # run | void | exhausted | finished
     slot: Slot | None = None
     attempt: int = 0
 
@@ -145,6 +152,7 @@ def next_action(design: Design, slots: tuple[Slot, ...], progress: Progress) -> 
 
 # -- the executor of one cell -------------------------------------------------------------------------
 
+
 class CellExecutor(Protocol):
     def precheck(self, run: Run) -> None:
         """Refuse to begin (FrankError) when the machine is not ready, before any attempt is recorded."""
@@ -159,30 +167,38 @@ class CellExecutor(Protocol):
 
 # -- lock ---------------------------------------------------------------------------------------------
 
+
 class RunLock(jobs.RunLock):
     """The run's one lock (frank.jobs.RunLock on runner.lock), refusing with the runner's words."""
 
     def refused(self, holder: int | None) -> Exception:
-        return RunError(f"another runner (pid {holder or '?'}) is running this experiment; "
-                        f"follow it with `frank experiment status RUN_ID --follow`")
+        return RunError(
+            f"another runner (pid {holder or '?'}) is running this experiment; "
+            f"follow it with `frank experiment status RUN_ID --follow`"
+        )
 
 
 # -- the runner -------------------------------------------------------------------------------------
 
+
 @dataclass
 class RunnerResult:
-    reason: str                 # finished | interrupted | retries_exhausted | error
+    reason: str  # finished | interrupted | retries_exhausted | error
     message: str = ""
     cells_run: int = 0
 
 
-def run_experiment(run: Run, executor: CellExecutor, *, on_event: Callable[[dict], None] | None = None,
-                   handle_signals: bool = False) -> RunnerResult:
+def run_experiment(
+    run: Run, executor: CellExecutor, *, on_event: Callable[[dict], None] | None = None, handle_signals: bool = False
+) -> RunnerResult:
     """Execute (or resume) the run until every cell is done, voided, or the failure rule stops it."""
     if not run.design.runnable:
-        raise RunError(f"{run.run_id}: an external design's measures come from elsewhere; "
-                       f"use `frank experiment analyze DESIGN.toml RESULTS.csv`")
+        raise RunError(
+            f"{run.run_id}: an external design's measures come from elsewhere; "
+            f"use `frank experiment analyze DESIGN.toml RESULTS.csv`"
+        )
     with RunLock(run.lock_path), Journal(run.journal_path) as journal:
+
         def note(event: str, **fields: Any) -> dict:
             record = journal.append(event, **fields)
             if on_event:
@@ -200,16 +216,27 @@ def run_experiment(run: Run, executor: CellExecutor, *, on_event: Callable[[dict
 
 def _run(run: Run, executor: CellExecutor, note: Note) -> RunnerResult:
     progress = fold(read_events(run.journal_path))
-    note("runner_started", pid=os.getpid(), sid=os.getsid(0), host=socket.gethostname(),
-         resumed=progress.runner_sessions > 0)
+    note(
+        "runner_started",
+        pid=os.getpid(),
+        sid=os.getsid(0),
+        host=socket.gethostname(),
+        resumed=progress.runner_sessions > 0,
+    )
     result = RunnerResult("error")
     current: tuple[Slot, int] | None = None
     try:
         cut = progress.open_attempt
         if cut is not None:
             done = executor.cleanup(run, cut)
-            note("cell_interrupted", slot=cut.slot, attempt=cut.attempt, phase=cut.phase,
-                 reason="the previous runner ended mid-cell (killed, or the machine went down)", cleanup=done)
+            note(
+                "cell_interrupted",
+                slot=cut.slot,
+                attempt=cut.attempt,
+                phase=cut.phase,
+                reason="the previous runner ended mid-cell (killed, or the machine went down)",
+                cleanup=done,
+            )
         executor.precheck(run)
         while True:
             progress = fold(read_events(run.journal_path))
@@ -219,26 +246,39 @@ def _run(run: Run, executor: CellExecutor, note: Note) -> RunnerResult:
                 break
             assert action.slot is not None
             if action.kind == "void":
-                note("block_voided", block=action.slot.block, slot=action.slot.slot,
-                     reason=f"slot {action.slot.slot + 1} failed and the design voids the block")
+                note(
+                    "block_voided",
+                    block=action.slot.block,
+                    slot=action.slot.slot,
+                    reason=f"slot {action.slot.slot + 1} failed and the design voids the block",
+                )
                 continue
             if action.kind == "exhausted":
-                result = RunnerResult("retries_exhausted",
-                                      f"slot {action.slot.slot + 1} ({action.slot.arm}) failed "
-                                      f"{progress.failures(action.slot.slot)} times; the design allows "
-                                      f"{run.design.failure.max_retries} retries", result.cells_run)
+                result = RunnerResult(
+                    "retries_exhausted",
+                    f"slot {action.slot.slot + 1} ({action.slot.arm}) failed "
+                    f"{progress.failures(action.slot.slot)} times; the design allows "
+                    f"{run.design.failure.max_retries} retries",
+                    result.cells_run,
+                )
                 break
             slot, attempt = action.slot, action.attempt
             arm = run.design.arm(slot.arm)
             current = (slot, attempt)
-            note("cell_started", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block,
-                 profile=arm.profile, knobs=arm.knob_dict)
+            note(
+                "cell_started",
+                slot=slot.slot,
+                attempt=attempt,
+                arm=slot.arm,
+                block=slot.block,
+                profile=arm.profile,
+                knobs=arm.knob_dict,
+            )
             try:
                 outcome = executor.execute(run, slot, attempt, note)
             except CellError as exc:
                 current = None
-                note("cell_failed", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block,
-                     error=str(exc))
+                note("cell_failed", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block, error=str(exc))
                 continue
             current = None
             note("cell_done", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block, **outcome)
@@ -259,6 +299,7 @@ def _run(run: Run, executor: CellExecutor, note: Note) -> RunnerResult:
 def _install_signals() -> dict[int, Any]:
     """SIGTERM/SIGINT stop cleanly (engine stopped, cell recorded as interrupted); SIGHUP (an SSH drop) is
     ignored so a runner started from a terminal keeps going."""
+
     def stop(signum: int, _frame: Any) -> None:
         raise RunnerInterrupted(f"stopped by {signal.Signals(signum).name}")
 
@@ -271,13 +312,14 @@ def _install_signals() -> dict[int, Any]:
 
 # -- live state for the console ------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CellView:
     slot: int
     start: int
     block: int | None
     arm: str
-    status: str                 # pending | running | done | failed | interrupted | voided
+    status: str  # pending | running | done | failed | interrupted | voided
     attempts: int
     value: float | None
     phase: str = ""
@@ -286,9 +328,9 @@ class CellView:
 @dataclass(frozen=True)
 class BlockView:
     block: int
-    values: dict[str, float | None]    # arm -> value
-    effect_pct: float | None           # treatment against control, percent
-    sign: str | None                   # "+" the treatment wins, "-" it loses, "=" a tie, None not yet
+    values: dict[str, float | None]  # arm -> value
+    effect_pct: float | None  # treatment against control, percent
+    sign: str | None  # "+" the treatment wins, "-" it loses, "=" a tie, None not yet
     voided: bool = False
 
 
@@ -298,15 +340,15 @@ class ExperimentState:
     name: str
     kind: str
     design_sha256: str
-    status: str                         # registered | running | stopped | finished | failed
+    status: str  # registered | running | stopped | finished | failed
     runner_pid: int | None
     current: CellView | None
     cells: tuple[CellView, ...]
-    blocks: tuple[BlockView, ...]       # blocks designs
+    blocks: tuple[BlockView, ...]  # blocks designs
     wins: int
     losses: int
     ties: int
-    remaining: int                      # blocks (or starts) still to measure
+    remaining: int  # blocks (or starts) still to measure
     can_still_meet: bool
     best_possible_p: float | None
     smallest_p: float | None
@@ -346,8 +388,18 @@ def load_state(run: Run) -> ExperimentState:
         else:
             status = "pending"
         phase = attempts[-1].phase if attempts and status == "running" else ""
-        cells.append(CellView(slot=slot.slot, start=slot.slot + 1, block=slot.block, arm=slot.arm, status=status,
-                              attempts=len(attempts), value=done.get("value") if done else None, phase=phase))
+        cells.append(
+            CellView(
+                slot=slot.slot,
+                start=slot.slot + 1,
+                block=slot.block,
+                arm=slot.arm,
+                status=status,
+                attempts=len(attempts),
+                value=done.get("value") if done else None,
+                phase=phase,
+            )
+        )
     current = next((c for c in cells if c.status == "running"), None)
     blocks, w, l, t, remaining = _tally(design, cells, progress.voided)
     best = _best_possible_p(design, cells, progress.voided)
@@ -363,15 +415,29 @@ def load_state(run: Run) -> ExperimentState:
         status = "stopped"
     else:
         status = "registered"
-    return ExperimentState(run_id=run.run_id, name=design.name, kind=design.kind, design_sha256=design.sha256,
-                           status=status, runner_pid=holder, current=current, cells=tuple(cells),
-                           blocks=tuple(blocks), wins=w, losses=l, ties=t, remaining=remaining,
-                           can_still_meet=can_meet, best_possible_p=best, smallest_p=exact.smallest_p(design),
-                           stopped_reason=stopped, events=len(events))
+    return ExperimentState(
+        run_id=run.run_id,
+        name=design.name,
+        kind=design.kind,
+        design_sha256=design.sha256,
+        status=status,
+        runner_pid=holder,
+        current=current,
+        cells=tuple(cells),
+        blocks=tuple(blocks),
+        wins=w,
+        losses=l,
+        ties=t,
+        remaining=remaining,
+        can_still_meet=can_meet,
+        best_possible_p=best,
+        smallest_p=exact.smallest_p(design),
+        stopped_reason=stopped,
+        events=len(events),
+    )
 
 
-def _tally(design: Design, cells: list[CellView], voided: frozenset[int]
-           ) -> tuple[list[BlockView], int, int, int, int]:
+def _tally(design: Design, cells: list[CellView], voided: frozenset[int]) -> tuple[list[BlockView], int, int, int, int]:
     rule = design.rule
     if design.kind != "blocks":
         remaining = sum(1 for c in cells if c.value is None)

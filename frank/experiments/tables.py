@@ -2,6 +2,7 @@
 
 A module of its own so the design and the tables it delegates ([fidelity], [episodes]) share it without a cycle.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -57,6 +58,12 @@ class Table:
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "an integer", float: "a number", str: "a string", dict: "a table", list: "an array",
-             bool: "true or false"}
+    names = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        dict: "a table",
+        list: "an array",
+        bool: "true or false",
+    }
     return " or ".join(names.get(k, k.__name__) for k in kinds)

@@ -1,14 +1,15 @@
 """The workload a design names: found (beside the design, a built-in, or in the user's workloads dir),
 its draws checked, its manifest hashed. Used at registration (registry) and before each cell (cell)."""
+
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
 
 from frank.errors import FrankError
-from frank.workloads import catalog
 from frank.experiments.design import Design
 from frank.experiments.errors import RunError
+from frank.workloads import catalog
 from frank.workloads.format import read_manifest
 
 

@@ -5,9 +5,10 @@ tokenization cannot differ; `max_tokens` 1, `prompt_logprobs` k. vLLM answers, f
 after the first, its own top k plus the actual next token (up to k + 1 entries), keyed by token ID. The
 engine's `--max-logprobs` must be at least k (embedded-cpu sets 64).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import httpx
 import numpy as np
@@ -17,8 +18,14 @@ from frank.errors import FrankError
 Candidate = list[dict[int, float]]  # one mapping token ID -> log-probability per scored position
 
 
-def engine_logprobs(client: httpx.Client, base_url: str, model: str, documents: Iterable[list[int]], k: int,
-                    on_document: Callable[[int], None] | None = None) -> Candidate:
+def engine_logprobs(
+    client: httpx.Client,
+    base_url: str,
+    model: str,
+    documents: Iterable[list[int]],
+    k: int,
+    on_document: Callable[[int], None] | None = None,
+) -> Candidate:
     """Teacher-forced log-probabilities of every scored position of every document, in reference order."""
     out: Candidate = []
     for n, ids in enumerate(documents):
@@ -33,8 +40,10 @@ def engine_logprobs(client: httpx.Client, base_url: str, model: str, documents: 
             raise FrankError(f"fidelity: the engine answered {response.status_code}{hint}: {detail}")
         rows = response.json()["choices"][0].get("prompt_logprobs")
         if not rows or len(rows) != len(ids):
-            raise FrankError(f"fidelity: the engine returned {len(rows or [])} prompt positions for a "
-                             f"{len(ids)}-token prompt (does it support prompt_logprobs?)")
+            raise FrankError(
+                f"fidelity: the engine returned {len(rows or [])} prompt positions for a "
+                f"{len(ids)}-token prompt (does it support prompt_logprobs?)"
+            )
         out.extend({int(tok): float(entry["logprob"]) for tok, entry in row.items()} for row in rows[1:])
         if on_document:
             on_document(n + 1)

@@ -11,21 +11,23 @@
 Every generator is seeded with strings (stable across Python versions). SETS_VERSION is bumped whenever the
 bytes change on purpose; a set's identity everywhere else is its sha256.
 """
+
 from __future__ import annotations
 
 import argparse
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from frank.engine.models import tiny_corpus
-from frank.workloads import w01
 from frank.fidelity.sets import SHIPPED_DIR, Document, write_set
+from frank.workloads import w01
 
 SETS_VERSION = 1
 DOCUMENTS = 8
-DOC_CHARS = 2400      # about 600-700 tiny-tokenizer tokens: every document fills max_tokens
+DOC_CHARS = 2400  # about 600-700 tiny-tokenizer tokens: every document fills max_tokens
 MAX_TOKENS = 512
 
 
@@ -39,8 +41,13 @@ def _fill(rng: random.Random, parts: tuple, chars: int) -> str:
 
 
 def code_documents() -> Iterator[Document]:
-    gens = (tiny_corpus.python_snippet, tiny_corpus.python_snippet, tiny_corpus.json_snippet,
-            tiny_corpus.shell_session, tiny_corpus.traceback_text)
+    gens = (
+        tiny_corpus.python_snippet,
+        tiny_corpus.python_snippet,
+        tiny_corpus.json_snippet,
+        tiny_corpus.shell_session,
+        tiny_corpus.traceback_text,
+    )
     for i in range(1, DOCUMENTS + 1):
         yield Document(f"code-{i:02d}", _fill(random.Random(f"fidelity-sets:{SETS_VERSION}:code:{i}"), gens, DOC_CHARS))
 
@@ -57,10 +64,12 @@ def _transcript(body: dict[str, Any], chars: int) -> str:
     turns = []
     for message in body["messages"][1:]:
         role, content = message["role"], message.get("content") or ""
-        calls = "".join(f"\n<tool_call>{c['function']['name']}({c['function']['arguments']})</tool_call>"
-                        for c in message.get("tool_calls") or [])
+        calls = "".join(
+            f"\n<tool_call>{c['function']['name']}({c['function']['arguments']})</tool_call>"
+            for c in message.get("tool_calls") or []
+        )
         turns.append(f"[{role}]\n{content}{calls}")
-    conversation = "\n\n".join(turns)[-(chars // 2):]
+    conversation = "\n\n".join(turns)[-(chars // 2) :]
     system = body["messages"][0]["content"][: max(0, chars - len(conversation) - 12)]
     return f"[system]\n{system}\n\n{conversation}"
 
@@ -68,7 +77,7 @@ def _transcript(body: dict[str, Any], chars: int) -> str:
 def agent_documents() -> Iterator[Document]:
     """The last request of each conversation (it carries the whole conversation), draw 1 then draw 2."""
     count = 0
-    for draw, records in w01.generate("mini", seed=1):
+    for _draw, records in w01.generate("mini", seed=1):
         last: dict[str, dict[str, Any]] = {}
         for record in records:
             last[record["episode"]] = record
@@ -88,8 +97,12 @@ GENERATORS = {
 
 def make(name: str, root: Path = SHIPPED_DIR) -> Path:
     documents, description = GENERATORS[name]
-    meta = {"generator": "frank.fidelity.make_sets", "sets_version": SETS_VERSION,
-            "w01_version": w01.W01_VERSION, "doc_chars": DOC_CHARS}
+    meta = {
+        "generator": "frank.fidelity.make_sets",
+        "sets_version": SETS_VERSION,
+        "w01_version": w01.W01_VERSION,
+        "doc_chars": DOC_CHARS,
+    }
     return write_set(root / name, name, description, documents(), MAX_TOKENS, meta)
 
 

@@ -16,10 +16,11 @@ KL of a finer one: a miss can hide divergence, never invent it). Misses are coun
 the KL. The set's KL is the mean of KL_t over all its scored positions. Pure: numpy and the standard
 library only (it is also imported inside the engine venv).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -73,10 +74,10 @@ def position_kl(ref_ids: Sequence[int], ref_logprobs: Sequence[float], cand: Map
 
 @dataclass(frozen=True)
 class SetKL:
-    kl: float        # mean KL_t over positions
+    kl: float  # mean KL_t over positions
     positions: int
-    misses: int      # sum over positions
-    max_kl: float    # the worst position
+    misses: int  # sum over positions
+    max_kl: float  # the worst position
 
 
 def mean_kl(ref_ids: np.ndarray, ref_logprobs: np.ndarray, cand: Sequence[Mapping[int, float]]) -> SetKL:

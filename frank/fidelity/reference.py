@@ -4,6 +4,7 @@ top-k under (model fingerprint, set sha256, k, threads) in `<data>/fidelity/refe
 A cached reference is an .npz (frank/fidelity/reference_model.py describes its arrays); its `sha256` (what runs
 report as `reference_sha256`) is the hash of the arrays' bytes, so it names exactly what was compared.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +22,8 @@ from frank.errors import FrankError
 from frank.fidelity.measure import TOP_K
 from frank.fidelity.sets import TextSet
 
-THREADS = 1          # the reference run
-FLOOR_THREADS = 2    # its twin for the reference floor: same code, another reduction order
+THREADS = 1  # the reference run
+FLOOR_THREADS = 2  # its twin for the reference floor: same code, another reduction order
 _HASH_WHOLE_BELOW = 64 << 20
 
 
@@ -33,10 +34,10 @@ class Reference:
     model_sha256: str
     threads: int
     path: Path
-    token_ids: np.ndarray      # int64 [T]
-    doc_offsets: np.ndarray    # int64 [D+1]
-    top_ids: np.ndarray        # int32 [P, k]
-    top_logprobs: np.ndarray   # float64 [P, k]
+    token_ids: np.ndarray  # int64 [T]
+    doc_offsets: np.ndarray  # int64 [D+1]
+    top_ids: np.ndarray  # int32 [P, k]
+    top_logprobs: np.ndarray  # float64 [P, k]
     sha256: str
 
     def documents(self) -> list[list[int]]:
@@ -73,8 +74,10 @@ def check_positions(text_set: TextSet, model_dir: Path | str) -> None:
         return
     limit = config.get("max_position_embeddings")
     if isinstance(limit, int) and text_set.max_tokens > limit:
-        raise FrankError(f"{text_set.path / 'set.toml'}: max_tokens: {text_set.max_tokens} is more than the model's "
-                         f"{limit} positions")
+        raise FrankError(
+            f"{text_set.path / 'set.toml'}: max_tokens: {text_set.max_tokens} is more than the model's "
+            f"{limit} positions"
+        )
 
 
 def references_dir() -> Path:
@@ -93,16 +96,23 @@ def _arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
 def _load(path: Path, text_set: TextSet, model_sha: str, threads: int) -> Reference:
     with np.load(path) as data:
         arrays = {name: data[name] for name in ("token_ids", "doc_offsets", "top_ids", "top_logprobs")}
-    return Reference(text_set.name, text_set.sha256, model_sha, threads, path, sha256=_arrays_sha256(arrays),
-                     **arrays)
+    return Reference(text_set.name, text_set.sha256, model_sha, threads, path, sha256=_arrays_sha256(arrays), **arrays)
 
 
 def cached_path(text_set: TextSet, model_sha: str, threads: int = THREADS, k: int = TOP_K) -> Path:
     return references_dir() / model_sha[:16] / f"{text_set.sha256[:16]}-k{k}-t{threads}-m{text_set.max_tokens}.npz"
 
 
-def get_reference(text_set: TextSet, model_dir: Path | str, python: Path | str, *, threads: int = THREADS,
-                  k: int = TOP_K, model_sha: str | None = None, timeout_s: float = 1800) -> Reference:
+def get_reference(
+    text_set: TextSet,
+    model_dir: Path | str,
+    python: Path | str,
+    *,
+    threads: int = THREADS,
+    k: int = TOP_K,
+    model_sha: str | None = None,
+    timeout_s: float = 1800,
+) -> Reference:
     """The cached reference for (model, set, k, threads), computed in the engine venv on first use."""
     model_sha = model_sha or model_fingerprint(model_dir)
     check_positions(text_set, model_dir)
@@ -110,8 +120,14 @@ def get_reference(text_set: TextSet, model_dir: Path | str, python: Path | str, 
     if path.is_file():
         return _load(path, text_set, model_sha, threads)
     paths.private_dir(path.parent)
-    spec = {"model": str(model_dir), "documents": [{"id": d.id, "text": d.text} for d in text_set.documents],
-            "max_tokens": text_set.max_tokens, "top_k": k, "threads": threads, "out": str(path)}
+    spec = {
+        "model": str(model_dir),
+        "documents": [{"id": d.id, "text": d.text} for d in text_set.documents],
+        "max_tokens": text_set.max_tokens,
+        "top_k": k,
+        "threads": threads,
+        "out": str(path),
+    }
     fd, spec_path = tempfile.mkstemp(prefix="fidelity-ref-", suffix=".json", dir=path.parent)
     with os.fdopen(fd, "w") as handle:
         json.dump(spec, handle)

@@ -13,6 +13,7 @@ token cap per document, k, the CPU thread count and the output .npz. The output 
 
 A document of n tokens has n - 1 scored positions (position j predicts token j + 1), in document order.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,13 +49,23 @@ def run(spec: dict) -> dict:
             top_lps.append(values.numpy())
     out = spec["out"]
     tmp = f"{out}.tmp{os.getpid()}.npz"
-    np.savez(tmp, token_ids=np.asarray(all_ids, dtype=np.int64), doc_offsets=np.asarray(offsets, dtype=np.int64),
-             top_ids=np.concatenate(top_ids), top_logprobs=np.concatenate(top_lps))
+    np.savez(
+        tmp,
+        token_ids=np.asarray(all_ids, dtype=np.int64),
+        doc_offsets=np.asarray(offsets, dtype=np.int64),
+        top_ids=np.concatenate(top_ids),
+        top_logprobs=np.concatenate(top_lps),
+    )
     os.chmod(tmp, 0o600)
     os.replace(tmp, out)
-    return {"positions": int(sum(len(t) for t in top_ids)), "tokens": len(all_ids),
-            "seconds": round(time.monotonic() - started, 3), "torch": torch.__version__,
-            "transformers": __import__("transformers").__version__, "threads": torch.get_num_threads()}
+    return {
+        "positions": int(sum(len(t) for t in top_ids)),
+        "tokens": len(all_ids),
+        "seconds": round(time.monotonic() - started, 3),
+        "torch": torch.__version__,
+        "transformers": __import__("transformers").__version__,
+        "threads": torch.get_num_threads(),
+    }
 
 
 if __name__ == "__main__":

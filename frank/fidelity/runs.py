@@ -10,23 +10,25 @@
 
 Runs are private JSON files in `<runs>/fidelity/<run id>/run.json`.
 """
+
 from __future__ import annotations
 
 import json
 import secrets
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import httpx
 import numpy as np
 
 from frank import paths
-from frank.errors import FrankError
-from frank.fidelity.measure import TOP_K, dense_candidate, mean_kl
 from frank.engine.profiles import load_profile
+from frank.errors import FrankError
 from frank.fidelity.candidate import Candidate, engine_logprobs, top_k_arrays
+from frank.fidelity.measure import TOP_K, dense_candidate, mean_kl
 from frank.fidelity.reference import FLOOR_THREADS, Reference, get_reference, model_fingerprint
 from frank.fidelity.sets import SHIPPED, TextSet, load_set, resolve_set
 
@@ -41,7 +43,7 @@ class Target:
     url: str
     served_model: str
     model_dir: Path
-    python: Path          # the engine venv's python: it runs the reference
+    python: Path  # the engine venv's python: it runs the reference
     profile: str
     knobs: dict[str, Any]
     api_key: str = ""
@@ -61,8 +63,15 @@ def running_target(controller=None) -> Target:
     if status.state != "ready":
         raise FrankError(f"fidelity needs a running engine (it is {status.state}): `frank engine start` first")
     prof = load_profile(status.profile)
-    return Target(url=status.url, served_model=prof.served_model_name, model_dir=Path(prof.model_path()),
-                  python=prof.python_path(), profile=prof.name, knobs=dict(status.knobs), api_key=prof.api_key)
+    return Target(
+        url=status.url,
+        served_model=prof.served_model_name,
+        model_dir=Path(prof.model_path()),
+        python=prof.python_path(),
+        profile=prof.name,
+        knobs=dict(status.knobs),
+        api_key=prof.api_key,
+    )
 
 
 def fidelity_runs_dir() -> Path:
@@ -80,21 +89,30 @@ def _client(target: Target) -> httpx.Client:
 
 def reference_floor(text_set: TextSet, reference: Reference, target: Target) -> float:
     """KL of the reference against its twin (another thread count), the twin rounded to float32."""
-    twin = get_reference(text_set, target.model_dir, target.python, threads=FLOOR_THREADS,
-                         model_sha=reference.model_sha256)
+    twin = get_reference(
+        text_set, target.model_dir, target.python, threads=FLOOR_THREADS, model_sha=reference.model_sha256
+    )
     rounded = twin.top_logprobs.astype(np.float32).astype(np.float64)
     return mean_kl(reference.top_ids, reference.top_logprobs, dense_candidate(twin.top_ids, rounded)).kl
 
 
 def _measure(text_set: TextSet, reference: Reference, candidate: Candidate) -> dict[str, Any]:
     result = mean_kl(reference.top_ids, reference.top_logprobs, candidate)
-    return {"name": text_set.name, "kl": result.kl, "positions": result.positions, "misses": result.misses,
-            "max_kl": result.max_kl, "documents": len(text_set.documents), "set_sha256": text_set.sha256,
-            "reference_sha256": reference.sha256}
+    return {
+        "name": text_set.name,
+        "kl": result.kl,
+        "positions": result.positions,
+        "misses": result.misses,
+        "max_kl": result.max_kl,
+        "documents": len(text_set.documents),
+        "set_sha256": text_set.sha256,
+        "reference_sha256": reference.sha256,
+    }
 
 
-def _candidates(target: Target, sets: list[TextSet], refs: list[Reference], k: int,
-                progress: Progress | None) -> list[Candidate]:
+def _candidates(
+    target: Target, sets: list[TextSet], refs: list[Reference], k: int, progress: Progress | None
+) -> list[Candidate]:
     out = []
     with _client(target) as client:
         for text_set, ref in zip(sets, refs):
@@ -116,9 +134,16 @@ def _references(target: Target, sets: list[TextSet], k: int, progress: Progress 
 
 def _new_run(kind: str, target: Target, k: int) -> dict[str, Any]:
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(2)}"
-    return {"id": run_id, "kind": kind, "created_at": time.time(), "profile": target.profile,
-            "knobs": target.numeric_knobs, "model_sha256": model_fingerprint(target.model_dir), "top_k": k,
-            "sets": []}
+    return {
+        "id": run_id,
+        "kind": kind,
+        "created_at": time.time(),
+        "profile": target.profile,
+        "knobs": target.numeric_knobs,
+        "model_sha256": model_fingerprint(target.model_dir),
+        "top_k": k,
+        "sets": [],
+    }
 
 
 def save_run(run: dict[str, Any]) -> Path:
@@ -151,8 +176,12 @@ def load_run(run_id: str) -> dict[str, Any]:
 def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_sha: str) -> tuple[float, str] | None:
     """The latest measured engine floor (start against start) of this configuration and set, with its run."""
     for run in reversed(list_runs()):
-        if run.get("kind") != "floor" or run.get("profile") != profile or run.get("knobs") != knobs \
-                or run.get("model_sha256") != model_sha:
+        if (
+            run.get("kind") != "floor"
+            or run.get("profile") != profile
+            or run.get("knobs") != knobs
+            or run.get("model_sha256") != model_sha
+        ):
             continue
         for entry in run["sets"]:
             if entry.get("set_sha256") == set_sha and entry.get("engine_floor") is not None:
@@ -161,16 +190,20 @@ def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_
 
 
 def _floors(entry: dict[str, Any], reference_floor_kl: float, engine: tuple[float, str] | None) -> dict[str, Any]:
-    floor = {"reference": reference_floor_kl, "engine": engine[0] if engine else None,
-             "engine_run": engine[1] if engine else None}
+    floor = {
+        "reference": reference_floor_kl,
+        "engine": engine[0] if engine else None,
+        "engine_run": engine[1] if engine else None,
+    }
     floor["value"] = max(v for v in (floor["reference"], floor["engine"]) if v is not None)
     entry["floor"] = floor
     entry["kl_over_floor"] = entry["kl"] / floor["value"] if floor["value"] > 0 else None
     return entry
 
 
-def measure_target(target: Target, set_specs: Iterable[str] | None = None, *, k: int = TOP_K,
-                   progress: Progress | None = None) -> list[tuple[dict[str, Any], Candidate]]:
+def measure_target(
+    target: Target, set_specs: Iterable[str] | None = None, *, k: int = TOP_K, progress: Progress | None = None
+) -> list[tuple[dict[str, Any], Candidate]]:
     """Each set's entry (KL, positions, misses, hashes, floors where known) and the engine's log-probabilities."""
     sets = load_sets(set_specs)
     refs = _references(target, sets, k, progress)
@@ -184,8 +217,15 @@ def measure_target(target: Target, set_specs: Iterable[str] | None = None, *, k:
     return out
 
 
-def run_fidelity(set_specs: Iterable[str] | None = None, *, target: Target | None = None, k: int = TOP_K,
-                 progress: Progress | None = None, save: bool = True, label: str = "") -> dict[str, Any]:
+def run_fidelity(
+    set_specs: Iterable[str] | None = None,
+    *,
+    target: Target | None = None,
+    k: int = TOP_K,
+    progress: Progress | None = None,
+    save: bool = True,
+    label: str = "",
+) -> dict[str, Any]:
     """Measure the running engine (or `target`) over the sets; returns (and saves) the run."""
     started = time.monotonic()
     target = target or running_target()
@@ -199,17 +239,25 @@ def run_fidelity(set_specs: Iterable[str] | None = None, *, target: Target | Non
     return run
 
 
-def floor_run(set_specs: Iterable[str] | None = None, *, profile: str | None = None,
-              knobs: dict[str, Any] | None = None, k: int = TOP_K, controller=None,
-              progress: Progress | None = None, save: bool = True) -> dict[str, Any]:
+def floor_run(
+    set_specs: Iterable[str] | None = None,
+    *,
+    profile: str | None = None,
+    knobs: dict[str, Any] | None = None,
+    k: int = TOP_K,
+    controller=None,
+    progress: Progress | None = None,
+    save: bool = True,
+) -> dict[str, Any]:
     """Start the configuration twice, measure each start, and give per set the engine floor (start 2 against
     start 1's own top k), the reference floor and each start's KL against the reference."""
     from frank.engine.controller import EngineController
 
     controller = controller or EngineController()
     if controller.status().state in ("starting", "ready"):
-        raise FrankError("an engine is running: the floor starts the configuration twice itself; stop it first "
-                         "(`frank engine stop`)")
+        raise FrankError(
+            "an engine is running: the floor starts the configuration twice itself; stop it first (`frank engine stop`)"
+        )
     started = time.monotonic()
     sets = load_sets(set_specs)
     starts: list[list[Candidate]] = []

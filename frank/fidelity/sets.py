@@ -9,18 +9,28 @@ The three shipped sets (code, agent, prose) live in frank/fidelity/sets/ and are
 frank/fidelity/make_sets.py (deterministic; `make_sets.py --check` proves the shipped bytes). User sets
 go in `<data>/fidelity-sets/` or are named by path. `check_set` reports every problem as `file:line: reason`.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from frank import paths
 from frank.errors import FrankError
 from frank.workloads.format import (  # one definition
-    _NAME, _SHA256, CheckError, format_errors, iter_jsonl, jsonl_lines, key_lines, read_toml)
+    _NAME,
+    _SHA256,
+    CheckError,
+    format_errors,
+    iter_jsonl,
+    jsonl_lines,
+    key_lines,
+    read_toml,
+)
 
 FORMAT = "frank-fidelity-set"
 FORMAT_VERSION = 1
@@ -42,8 +52,8 @@ class TextSet:
     name: str
     description: str
     file: str
-    sha256: str          # of the texts file's bytes: the set's identity in caches and reports
-    max_tokens: int      # each document is cut to its first max_tokens tokens (BOS included)
+    sha256: str  # of the texts file's bytes: the set's identity in caches and reports
+    max_tokens: int  # each document is cut to its first max_tokens tokens (BOS included)
     documents: tuple[Document, ...] = field(default=(), repr=False)
     meta: Mapping[str, Any] = field(default_factory=dict)
 
@@ -116,8 +126,9 @@ def check_set(path: Path | str) -> tuple[TextSet | None, list[CheckError]]:
                 err("documents", f"documents: the manifest says {count}, {file} has {len(documents)}")
     if errors:
         return None, errors
-    return TextSet(path, name, data.get("description", ""), file, sha, max_tokens, tuple(documents),
-                   dict(data.get("meta", {}))), []
+    return TextSet(
+        path, name, data.get("description", ""), file, sha, max_tokens, tuple(documents), dict(data.get("meta", {}))
+    ), []
 
 
 def _parse_documents(fpath: Path, raw: bytes) -> tuple[list[Document], list[CheckError]]:
@@ -165,8 +176,10 @@ def resolve_set(spec: str | Path) -> Path:
     candidate = user_sets_dir() / str(spec)
     if (candidate / MANIFEST).is_file():
         return candidate
-    raise FrankError(f"no fidelity set {spec!r}: not a set folder, not shipped ({', '.join(SHIPPED)}) and not in "
-                     f"{user_sets_dir()} (see `frank fidelity sets list`)")
+    raise FrankError(
+        f"no fidelity set {spec!r}: not a set folder, not shipped ({', '.join(SHIPPED)}) and not in "
+        f"{user_sets_dir()} (see `frank fidelity sets list`)"
+    )
 
 
 def list_sets() -> list[tuple[str, Path, str]]:
@@ -186,18 +199,32 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def write_set(path: Path | str, name: str, description: str, documents: Iterable[Document], max_tokens: int,
-              meta: Mapping[str, Any] | None = None, file: str = "texts.jsonl") -> Path:
+def write_set(
+    path: Path | str,
+    name: str,
+    description: str,
+    documents: Iterable[Document],
+    max_tokens: int,
+    meta: Mapping[str, Any] | None = None,
+    file: str = "texts.jsonl",
+) -> Path:
     """Write a set folder (texts first, manifest last). Same documents, same bytes."""
     path = Path(path).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     docs = list(documents)
     data = b"".join((json.dumps({"id": d.id, "text": d.text}, ensure_ascii=False) + "\n").encode() for d in docs)
     (path / file).write_bytes(data)
-    lines = [f"format = {_toml(FORMAT)}", f"format_version = {FORMAT_VERSION}", f"name = {_toml(name)}",
-             f"description = {_toml(description)}", f"file = {_toml(file)}",
-             f"sha256 = {_toml(hashlib.sha256(data).hexdigest())}", f"documents = {len(docs)}",
-             f"max_tokens = {max_tokens}", ""]
+    lines = [
+        f"format = {_toml(FORMAT)}",
+        f"format_version = {FORMAT_VERSION}",
+        f"name = {_toml(name)}",
+        f"description = {_toml(description)}",
+        f"file = {_toml(file)}",
+        f"sha256 = {_toml(hashlib.sha256(data).hexdigest())}",
+        f"documents = {len(docs)}",
+        f"max_tokens = {max_tokens}",
+        "",
+    ]
     if meta:
         lines += ["[meta]"] + [f"{k} = {_toml(v)}" for k, v in meta.items()] + [""]
     (path / MANIFEST).write_text("\n".join(lines), encoding="utf-8")

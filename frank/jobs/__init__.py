@@ -16,6 +16,7 @@ A job is one run folder worked on by one process at a time:
 Kinds are described by a `JobKind` in their own module (KIND_MODULES), imported on first use, so this
 module imports none of them. Adding a kind: see docs/jobs.md.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -27,17 +28,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import psutil
 
 from frank import paths
 from frank.errors import FrankError
 
-JOB_FILE = "job.json"       # who works on the run: kind, pid (+ process start time), launched_at
-LOG_FILE = "job.log"        # a detached job's stdout and stderr
+JOB_FILE = "job.json"  # who works on the run: kind, pid (+ process start time), launched_at
+LOG_FILE = "job.log"  # a detached job's stdout and stderr
 STATES = ("running", "finished", "cancelled", "failed", "interrupted", "pending")  # pending: never started
 ENDED = ("finished", "cancelled", "failed")
 
@@ -59,23 +61,23 @@ class Progress:
 
     done: int = 0
     planned: int | None = None
-    ended: str | None = None       # finished | cancelled | failed when the run ended cleanly, pending when it
-                                   # never started, else None
+    ended: str | None = None  # finished | cancelled | failed when the run ended cleanly, pending when it
+    # never started, else None
     ended_at: float | None = None  # when the end was recorded (time.time()); an end older than the latest
-                                   # process start belongs to an earlier attempt (None: trust it)
-    detail: str = ""               # one line for humans (current draw, error, ...)
-    parts: dict[str, tuple[int, int]] = field(default_factory=dict)   # e.g. draw -> (done, planned)
-    extra: dict[str, Any] = field(default_factory=dict)              # the kind's own figures (per-draw totals)
+    # process start belongs to an earlier attempt (None: trust it)
+    detail: str = ""  # one line for humans (current draw, error, ...)
+    parts: dict[str, tuple[int, int]] = field(default_factory=dict)  # e.g. draw -> (done, planned)
+    extra: dict[str, Any] = field(default_factory=dict)  # the kind's own figures (per-draw totals)
 
 
 @dataclass(frozen=True)
 class JobKind:
-    name: str                                   # replay | experiment | episodes ...
-    module: str                                 # `python -m module RUN_ID` runs or resumes one run
-    root: Callable[[], Path]                    # the folder holding this kind's run folders
-    progress: Callable[[Path], Progress]        # read a run folder (must be cheap: polled at 1 Hz)
-    is_run: Callable[[Path], bool]              # a folder under root is one of this kind's runs
-    record_files: Callable[[Path], list[Path]] = lambda run_dir: []   # JSONL files Follower tails
+    name: str  # replay | experiment | episodes ...
+    module: str  # `python -m module RUN_ID` runs or resumes one run
+    root: Callable[[], Path]  # the folder holding this kind's run folders
+    progress: Callable[[Path], Progress]  # read a run folder (must be cheap: polled at 1 Hz)
+    is_run: Callable[[Path], bool]  # a folder under root is one of this kind's runs
+    record_files: Callable[[Path], list[Path]] = lambda run_dir: []  # JSONL files Follower tails
     lock_name: str = "job.lock"
 
 
@@ -83,10 +85,10 @@ class JobKind:
 class JobStatus:
     run_id: str
     kind: str
-    state: str                  # one of STATES
+    state: str  # one of STATES
     done: int
     planned: int | None
-    pid: int | None             # the job process while running
+    pid: int | None  # the job process while running
     run_dir: str
     detail: str = ""
     parts: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -119,7 +121,7 @@ def find(run: str | Path) -> tuple[JobKind, Path]:
     candidate = Path(run).expanduser()
     if candidate.is_dir() and len(candidate.parts) > 1:
         named = read_job_file(candidate).get("kind")
-        for k in ([kind(named)] if named in KIND_MODULES else kinds()):
+        for k in [kind(named)] if named in KIND_MODULES else kinds():
             if k.is_run(candidate):
                 return k, candidate
     for k in kinds():
@@ -131,6 +133,7 @@ def find(run: str | Path) -> tuple[JobKind, Path]:
 
 # -- the lock -------------------------------------------------------------------------------------------
 
+
 class RunLock:
     """An exclusive flock on the run's lock file, holding the holder's pid; the kernel drops it when the
     holder dies, even by SIGKILL."""
@@ -140,7 +143,7 @@ class RunLock:
         self.what = what
         self.fd = -1
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -154,8 +157,10 @@ class RunLock:
         return self
 
     def refused(self, holder: int | None) -> Exception:
-        return JobError(f"another process (pid {holder or '?'}) is running {self.what} {self.path.parent.name}; "
-                        f"follow it with `frank jobs status {self.path.parent.name}`")
+        return JobError(
+            f"another process (pid {holder or '?'}) is running {self.what} {self.path.parent.name}; "
+            f"follow it with `frank jobs status {self.path.parent.name}`"
+        )
 
     def release(self) -> None:
         if self.fd >= 0:
@@ -164,7 +169,7 @@ class RunLock:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
@@ -191,6 +196,7 @@ def lock_holder(path: Path) -> int | None:
 
 # -- the job file -----------------------------------------------------------------------------------------
 
+
 def _process_start(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
@@ -199,16 +205,25 @@ def _process_start(pid: int) -> float | None:
 
 
 def write_job_file(run_dir: Path, kind_name: str, pid: int | None, **extra: Any) -> dict[str, Any]:
-    record = {"run_id": run_dir.name, "kind": kind_name, "pid": pid, "pid_started": _process_start(pid) if pid else None,
-              "launched_at": time.time(), **extra}
+    record = {
+        "run_id": run_dir.name,
+        "kind": kind_name,
+        "pid": pid,
+        "pid_started": _process_start(pid) if pid else None,
+        "launched_at": time.time(),
+        **extra,
+    }
     paths.write_private(run_dir / JOB_FILE, json.dumps(record, indent=2, default=str) + "\n")
     return record
 
 
 def _carried(job: dict[str, Any]) -> dict[str, Any]:
     """The fields of a job file that a new process on the same run keeps (its spec, planned count)."""
-    return {k: v for k, v in job.items()
-            if k not in ("run_id", "kind", "pid", "pid_started", "launched_at", "ended", "ended_pid", "error")}
+    return {
+        k: v
+        for k, v in job.items()
+        if k not in ("run_id", "kind", "pid", "pid_started", "launched_at", "ended", "ended_pid", "error")
+    }
 
 
 def read_job_file(run_dir: Path) -> dict[str, Any]:
@@ -226,7 +241,7 @@ def _launched_and_alive(job: dict[str, Any]) -> int | None:
         return None
     now = _process_start(pid)
     if now is None or abs(now - float(started)) > 0.01:
-        return None   # gone, or the pid was reused
+        return None  # gone, or the pid was reused
     try:
         if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
             return None
@@ -237,25 +252,36 @@ def _launched_and_alive(job: dict[str, Any]) -> int | None:
 
 # -- status, list -----------------------------------------------------------------------------------------
 
+
 def status_of(k: JobKind, run_dir: Path) -> JobStatus:
     holder = lock_holder(run_dir / k.lock_name)
     job = read_job_file(run_dir)
     pid = holder if holder is not None else _launched_and_alive(job)
     progress = k.progress(run_dir)
-    started = float(job.get("launched_at") or 0.0)     # the latest process's start (each one rewrites it)
+    started = float(job.get("launched_at") or 0.0)  # the latest process's start (each one rewrites it)
     if pid is not None:
         state = "running"
     elif job.get("ended") in ENDED and job.get("pid") == job.get("ended_pid"):
-        state = job["ended"]    # the latest process recorded its end (it failed before the kind's files said so)
+        state = job["ended"]  # the latest process recorded its end (it failed before the kind's files said so)
     elif progress.ended in (*ENDED, "pending") and (progress.ended_at is None or progress.ended_at >= started):
         state = progress.ended
     else:
-        state = "interrupted"   # the process is gone and the run's files record no clean end
+        state = "interrupted"  # the process is gone and the run's files record no clean end
     planned = progress.planned if progress.planned is not None else job.get("planned")
     log = run_dir / LOG_FILE
-    return JobStatus(run_id=run_dir.name, kind=k.name, state=state, done=progress.done, planned=planned,
-                     pid=pid if pid and pid > 0 else None, run_dir=str(run_dir), detail=progress.detail,
-                     parts=dict(progress.parts), log=str(log) if log.exists() else "", extra=progress.extra)
+    return JobStatus(
+        run_id=run_dir.name,
+        kind=k.name,
+        state=state,
+        done=progress.done,
+        planned=planned,
+        pid=pid if pid and pid > 0 else None,
+        run_dir=str(run_dir),
+        detail=progress.detail,
+        parts=dict(progress.parts),
+        log=str(log) if log.exists() else "",
+        extra=progress.extra,
+    )
 
 
 def status(run: str) -> JobStatus:
@@ -275,10 +301,13 @@ def list_jobs(running_only: bool = False, pending: bool = False, of: tuple[str, 
     whose launched process is alive: a lock check per run, the run's files read only for those; `pending`
     adds the runs that were never started, such as a registered experiment; `of`: only these kinds)."""
     out = []
-    for k in (kinds() if of is None else [kind(name) for name in of]):
+    for k in kinds() if of is None else [kind(name) for name in of]:
         for run_dir in run_dirs(k):
-            if running_only and lock_holder(run_dir / k.lock_name) is None \
-                    and _launched_and_alive(read_job_file(run_dir)) is None:
+            if (
+                running_only
+                and lock_holder(run_dir / k.lock_name) is None
+                and _launched_and_alive(read_job_file(run_dir)) is None
+            ):
                 continue
             st = status_of(k, run_dir)
             if st.state != "pending" or pending:
@@ -287,6 +316,7 @@ def list_jobs(running_only: bool = False, pending: bool = False, of: tuple[str, 
 
 
 # -- launch, cancel ---------------------------------------------------------------------------------------
+
 
 def launch(kind_name: str, run_dir: Path, env: dict[str, str] | None = None, **job_fields: Any) -> JobStatus:
     """Start `python -m KIND.module RUN_ID` detached (own session, stdin /dev/null, output to job.log);
@@ -299,13 +329,20 @@ def launch(kind_name: str, run_dir: Path, env: dict[str, str] | None = None, **j
     child_env = {**os.environ, **(env or {})}
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(paths.REPO_ROOT), child_env.get("PYTHONPATH")) if p)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", k.module, str(run_dir)], cwd=str(paths.REPO_ROOT),
-                                start_new_session=True, close_fds=True, env=child_env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", k.module, str(run_dir)],
+            cwd=str(paths.REPO_ROOT),
+            start_new_session=True,
+            close_fds=True,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
     finally:
         os.close(log)
     job = read_job_file(run_dir)
-    if job.get("pid") != proc.pid:   # (a fast child may have written its own record already)
+    if job.get("pid") != proc.pid:  # (a fast child may have written its own record already)
         write_job_file(run_dir, k.name, proc.pid, **{**_carried(job), **job_fields})
     _reap_later(proc)
     return status_of(k, run_dir)
@@ -337,6 +374,7 @@ def cancel(run: str, wait_s: float = 0.0) -> JobStatus:
 
 # -- inside the job process -------------------------------------------------------------------------------
 
+
 class JobProcess:
     """What a job's main does first: hold the run's lock, record its pid, ignore SIGHUP, and turn SIGTERM
     and SIGINT into `cancelled` (set) plus `on_cancel()` so the work stops cleanly after what is in flight."""
@@ -349,7 +387,7 @@ class JobProcess:
         self._lock = RunLock(run_dir / self.kind.lock_name, self.kind.name)
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> "JobProcess":
+    def __enter__(self) -> JobProcess:
         self._lock.acquire()
         job = read_job_file(self.run_dir)
         write_job_file(self.run_dir, self.kind.name, os.getpid(), **_carried(job))
@@ -367,7 +405,7 @@ class JobProcess:
     def __exit__(self, exc_type: type | None, exc: BaseException | None, _tb: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
-        if exc is not None:   # record the end before the lock goes, so no reader ever sees "interrupted"
+        if exc is not None:  # record the end before the lock goes, so no reader ever sees "interrupted"
             job = read_job_file(self.run_dir)
             job.update(ended="failed", ended_pid=os.getpid(), error=f"{type(exc).__name__}: {exc}")
             paths.write_private(self.run_dir / JOB_FILE, json.dumps(job, indent=2, default=str) + "\n")
@@ -375,6 +413,7 @@ class JobProcess:
 
 
 # -- follow -------------------------------------------------------------------------------------------------
+
 
 class Follower:
     """Follow one run: each poll() gives its status and the whole records appended to its record files
@@ -391,7 +430,7 @@ class Follower:
         records: list[dict[str, Any]] = []
         for path in self.kind.record_files(self.run_dir):
             records.extend(self._new_records(path))
-        return st, records[-self.backlog:]
+        return st, records[-self.backlog :]
 
     def _new_records(self, path: Path) -> Iterator[dict[str, Any]]:
         offset = self._offsets.get(path, 0)

@@ -6,12 +6,14 @@ and fidelity reports build their pages the same way.
     page.facts([("design sha256", sha)]); page.table(headers, rows); page.figure(svg, "caption")
     page.decision("confirmed", "why"); html = page.render()
 """
+
 from __future__ import annotations
 
 import html
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from frank.paths import write_private
 
@@ -68,16 +70,20 @@ class Page:
     def decision(self, verdict: str, reason: str, rule: str = "") -> None:
         css = verdict.replace(" ", "-")
         rule_html = f'<div class="note">rule: {html.escape(rule)}</div>' if rule else ""
-        self.parts.append(f'<div class="decision {html.escape(css)}" id="decision"><span class="verdict">'
-                          f"{html.escape(verdict)}</span>: {html.escape(reason)}{rule_html}</div>")
+        self.parts.append(
+            f'<div class="decision {html.escape(css)}" id="decision"><span class="verdict">'
+            f"{html.escape(verdict)}</span>: {html.escape(reason)}{rule_html}</div>"
+        )
 
     def render(self) -> str:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head><body>"
-                + "\n".join(self.parts) + f"<footer>written by frank at {stamp}</footer></body></html>\n")
-
+        return (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head><body>"
+            + "\n".join(self.parts)
+            + f"<footer>written by frank at {stamp}</footer></body></html>\n"
+        )
 
 
 def write_page(path: Path, text: str) -> None:
@@ -88,8 +94,13 @@ def write_page(path: Path, text: str) -> None:
 
 
 def _cell(value: Any) -> str:
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool) or \
-        isinstance(value, str) and value[:1] in "+-0123456789" and value.lstrip("+-").replace(".", "", 1).isdigit()
+    numeric = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        or isinstance(value, str)
+        and value[:1] in "+-0123456789"
+        and value.lstrip("+-").replace(".", "", 1).isdigit()
+    )
     return f'<td class="num">{html.escape(_text(value))}</td>' if numeric else f"<td>{html.escape(_text(value))}</td>"
 
 

@@ -3,6 +3,7 @@
 matplotlib is imported only here and only when a page is built, with the Agg backend (no display), text
 kept as SVG text (searchable, small) and a fixed hash salt (the same report gives the same SVG).
 """
+
 from __future__ import annotations
 
 import io
@@ -10,18 +11,26 @@ from typing import Any
 
 from frank.errors import FrankError
 
-ARM_COLOURS = ("#1f6fb2", "#d0632b")      # treatment, control: distinguishable in grey and for red-green
+ARM_COLOURS = ("#1f6fb2", "#d0632b")  # treatment, control: distinguishable in grey and for red-green
 
 
 def _plt() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise FrankError("HTML reports draw their plots with matplotlib: pip install 'frank[report]' "
-                         "(or `make setup`)") from None
+        raise FrankError(
+            "HTML reports draw their plots with matplotlib: pip install 'frank[report]' (or `make setup`)"
+        ) from None
     matplotlib.use("Agg")
-    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "frank", "font.size": 10,
-                                "axes.spines.top": False, "axes.spines.right": False})
+    matplotlib.rcParams.update(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": "frank",
+            "font.size": 10,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
     import matplotlib.pyplot as plt
 
     return plt
@@ -32,7 +41,7 @@ def _svg(fig: Any, plt: Any) -> str:
     fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def values_by_block(blocks: list[dict[str, Any]], arms: tuple[str, str], measure: str) -> str:
@@ -63,8 +72,12 @@ def effects_by_block(blocks: list[dict[str, Any]], treatment: str, control: str,
     fig, ax = plt.subplots(figsize=(7.5, 3.0))
     done = [b for b in blocks if b.get("effect_pct") is not None]
     good = (lambda e: e < 0) if direction == "lower" else (lambda e: e > 0)
-    ax.bar([b["block"] for b in done], [b["effect_pct"] for b in done],
-           color=[ARM_COLOURS[0] if good(b["effect_pct"]) else "#b8424a" for b in done], width=0.6)
+    ax.bar(
+        [b["block"] for b in done],
+        [b["effect_pct"] for b in done],
+        color=[ARM_COLOURS[0] if good(b["effect_pct"]) else "#b8424a" for b in done],
+        width=0.6,
+    )
     ax.axhline(0, color="#333333", linewidth=0.8)
     if done:
         avg = sum(b["effect_pct"] for b in done) / len(done)
@@ -103,7 +116,9 @@ def criteria_bars(criteria: list[dict[str, Any]], arms: tuple[str, str]) -> str:
         values = [c["treatment"], c["control"]]
         ax.bar([0, 1], [v or 0 for v in values], color=ARM_COLOURS, width=0.6)
         ax.set_xticks([0, 1], list(arms), rotation=15)
-        ax.set_title(f"{c['aggregate']} of {c['measure']}\n{'met' if c['met'] else 'NOT met' if c['met'] is False else 'no data'}",
-                     fontsize=9)
+        ax.set_title(
+            f"{c['aggregate']} of {c['measure']}\n{'met' if c['met'] else 'NOT met' if c['met'] is False else 'no data'}",  # noqa: E501
+            fontsize=9,
+        )
     fig.tight_layout()
     return _svg(fig, plt)

@@ -6,6 +6,7 @@ OpenAI chat-completions request body as sent. `check_workload` finds every probl
 a bad workload is never replayed half-way. `DrawWriter` appends one flushed line per request (the recorder
 and the generator write through it) and keeps a running sha256 so the manifest can be rewritten cheaply.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,9 +14,10 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from frank.errors import FrankError
 from frank.paths import private_dir, write_private
@@ -24,7 +26,12 @@ FORMAT = "frank-workload"
 FORMAT_VERSION = 1
 MANIFEST = "workload.toml"
 REQUIRED_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "id": str, "task": str, "episode": str, "turn": int, "offset_s": (int, float), "body": dict,
+    "id": str,
+    "task": str,
+    "episode": str,
+    "turn": int,
+    "offset_s": (int, float),
+    "body": dict,
 }
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -97,8 +104,15 @@ class Workload:
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
-            type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
@@ -190,8 +204,10 @@ def record_errors(record: Any) -> list[str]:
         if key not in record:
             errors.append(f"missing field '{key}'")
         elif not _is(record[key], kind):
-            errors.append(f"field '{key}': expected {_type_name(kind() if isinstance(kind, type) else 0.0)}, "
-                          f"got {_type_name(record[key])}")
+            errors.append(
+                f"field '{key}': expected {_type_name(kind() if isinstance(kind, type) else 0.0)}, "
+                f"got {_type_name(record[key])}"
+            )
     if isinstance(record.get("id"), str) and not record["id"]:
         errors.append("field 'id': empty")
     if _is(record.get("turn"), int) and record["turn"] < 1:
@@ -272,7 +288,7 @@ def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
     seen: dict[str, int] = {}
     for k, entry in enumerate(raw_draws):
         lines = draw_lines[k] if k < len(draw_lines) else {"": top.get("draws", 1)}
-        at = lambda key: lines.get(key, lines[""])  # noqa: E731
+        at = lambda key: lines.get(key, lines[""])  # noqa: B023, E731
         if not isinstance(entry, dict):
             err(lines[""], f"draws[{k}]: expected a table")
             continue
@@ -325,8 +341,9 @@ def iter_jsonl(fpath: Path, lines: list[bytes], errors: list[CheckError]) -> Ite
         yield n, value
 
 
-def _check_draw(workload: Workload, draw: DrawFile, seen_ids: dict[str, str],
-                keep: bool) -> tuple[list[CheckError], list[WorkloadRequest]]:
+def _check_draw(
+    workload: Workload, draw: DrawFile, seen_ids: dict[str, str], keep: bool
+) -> tuple[list[CheckError], list[WorkloadRequest]]:
     mpath = workload.manifest_path
     _, draw_lines = key_lines(mpath.read_text(encoding="utf-8", errors="replace"))
     index = workload.draws.index(draw)
@@ -338,9 +355,13 @@ def _check_draw(workload: Workload, draw: DrawFile, seen_ids: dict[str, str],
     errors: list[CheckError] = []
     digest = hashlib.sha256(data).hexdigest()
     if digest != draw.sha256:
-        errors.append(CheckError(mpath, lines.get("sha256", lines[""]),
-                                 f"draw {draw.name!r}: sha256 mismatch: {draw.file} has {digest}, "
-                                 f"the manifest says {draw.sha256}"))
+        errors.append(
+            CheckError(
+                mpath,
+                lines.get("sha256", lines[""]),
+                f"draw {draw.name!r}: sha256 mismatch: {draw.file} has {digest}, the manifest says {draw.sha256}",
+            )
+        )
     requests: list[WorkloadRequest] = []
     rows = jsonl_lines(data)
     count = len(rows)
@@ -355,16 +376,32 @@ def _check_draw(workload: Workload, draw: DrawFile, seen_ids: dict[str, str],
             continue
         seen_ids[record["id"]] = where
         if keep:
-            requests.append(WorkloadRequest(record["id"], record["task"], record["episode"], record["turn"],
-                                            float(record["offset_s"]), record["body"], draw.name, n))
+            requests.append(
+                WorkloadRequest(
+                    record["id"],
+                    record["task"],
+                    record["episode"],
+                    record["turn"],
+                    float(record["offset_s"]),
+                    record["body"],
+                    draw.name,
+                    n,
+                )
+            )
     if draw.requests is not None and draw.requests != count:
-        errors.append(CheckError(mpath, lines.get("requests", lines[""]),
-                                 f"draw {draw.name!r}: manifest says {draw.requests} requests, {draw.file} has {count} lines"))
+        errors.append(
+            CheckError(
+                mpath,
+                lines.get("requests", lines[""]),
+                f"draw {draw.name!r}: manifest says {draw.requests} requests, {draw.file} has {count} lines",
+            )
+        )
     return errors, requests
 
 
-def check_workload(path: Path | str, draws: Iterable[str] | None = None,
-                   keep: bool = False) -> tuple[Workload | None, list[CheckError]]:
+def check_workload(
+    path: Path | str, draws: Iterable[str] | None = None, keep: bool = False
+) -> tuple[Workload | None, list[CheckError]]:
     """Check the manifest and the named draws (all by default). Returns the workload (with the parsed
     requests when `keep`) and every error found; errors are not raised."""
     path = Path(path).expanduser()
@@ -374,8 +411,13 @@ def check_workload(path: Path | str, draws: Iterable[str] | None = None,
     wanted = list(draws) if draws is not None else workload.draw_names
     unknown = [d for d in wanted if d not in workload.draw_names]
     if unknown:
-        errors.append(CheckError(workload.manifest_path, 1, f"no draw named {', '.join(map(repr, unknown))} "
-                                                            f"(draws: {', '.join(workload.draw_names)})"))
+        errors.append(
+            CheckError(
+                workload.manifest_path,
+                1,
+                f"no draw named {', '.join(map(repr, unknown))} (draws: {', '.join(workload.draw_names)})",
+            )
+        )
     seen: dict[str, str] = {}
     parsed: dict[str, tuple[WorkloadRequest, ...]] = {}
     for draw in workload.draws:
@@ -385,8 +427,15 @@ def check_workload(path: Path | str, draws: Iterable[str] | None = None,
         errors.extend(errs)
         parsed[draw.name] = tuple(reqs)
     if keep:
-        workload = Workload(workload.path, workload.name, workload.description, workload.format_version,
-                            workload.draws, workload.meta, parsed)
+        workload = Workload(
+            workload.path,
+            workload.name,
+            workload.description,
+            workload.format_version,
+            workload.draws,
+            workload.meta,
+            parsed,
+        )
     return workload, errors
 
 
@@ -411,8 +460,9 @@ def load_workload(path: Path | str, draws: Iterable[str] | None = None) -> Workl
     every error listed (up to 20), so nothing is replayed from a workload that is partly bad."""
     workload, errors = check_workload(path, draws, keep=True)
     if errors or workload is None:
-        raise FrankError(f"workload {path} has {len(errors)} error(s); nothing was replayed:\n"
-                         + format_errors(errors, 20))
+        raise FrankError(
+            f"workload {path} has {len(errors)} error(s); nothing was replayed:\n" + format_errors(errors, 20)
+        )
     return workload
 
 
@@ -432,11 +482,20 @@ def _toml_value(value: Any) -> str:
 
 
 def manifest_text(name: str, description: str, draws: Iterable[DrawFile], meta: Mapping[str, Any] | None = None) -> str:
-    out = [f"format = {_toml_value(FORMAT)}", f"format_version = {FORMAT_VERSION}",
-           f"name = {_toml_value(name)}", f"description = {_toml_value(description)}", ""]
+    out = [
+        f"format = {_toml_value(FORMAT)}",
+        f"format_version = {FORMAT_VERSION}",
+        f"name = {_toml_value(name)}",
+        f"description = {_toml_value(description)}",
+        "",
+    ]
     for d in draws:
-        out += ["[[draws]]", f"name = {_toml_value(d.name)}", f"file = {_toml_value(d.file)}",
-                f"sha256 = {_toml_value(d.sha256)}"]
+        out += [
+            "[[draws]]",
+            f"name = {_toml_value(d.name)}",
+            f"file = {_toml_value(d.file)}",
+            f"sha256 = {_toml_value(d.sha256)}",
+        ]
         if d.requests is not None:
             out.append(f"requests = {d.requests}")
         out.append("")
@@ -447,8 +506,9 @@ def manifest_text(name: str, description: str, draws: Iterable[DrawFile], meta: 
     return "\n".join(out)
 
 
-def write_manifest(path: Path, name: str, description: str, draws: Iterable[DrawFile],
-                   meta: Mapping[str, Any] | None = None) -> Path:
+def write_manifest(
+    path: Path, name: str, description: str, draws: Iterable[DrawFile], meta: Mapping[str, Any] | None = None
+) -> Path:
     target = path / MANIFEST
     write_private(target, manifest_text(name, description, draws, meta))
     return target
@@ -491,9 +551,14 @@ class DrawWriter:
         self._fh.close()
 
 
-def write_workload(path: Path | str, name: str, description: str,
-                   draws: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
-                   meta: Mapping[str, Any] | None = None, overwrite: bool = False) -> Path:
+def write_workload(
+    path: Path | str,
+    name: str,
+    description: str,
+    draws: Iterable[tuple[str, Iterable[Mapping[str, Any]]]],
+    meta: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Write a whole workload: draws are (name, records). Refuses to overwrite an existing workload unless
     asked; draw files are written first and the manifest last, so a half-written folder fails `check`."""
     path = Path(path).expanduser()
@@ -538,8 +603,9 @@ def _extends(prefix: list[Any], messages: list[Any]) -> bool:
     return len(prefix) < len(messages) and messages[: len(prefix)] == prefix
 
 
-def import_jsonl(sources: list[Path | str], out: Path | str, name: str | None = None,
-                 description: str = "", overwrite: bool = False) -> Path:
+def import_jsonl(
+    sources: list[Path | str], out: Path | str, name: str | None = None, description: str = "", overwrite: bool = False
+) -> Path:
     """Turn plain JSONL files of chat-completions request bodies into a workload: one draw per file.
     Requests whose messages extend an earlier request's messages continue its episode (turn + 1); others
     start a new one. Episodes with the same opening messages share a task. Every bad line is reported as
@@ -588,10 +654,16 @@ def import_jsonl(sources: list[Path | str], out: Path | str, name: str | None = 
                     task = next(r["task"] for r in records if r["episode"] == ep_id)
                 if when is not None and t0 is None:
                     t0 = when
-                records.append({"id": f"{dname}-{len(records) + 1:05d}", "task": task,
-                                "episode": episodes[match][0], "turn": turn,
-                                "offset_s": round(max(0.0, when - t0), 3) if when is not None and t0 is not None else 0.0,
-                                "body": body})
+                records.append(
+                    {
+                        "id": f"{dname}-{len(records) + 1:05d}",
+                        "task": task,
+                        "episode": episodes[match][0],
+                        "turn": turn,
+                        "offset_s": round(max(0.0, when - t0), 3) if when is not None and t0 is not None else 0.0,
+                        "body": body,
+                    }
+                )
         if not records and not any(e.path == src for e in errors):
             errors.append(CheckError(src, 1, "no requests in the file"))
         draws.append((dname, records))
@@ -599,5 +671,6 @@ def import_jsonl(sources: list[Path | str], out: Path | str, name: str | None = 
         raise FrankError(f"nothing imported: {len(errors)} error(s):\n" + format_errors(errors, 50))
     wname = name or Path(out).name
     desc = description or f"Imported from {', '.join(p.name for p in paths)}"
-    return write_workload(out, wname, desc, draws, {"source": "import", "files": [str(p) for p in paths]},
-                          overwrite=overwrite)
+    return write_workload(
+        out, wname, desc, draws, {"source": "import", "files": [str(p) for p in paths]}, overwrite=overwrite
+    )

@@ -9,32 +9,48 @@ flushed line in the session's draw file, then the manifest is rewritten with the
 Ctrl-C (or a kill between requests) loses nothing already answered. Each recorder session is one new
 draw of the workload at `out`.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import h11
 import httpx
 
 from frank.errors import FrankError
 from frank.paths import private_dir
-from frank.workloads.format import (MANIFEST, DrawFile, DrawWriter, body_errors, read_manifest, write_manifest)
+from frank.workloads.format import MANIFEST, DrawFile, DrawWriter, body_errors, read_manifest, write_manifest
 
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                        "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def forward_headers(raw: list[tuple[bytes, bytes]], api_key: str | None = None) -> list[tuple[str, str]]:
     """The client's headers for the upstream: its own API key kept, hop-by-hop headers dropped, and
     `api_key` added only when the client sent no Authorization header."""
-    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw
-               if k.decode("latin-1").lower() not in HOP_BY_HOP]
+    headers = [
+        (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.decode("latin-1").lower() not in HOP_BY_HOP
+    ]
     if api_key and not any(k.lower() == "authorization" for k, _ in headers):
         headers.append(("Authorization", f"Bearer {api_key}"))
     return headers
@@ -49,12 +65,22 @@ class _Episode:
 
 
 class Recorder:
-    def __init__(self, upstream: str, out: Path | str, host: str = "127.0.0.1", port: int = 0,
-                 name: str | None = None, api_key: str | None = None, allow_remote: bool = False,
-                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        out: Path | str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        name: str | None = None,
+        api_key: str | None = None,
+        allow_remote: bool = False,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         if host not in LOOPBACK and not allow_remote:
-            raise FrankError(f"--listen {host}: the recorder binds loopback only unless --allow-remote is given "
-                             "(it forwards your API key and records prompts)")
+            raise FrankError(
+                f"--listen {host}: the recorder binds loopback only unless --allow-remote is given "
+                "(it forwards your API key and records prompts)"
+            )
         self.upstream = upstream.rstrip("/")
         self.out = Path(out).expanduser()
         self.host, self.port = host, port
@@ -109,9 +135,15 @@ class Recorder:
             self._episodes.append(match)
         match.messages, match.turn = messages, match.turn + 1
         self._t0 = started if self._t0 is None else self._t0
-        record = {"id": f"{self.draw_name}-{self.writer.count + 1:05d}", "task": match.task,
-                  "episode": match.id, "turn": match.turn, "offset_s": round(started - self._t0, 3),
-                  "body": body, "recorded": {"status": status, "duration_s": round(duration_s, 4)}}
+        record = {
+            "id": f"{self.draw_name}-{self.writer.count + 1:05d}",
+            "task": match.task,
+            "episode": match.id,
+            "turn": match.turn,
+            "offset_s": round(started - self._t0, 3),
+            "body": body,
+            "recorded": {"status": status, "duration_s": round(duration_s, 4)},
+        }
         self.writer.write(record)
         self._write_manifest()
         self.recorded += 1
@@ -120,8 +152,9 @@ class Recorder:
 
     # -- serving ------------------------------------------------------------------------------------
     async def start(self) -> tuple[str, int]:
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0),
-                                         limits=httpx.Limits(max_keepalive_connections=8))
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=10.0), limits=httpx.Limits(max_keepalive_connections=8)
+        )
         self._server = await asyncio.start_server(self._handle, self.host, self.port)
         sock = self._server.sockets[0].getsockname()
         self.port = sock[1]
@@ -139,7 +172,7 @@ class Recorder:
                 writer.close()
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         if self._client is not None:
             await self._client.aclose()
@@ -173,8 +206,9 @@ class Recorder:
             self._writers.discard(writer)
             writer.close()
 
-    async def _read_request(self, conn: h11.Connection,
-                            reader: asyncio.StreamReader) -> tuple[h11.Request | None, bytes]:
+    async def _read_request(
+        self, conn: h11.Connection, reader: asyncio.StreamReader
+    ) -> tuple[h11.Request | None, bytes]:
         request: h11.Request | None = None
         chunks: list[bytes] = []
         while True:
@@ -194,8 +228,9 @@ class Recorder:
             elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 return None, b""
 
-    async def _forward(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request,
-                       body: bytes) -> None:
+    async def _forward(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request, body: bytes
+    ) -> None:
         assert self._client is not None
         target = request.target.decode("latin-1")
         headers = forward_headers(request.headers, self.api_key)
@@ -205,10 +240,22 @@ class Recorder:
             upstream_req = self._client.build_request(method, self.upstream + target, headers=headers, content=body)
             resp = await self._client.send(upstream_req, stream=True)
         except httpx.HTTPError as exc:
-            msg = json.dumps({"error": {"message": f"frank record: upstream {self.upstream} failed: {exc}",
-                                        "type": "upstream_error"}}).encode()
-            writer.write(conn.send(h11.Response(status_code=502, headers=[
-                ("content-type", "application/json"), ("content-length", str(len(msg)))])))
+            msg = json.dumps(
+                {
+                    "error": {
+                        "message": f"frank record: upstream {self.upstream} failed: {exc}",
+                        "type": "upstream_error",
+                    }
+                }
+            ).encode()
+            writer.write(
+                conn.send(
+                    h11.Response(
+                        status_code=502,
+                        headers=[("content-type", "application/json"), ("content-length", str(len(msg)))],
+                    )
+                )
+            )
             writer.write(conn.send(h11.Data(data=msg)))
             writer.write(conn.send(h11.EndOfMessage()))
             await writer.drain()
@@ -226,8 +273,12 @@ class Recorder:
             complete = True
         finally:
             await resp.aclose()
-        if complete and method == "POST" and target.split("?")[0].rstrip("/").endswith("/chat/completions") \
-                and 200 <= resp.status_code < 300:
+        if (
+            complete
+            and method == "POST"
+            and target.split("?")[0].rstrip("/").endswith("/chat/completions")
+            and 200 <= resp.status_code < 300
+        ):
             try:
                 parsed = json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError):

@@ -15,6 +15,7 @@ every request). A run cut off by a dead engine, Ctrl-C or `stop()` keeps every r
 requests whose latest record is ok are skipped, the rest run again under a new attempt number and a new salt.
 Progress goes to a callback as frozen `ReplayProgress` snapshots; nothing here prints.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,17 +25,17 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import httpx
 
-from frank.engine import measures
-
 from frank import paths
-from frank.errors import FrankError
+from frank.engine import measures
 from frank.engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
+from frank.errors import FrankError
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
 
 MODES = ("engine", "full")
@@ -44,16 +45,16 @@ SUMMARY_FILE = "summary.json"
 
 @dataclass(frozen=True)
 class ReplayOptions:
-    mode: str = "engine"               # engine: max_tokens 1; full: recorded parameters, streamed
-    stream: bool = True                # engine mode only; full mode always streams
+    mode: str = "engine"  # engine: max_tokens 1; full: recorded parameters, streamed
+    stream: bool = True  # engine mode only; full mode always streams
     draws: tuple[str, ...] | None = None  # None: every draw of the workload
-    limit: int | None = None           # replay only the first N requests of each draw
-    max_tokens: int | None = None      # full mode: cap the recorded max_tokens
-    model: str | None = None           # served model name; None: the engine's first /v1/models entry
-    api_key: str | None = None         # sent as a bearer token to every endpoint
-    token_ids: bool = True             # ask for the prompt token IDs (return_token_ids) and hash them
-    timeout_s: float = 900.0           # one request, end to end
-    settle_timeout_s: float = 2.0      # how long to wait for vLLM to record a finished request's histograms
+    limit: int | None = None  # replay only the first N requests of each draw
+    max_tokens: int | None = None  # full mode: cap the recorded max_tokens
+    model: str | None = None  # served model name; None: the engine's first /v1/models entry
+    api_key: str | None = None  # sent as a bearer token to every endpoint
+    token_ids: bool = True  # ask for the prompt token IDs (return_token_ids) and hash them
+    timeout_s: float = 900.0  # one request, end to end
+    settle_timeout_s: float = 2.0  # how long to wait for vLLM to record a finished request's histograms
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -79,17 +80,17 @@ class DrawTotals:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     front_end_s: float = 0.0
-    verify_steps: float = 0.0               # drafted steps (spec_decode_num_drafts)
-    decode_steps: float = 0.0               # verify steps, drafted or not (inter-token latency count)
-    verify_step_s: float | None = None      # frank.engine.measures.records_time_per_verify_step over the draw
+    verify_steps: float = 0.0  # drafted steps (spec_decode_num_drafts)
+    decode_steps: float = 0.0  # verify steps, drafted or not (inter-token latency count)
+    verify_step_s: float | None = None  # frank.engine.measures.records_time_per_verify_step over the draw
     acceptance_length: float | None = None  # frank.engine.measures.acceptance_length over the draw
     client_ttft_s: float = 0.0
     client_total_s: float = 0.0
     prompt_tokens: int = 0
     cached_tokens: int = 0
-    cold_requests: int = 0                  # requests that start a conversation (turn 1)
+    cold_requests: int = 0  # requests that start a conversation (turn 1)
     cold_front_end_s: float = 0.0
-    prompt_ids_sha256: str | None = None    # over every request's prompt-ID hash, in order (None: some missing)
+    prompt_ids_sha256: str | None = None  # over every request's prompt-ID hash, in order (None: some missing)
 
     @property
     def complete(self) -> bool:
@@ -105,11 +106,11 @@ class ReplayProgress:
     run_dir: str
     phase: str
     draw: str | None
-    draw_index: int            # 1-based
+    draw_index: int  # 1-based
     draws: int
-    done: int                  # requests of this draw with a record in this run
-    total: int                 # requests of this draw to replay
-    current: str | None = None          # request id in flight
+    done: int  # requests of this draw with a record in this run
+    total: int  # requests of this draw to replay
+    current: str | None = None  # request id in flight
     task: str | None = None
     turn: int | None = None
     last: Mapping[str, Any] | None = field(default=None, compare=False)  # the last record written
@@ -182,10 +183,24 @@ def latest_by_id(records: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str,
 def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, Any]]) -> DrawTotals:
     latest = latest_by_id(records)
     t: dict[str, Any] = {"draw": draw, "planned": len(planned)}
-    sums = dict.fromkeys(("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s", "verify_steps",
-                          "decode_steps", "client_ttft_s", "client_total_s", "cold_front_end_s"), 0.0)
-    counts = dict.fromkeys(("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens",
-                            "cold_requests"), 0)
+    sums = dict.fromkeys(
+        (
+            "ttft_s",
+            "queue_s",
+            "prefill_s",
+            "decode_s",
+            "front_end_s",
+            "verify_steps",
+            "decode_steps",
+            "client_ttft_s",
+            "client_total_s",
+            "cold_front_end_s",
+        ),
+        0.0,
+    )
+    counts = dict.fromkeys(
+        ("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens", "cold_requests"), 0
+    )
     accepted = 0.0
     servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
@@ -250,20 +265,27 @@ class _Response:
     finish_reason: str | None = None
     error: str | None = None
     chunks: int = 0
-    metrics: dict[str, Any] | None = None   # the response's own timings (--enable-per-request-metrics)
+    metrics: dict[str, Any] | None = None  # the response's own timings (--enable-per-request-metrics)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
 # (`[{,]` before token_ids keeps `prompt_token_ids` of the first chunk from matching.)
-_TOKEN = re.compile(rb'"(?:content|reasoning_content|reasoning)":"[^"]|"tool_calls":\[\{|[{,]"token_ids":\[\d'
-                    rb'|"finish_reason":"')
+_TOKEN = re.compile(
+    rb'"(?:content|reasoning_content|reasoning)":"[^"]|"tool_calls":\[\{|[{,]"token_ids":\[\d'
+    rb'|"finish_reason":"'
+)
 
 
 def _has_token(chunk: Mapping[str, Any]) -> bool:
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta") or {}
-        if choice.get("token_ids") or delta.get("content") or delta.get("reasoning_content") \
-                or delta.get("reasoning") or delta.get("tool_calls"):
+        if (
+            choice.get("token_ids")
+            or delta.get("content")
+            or delta.get("reasoning_content")
+            or delta.get("reasoning")
+            or delta.get("tool_calls")
+        ):
             return True
         if choice.get("finish_reason"):
             return True
@@ -273,11 +295,17 @@ def _has_token(chunk: Mapping[str, Any]) -> bool:
 class ReplayRunner:
     """Replays a checked workload against `base_url`. Use `run()` (async) or `run_sync()`."""
 
-    def __init__(self, workload: Workload, base_url: str, options: ReplayOptions | None = None,
-                 run_dir: Path | None = None, progress: ProgressFn | None = None,
-                 engine: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        base_url: str,
+        options: ReplayOptions | None = None,
+        run_dir: Path | None = None,
+        progress: ProgressFn | None = None,
+        engine: Mapping[str, Any] | None = None,
+    ) -> None:
         self.workload = workload
-        self.engine = dict(engine) if engine else None   # default: this user's engine, if it is at base_url
+        self.engine = dict(engine) if engine else None  # default: this user's engine, if it is at base_url
         self.base_url = base_url.rstrip("/")
         self.options = options or ReplayOptions()
         self.progress = progress
@@ -314,14 +342,21 @@ class ReplayRunner:
         if run_file.exists():
             self.meta = json.loads(run_file.read_text())
             if self.meta.get("workload", {}).get("manifest_sha256") != hashlib.sha256(manifest).hexdigest():
-                raise FrankError(f"{self.workload.manifest_path} changed since run {self.run_id} started; "
-                                 "start a new run instead of resuming")
+                raise FrankError(
+                    f"{self.workload.manifest_path} changed since run {self.run_id} started; "
+                    "start a new run instead of resuming"
+                )
             self.meta["attempts"] = int(self.meta.get("attempts", 1)) + 1
         else:
             self.meta = {
-                "run_id": self.run_id, "created_at": time.time(), "attempts": 1,
-                "workload": {"name": self.workload.name, "path": str(self.workload.path),
-                             "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
+                "run_id": self.run_id,
+                "created_at": time.time(),
+                "attempts": 1,
+                "workload": {
+                    "name": self.workload.name,
+                    "path": str(self.workload.path),
+                    "manifest_sha256": hashlib.sha256(manifest).hexdigest(),
+                },
                 "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
                 "draws": self.draw_names,
                 "engine": self.engine if self.engine is not None else engine_at(self.base_url),
@@ -333,17 +368,40 @@ class ReplayRunner:
         return self.run_dir / f"{draw}.jsonl"
 
     def summary(self, state: str, error: str | None = None) -> dict[str, Any]:
-        draws = {d: draw_totals(d, [r.id for r in self.planned(d)], read_records(self.draw_file(d)))
-                 for d in self.draw_names}
-        keys = ("requests", "ok", "failed", "unattributed", "ttft_s", "queue_s", "prefill_s", "decode_s",
-                "front_end_s", "verify_steps", "decode_steps", "client_ttft_s", "client_total_s", "prompt_tokens",
-                "cached_tokens", "cold_requests", "cold_front_end_s")
+        draws = {
+            d: draw_totals(d, [r.id for r in self.planned(d)], read_records(self.draw_file(d))) for d in self.draw_names
+        }
+        keys = (
+            "requests",
+            "ok",
+            "failed",
+            "unattributed",
+            "ttft_s",
+            "queue_s",
+            "prefill_s",
+            "decode_s",
+            "front_end_s",
+            "verify_steps",
+            "decode_steps",
+            "client_ttft_s",
+            "client_total_s",
+            "prompt_tokens",
+            "cached_tokens",
+            "cold_requests",
+            "cold_front_end_s",
+        )
         totals = {k: sum(getattr(t, k) for t in draws.values()) for k in keys}
         return {
-            "run_id": self.run_id, "run_dir": str(self.run_dir), "state": state, "error": error,
-            "workload": self.meta.get("workload"), "mode": self.options.mode,
+            "run_id": self.run_id,
+            "run_dir": str(self.run_dir),
+            "state": state,
+            "error": error,
+            "workload": self.meta.get("workload"),
+            "mode": self.options.mode,
             "stream": self.options.stream or self.options.mode == "full",
-            "base_url": self.base_url, "model": self.meta.get("model"), "attempts": self.meta.get("attempts"),
+            "base_url": self.base_url,
+            "model": self.meta.get("model"),
+            "attempts": self.meta.get("attempts"),
             "updated_at": time.time(),
             "draws": {d: _summary_draw(t) for d, t in draws.items()},
             "totals": totals,
@@ -386,9 +444,13 @@ class ReplayRunner:
         return headers
 
     async def _send(self, client: httpx.AsyncClient, data: bytes, streamed: bool) -> _Response:
-        request = client.build_request("POST", self.base_url + "/v1/chat/completions", content=data,
-                                       headers=self._headers(),
-                                       timeout=httpx.Timeout(self.options.timeout_s, connect=10.0))
+        request = client.build_request(
+            "POST",
+            self.base_url + "/v1/chat/completions",
+            content=data,
+            headers=self._headers(),
+            timeout=httpx.Timeout(self.options.timeout_s, connect=10.0),
+        )
         clock = time.perf_counter
         t0 = clock()  # everything above (encoding, building the request) happens before the clock starts
         try:
@@ -415,8 +477,11 @@ class ReplayRunner:
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             raise _Unreachable(f"{type(exc).__name__}: {exc}") from exc
         except httpx.TimeoutException as exc:
-            return _Response(status=0, total_s=clock() - t0,
-                             error=f"no answer within {self.options.timeout_s:g} s ({type(exc).__name__})")
+            return _Response(
+                status=0,
+                total_s=clock() - t0,
+                error=f"no answer within {self.options.timeout_s:g} s ({type(exc).__name__})",
+            )
         if resp.status_code != 200:
             out.error = f"HTTP {resp.status_code}: {buf[:500].decode('utf-8', 'replace')}"
             return out
@@ -477,8 +542,9 @@ class ReplayRunner:
         except httpx.HTTPError:
             return False
 
-    async def _replay_one(self, client: httpx.AsyncClient, req: WorkloadRequest, index: int, model: str,
-                          salt: str, attempt: int) -> tuple[dict[str, Any], bool]:
+    async def _replay_one(
+        self, client: httpx.AsyncClient, req: WorkloadRequest, index: int, model: str, salt: str, attempt: int
+    ) -> tuple[dict[str, Any], bool]:
         """Send one request and build its record. Returns (record, engine still up)."""
         body = self._body(req, model, salt)
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")  # encoded before the clock starts
@@ -486,42 +552,68 @@ class ReplayRunner:
         before = await afetch_metrics(client, self.base_url, key, name)
         sent_at = time.time()
         record: dict[str, Any] = {
-            "id": req.id, "task": req.task, "episode": req.episode, "turn": req.turn, "index": index,
-            "draw": req.draw, "attempt": attempt, "salt": salt, "mode": self.options.mode,
-            "stream": bool(body["stream"]), "sent_at": sent_at,
+            "id": req.id,
+            "task": req.task,
+            "episode": req.episode,
+            "turn": req.turn,
+            "index": index,
+            "draw": req.draw,
+            "attempt": attempt,
+            "salt": salt,
+            "mode": self.options.mode,
+            "stream": bool(body["stream"]),
+            "sent_at": sent_at,
         }
         alive = True
         try:
             resp = await self._send(client, data, bool(body["stream"]))
         except _Unreachable as exc:
             alive = await self._healthy(client)
-            record.update(status="failed", error=f"engine unreachable: {exc}", http_status=None,
-                          client=None, server=None, prompt_tokens=None, prompt_ids_sha256=None)
+            record.update(
+                status="failed",
+                error=f"engine unreachable: {exc}",
+                http_status=None,
+                client=None,
+                server=None,
+                prompt_tokens=None,
+                prompt_ids_sha256=None,
+            )
             return record, alive
         ok = resp.error is None
         if ok:
-            after = await afetch_settled(client, self.base_url, before, 1, key, name,
-                                         timeout_s=self.options.settle_timeout_s)
+            after = await afetch_settled(
+                client, self.base_url, before, 1, key, name, timeout_s=self.options.settle_timeout_s
+            )
         else:
             after = await afetch_metrics(client, self.base_url, key, name)
             if resp.status >= 500 or resp.status == 0:
                 alive = await self._healthy(client)
         delta = request_delta(before, after)
         server, sources = asdict(delta), delta_sources(delta)
-        fallback = None if delta.attributed or not ok else response_values(
-            resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}")
-        if fallback is not None:   # more than one request finished between the scrapes: the response's own
+        fallback = (
+            None
+            if delta.attributed or not ok
+            else response_values(
+                resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}"
+            )
+        )
+        if fallback is not None:  # more than one request finished between the scrapes: the response's own
             server, sources = asdict(fallback[0]), fallback[1]
         server["sources"] = sources
         record.update(
-            status="ok" if ok else "failed", error=resp.error, http_status=resp.status,
+            status="ok" if ok else "failed",
+            error=resp.error,
+            http_status=resp.status,
             client={"ttfb_s": resp.ttfb_s, "ttft_s": resp.ttft_s, "total_s": resp.total_s, "chunks": resp.chunks},
-            server=server, response_metrics=resp.metrics,
-            prompt_tokens=resp.prompt_tokens if resp.prompt_tokens is not None else
-            (len(resp.prompt_ids) if resp.prompt_ids is not None else None),
+            server=server,
+            response_metrics=resp.metrics,
+            prompt_tokens=resp.prompt_tokens
+            if resp.prompt_tokens is not None
+            else (len(resp.prompt_ids) if resp.prompt_ids is not None else None),
             prompt_ids_count=len(resp.prompt_ids) if resp.prompt_ids is not None else None,
             prompt_ids_sha256=ids_sha256(resp.prompt_ids) if resp.prompt_ids is not None else None,
-            completion_tokens=resp.completion_tokens, finish_reason=resp.finish_reason,
+            completion_tokens=resp.completion_tokens,
+            finish_reason=resp.finish_reason,
             metrics_scrape_s=[before.scrape_s, after.scrape_s],
         )
         return record, alive
@@ -535,8 +627,9 @@ class ReplayRunner:
             resp.raise_for_status()
             return resp.json()["data"][0]["id"]
         except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-            raise FrankError(f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); "
-                             "is it running? (frank engine status)") from exc
+            raise FrankError(
+                f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); is it running? (frank engine status)"
+            ) from exc
 
     async def run(self) -> dict[str, Any]:
         """Replay every planned draw. Returns the summary (also written to summary.json); its `state` is
@@ -546,11 +639,18 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
-            self._write_summary("running")   # a kill from here on reads as interrupted, never as the last end
+            self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state, error = "finished", None
-            self._emit(phase="started", draw=None, draw_index=0, draws=len(self.draw_names), done=0, total=0,
-                       message=f"replaying {self.workload.name} ({self.options.mode} mode) against {self.base_url}")
+            self._emit(
+                phase="started",
+                draw=None,
+                draw_index=0,
+                draws=len(self.draw_names),
+                done=0,
+                total=0,
+                message=f"replaying {self.workload.name} ({self.options.mode} mode) against {self.base_url}",
+            )
             try:
                 for k, draw in enumerate(self.draw_names, 1):
                     state, error = await self._run_draw(client, draw, k, model, attempt)
@@ -565,12 +665,20 @@ class ReplayRunner:
                 self._write_summary(state, error)
                 raise
             summary = self._write_summary(state, error)
-        self._emit(phase=state, draw=None, draw_index=len(self.draw_names), draws=len(self.draw_names),
-                   done=0, total=0, message=error or "finished")
+        self._emit(
+            phase=state,
+            draw=None,
+            draw_index=len(self.draw_names),
+            draws=len(self.draw_names),
+            done=0,
+            total=0,
+            message=error or "finished",
+        )
         return summary
 
-    async def _run_draw(self, client: httpx.AsyncClient, draw: str, k: int, model: str,
-                        attempt: int) -> tuple[str, str | None]:
+    async def _run_draw(
+        self, client: httpx.AsyncClient, draw: str, k: int, model: str, attempt: int
+    ) -> tuple[str, str | None]:
         planned = self.planned(draw)
         path = self.draw_file(draw)
         done_ok = {rid for rid, rec in latest_by_id(read_records(path)).items() if rec.get("status") == "ok"}
@@ -589,11 +697,21 @@ class ReplayRunner:
             done += 1
             self._write_summary("running")
             totals = draw_totals(draw, ids, read_records(path)) if self.progress else None
-            self._emit(phase="result", done=done, current=None, task=req.task, turn=req.turn, last=record,
-                       totals=totals, **common)
+            self._emit(
+                phase="result",
+                done=done,
+                current=None,
+                task=req.task,
+                turn=req.turn,
+                last=record,
+                totals=totals,
+                **common,
+            )
             if not alive:
-                msg = (f"the engine stopped answering at request {req.id} ({index + 1} of {len(planned)} in "
-                       f"{draw}); {done} recorded. Resume with: frank replay --resume {self.run_id}")
+                msg = (
+                    f"the engine stopped answering at request {req.id} ({index + 1} of {len(planned)} in "
+                    f"{draw}); {done} recorded. Resume with: frank replay --resume {self.run_id}"
+                )
                 self._emit(phase="interrupted", done=done, message=msg, **common)
                 return "interrupted", msg
         self._emit(phase="draw_done", done=done, totals=draw_totals(draw, ids, read_records(path)), **common)
@@ -603,8 +721,13 @@ class ReplayRunner:
         return asyncio.run(self.run())
 
 
-def start_replay(workload: Workload | Path | str, base_url: str, options: ReplayOptions | None = None,
-                 out: Path | None = None, progress: ProgressFn | None = None) -> ReplayRunner:
+def start_replay(
+    workload: Workload | Path | str,
+    base_url: str,
+    options: ReplayOptions | None = None,
+    out: Path | None = None,
+    progress: ProgressFn | None = None,
+) -> ReplayRunner:
     """Prepare a new run. A path is checked and loaded first (all of it must be valid: nothing is sent
     from a workload with errors)."""
     options = options or ReplayOptions()
@@ -628,8 +751,13 @@ def engine_at(base_url: str) -> dict[str, Any] | None:
     return {"profile": st.profile, "knobs": st.knobs, "pid": st.pid, "started_at": st.started_at}
 
 
-def resume_replay(run: str | Path, base_url: str | None = None, progress: ProgressFn | None = None,
-                  api_key: str | None = None, restart: bool = False) -> ReplayRunner:
+def resume_replay(
+    run: str | Path,
+    base_url: str | None = None,
+    progress: ProgressFn | None = None,
+    api_key: str | None = None,
+    restart: bool = False,
+) -> ReplayRunner:
     """Continue a run from its folder: the same workload (unchanged), options and draws. With `restart`,
     unfinished draws are replayed from their first request (earlier records are kept)."""
     run_dir = resolve_run_dir(run)

@@ -6,6 +6,7 @@ is sent; `run()` holds the run's lock, replays (or resumes: requests recorded ok
 cleanly on SIGTERM after the request in flight. Status comes from the run's summary.json, rewritten with
 an fsync after every request; the per-request records are the draws' JSONL files.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from frank import paths
+from frank import jobs, paths
 from frank.errors import FrankError
 from frank.workloads import catalog
-from frank import jobs
-from frank.workloads.replay import (RUN_FILE, SUMMARY_FILE, ProgressFn, ReplayOptions, ReplayProgress, ReplayRunner,
-                            default_runs_root, resume_replay)
 from frank.workloads.format import load_workload
+from frank.workloads.replay import (
+    RUN_FILE,
+    SUMMARY_FILE,
+    ProgressFn,
+    ReplayOptions,
+    ReplayProgress,
+    ReplayRunner,
+    default_runs_root,
+    resume_replay,
+)
 
 # the summary's state -> the job's (the runner says `interrupted` when the engine went away: a failure)
 ENDED = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed", "failed": "failed"}
@@ -32,26 +40,43 @@ def progress(run_dir: Path) -> jobs.Progress:
         summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     except (OSError, ValueError):
         return jobs.Progress()
-    parts = {d: (int(t.get("requests") or 0), int(t.get("planned") or 0))
-             for d, t in (summary.get("draws") or {}).items()}
+    parts = {
+        d: (int(t.get("requests") or 0), int(t.get("planned") or 0)) for d, t in (summary.get("draws") or {}).items()
+    }
     totals = summary.get("totals") or {}
     detail = f"{totals.get('ok', 0)} ok, {totals.get('failed', 0)} failed"
     if summary.get("error"):
         detail += f"; {summary['error']}"
-    return jobs.Progress(done=sum(d for d, _ in parts.values()), planned=sum(p for _, p in parts.values()),
-                         ended=ENDED.get(str(summary.get("state"))), ended_at=summary.get("updated_at"),
-                         detail=detail, parts=parts,
-                         extra={"draws": summary.get("draws") or {}, "mode": summary.get("mode"),
-                                "workload": (summary.get("workload") or {}).get("name"), "error": summary.get("error")})
+    return jobs.Progress(
+        done=sum(d for d, _ in parts.values()),
+        planned=sum(p for _, p in parts.values()),
+        ended=ENDED.get(str(summary.get("state"))),
+        ended_at=summary.get("updated_at"),
+        detail=detail,
+        parts=parts,
+        extra={
+            "draws": summary.get("draws") or {},
+            "mode": summary.get("mode"),
+            "workload": (summary.get("workload") or {}).get("name"),
+            "error": summary.get("error"),
+        },
+    )
 
 
 def _is_run(folder: Path) -> bool:
-    return ((folder / RUN_FILE).is_file() or (folder / jobs.JOB_FILE).is_file()) \
-        and not (folder / "design.toml").exists()
+    return ((folder / RUN_FILE).is_file() or (folder / jobs.JOB_FILE).is_file()) and not (
+        folder / "design.toml"
+    ).exists()
 
 
-KIND = jobs.JobKind(name="replay", module="frank.workloads.replay_job", root=default_runs_root, progress=progress,
-                    is_run=_is_run, record_files=lambda d: sorted(d.glob("*.jsonl")))
+KIND = jobs.JobKind(
+    name="replay",
+    module="frank.workloads.replay_job",
+    root=default_runs_root,
+    progress=progress,
+    is_run=_is_run,
+    record_files=lambda d: sorted(d.glob("*.jsonl")),
+)
 
 
 def engine_url() -> str | None:
@@ -66,15 +91,19 @@ def prepare(workload: str | Path, options: ReplayOptions, base_url: str, out: Pa
     """Check the whole workload (a built-in is generated here on first use), create the run folder and
     record what to replay in it; nothing is sent yet. Returns the run folder."""
     path = catalog.resolve_workload(workload)
-    loaded = load_workload(path, options.draws)       # every error before any request
+    loaded = load_workload(path, options.draws)  # every error before any request
     if out is not None and (Path(out) / RUN_FILE).exists():
         raise FrankError(f"{out} already holds a replay run: resume it with --resume {out}, or pick another --out")
     runner = ReplayRunner(loaded, base_url, options, Path(out).expanduser() if out else None)
     paths.private_dir(runner.run_dir)
-    spec = {"workload": str(path), "base_url": base_url,
-            "options": {k: v for k, v in asdict(options).items() if k != "api_key"}}
-    jobs.write_job_file(runner.run_dir, KIND.name, None, spec=spec,
-                        planned=sum(len(runner.planned(d)) for d in runner.draw_names))
+    spec = {
+        "workload": str(path),
+        "base_url": base_url,
+        "options": {k: v for k, v in asdict(options).items() if k != "api_key"},
+    }
+    jobs.write_job_file(
+        runner.run_dir, KIND.name, None, spec=spec, planned=sum(len(runner.planned(d)) for d in runner.draw_names)
+    )
     return runner.run_dir
 
 
@@ -83,8 +112,14 @@ def launch(run_dir: Path, api_key: str | None = None) -> jobs.JobStatus:
     return jobs.launch(KIND.name, run_dir, env={"FRANK_API_KEY": api_key} if api_key else None)
 
 
-def run(run_dir: Path, *, base_url: str | None = None, api_key: str | None = None,
-        progress: ProgressFn | None = None, restart: bool = False) -> dict[str, Any]:
+def run(
+    run_dir: Path,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    progress: ProgressFn | None = None,
+    restart: bool = False,
+) -> dict[str, Any]:
     """Replay (or resume) the run in this process, holding its lock. Returns the summary."""
     box: list[ReplayRunner] = []
     with jobs.JobProcess(KIND.name, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
@@ -108,6 +143,7 @@ def run(run_dir: Path, *, base_url: str | None = None, api_key: str | None = Non
 
 def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
     """One line per request and per draw on `stream` (stderr for the CLI, job.log for a detached job)."""
+
     def show(p: ReplayProgress) -> None:
         if quiet:
             return
@@ -118,9 +154,11 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
                 client = rec.get("client") or {}
                 if rec.get("status") == "ok":
                     fe = server.get("front_end_s")
-                    detail = (f"ttft {client.get('ttft_s', 0):.3f}s  front-end "
-                              f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.get('prompt_tokens')}"
-                              + ("" if server.get("attributed") else f"  [unattributed: {server.get('reason')}]"))
+                    detail = (
+                        f"ttft {client.get('ttft_s', 0):.3f}s  front-end "
+                        f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.get('prompt_tokens')}"
+                        + ("" if server.get("attributed") else f"  [unattributed: {server.get('reason')}]")
+                    )
                 else:
                     detail = f"FAILED: {rec.get('error')}"
                 print(f"[{p.draw} {p.done}/{p.total}] {rec['id']}  {detail}", file=stream, flush=True)
@@ -128,10 +166,14 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
                 print(p.message, file=stream, flush=True)
             elif p.phase == "draw_done" and p.totals is not None:
                 t = p.totals
-                print(f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end {t.front_end_s:.3f}s, "
-                      f"prefill {t.prefill_s:.3f}s, ttft {t.ttft_s:.3f}s", file=stream, flush=True)
+                print(
+                    f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end {t.front_end_s:.3f}s, "
+                    f"prefill {t.prefill_s:.3f}s, ttft {t.ttft_s:.3f}s",
+                    file=stream,
+                    flush=True,
+                )
         except OSError:
-            pass   # the terminal went away: the run folder is the record, keep going
+            pass  # the terminal went away: the run folder is the record, keep going
 
     return show
 

@@ -17,13 +17,15 @@ training vocabulary, so that tokenizer also spends about 3.3-4.1 characters a to
 120K-181K tokens, mini 11.8K-18.9K). Same seed, same bytes: `random.Random` seeded with strings (stable
 across Python versions) and no clock anywhere.
 """
+
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from frank.engine.models import tiny_corpus
 from frank.errors import FrankError
@@ -56,24 +58,54 @@ class Task:
 
 
 TASKS = (
-    Task("t1-flaky-retry-test", "coding", "Fix the flaky retry test",
-         "tests/test_retry.py::test_backoff_resets fails about one run in twenty. Find the race in the retry "
-         "scheduler, fix it without sleeping in tests, and keep the public API.", ("py", "py", "log")),
-    Task("t2-metrics-endpoint", "coding", "Add a /metrics endpoint",
-         "Expose the worker pool's queue depth, busy workers and job latency histogram on /metrics in the "
-         "Prometheus text format, with tests.", ("py", "py", "md")),
-    Task("t3-toml-config", "coding", "Port the config loader to TOML",
-         "Replace the INI config loader with TOML (tomllib), keep every existing key working, and make errors "
-         "name the file, line and key.", ("py", "py", "cfg", "md")),
-    Task("t4-latency-regression", "analysis", "Explain the p99 latency regression",
-         "p99 request latency rose from 180 ms to 410 ms between builds 5812 and 5840. Use the benchmark "
-         "tables and logs to find the cause and the first bad build.", ("csv", "log", "py")),
-    Task("t5-crash-triage", "analysis", "Triage the worker crashes",
-         "Workers crash a few times a day with SIGSEGV or a Python traceback. Group the crashes by cause, rank "
-         "the groups and propose a fix for the largest.", ("log", "trace", "py", "md")),
-    Task("t6-schema-migration", "coding", "Review the schema migration",
-         "Review migration 0042, which splits the orders table. Find what breaks for rows written during the "
-         "migration, and write the missing backfill.", ("py", "py", "md")),
+    Task(
+        "t1-flaky-retry-test",
+        "coding",
+        "Fix the flaky retry test",
+        "tests/test_retry.py::test_backoff_resets fails about one run in twenty. Find the race in the retry "
+        "scheduler, fix it without sleeping in tests, and keep the public API.",
+        ("py", "py", "log"),
+    ),
+    Task(
+        "t2-metrics-endpoint",
+        "coding",
+        "Add a /metrics endpoint",
+        "Expose the worker pool's queue depth, busy workers and job latency histogram on /metrics in the "
+        "Prometheus text format, with tests.",
+        ("py", "py", "md"),
+    ),
+    Task(
+        "t3-toml-config",
+        "coding",
+        "Port the config loader to TOML",
+        "Replace the INI config loader with TOML (tomllib), keep every existing key working, and make errors "
+        "name the file, line and key.",
+        ("py", "py", "cfg", "md"),
+    ),
+    Task(
+        "t4-latency-regression",
+        "analysis",
+        "Explain the p99 latency regression",
+        "p99 request latency rose from 180 ms to 410 ms between builds 5812 and 5840. Use the benchmark "
+        "tables and logs to find the cause and the first bad build.",
+        ("csv", "log", "py"),
+    ),
+    Task(
+        "t5-crash-triage",
+        "analysis",
+        "Triage the worker crashes",
+        "Workers crash a few times a day with SIGSEGV or a Python traceback. Group the crashes by cause, rank "
+        "the groups and propose a fix for the largest.",
+        ("log", "trace", "py", "md"),
+    ),
+    Task(
+        "t6-schema-migration",
+        "coding",
+        "Review the schema migration",
+        "Review migration 0042, which splits the orders table. Find what breaks for rows written during the "
+        "migration, and write the missing backfill.",
+        ("py", "py", "md"),
+    ),
 )
 
 # Words and identifiers from the corpus the tiny model's tokenizer was trained on, so that its BPE spends
@@ -105,15 +137,17 @@ def _py_lines(rng: random.Random) -> Iterator[str]:
         yield f"def {fn}({a}: {rng.choice(('int', 'str', 'float', 'Path', 'list[str]'))}, {b}=None):"
         yield f'    """{_sentence(rng)}"""'
         for _ in range(rng.randint(2, 7)):
-            yield rng.choice((
-                f"    {_ident(rng)} = {a}.{_ident(rng)}({b}, timeout={rng.randint(1, 90)})",
-                f"    if {a} is None or {b} > {rng.randint(0, 500)}:",
-                f"        raise ValueError(f\"{rng.choice(_WORDS)} {{{a}!r}} out of range\")",
-                f"    for {rng.choice(_IDENTS)} in {_ident(rng)}({a}):",
-                f"        {_ident(rng)}.append({rng.choice(_IDENTS)})",
-                f"    log.debug(\"{rng.choice(_WORDS)} %s took %.3f s\", {a}, {rng.random():.3f})",
-                f"    # {_sentence(rng)}",
-            ))
+            yield rng.choice(
+                (
+                    f"    {_ident(rng)} = {a}.{_ident(rng)}({b}, timeout={rng.randint(1, 90)})",
+                    f"    if {a} is None or {b} > {rng.randint(0, 500)}:",
+                    f'        raise ValueError(f"{rng.choice(_WORDS)} {{{a}!r}} out of range")',
+                    f"    for {rng.choice(_IDENTS)} in {_ident(rng)}({a}):",
+                    f"        {_ident(rng)}.append({rng.choice(_IDENTS)})",
+                    f'    log.debug("{rng.choice(_WORDS)} %s took %.3f s", {a}, {rng.random():.3f})',
+                    f"    # {_sentence(rng)}",
+                )
+            )
         yield f"    return {rng.choice(_IDENTS)}"
         yield ""
 
@@ -123,8 +157,10 @@ def _log_lines(rng: random.Random) -> Iterator[str]:
     while True:
         t += rng.randint(0, 900)
         level = rng.choice(("INFO", "INFO", "INFO", "DEBUG", "WARNING", "ERROR"))
-        yield (f"{t // 3600 % 24:02d}:{t // 60 % 60:02d}:{t % 60:02d} {level} worker {rng.choice(_WORDS)}: "
-               f"{_sentence(rng)} ({rng.randint(1, 900)} ms)")
+        yield (
+            f"{t // 3600 % 24:02d}:{t // 60 % 60:02d}:{t % 60:02d} {level} worker {rng.choice(_WORDS)}: "
+            f"{_sentence(rng)} ({rng.randint(1, 900)} ms)"
+        )
 
 
 def _trace_lines(rng: random.Random) -> Iterator[str]:
@@ -143,8 +179,10 @@ def _csv_lines(rng: random.Random) -> Iterator[str]:
     while True:
         build += rng.randint(0, 1)
         p50 = rng.randint(40, 70)
-        yield (f"{build},{p50},{p50 * rng.randint(3, 7)},{rng.choice((16, 32, 64))},{rng.choice(('ok', 'slow', 'failed'))},"
-               f"{' '.join(rng.choice(_WORDS) for _ in range(rng.randint(3, 9)))}")
+        yield (
+            f"{build},{p50},{p50 * rng.randint(3, 7)},{rng.choice((16, 32, 64))},{rng.choice(('ok', 'slow', 'failed'))},"  # noqa: E501
+            f"{' '.join(rng.choice(_WORDS) for _ in range(rng.randint(3, 9)))}"
+        )
 
 
 def _prose_lines(rng: random.Random) -> Iterator[str]:
@@ -160,8 +198,14 @@ def _cfg_lines(rng: random.Random) -> Iterator[str]:
         yield ""
 
 
-_LINES = {"py": _py_lines, "log": _log_lines, "trace": _trace_lines, "csv": _csv_lines,
-          "md": _prose_lines, "cfg": _cfg_lines}
+_LINES = {
+    "py": _py_lines,
+    "log": _log_lines,
+    "trace": _trace_lines,
+    "csv": _csv_lines,
+    "md": _prose_lines,
+    "cfg": _cfg_lines,
+}
 _EXT = {"py": "py", "log": "log", "trace": "log", "csv": "csv", "md": "md", "cfg": "ini"}
 
 
@@ -192,21 +236,41 @@ def _context(rng: random.Random, task: Task, n_chars: int) -> str:
 
 def _tools(scale: str) -> list[dict[str, Any]]:
     def tool(name: str, desc: str, **params: str) -> dict[str, Any]:
-        return {"type": "function", "function": {
-            "name": name, "description": desc,
-            "parameters": {"type": "object", "properties": {k: {"type": "string", "description": v}
-                                                            for k, v in params.items()},
-                           "required": list(params)}}}
+        return {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": desc,
+                "parameters": {
+                    "type": "object",
+                    "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
+                    "required": list(params),
+                },
+            },
+        }
 
     if scale == "mini":  # terse: at a tenth of the size, the tool list must stay small next to the region
         return [tool("r", "Read a file.", p="path"), tool("sh", "Run a command.", c="command")]
     return [
-        tool("read_file", "Read a file of the repository, optionally a line range.", path="file path",
-             lines="optional range such as 10-80"),
-        tool("write_file", "Create or overwrite a file with the given content.", path="file path",
-             content="the whole new content"),
-        tool("edit_file", "Replace one exact occurrence of old text with new text in a file.", path="file path",
-             old="text to replace", new="replacement"),
+        tool(
+            "read_file",
+            "Read a file of the repository, optionally a line range.",
+            path="file path",
+            lines="optional range such as 10-80",
+        ),
+        tool(
+            "write_file",
+            "Create or overwrite a file with the given content.",
+            path="file path",
+            content="the whole new content",
+        ),
+        tool(
+            "edit_file",
+            "Replace one exact occurrence of old text with new text in a file.",
+            path="file path",
+            old="text to replace",
+            new="replacement",
+        ),
         tool("run_shell", "Run a shell command in the repository and return its output.", cmd="the command"),
         tool("grep", "Search the repository with a regular expression.", pattern="regex", path="folder"),
         tool("list_dir", "List a folder.", path="folder"),
@@ -252,28 +316,50 @@ def estimate_tokens(body: dict[str, Any]) -> tuple[float, float]:
 def _call(rng: random.Random, scale: str, task: Task, turn: int) -> tuple[str, dict[str, str]]:
     ext = _EXT[rng.choice(task.content)]
     if scale == "mini":
-        return (("r", {"p": f"{rng.choice(_IDENTS)[:3]}.{ext}"}) if rng.random() < 0.6
-                else ("sh", {"c": rng.choice(("make", "ls", "git diff", "pytest"))}))
+        return (
+            ("r", {"p": f"{rng.choice(_IDENTS)[:3]}.{ext}"})
+            if rng.random() < 0.6
+            else ("sh", {"c": rng.choice(("make", "ls", "git diff", "pytest"))})
+        )
     name = rng.choice(("read_file", "read_file", "grep", "run_shell", "edit_file", "list_dir"))
     if name == "read_file":
         return name, {"path": _path(rng, ext), "lines": f"{turn * 40}-{turn * 40 + 120}"}
     if name == "grep":
         return name, {"pattern": _ident(rng), "path": "src/"}
     if name == "run_shell":
-        return name, {"cmd": rng.choice(("pytest -x -q tests/", "git log --oneline -n 20", "make lint",
-                                         f"python scripts/{_ident(rng)}.py --dry-run"))}
+        return name, {
+            "cmd": rng.choice(
+                (
+                    "pytest -x -q tests/",
+                    "git log --oneline -n 20",
+                    "make lint",
+                    f"python scripts/{_ident(rng)}.py --dry-run",
+                )
+            )
+        }
     if name == "edit_file":
         return name, {"path": _path(rng, ext), "old": f"{_ident(rng)}(", "new": f"{_ident(rng)}_safe("}
     return name, {"path": rng.choice(("src/app", "tests", "migrations", "docs"))}
 
 
-def _episode(rng: random.Random, scale: str, task: Task, draw: int, region_tokens: float,
-             turns: int, context: str, tools: list[dict[str, Any]], params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _episode(
+    rng: random.Random,
+    scale: str,
+    task: Task,
+    draw: int,
+    region_tokens: float,
+    turns: int,
+    context: str,
+    tools: list[dict[str, Any]],
+    params: dict[str, Any],
+) -> Iterator[dict[str, Any]]:
     """The request bodies of one conversation: request k carries the system region, the task and the k-1
     tool round trips so far."""
     session = f"{rng.getrandbits(64):016x}"
-    header = (f"You are a coding agent working in a checked-out repository. Session {session}, draw {draw}, "
-              f"task {task.key} ({task.kind}). The repository context follows.\n\n")
+    header = (
+        f"You are a coding agent working in a checked-out repository. Session {session}, draw {draw}, "
+        f"task {task.key} ({task.kind}). The repository context follows.\n\n"
+    )
     region_chars = int(region_tokens * CHARS_PER_TOKEN)
     system = header + context[: region_chars - len(header)]
     body_of = lambda msgs: {"model": MODEL, "messages": msgs, "tools": tools, **params}  # noqa: E731
@@ -289,8 +375,11 @@ def _episode(rng: random.Random, scale: str, task: Task, draw: int, region_token
         name, args = _call(rng, scale, task, turn)
         call_id = f"call_{draw}{task.key[1]}{turn:02d}{rng.getrandbits(24):06x}"
         arguments = json.dumps(args, separators=(",", ":") if scale == "mini" else None)
-        assistant: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+        }
         tool = {"role": "tool", "tool_call_id": call_id, "content": ""}
         before = estimate_tokens(body_of(messages))[1]
         after = estimate_tokens(body_of(messages + [assistant, tool]))[1]
@@ -311,10 +400,17 @@ def generate(scale: str, seed: int) -> Iterator[tuple[str, Iterator[dict[str, An
     size_rng = random.Random(f"w01:{W01_VERSION}:{seed}:sizes")
     regions = [t * factor * size_rng.uniform(0.995, 1.005) for t in REGION_TOKENS]
     tools = _tools(scale)
-    params = {"temperature": 1.0, "top_p": 0.95, "max_tokens": 8192 if scale == "full" else 64,
-              "stream": True, "chat_template_kwargs": {"thinking": True}}
-    contexts = [_context(random.Random(f"w01:{W01_VERSION}:{seed}:context:{t.key}"), t,
-                         int(regions[i] * CHARS_PER_TOKEN)) for i, t in enumerate(TASKS)]
+    params = {
+        "temperature": 1.0,
+        "top_p": 0.95,
+        "max_tokens": 8192 if scale == "full" else 64,
+        "stream": True,
+        "chat_template_kwargs": {"thinking": True},
+    }
+    contexts = [
+        _context(random.Random(f"w01:{W01_VERSION}:{seed}:context:{t.key}"), t, int(regions[i] * CHARS_PER_TOKEN))
+        for i, t in enumerate(TASKS)
+    ]
 
     def records(draw: int) -> Iterator[dict[str, Any]]:
         rng = random.Random(f"w01:{W01_VERSION}:{seed}:draw:{draw}")
@@ -324,10 +420,17 @@ def generate(scale: str, seed: int) -> Iterator[tuple[str, Iterator[dict[str, An
         for i in order:
             task = TASKS[i]
             ep_rng = random.Random(f"w01:{W01_VERSION}:{seed}:draw:{draw}:{task.key}")
-            for turn, body in enumerate(_episode(ep_rng, scale, task, draw, regions[i], TURNS[i], contexts[i],
-                                                 tools, params), 1):
-                yield {"id": f"d{draw}-{task.key[:2]}-r{turn:02d}", "task": task.key, "episode": f"d{draw}-{task.key}",
-                       "turn": turn, "offset_s": round(offset, 3), "body": body}
+            for turn, body in enumerate(
+                _episode(ep_rng, scale, task, draw, regions[i], TURNS[i], contexts[i], tools, params), 1
+            ):
+                yield {
+                    "id": f"d{draw}-{task.key[:2]}-r{turn:02d}",
+                    "task": task.key,
+                    "episode": f"d{draw}-{task.key}",
+                    "turn": turn,
+                    "offset_s": round(offset, 3),
+                    "body": body,
+                }
                 offset += rng.uniform(4.0, 25.0) * (1.0 if scale == "full" else 0.25)
 
     for draw in range(1, DRAWS + 1):
@@ -337,11 +440,18 @@ def generate(scale: str, seed: int) -> Iterator[tuple[str, Iterator[dict[str, An
 def make_w01(out: Path | str, scale: str = "mini", seed: int = 1, overwrite: bool = False) -> Path:
     """Write the synthetic W01 at `scale` from `seed` into `out` (a workload folder)."""
     name = f"w01-{scale}" if seed == 1 else f"w01-{scale}-seed{seed}"
-    description = (f"Synthetic W01 ({scale}, seed {seed}): six long-context coding and analysis tasks with tool "
-                   f"calls, {REQUESTS_PER_DRAW} requests per draw, {DRAWS} draws; one system region is 98-99% "
-                   f"of each prompt")
-    meta = {"generator": "w01", "generator_version": W01_VERSION, "scale": scale, "seed": seed,
-            "chars_per_token": CHARS_PER_TOKEN}
+    description = (
+        f"Synthetic W01 ({scale}, seed {seed}): six long-context coding and analysis tasks with tool "
+        f"calls, {REQUESTS_PER_DRAW} requests per draw, {DRAWS} draws; one system region is 98-99% "
+        f"of each prompt"
+    )
+    meta = {
+        "generator": "w01",
+        "generator_version": W01_VERSION,
+        "scale": scale,
+        "seed": seed,
+        "chars_per_token": CHARS_PER_TOKEN,
+    }
     return write_workload(out, name, description, generate(scale, seed), meta, overwrite=overwrite)
 
 
@@ -363,7 +473,12 @@ def ensure_builtin(name: str) -> Path:
     path = builtin_path(name)
     if (path / "workload.toml").exists():
         workload, errors = check_workload(path, draws=[])
-        if workload is not None and not errors and workload.meta.get("generator_version") == W01_VERSION \
-                and workload.meta.get("scale") == scale and workload.meta.get("seed") == seed:
+        if (
+            workload is not None
+            and not errors
+            and workload.meta.get("generator_version") == W01_VERSION
+            and workload.meta.get("scale") == scale
+            and workload.meta.get("seed") == seed
+        ):
             return path
     return make_w01(path, scale, seed, overwrite=True)

@@ -1,23 +1,34 @@
 """Console test helpers: an app over the real controller (in the session's FRANK_HOME, engine stopped)
 with recorded telemetry, and a fixed engine status for deterministic screens."""
+
 from __future__ import annotations
 
 import pytest
 
 from frank.console.app import FrankApp, Services
 from frank.engine.controller import EngineController, EngineStatus
-
 from tests.console.recorded import RecordedSampler
 
-READY = EngineStatus(state="ready", profile="embedded-cpu", pid=4242, pgid=4240, host="127.0.0.1", port=8000,
-                     url="http://127.0.0.1:8000", knobs={"num_speculative_tokens": 4, "region_cache": "on"},
-                     started_at=None, ready_s=61.8, uptime_s=3725.0, healthy=True,
-                     log_path="/var/lib/frank/state/logs/engine.log")
+READY = EngineStatus(
+    state="ready",
+    profile="embedded-cpu",
+    pid=4242,
+    pgid=4240,
+    host="127.0.0.1",
+    port=8000,
+    url="http://127.0.0.1:8000",
+    knobs={"num_speculative_tokens": 4, "region_cache": "on"},
+    started_at=None,
+    ready_s=61.8,
+    uptime_s=3725.0,
+    healthy=True,
+    log_path="/var/lib/frank/state/logs/engine.log",
+)
 LOG_TAIL = [
-    "INFO 11-30 04:02:11 [loggers.py:123] Engine 000: Avg prompt throughput: 21504.0 tokens/s, Avg generation throughput: 38.2 tokens/s",
-    "INFO:     127.0.0.1:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+    "INFO 11-30 04:02:11 [loggers.py:123] Engine 000: Avg prompt throughput: 21504.0 tokens/s, Avg generation throughput: 38.2 tokens/s",  # noqa: E501
+    'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
     "INFO 11-30 04:02:12 [metrics.py:88] SpecDecoding metrics: Mean acceptance length: 2.61, Accepted: 1043 tokens",
-    "INFO:     127.0.0.1:51236 - \"GET /metrics HTTP/1.1\" 200 OK",
+    'INFO:     127.0.0.1:51236 - "GET /metrics HTTP/1.1" 200 OK',
 ]
 
 
@@ -27,15 +38,28 @@ def make_app(tmp_path, monkeypatch):
     monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("NO_COLOR", raising=False)
 
-    def factory(*, read_only: bool = False, sampler=None, status: EngineStatus | None = None,
-                poll: bool = False, theme: str | None = None, log_tail: list[str] | None = None) -> FrankApp:
+    def factory(
+        *,
+        read_only: bool = False,
+        sampler=None,
+        status: EngineStatus | None = None,
+        poll: bool = False,
+        theme: str | None = None,
+        log_tail: list[str] | None = None,
+    ) -> FrankApp:
         controller = EngineController()
-        app = FrankApp(Services(controller=controller, sampler=sampler if sampler is not None else RecordedSampler()),
-                       read_only=read_only, theme=theme, poll_status=poll, remember_theme=True)
+        app = FrankApp(
+            Services(controller=controller, sampler=sampler if sampler is not None else RecordedSampler()),
+            read_only=read_only,
+            theme=theme,
+            poll_status=poll,
+            remember_theme=True,
+        )
         if status is not None:
             app.engine_status = status
             app.log_tail = list(LOG_TAIL if log_tail is None else log_tail)
         return app
+
     return factory
 
 

@@ -1,4 +1,5 @@
 """Pilot tests of the console's screens and key paths over the real headless layers (engine stopped)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,6 @@ from frank.console.widgets.cpu_panel import CpuPanel
 from frank.console.widgets.engine_panel import EnginePanel
 from frank.console.widgets.gpu_panel import GpuPanel
 from frank.console.widgets.metrics_panel import MetricsPanel
-
 from tests.console.conftest import READY, wait_until
 
 
@@ -62,7 +62,7 @@ async def test_dashboard_renders_recorded_telemetry(make_app):
         assert cpu.border_subtitle == "64 cores" and "exl3-cpu-0" in cpu.markup_text
         metrics = screen.query_one(MetricsPanel)
         table = metrics.query_one(DataTable)
-        assert table.row_count == 1          # one request seen so far, keyed by its snapshot
+        assert table.row_count == 1  # one request seen so far, keyed by its snapshot
         assert "verify step" in metrics._markup and "accept len" in metrics._markup
 
 
@@ -77,12 +77,12 @@ async def test_request_rows_are_updated_by_key_not_refilled(make_app):
         await pilot.pause(0.1)
         table = app.screen.query_one(MetricsPanel).query_one(DataTable)
         keys_before = [k.value for k in table.rows]
-        assert len(keys_before) == 8                       # the newest 8 requests
+        assert len(keys_before) == 8  # the newest 8 requests
         sampler.advance()
         app.tick()
         await pilot.pause(0.05)
         keys_after = [k.value for k in table.rows]
-        assert keys_after[:-1] == keys_before[1:]          # one dropped, one added; the rest kept in place
+        assert keys_after[:-1] == keys_before[1:]  # one dropped, one added; the rest kept in place
 
 
 async def test_narrow_terminal_tabs_the_panels(make_app):
@@ -128,7 +128,7 @@ async def test_stop_asks_first_and_no_keeps_the_engine(make_app):
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
         assert app.busy == "" and not any("stopped" in m for m in messages(app))
-        await pilot.press("x", "y")          # yes: the real controller stops (nothing runs: returns stopped)
+        await pilot.press("x", "y")  # yes: the real controller stops (nothing runs: returns stopped)
         await wait_until(pilot, lambda: any("engine stopped" in m for m in messages(app)))
         assert any("engine stopped" in m for m in messages(app))
 
@@ -155,13 +155,22 @@ async def test_restart_knob_asks_first_live_knob_does_not(make_app):
 async def test_read_only_disables_every_action(make_app):
     app = make_app(read_only=True, status=READY)
     async with app.run_test(size=(120, 36)) as pilot:
-        for action in ("engine_start", "engine_stop", "engine_restart", "toggle_region_cache", "knobs",
-                       "replay_launch", "experiment_register", "experiment_run", "quit_stop"):
+        for action in (
+            "engine_start",
+            "engine_stop",
+            "engine_restart",
+            "toggle_region_cache",
+            "knobs",
+            "replay_launch",
+            "experiment_register",
+            "experiment_run",
+            "quit_stop",
+        ):
             assert app.check_action(action, ()) is None, action
         await pilot.press("x", "c", "k")
         await pilot.pause()
-        assert isinstance(app.screen, DashboardScreen)     # no dialog opened
-        app.set_knob("region_cache", "off")                  # the palette's path
+        assert isinstance(app.screen, DashboardScreen)  # no dialog opened
+        app.set_knob("region_cache", "off")  # the palette's path
         await pilot.pause()
         assert any("read-only" in m for m in messages(app))
         assert "read-only" in app.sub_title
@@ -199,7 +208,7 @@ async def test_quit_leaves_the_engine_alone(make_app):
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
-    assert app.busy == ""   # no stop was issued
+    assert app.busy == ""  # no stop was issued
 
 
 async def test_palette_offers_every_action_and_knob(make_app):
@@ -287,13 +296,14 @@ async def test_a_silent_engine_never_freezes_the_screen(make_app):
     held: list[socket.socket] = []
     stop = threading.Event()
 
-    def accept() -> None:   # SilentMetricsServer: accept, read nothing, answer nothing
+    def accept() -> None:  # SilentMetricsServer: accept, read nothing, answer nothing
         listener.settimeout(0.2)
         while not stop.is_set():
             try:
                 held.append(listener.accept()[0])
             except OSError:
                 continue
+
     threading.Thread(target=accept, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     # A scrape hangs for 30 s: a console that waited for it on the event loop would freeze that long.
@@ -301,12 +311,12 @@ async def test_a_silent_engine_never_freezes_the_screen(make_app):
     app = make_app(sampler=sampler, status=dataclasses.replace(READY, url=url))
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await pilot.pause(1.5)              # the first scrape is now stuck
+            await pilot.pause(1.5)  # the first scrape is now stuck
             for key, kind in (("4", LogsScreen), ("1", DashboardScreen), ("2", ReplaysScreen)):
                 t0 = _time.perf_counter()
                 await pilot.press(key)
                 assert isinstance(app.screen, kind)
-                assert _time.perf_counter() - t0 < 10.0, key   # generous: CI has 2 busy cores
+                assert _time.perf_counter() - t0 < 10.0, key  # generous: CI has 2 busy cores
     finally:
         stop.set()
         for conn in held:

@@ -1,19 +1,20 @@
 """The Campaign screen (key 5) over the real ledger: the seed's parts as a board with their evidence and
 rules, a refused adoption shown with its reason after confirming, and read-only mode asking nothing."""
+
 from __future__ import annotations
 
 from textual.widgets import DataTable
 
+from frank.campaign import actions
+from frank.campaign.ledger import history_path, read_history
 from frank.console.screens.campaign import CampaignScreen
 from frank.console.screens.confirm import ConfirmDialog
-from frank.campaign import actions
-from frank.campaign.ledger import read_history, history_path
 from tests.console.conftest import wait_until
 
 
 async def test_the_board_shows_the_seeds_parts_and_a_refused_adoption(make_app):
     app = make_app()
-    actions.init(example="seed")           # FRANK_HOME is the test's own (make_app)
+    actions.init(example="seed")  # FRANK_HOME is the test's own (make_app)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("5")
         assert isinstance(app.screen, CampaignScreen)
@@ -28,13 +29,16 @@ async def test_the_board_shows_the_seeds_parts_and_a_refused_adoption(make_app):
         detail = str(app.screen.query_one("#part-text").content)
         assert "region-cache" in detail and "1/70" in detail and "schedule comparison" in detail
 
-        await pilot.press("A")                               # adopt asks first
+        await pilot.press("A")  # adopt asks first
         assert await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("y")
-        assert await wait_until(pilot, lambda: any("no confirmed registered run" in str(n.message)
-                                                   for n in app._notifications), timeout_s=20)
+        assert await wait_until(
+            pilot,
+            lambda: any("no confirmed registered run" in str(n.message) for n in app._notifications),
+            timeout_s=20,
+        )
     events = read_history(history_path(actions.default_path()))
-    assert [e["event"] for e in events] == ["init"]         # the refusal recorded nothing
+    assert [e["event"] for e in events] == ["init"]  # the refusal recorded nothing
 
 
 async def test_read_only_disables_the_actions(make_app):

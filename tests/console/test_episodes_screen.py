@@ -1,15 +1,16 @@
 """The episodes screen over the shared real engine: launch w01-mini from the menu (a detached job), watch the
 live episode (task, turn, elapsed, outcome) and the finished one graded, then cancel the job; the run is
 listed with its totals."""
+
 from __future__ import annotations
 
 import pytest
 from textual.widgets import DataTable
 
+from frank import jobs
 from frank.console.app import FrankApp, Services
 from frank.console.screens.episodes import EpisodesScreen
 from frank.engine.telemetry.sampler import Sampler, controller_target
-from frank import jobs
 from frank.episodes.runner import list_runs, read_jsonl, run_path
 from tests.console.conftest import wait_until
 
@@ -43,13 +44,20 @@ async def test_episodes_launched_from_the_menu_are_followed_live(engine):
         # live: the first episode is shown graded, with its turns and elapsed time, while the draw still runs
         # (an episode of the tiny model takes under a second: its transient "running" row may fall between
         # two polls, so the check is "graded before the run ended", read from one poll)
-        assert await wait(pilot, lambda: "fail" in _cell(episodes, first, "outcome")
-                          and screen.state is not None and screen.state.status == "running", 180)
+        assert await wait(
+            pilot,
+            lambda: (
+                "fail" in _cell(episodes, first, "outcome")
+                and screen.state is not None
+                and screen.state.status == "running"
+            ),
+            180,
+        )
         assert _cell(episodes, first, "turn") not in ("", "0")
         assert _cell(episodes, first, "elapsed").endswith(" s")
         try:
             jobs.cancel(run_id, wait_s=30)
-        except jobs.JobError:        # the draw ended on its own meanwhile
+        except jobs.JobError:  # the draw ended on its own meanwhile
             assert jobs.status(run_id).state == "finished"
         assert await wait(pilot, lambda: screen.state is not None and screen.state.status != "running", 30)
         runs = screen.query_one("#ep-runs", DataTable)
@@ -58,4 +66,5 @@ async def test_episodes_launched_from_the_menu_are_followed_live(engine):
     assert results[0]["task"] == "fix-failing-test" and results[0]["outcome"] == "fail"
     [listed] = [r for r in list_runs() if r["run_id"] == run_id]
     assert listed["done"] == len(results) and listed["total_s"] == pytest.approx(
-        sum(r["client_s"] or 0 for r in results), abs=0.01)
+        sum(r["client_s"] or 0 for r in results), abs=0.01
+    )

@@ -1,5 +1,6 @@
 """The experiments screen over the real registry: register from the menu (hash, drawn order and smallest p
 shown before confirming), the live board, and adopting a run whose runner is alive."""
+
 from __future__ import annotations
 
 from textual.widgets import DataTable
@@ -33,7 +34,7 @@ async def test_register_from_the_menu_shows_hash_order_and_smallest_p(make_app):
         dialog = app.screen
         assert isinstance(dialog, ConfirmDialog)
         assert "sha256" in dialog.body and "1/32" in dialog.body and "order" in dialog.body
-        assert "\npower    " in dialog.body   # the power line (frank/console/power_preview.py)
+        assert "\npower    " in dialog.body  # the power line (frank/console/power_preview.py)
         await pilot.press("y")
         for _ in range(60):
             await pilot.pause(0.05)
@@ -49,7 +50,7 @@ async def test_register_from_the_menu_shows_hash_order_and_smallest_p(make_app):
         app.tick()
         await pilot.pause(0.1)
         board = app.screen.query_one("#board", DataTable)
-        assert board.row_count == 5            # five blocks
+        assert board.row_count == 5  # five blocks
         assert "can still be met" in str(app.screen.query_one("#exp-tally").content)
 
 
@@ -75,7 +76,7 @@ async def test_console_adopts_a_running_experiment(make_app):
 
     path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
     run = registry.register(path, seed=7)
-    lock = RunLock(run.lock_path).acquire()   # a live runner holds this lock
+    lock = RunLock(run.lock_path).acquire()  # a live runner holds this lock
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:

@@ -1,5 +1,6 @@
 """Fidelity on the Experiments screen: `f` runs `frank fidelity run` (here with no engine: its error is
 shown), and the panel renders a run's per-set KL with the floor beside it."""
+
 from __future__ import annotations
 
 from frank.console.screens.experiments import ExperimentsScreen
@@ -21,9 +22,15 @@ async def test_f_runs_fidelity_and_shows_the_clis_error(make_app):
 
 
 def test_markup_puts_the_floor_beside_each_sets_kl():
-    run = {"id": "20261130-1200-run-ab12", "kind": "run", "knobs": {"dtype": "bfloat16"},
-           "sets": [{"name": "code", "kl": 6.6e-9, "floor": {"value": 4.5e-16}, "kl_over_floor": 1.47e7},
-                    {"name": "prose", "kl": 7.0e-16, "floor": {"value": 4.5e-16}, "kl_over_floor": 1.56}]}
+    run = {
+        "id": "20261130-1200-run-ab12",
+        "kind": "run",
+        "knobs": {"dtype": "bfloat16"},
+        "sets": [
+            {"name": "code", "kl": 6.6e-9, "floor": {"value": 4.5e-16}, "kl_over_floor": 1.47e7},
+            {"name": "prose", "kl": 7.0e-16, "floor": {"value": 4.5e-16}, "kl_over_floor": 1.56},
+        ],
+    }
     text = fidelity_markup(run, running=True)
     lines = text.splitlines()
     assert lines[0].startswith("[$frank-warn]running fidelity")

@@ -1,4 +1,5 @@
 """The dashboard's incremental log tail and its CPU heat strip (plain functions, no app)."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ def test_follower_reads_only_appended_lines_and_drops_our_polls(tmp_path):
     assert f.lines(log) == ["one", "two"]
     with open(log, "a") as h:
         h.write('INFO: 127.0.0.1:1 - "GET /metrics HTTP/1.1" 200 OK\nthree\nfour\nhalf')
-    assert f.lines(log) == ["two", "three", "four"]     # the last 3; the poll line and the partial one left out
+    assert f.lines(log) == ["two", "three", "four"]  # the last 3; the poll line and the partial one left out
     with open(log, "a") as h:
         h.write(" done\n")
     assert f.lines(log) == ["three", "four", "half done"]
@@ -41,7 +42,7 @@ def test_follower_starts_over_after_rotation_or_truncation(tmp_path):
 
 def test_follower_first_read_starts_at_a_whole_line(tmp_path):
     log = tmp_path / "engine.log"
-    log.write_text("".join(f"line {i:06d}\n" for i in range(10000)))   # more than the first read's window
+    log.write_text("".join(f"line {i:06d}\n" for i in range(10000)))  # more than the first read's window
     lines = LogFollower(4).lines(log)
     assert lines == [f"line {i:06d}" for i in range(9996, 10000)]
 
@@ -60,5 +61,5 @@ def test_heat_strip_many_cores_one_cell_each_in_even_rows_within_the_width():
         visible = [re.sub(r"\[[^\]]*\]", "", r) for r in rows]
         assert len(rows) == n_rows, (n, width)
         assert all(len(v) <= width for v in visible), (n, width)
-        assert sum(len(v) for v in visible) == n                      # one column per core
-        assert max(map(len, visible)) - min(map(len, visible)) <= 1   # even rows
+        assert sum(len(v) for v in visible) == n  # one column per core
+        assert max(map(len, visible)) - min(map(len, visible)) <= 1  # even rows

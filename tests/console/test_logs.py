@@ -1,22 +1,24 @@
 """The fast log view: a 100K-line log is indexed once, read by visible lines through an LRU cache, and
 searched with a regex; the Logs screen follows the end and jumps to matches."""
+
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from frank.console.screens.logs import LogsScreen
 from frank.console.widgets.log_view import CACHE_LINES, LogIndex, LogView
-
 from tests.console.conftest import READY, wait_until
-import dataclasses
 
 
 def write_log(path, lines: int) -> None:
     with open(path, "w") as fh:
         for i in range(lines):
             level = "ERROR" if i % 25_000 == 24_999 else "INFO"
-            fh.write(f"{level} 11-30 04:{i // 3600 % 60:02d}:{i % 60:02d} [loggers.py:123] line {i} "
-                     f"throughput {i * 7 % 1000} tokens/s\n")
+            fh.write(
+                f"{level} 11-30 04:{i // 3600 % 60:02d}:{i % 60:02d} [loggers.py:123] line {i} "
+                f"throughput {i * 7 % 1000} tokens/s\n"
+            )
 
 
 def test_index_reads_lines_and_grows(tmp_path):
@@ -31,7 +33,7 @@ def test_index_reads_lines_and_grows(tmp_path):
     assert "line 99999 " in index.line(99_999)
     assert index.line(100_000) == ""
     with open(log, "a") as fh:
-        fh.write("partial")                     # no newline yet: not a line
+        fh.write("partial")  # no newline yet: not a line
     assert not index.refresh()
     with open(log, "a") as fh:
         fh.write(" line\n")
@@ -57,9 +59,9 @@ def test_search_wraps_both_ways_and_accepts_plain_text(tmp_path):
     index.refresh()
     assert index.search("^ERROR", 0) == 24_999
     assert index.search("^ERROR", 24_999) == 49_999
-    assert index.search("^error", 99_999) == 24_999                 # wraps, case-insensitive
+    assert index.search("^error", 99_999) == 24_999  # wraps, case-insensitive
     assert index.search("^ERROR", 24_999, backwards=True) == 99_999  # wraps backwards
-    assert index.search("line 5 [", 0) is None                      # invalid regex: searched as text
+    assert index.search("line 5 [", 0) is None  # invalid regex: searched as text
     assert index.search("no such text anywhere", 0) is None
 
 
@@ -90,7 +92,7 @@ async def test_logs_screen_follows_and_searches_a_100k_line_log(make_app, tmp_pa
         assert view.index.line_count == 100_000
         # at the end (the scroll lands a refresh after the index is complete: wait for it, don't sleep)
         assert await wait_until(pilot, lambda: view.follow and view.scroll_offset.y >= 100_000 - view.size.height, 5)
-        await pilot.press("g")                  # to the top: a search goes forward from the view
+        await pilot.press("g")  # to the top: a search goes forward from the view
         await pilot.pause(0.1)
         assert not view.follow and view.scroll_offset.y == 0
         await pilot.press("slash")

@@ -1,6 +1,7 @@
 """Snapshot tests (pytest-textual-snapshot; textual is pinned exactly in pyproject.toml) of the main
 screens in two themes and at 80x24, from recorded telemetry and a fixed engine status.
 Update after an intended change: pytest tests/console/test_snapshots.py --snapshot-update"""
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,6 +38,7 @@ def test_dashboard_80x24_cpu_tab_monochrome(snap_compare, make_app):
         await settle(pilot)
         await pilot.press("p")
         await pilot.pause(0.2)
+
     assert snap_compare(make_app(status=STATUS, theme="frank-monochrome"), terminal_size=(80, 24), run_before=cpu_tab)
 
 
@@ -54,6 +56,7 @@ def test_replays(snap_compare, make_app, size):
         await settle(pilot)
         await pilot.press("2")
         await pilot.pause(0.5)
+
     assert snap_compare(make_app(status=STATUS), terminal_size=size, run_before=go)
 
 
@@ -61,12 +64,14 @@ def test_replays(snap_compare, make_app, size):
 def test_experiments(snap_compare, make_app, theme, monkeypatch):
     from frank.console.screens import experiments
 
-    seeds = sorted(experiments.BUILTIN_DESIGNS.glob("seed-*.toml"))   # the shipped seed designs only
+    seeds = sorted(experiments.BUILTIN_DESIGNS.glob("seed-*.toml"))  # the shipped seed designs only
     monkeypatch.setattr(experiments, "design_files", lambda: seeds)
+
     async def go(pilot):
         await settle(pilot)
         await pilot.press("3")
         await pilot.pause(0.5)
+
     assert snap_compare(make_app(status=STATUS, theme=theme), terminal_size=(120, 36), run_before=go)
 
 
@@ -77,6 +82,7 @@ def test_logs_80x24(snap_compare, make_app):
         await pilot.pause(0.5)
         await pilot.press("g")
         await pilot.pause(0.2)
+
     FIXED_LOG.parent.mkdir(exist_ok=True)
     FIXED_LOG.write_bytes(LOG_DATA.read_bytes())
     app = make_app(status=dataclasses.replace(STATUS, log_path=str(FIXED_LOG)))
@@ -88,4 +94,5 @@ def test_help_and_confirm(snap_compare, make_app):
         await settle(pilot)
         await pilot.press("x")
         await pilot.pause(0.3)
+
     assert snap_compare(make_app(status=STATUS), terminal_size=(100, 30), run_before=go)

@@ -2,6 +2,7 @@
 Adopt it, flip the live region cache from the keyboard (and back), launch a short replay from the menu (a
 detached job the console follows) and watch its rows arrive by key, then see the request values on the
 dashboard."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,7 +31,7 @@ async def test_console_drives_the_real_engine(engine):
     app = FrankApp(Services(controller=engine, sampler=sampler), remember_theme=False)
     before = engine.status().knobs.get("region_cache", "off")
     async with app.run_test(size=(140, 40)) as pilot:
-        assert await wait(pilot, lambda: app.engine_state == "ready", 15)       # adopted, not started
+        assert await wait(pilot, lambda: app.engine_state == "ready", 15)  # adopted, not started
         assert f"pid[/] {engine.status().pid}" in app.screen.query_one(EnginePanel).markup_text
         try:
             await pilot.press("c")
@@ -47,9 +48,17 @@ async def test_console_drives_the_real_engine(engine):
         screen.query_one("#rep-draws").value = "draw-1"
         screen.query_one("#rep-limit").value = "2"
         screen.query_one("#workloads").focus()
-        await pilot.press("enter")                                              # w01-mini (made on first use)
-        assert await wait(pilot, lambda: app.job is not None and app.job.status is not None
-                          and app.job.status.state not in ("running", "starting") and len(app.job.records) == 2, 240)
+        await pilot.press("enter")  # w01-mini (made on first use)
+        assert await wait(
+            pilot,
+            lambda: (
+                app.job is not None
+                and app.job.status is not None
+                and app.job.status.state not in ("running", "starting")
+                and len(app.job.records) == 2
+            ),
+            240,
+        )
         job = app.job
         assert job.status.state == "finished", job.status
         assert job.status.pid is None and (job.status.done, job.status.planned) == (2, 2)
@@ -64,4 +73,4 @@ async def test_console_drives_the_real_engine(engine):
         await pilot.press("1")
         await pilot.pause(0.3)
         rows = app.screen.query_one("#metrics").query_one(DataTable)
-        assert rows.row_count == 2                                              # the replay's own records
+        assert rows.row_count == 2  # the replay's own records

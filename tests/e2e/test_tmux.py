@@ -1,6 +1,7 @@
 """End to end: `frank` in a real terminal (tmux). Start the engine with a key, flip the region cache,
 launch a short replay from the menu, read the results from the captured pane; then quit (the engine
 keeps running) and start the console again: it adopts the engine. One real embedded engine (~1-2 min)."""
+
 from __future__ import annotations
 
 import time
@@ -21,35 +22,35 @@ def test_console_in_tmux_starts_engine_flips_cache_and_replays(fresh_frank_home)
     pane = Console(socket, {"FRANK_HOME": str(fresh_frank_home)})
     try:
         pane.wait_for("● stopped", 30)
-        pane.keys("s")                                             # start the engine with a key
+        pane.keys("s")  # start the engine with a key
         # ready, and the start action finished (until then the panel says "starting…" and keys wait)
         text = pane.wait_for("● ready", 420, gone="starting…")
         assert "ready in" in text and "embedded-cpu" in text
         pid = controller.status().pid
 
-        pane.keys("c")                                             # flip the region cache (live knob)
+        pane.keys("c")  # flip the region cache (live knob)
         pane.wait_for("region_cache = on (live)", 30)
         assert controller.status().knobs["region_cache"] == "on"
-        assert controller.status().pid == pid                      # live: no restart
+        assert controller.status().pid == pid  # live: no restart
 
-        pane.keys("2")                                             # the replays menu
+        pane.keys("2")  # the replays menu
         pane.wait_for("w01-mini", 15)
-        pane.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-1")   # draws: draw-1
-        pane.keys("Tab", "3")                                      # limit: first 3 requests
-        pane.keys("BTab", "BTab")                                  # back to the workloads table
-        pane.keys("Enter")                                         # launch w01-mini
+        pane.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-1")  # draws: draw-1
+        pane.keys("Tab", "3")  # limit: first 3 requests
+        pane.keys("BTab", "BTab")  # back to the workloads table
+        pane.keys("Enter")  # launch w01-mini
         text = pane.wait_for("● finished", 300)
-        assert "draw-1 3/3 ok" in text, text                     # the draw totals, read from the pane
+        assert "draw-1 3/3 ok" in text, text  # the draw totals, read from the pane
         assert "0 failed" in text
 
-        pane.keys("q")                                             # quit: the engine keeps running
+        pane.keys("q")  # quit: the engine keeps running
         deadline = time.monotonic() + 10
         while pane.alive() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not pane.alive()
         assert controller.status().state == "ready" and controller.status().pid == pid
 
-        pane = Console(socket, {"FRANK_HOME": str(fresh_frank_home)})   # a new console adopts it
+        pane = Console(socket, {"FRANK_HOME": str(fresh_frank_home)})  # a new console adopts it
         text = pane.wait_for("● ready", 30)
         assert f"pid {pid}" in text and "region_cache = on" in text
     finally:

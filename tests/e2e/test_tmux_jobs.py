@@ -3,6 +3,7 @@ console. Kill the tmux session mid-draw (the console gets SIGHUP), start a new c
 shows the replay still running and follows it to 135 of 135 requests ok, none recorded twice. Then cancel a
 replay from the console (it asks first) and `frank replay --resume RUN` completes it with nothing lost.
 Each test runs its own tmux server (tests/e2e/tmux.py)."""
+
 from __future__ import annotations
 
 import collections
@@ -63,22 +64,22 @@ def tmux_socket():
 def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_socket):
     first = Console(tmux_socket, width=140, height=40)
     try:
-        first.wait_for("● ready", 60)                       # adopts the shared engine
+        first.wait_for("● ready", 60)  # adopts the shared engine
         first.keys("2")
         first.wait_for("w01-mini", 20)
-        first.keys("Enter")                                 # launch W01 mini, every draw: 3 × 45 requests
-        job = running_replay(120, done_at_least=3)          # in the middle of draw-1
+        first.keys("Enter")  # launch W01 mini, every draw: 3 × 45 requests
+        job = running_replay(120, done_at_least=3)  # in the middle of draw-1
         console_proc = psutil.Process(first.pid)
-        first.close()                                        # the terminal goes away: SIGHUP
+        first.close()  # the terminal goes away: SIGHUP
         psutil.wait_procs([console_proc], timeout=10)
         assert not console_proc.is_running()
-        assert jobs.status(job.run_id).state == "running"    # the replay did not notice
+        assert jobs.status(job.run_id).state == "running"  # the replay did not notice
 
         second = Console(tmux_socket, width=140, height=40)
         try:
             second.wait_for("● ready", 60)
             second.keys("2")
-            text = second.wait_for(job.run_id, 20)          # listed with the running jobs and followed
+            text = second.wait_for(job.run_id, 20)  # listed with the running jobs and followed
             assert "running" in text
             second.wait_for("● running", 20)
             text = second.wait_for("● finished", 300)
@@ -90,7 +91,7 @@ def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_
     final = jobs.status(job.run_id)
     assert (final.state, final.done, final.planned) == ("finished", 135, 135), final
     seen = records(final.run_dir)
-    assert len(seen) == 135 and set(seen.values()) == {1}              # 135 ok, none recorded twice
+    assert len(seen) == 135 and set(seen.values()) == {1}  # 135 ok, none recorded twice
     assert all(status == "ok" for _, _, status in seen)
 
 
@@ -101,11 +102,11 @@ def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
         console.wait_for("● ready", 60)
         console.keys("2")
         console.wait_for("w01-mini", 20)
-        console.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-2")   # draws: draw-2
+        console.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-2")  # draws: draw-2
         console.keys("BTab", "Enter")
         job = running_replay(120, done_at_least=2)
         console.wait_for("● running", 20)
-        console.keys("C")                                   # cancel asks first
+        console.keys("C")  # cancel asks first
         console.wait_for("Cancel the job?", 10)
         assert jobs.status(job.run_id).state == "running"
         console.keys("y")
@@ -116,8 +117,13 @@ def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
         assert 2 <= len(kept) < 45
     finally:
         console.close()
-    result = subprocess.run([sys.executable, "-m", "frank.console.cli", "replay", "--resume", job.run_id, "--quiet",
-                             "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", "replay", "--resume", job.run_id, "--quiet", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["totals"]["ok"] == 45
     seen = records(st.run_dir)

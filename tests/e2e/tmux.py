@@ -2,6 +2,7 @@
 
 tmux sessions inherit the tmux *server's* environment, not the client's, so each test runs its own server
 and the console gets FRANK_HOME, FRANK_MODELS and PYTHONPATH explicitly on its command line."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,9 @@ class Console:
         return subprocess.run([TMUX, "-L", self.socket, *args], check=True, capture_output=True, text=True).stdout
 
     def text(self) -> str:
-        return subprocess.run([TMUX, "-L", self.socket, "capture-pane", "-p", "-t", self.name],
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            [TMUX, "-L", self.socket, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        ).stdout
 
     def keys(self, *keys: str) -> None:
         for key in keys:
@@ -48,8 +50,10 @@ class Console:
         raise AssertionError(f"{needle!r} did not appear within {timeout_s:.0f} s; pane:\n{self.text()}")
 
     def alive(self) -> bool:
-        return subprocess.run([TMUX, "-L", self.socket, "has-session", "-t", self.name],
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run([TMUX, "-L", self.socket, "has-session", "-t", self.name], capture_output=True).returncode
+            == 0
+        )
 
     def close(self) -> None:
         """Kill the session: the console gets SIGHUP, as from a dropped SSH connection."""

@@ -1,6 +1,7 @@
 """The revert watch's replay adapter on the shared engine: a replay records the engine's profile and knobs,
 and one with a served part's live knob (region_cache on) is checked against the latest earlier replay of the
 same workload without it (cache off). Nothing fails here, so every rule must say ok, with the numbers."""
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,31 @@ kind = "pass_rate_drop"
 
 
 def frank(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
-                          timeout=300, cwd=str(REPO_ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(REPO_ROOT),
+    )
 
 
 def test_a_replay_with_a_served_part_is_checked_against_the_one_without(engine, tmp_path: Path) -> None:
-    records = [{"id": "r1", "task": "t", "episode": "e", "turn": 1, "offset_s": 0.0,
-                "body": {"model": "tiny-frank", "max_tokens": 4, "temperature": 0,
-                         "messages": [{"role": "user", "content": "Say hello to the region cache."}]}}]
+    records = [
+        {
+            "id": "r1",
+            "task": "t",
+            "episode": "e",
+            "turn": 1,
+            "offset_s": 0.0,
+            "body": {
+                "model": "tiny-frank",
+                "max_tokens": 4,
+                "temperature": 0,
+                "messages": [{"role": "user", "content": "Say hello to the region cache."}],
+            },
+        }
+    ]
     workload = write_workload(tmp_path / "wl", "watch-one", "one request", [("1", records)])
     campaign = tmp_path / "campaign.toml"
     campaign.write_text(CAMPAIGN)

@@ -7,6 +7,7 @@ arm. The watch must fire the part's `treatment_only_failures` and `pass_rate_dro
 `frank experiment run`, `frank campaign status` must show it, and `revert` must then go through without a
 reason. The report page is rendered by Chromium with its plots.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from frank.paths import REPO_ROOT, user_profiles_dir
 from frank.engine.profiles import BUILTIN_DIR
+from frank.paths import REPO_ROOT, user_profiles_dir
 from frank.workloads.format import write_workload
 from tests import chromium
 
@@ -86,8 +87,13 @@ max_retries = 0
 
 
 def frank(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=str(REPO_ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(REPO_ROOT),
+    )
 
 
 def short_profile() -> None:
@@ -99,10 +105,21 @@ def short_profile() -> None:
 
 def workload(path: Path) -> Path:
     def request(rid: str, turn: int, text: str) -> dict:
-        return {"id": rid, "task": "review", "episode": "e1", "turn": turn, "offset_s": 0.0,
-                "body": {"model": "tiny-frank", "max_tokens": 8, "temperature": 0,
-                         "messages": [{"role": "user", "content": f"Review this:\n{text}"}]}}
-    records = [request("short", 1, CODE), request("long", 2, CODE * 60)]   # about 60 and 1,500 tokens
+        return {
+            "id": rid,
+            "task": "review",
+            "episode": "e1",
+            "turn": turn,
+            "offset_s": 0.0,
+            "body": {
+                "model": "tiny-frank",
+                "max_tokens": 8,
+                "temperature": 0,
+                "messages": [{"role": "user", "content": f"Review this:\n{text}"}],
+            },
+        }
+
+    records = [request("short", 1, CODE), request("long", 2, CODE * 60)]  # about 60 and 1,500 tokens
     return write_workload(path, "ctx-check", "one short, one long request", [("1", records)])
 
 
@@ -124,7 +141,9 @@ async def console_shows_the_fired_rule() -> None:
 
 
 @pytest.mark.timeout(1200)
-async def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(fresh_frank_home: Path, tmp_path: Path) -> None:
+async def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(
+    fresh_frank_home: Path, tmp_path: Path
+) -> None:
     short_profile()
     config = fresh_frank_home / "config"
     (config / "campaign.toml").write_text(CAMPAIGN)
@@ -136,16 +155,16 @@ async def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(f
     assert reg.returncode == 0, reg.stderr
     run_id = json.loads(reg.stdout)["run_id"]
 
-    before = frank("campaign", "revert", "short-context")          # nothing fired yet: a reason is needed
+    before = frank("campaign", "revert", "short-context")  # nothing fired yet: a reason is needed
     assert before.returncode == 1 and "no revert rule has fired" in before.stderr
 
     run = frank("experiment", "run", run_id, "--json", timeout=1000)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "REVERT RULE FIRED: part short-context, rule only-part-fails" in run.stderr   # at once, in the CLI
+    assert "REVERT RULE FIRED: part short-context, rule only-part-fails" in run.stderr  # at once, in the CLI
 
     report = json.loads(frank("experiment", "report", run_id, "--json").stdout)
     guards = {g["name"]: g for g in report["guards"]}
-    assert guards["no_failed_requests"]["status"] == "fail"          # the failed request is real and recorded
+    assert guards["no_failed_requests"]["status"] == "fail"  # the failed request is real and recorded
     status = json.loads(frank("campaign", "status", "--json").stdout)
     part = next(p for p in status["parts"] if p["name"] == "short-context")
     rules = {r["name"]: r["last_check"] for r in part["revert_rules"]}

@@ -1,5 +1,6 @@
 """The controller against the real embedded vLLM engine: start, chat, adopt, refuse a second start, flip a
 restart knob, kill -9 (crashed), stop (nothing of the group left). Its own FRANK_HOME, two engine starts."""
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,22 @@ pytestmark = pytest.mark.engine
 
 
 def frank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def chat(url: str, text: str, max_tokens: int = 16) -> dict:
-    body = {"model": "tiny-frank", "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
-            "temperature": 0}
+    body = {
+        "model": "tiny-frank",
+        "messages": [{"role": "user", "content": text}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+    }
     response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=120)
     response.raise_for_status()
     return response.json()
@@ -98,12 +108,21 @@ def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
     assert status.pid in members and len(members) >= 2
     # a long request in flight makes the API server wait for it on SIGTERM: stop must still finish
     body = {"model": "tiny-frank", "prompt": "x " * 2000, "max_tokens": 4000, "ignore_eos": True}
-    proc = subprocess.Popen([sys.executable, "-c",
-                             f"import httpx; httpx.post({status.url + '/v1/completions'!r}, json={body!r}, timeout=600)"])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import httpx; httpx.post({status.url + '/v1/completions'!r}, json={body!r}, timeout=600)",
+        ]
+    )
     time.sleep(3)
     t0 = time.monotonic()
-    stopped = subprocess.run([sys.executable, "-m", "frank.console.cli", "engine", "stop", "--grace", "3", "--json"],
-                             capture_output=True, text=True, timeout=120)
+    stopped = subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", "engine", "stop", "--grace", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     took = time.monotonic() - t0
     proc.kill()
     assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped"
@@ -124,21 +143,26 @@ def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        (user_dir / "fixed.toml").write_text(base.replace('name = "embedded-cpu"', 'name = "fixed"')
-                                             .replace('port = "auto"', f"port = {port}"))
+        (user_dir / "fixed.toml").write_text(
+            base.replace('name = "embedded-cpu"', 'name = "fixed"').replace('port = "auto"', f"port = {port}")
+        )
         result = frank("engine", "start", "--profile", "fixed")
         assert result.returncode != 0
         assert f"port: {port} on 127.0.0.1 is taken" in result.stderr and "fixed.toml" in result.stderr
 
     # a missing model
-    (user_dir / "nomodel.toml").write_text(base.replace('name = "embedded-cpu"', 'name = "nomodel"')
-                                           .replace('"@models/tiny-frank"', f'"{tmp_path}/absent-model"'))
+    (user_dir / "nomodel.toml").write_text(
+        base.replace('name = "embedded-cpu"', 'name = "nomodel"').replace(
+            '"@models/tiny-frank"', f'"{tmp_path}/absent-model"'
+        )
+    )
     result = frank("engine", "start", "--profile", "nomodel")
     assert result.returncode != 0 and f"model: {tmp_path}/absent-model does not exist" in result.stderr
 
     # a python without vLLM
-    (user_dir / "novllm.toml").write_text(base.replace('name = "embedded-cpu"', 'name = "novllm"')
-                                          .replace('"@engine-venv"', f'"{sys.executable}"'))
+    (user_dir / "novllm.toml").write_text(
+        base.replace('name = "embedded-cpu"', 'name = "novllm"').replace('"@engine-venv"', f'"{sys.executable}"')
+    )
     with pytest.raises(ProfileError, match="python: vLLM is not importable"):
         EngineController().start("novllm")
     # a missing python, the frankenstein profile here

@@ -1,6 +1,7 @@
 """Live episodes against the real embedded engine: inspect-ai's ReAct agent with its tools, the graders,
 client timing and the recording, end to end. The tiny random model passes nothing, by design: what is
 checked is that the harness, grading, timing, recording, resume and faults are real."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 from frank.episodes.runner import create_run, load_state, read_jsonl, report, run_episodes
 from frank.episodes.suite import load_suite
@@ -24,8 +23,14 @@ TASKS = ["fix-failing-test", "trace-fault", "rename-symbol", "csv-figure", "impl
 
 def _frank(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording_replays(engine):
@@ -48,9 +53,16 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
         assert ep["prompt_tokens"] > 0 and 0 < ep["completion_tokens"] <= ep["requests"] * task.max_tokens_per_turn
         assert Path(rec["inspect_log"]).is_file()
         assert Path(rec["workspace"]).is_dir()
-    assert out["draws"] == [{"draw": 1, "episodes": 6, "total_s": round(sum(e["client_s"] for e in episodes), 3),
-                             "passed": sum(e["outcome"] == "pass" for e in episodes),
-                             "failed": sum(e["outcome"] == "fail" for e in episodes), "errors": 0}]
+    assert out["draws"] == [
+        {
+            "draw": 1,
+            "episodes": 6,
+            "total_s": round(sum(e["client_s"] for e in episodes), 3),
+            "passed": sum(e["outcome"] == "pass" for e in episodes),
+            "failed": sum(e["outcome"] == "fail" for e in episodes),
+            "errors": 0,
+        }
+    ]
     assert (folder / "harness.log").is_file()
 
     # the recording: a valid workload whose draw holds every request, with the seed's settings
@@ -65,8 +77,10 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     assert len(salts) == 1 and salts == {results[0]["cache_salt"]}
     assert {r.body["temperature"] for r in requests} == {1.0}
     assert all(r.body["chat_template_kwargs"] == {"thinking": True} for r in requests)
-    assert all({t["function"]["name"] for t in r.body["tools"]} >= {"bash", "python", "text_editor", "submit"}
-               for r in requests)
+    assert all(
+        {t["function"]["name"] for t in r.body["tools"]} >= {"bash", "python", "text_editor", "submit"}
+        for r in requests
+    )
 
     replay = _frank("replay", str(recording), "--json")
     assert replay.returncode == 0, replay.stderr[-2000:]
@@ -78,18 +92,24 @@ def _fixture_suite(tmp_path: Path, crash_first: bool = True) -> Path:
     """Three small tasks on fixture workspaces: the first task's grader crashes."""
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "notes.txt").write_text("The answer is 42.\n")
-    (tmp_path / "grade.py").write_text("import json, pathlib\np = pathlib.Path('answer.txt')\n"
-                                       "print(json.dumps({'pass': p.is_file() and p.read_text().strip() == '42'}))\n")
+    (tmp_path / "grade.py").write_text(
+        "import json, pathlib\np = pathlib.Path('answer.txt')\n"
+        "print(json.dumps({'pass': p.is_file() and p.read_text().strip() == '42'}))\n"
+    )
     (tmp_path / "crash.py").write_text("raise RuntimeError('grader bug')\n")
     (tmp_path / "ref.py").write_text("open('answer.txt', 'w').write('42')\n")
     tasks = ""
     for name in ("first", "second", "third"):
         grader = "crash.py" if name == "first" and crash_first else "grade.py"
-        tasks += (f'\n[[tasks]]\nid = "{name}"\ninstruction = "Read notes.txt and write the answer to answer.txt."\n'
-                  f'workspace = "ws"\ngrader = "{grader}"\nreference = "ref.py"\n')
+        tasks += (
+            f'\n[[tasks]]\nid = "{name}"\ninstruction = "Read notes.txt and write the answer to answer.txt."\n'
+            f'workspace = "ws"\ngrader = "{grader}"\nreference = "ref.py"\n'
+        )
     path = tmp_path / "suite.toml"
-    path.write_text('format = "frank-suite"\nformat_version = 1\nname = "fixture"\n'
-                    "[defaults]\nmax_turns = 1\nmax_tokens_per_turn = 16\nwall_time_s = 60\n" + tasks)
+    path.write_text(
+        'format = "frank-suite"\nformat_version = 1\nname = "fixture"\n'
+        "[defaults]\nmax_turns = 1\nmax_tokens_per_turn = 16\nwall_time_s = 60\n" + tasks
+    )
     return path
 
 
@@ -108,8 +128,10 @@ def test_crashing_grader_is_error_the_run_goes_on_and_a_killed_run_resumes_at_th
     folder = create_run(_fixture_suite(tmp_path), draws=1, out=tmp_path / "run")
     pid = job.launch(folder).pid
     events = folder / "events.jsonl"
-    _wait_for(lambda: any(e.get("event") == "episode_started" and e.get("task") == "second"
-                          for e in read_jsonl(events)), what="the second episode to start")
+    _wait_for(
+        lambda: any(e.get("event") == "episode_started" and e.get("task") == "second" for e in read_jsonl(events)),
+        what="the second episode to start",
+    )
     os.killpg(pid, signal.SIGKILL)  # the runner and its harness worker, mid-episode
     _wait_for(lambda: load_state(folder).status == "interrupted", 20, "the run to show as interrupted")
     assert [r["task"] for r in read_jsonl(folder / "results.jsonl")] == ["first"]
@@ -140,6 +162,9 @@ def test_engine_dying_mid_episode_is_error_and_the_draw_resumes_after_a_restart(
         outcome = run_episodes(folder, proxy.url)
         assert outcome.status == "finished"
         assert [(r["task"], r["outcome"]) for r in read_jsonl(folder / "results.jsonl")] == [
-            ("first", "error"), ("second", "fail"), ("third", "fail")]
+            ("first", "error"),
+            ("second", "fail"),
+            ("third", "fail"),
+        ]
     finally:
         proxy.close()

@@ -3,6 +3,7 @@ SIGKILL the runner in the middle of a cell (its engine is left running), resume,
 
 Arms differ by a restart knob (num_speculative_tokens 2 vs 4), so every cell is a fresh engine start:
 five starts in all (about a minute each here). Each cell replays two small requests."""
+
 from __future__ import annotations
 
 import json
@@ -16,16 +17,18 @@ from pathlib import Path
 import pytest
 
 from frank.engine.controller import EngineController
-from frank.paths import REPO_ROOT
 from frank.experiments import registry
 from frank.experiments.journal import read_events
+from frank.paths import REPO_ROOT
 from frank.workloads.format import write_workload
 
 pytestmark = pytest.mark.engine
 
-CODE = ("def merge(a, b):\n    out = []\n    i = j = 0\n    while i < len(a) and j < len(b):\n"
-        "        if a[i] <= b[j]:\n            out.append(a[i]); i += 1\n"
-        "        else:\n            out.append(b[j]); j += 1\n    return out + a[i:] + b[j:]\n")
+CODE = (
+    "def merge(a, b):\n    out = []\n    i = j = 0\n    while i < len(a) and j < len(b):\n"
+    "        if a[i] <= b[j]:\n            out.append(a[i]); i += 1\n"
+    "        else:\n            out.append(b[j]); j += 1\n    return out + a[i:] + b[j:]\n"
+)
 
 DESIGN = """
 name = "e2e-spec-tokens"
@@ -72,17 +75,32 @@ sets = ["{fidelity_set}"]
 
 
 def frank(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=str(REPO_ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(REPO_ROOT),
+    )
 
 
 def tiny_workload(path: Path) -> Path:
     records = []
     for turn in (1, 2):
-        messages = [{"role": "system", "content": "You review code."},
-                    {"role": "user", "content": f"Review this code (part {turn}):\n{CODE * (2 + turn)}"}]
-        records.append({"id": f"r{turn}", "task": "review", "episode": "e1", "turn": turn, "offset_s": 0.0,
-                        "body": {"model": "tiny-frank", "messages": messages, "max_tokens": 32, "temperature": 0}})
+        messages = [
+            {"role": "system", "content": "You review code."},
+            {"role": "user", "content": f"Review this code (part {turn}):\n{CODE * (2 + turn)}"},
+        ]
+        records.append(
+            {
+                "id": f"r{turn}",
+                "task": "review",
+                "episode": "e1",
+                "turn": turn,
+                "offset_s": 0.0,
+                "body": {"model": "tiny-frank", "messages": messages, "max_tokens": 32, "temperature": 0},
+            }
+        )
     return write_workload(path, "tiny-e2e", "two small requests for the experiment e2e test", [("1", records)])
 
 
@@ -114,13 +132,17 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     journal = run.journal_path
 
     # first runner: SIGKILL it while the second cell's engine is starting (the first cell is recorded)
-    runner = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "experiment", "run", run_id],
-                              cwd=str(REPO_ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "frank.console.cli", "experiment", "run", run_id],
+        cwd=str(REPO_ROOT),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     controller = EngineController()
     try:
         wait_for(journal, lambda e: e["event"] == "runner_started", 60)
-        second = frank("experiment", "run", run_id)        # the lock keeps a second runner off
+        second = frank("experiment", "run", run_id)  # the lock keeps a second runner off
         assert second.returncode != 0 and "another runner" in second.stderr
         wait_for(journal, lambda e: e["event"] == "cell_started" and e["slot"] == 1, 600)
         deadline = time.monotonic() + 60
@@ -149,9 +171,9 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     assert len(cut) == 1 and cut[0]["slot"] == 1 and cut[0]["attempt"] == 1 and cut[0]["phase"] == "starting"
     assert cut[0]["cleanup"].startswith("stopped the cut-off cell's engine")
     assert next(e for e in done if e["slot"] == 1)["attempt"] == 2, "redone from its engine start"
-    ready = [e for e in events if e["event"] == "engine_ready"]     # the killed start never got ready
+    ready = [e for e in events if e["event"] == "engine_ready"]  # the killed start never got ready
     assert sorted(e["slot"] for e in ready) == [0, 1, 2, 3]
-    for e in ready:                                         # each start ran with its arm's knob
+    for e in ready:  # each start ran with its arm's knob
         arm = run.slots[e["slot"]].arm
         assert e["knobs"]["num_speculative_tokens"] == {"spec-2": 2, "spec-4": 4}[arm]
     assert controller.status().state == "stopped"

@@ -2,6 +2,7 @@
 bfloat16 start is clearly above it; the floor command starts the configuration twice.
 
 Sets are small (two documents of 64 tokens) so the tests cost seconds beyond their engine starts."""
+
 from __future__ import annotations
 
 import json
@@ -13,25 +14,34 @@ from pathlib import Path
 
 import pytest
 
-from frank.paths import REPO_ROOT
 from frank.fidelity.sets import Document, write_set
+from frank.paths import REPO_ROOT
 
 pytestmark = pytest.mark.engine
 
-TEXTS = ("def merge(a, b):\n    out = []\n    while a and b:\n        out.append(a.pop(0) if a[0] <= b[0] else b.pop(0))\n"
-         "    return out + a + b\n" * 4,
-         "The engine keeps a prefix cache of blocks. A request that shares its opening with an earlier one "
-         "reuses the blocks already computed, so its prefill is shorter. " * 4)
+TEXTS = (
+    "def merge(a, b):\n    out = []\n    while a and b:\n        out.append(a.pop(0) if a[0] <= b[0] else b.pop(0))\n"
+    "    return out + a + b\n" * 4,
+    "The engine keeps a prefix cache of blocks. A request that shares its opening with an earlier one "
+    "reuses the blocks already computed, so its prefill is shorter. " * 4,
+)
 
 
 def small_set(path: Path) -> Path:
-    return write_set(path, "small", "two short documents", [Document(f"d{i}", t) for i, t in enumerate(TEXTS)],
-                     max_tokens=64)
+    return write_set(
+        path, "small", "two short documents", [Document(f"d{i}", t) for i, t in enumerate(TEXTS)], max_tokens=64
+    )
 
 
 def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=str(REPO_ROOT), env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(REPO_ROOT),
+        env=dict(os.environ),
+    )
 
 
 def run_json(*args: str, timeout: float = 300) -> dict:
@@ -44,11 +54,11 @@ def test_float32_engine_sits_at_the_reference_floor(engine, tmp_path: Path) -> N
     path = small_set(tmp_path / "small")
     run = run_json("fidelity", "run", "--sets", str(path))
     [entry] = run["sets"]
-    assert entry["name"] == "small" and entry["positions"] == 2 * 63      # both documents fill 64 tokens
+    assert entry["name"] == "small" and entry["positions"] == 2 * 63  # both documents fill 64 tokens
     assert len(entry["reference_sha256"]) == 64 and run["knobs"]["dtype"] == "float32"
     floor = entry["floor"]["reference"]
-    assert 0 <= floor < 1e-12                    # the reference against its twin, rounded to float32
-    assert 0 <= entry["kl"] < 1e-12, entry       # float32 engine: float32 rounding, nothing more
+    assert 0 <= floor < 1e-12  # the reference against its twin, rounded to float32
+    assert 0 <= entry["kl"] < 1e-12, entry  # float32 engine: float32 rounding, nothing more
     assert entry["misses"] == 0
     assert stat.S_IMODE(os.stat(run["path"]).st_mode) == 0o600
 

@@ -1,6 +1,7 @@
 """Detached jobs on the shared real engine: `frank replay --detach` returns at once and the job finishes on
 its own; `frank jobs cancel` stops it cleanly and `--resume` completes it; kill -9 at random points reads as
 interrupted and resume completes the run with no record lost or duplicated."""
+
 from __future__ import annotations
 
 import collections
@@ -23,8 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def frank_json(*args: str, timeout: float = 300) -> dict:
@@ -56,12 +58,17 @@ def records_by_id(run_dir: str) -> dict[str, list[dict]]:
 def test_detach_returns_at_once_and_the_job_finishes(engine):
     started = time.monotonic()
     launched = frank_json("replay", "w01-mini", "--draws", "draw-1", "--limit", "6", "--detach")
-    assert time.monotonic() - started < 20          # returns while the job runs (interpreter start included)
+    assert time.monotonic() - started < 20  # returns while the job runs (interpreter start included)
     assert launched["run_id"] and launched["pid"] and launched["kind"] == "replay"
     st = wait_state(launched["run_id"])
     status = frank_json("jobs", "status", launched["run_id"])
-    assert (st.state, status["state"], status["done"], status["planned"], status["pid"]) == \
-        ("finished", "finished", 6, 6, None)
+    assert (st.state, status["state"], status["done"], status["planned"], status["pid"]) == (
+        "finished",
+        "finished",
+        6,
+        6,
+        None,
+    )
     listed = frank_json("jobs", "list")["jobs"]
     assert launched["run_id"] in [j["run_id"] for j in listed]
 
@@ -79,8 +86,8 @@ def test_cancel_then_resume_loses_nothing(engine):
     summary = frank_json("replay", "--resume", run_id, "--quiet")
     assert summary["state"] == "finished" and summary["totals"]["ok"] == 45
     after = records_by_id(cancelled["run_dir"])
-    assert len(after) == 45 and all(len(recs) == 1 for recs in after.values())   # nothing lost, none twice
-    assert all(after[key] == recs for key, recs in before.items())               # earlier records untouched
+    assert len(after) == 45 and all(len(recs) == 1 for recs in after.values())  # nothing lost, none twice
+    assert all(after[key] == recs for key, recs in before.items())  # earlier records untouched
 
 
 def test_kill_9_at_random_points_then_resume(engine):
@@ -92,7 +99,7 @@ def test_kill_9_at_random_points_then_resume(engine):
     pid = launched["pid"]
     landed = 0
     for kill in range(3):
-        at = rng.randint(1, 10) + 10 * kill   # (0 would mean "wait for the end" to wait_state)
+        at = rng.randint(1, 10) + 10 * kill  # (0 would mean "wait for the end" to wait_state)
         st = wait_state(run_id, done_at_least=at)
         if st.state != "running":
             break
@@ -101,7 +108,7 @@ def test_kill_9_at_random_points_then_resume(engine):
         while jobs.status(run_id).state == "running" and time.monotonic() < deadline:
             time.sleep(0.05)
         st = jobs.status(run_id)
-        if st.state == "finished":          # it had ended on its own just before the kill
+        if st.state == "finished":  # it had ended on its own just before the kill
             assert st.done == st.planned == 45, st
             break
         assert st.state == "interrupted", st
@@ -112,8 +119,8 @@ def test_kill_9_at_random_points_then_resume(engine):
     final = wait_state(run_id)
     assert final.state == "finished", final
     recs = records_by_id(run_dir)
-    assert sorted(recs) == sorted(f"draw-3/{rid}" for rid in planned_ids("draw-3", 45))   # none lost
-    assert all(len(v) == 1 and v[0]["status"] == "ok" for v in recs.values())           # none twice
+    assert sorted(recs) == sorted(f"draw-3/{rid}" for rid in planned_ids("draw-3", 45))  # none lost
+    assert all(len(v) == 1 and v[0]["status"] == "ok" for v in recs.values())  # none twice
 
 
 def planned_ids(draw: str, limit: int) -> list[str]:

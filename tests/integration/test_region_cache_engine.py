@@ -3,6 +3,7 @@
 Uses the shared session engine (started with region_cache at its default, off) and leaves it off and
 cleared at the end, so other tests see vLLM's own path.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,22 +22,36 @@ pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a careful engineer. Repository context follows.\n" + "".join(
     f"src/module_{i}.py: def handler_{i}(request, retries=3):\n    return request.get('id') or {i}  # ünï 🙂\n"
-    for i in range(300))
+    for i in range(300)
+)
 
 
 def _messages(question: str) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "Find the bug in handler_7."},
-            {"role": "assistant", "content": "Looking at it.",
-             "tool_calls": [{"id": "call_1", "type": "function",
-                             "function": {"name": "read_file", "arguments": "{\"path\": \"src/module_7.py\"}"}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "def handler_7(request, retries=3): ..."},
-            {"role": "user", "content": question}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Find the bug in handler_7."},
+        {
+            "role": "assistant",
+            "content": "Looking at it.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "src/module_7.py"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "def handler_7(request, retries=3): ..."},
+        {"role": "user", "content": question},
+    ]
 
 
 def _tokenize_chat(url: str, question: str) -> list[int]:
-    r = httpx.post(f"{url}/tokenize", json={"model": "tiny-frank", "messages": _messages(question),
-                                            "add_generation_prompt": True}, timeout=60)
+    r = httpx.post(
+        f"{url}/tokenize",
+        json={"model": "tiny-frank", "messages": _messages(question), "add_generation_prompt": True},
+        timeout=60,
+    )
     r.raise_for_status()
     return r.json()["tokens"]
 
@@ -71,7 +86,7 @@ def test_flipped_live_the_token_ids_stay_identical_and_the_stats_move(engine, rc
     url = engine.status().url
     questions = ["Where is the bug?", "And in handler_8? 日本語 🙂", ""]
     text_prompt = "<｜User｜>" + SYSTEM + "<｜Assistant｜></think>"
-    rc.clear()   # the shared engine: other tests may have used the cache; counts below are deltas from here
+    rc.clear()  # the shared engine: other tests may have used the cache; counts below are deltas from here
     s0 = rc.stats()
     off_chat = [_tokenize_chat(url, q) for q in questions]
     off_text = _tokenize_text(url, text_prompt)
@@ -90,16 +105,20 @@ def test_flipped_live_the_token_ids_stay_identical_and_the_stats_move(engine, rc
 
     # A chat completion through the cache (one output token: the cache acts before the engine runs).
     skipped = rc.stats()["checks_skipped"]
-    r = httpx.post(f"{url}/v1/chat/completions", json={"model": "tiny-frank", "messages": _messages("Fix it."),
-                                                       "max_tokens": 1}, timeout=120)
+    r = httpx.post(
+        f"{url}/v1/chat/completions",
+        json={"model": "tiny-frank", "messages": _messages("Fix it."), "max_tokens": 1},
+        timeout=120,
+    )
     assert r.status_code == 200, r.text
     assert r.json()["usage"]["prompt_tokens"] == len(_tokenize_chat(url, "Fix it."))
     assert rc.stats()["requests"] == s0["requests"] + 10
     # vLLM's vocabulary check was skipped for the cache's own IDs, and only for them: token IDs that a
     # client sends are still checked with the cache on.
     assert rc.stats()["checks_skipped"] == skipped + 1
-    r = httpx.post(f"{url}/v1/completions", json={"model": "tiny-frank", "prompt": [5, 10_000_000],
-                                                  "max_tokens": 1}, timeout=60)
+    r = httpx.post(
+        f"{url}/v1/completions", json={"model": "tiny-frank", "prompt": [5, 10_000_000], "max_tokens": 1}, timeout=60
+    )
     assert r.status_code == 400 and "out of vocabulary" in r.text, r.text
     assert rc.stats()["checks_skipped"] == skipped + 1
 
@@ -118,8 +137,17 @@ def test_flipped_live_the_token_ids_stay_identical_and_the_stats_move(engine, rc
 
 def test_frontend_ids_identical_on_every_w01_mini_request_in_both_tokenizer_modes():
     """vLLM's renderer in-process (engine venv), cache off vs on, every request of one W01 mini draw."""
-    cmd = [sys.executable, str(REPO / "benchmarks" / "bench_region_cache_frontend.py"), "--scale", "mini",
-           "--draws", "draw-1", "--modes", "hf,deepseek_v41", "--json"]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "bench_region_cache_frontend.py"),
+        "--scale",
+        "mini",
+        "--draws",
+        "draw-1",
+        "--modes",
+        "hf,deepseek_v41",
+        "--json",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)

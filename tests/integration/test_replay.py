@@ -1,5 +1,6 @@
 """The replay runner against the real embedded engine. Only prefixes of mini draws: a cold ~20K-token
 prefill takes seconds on two shared cores, and the prefix cache makes the rest of a conversation cheap."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,9 @@ import pytest
 from frank.console.cli import main
 from frank.engine.metrics import E2E, fetch_metrics, response_values
 from frank.experiments.cell import measures_from_records
+from frank.workloads.format import load_workload
 from frank.workloads.replay import ReplayOptions, read_records, resume_replay, start_replay
 from frank.workloads.w01 import make_w01
-from frank.workloads.format import load_workload
 
 pytestmark = pytest.mark.engine
 PREFIX = 5
@@ -29,8 +30,13 @@ def mini(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def first_run(engine, mini, tmp_path_factory):
     events = []
-    runner = start_replay(mini, engine.status().url, ReplayOptions(draws=("draw-1",), limit=PREFIX),
-                          out=tmp_path_factory.mktemp("runs") / "first", progress=events.append)
+    runner = start_replay(
+        mini,
+        engine.status().url,
+        ReplayOptions(draws=("draw-1",), limit=PREFIX),
+        out=tmp_path_factory.mktemp("runs") / "first",
+        progress=events.append,
+    )
     summary = runner.run_sync()
     return runner, summary, events
 
@@ -71,8 +77,9 @@ def test_every_request_has_attributed_server_values_and_totals_add_up(first_run,
 
 def test_a_new_run_gets_a_new_namespace_and_the_same_prompt_ids(engine, first_run, mini, tmp_path):
     runner, _, _ = first_run
-    again = start_replay(mini, engine.status().url, ReplayOptions(draws=("draw-1",), limit=2, stream=False),
-                         out=tmp_path / "again")
+    again = start_replay(
+        mini, engine.status().url, ReplayOptions(draws=("draw-1",), limit=2, stream=False), out=tmp_path / "again"
+    )
     summary = again.run_sync()
     first = read_records(runner.draw_file("draw-1"))
     second = read_records(again.draw_file("draw-1"))
@@ -83,8 +90,12 @@ def test_a_new_run_gets_a_new_namespace_and_the_same_prompt_ids(engine, first_ru
 
 
 def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
-    runner = start_replay(mini, engine.status().url,
-                          ReplayOptions(mode="full", draws=("draw-3",), limit=2, max_tokens=12), out=tmp_path / "f")
+    runner = start_replay(
+        mini,
+        engine.status().url,
+        ReplayOptions(mode="full", draws=("draw-3",), limit=2, max_tokens=12),
+        out=tmp_path / "f",
+    )
     summary = runner.run_sync()
     records = read_records(runner.draw_file("draw-3"))
     assert summary["state"] == "finished" and len(records) == 2
@@ -94,10 +105,11 @@ def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
         assert r["server"]["decode_s"] > 0 and r["server"]["decode_steps"] >= 1
     d = summary["draws"]["draw-3"]
     assert d["verify_step_s"] == pytest.approx(d["decode_s"] / d["decode_steps"])
-    for r in records:   # the response's own timings (--enable-per-request-metrics) agree with the deltas
+    for r in records:  # the response's own timings (--enable-per-request-metrics) agree with the deltas
         assert r["server"]["sources"]["decode_s"] == "metrics-delta"
-        values, _ = response_values(r["response_metrics"], r["completion_tokens"], r["prompt_tokens"],
-                                    r["client"]["ttft_s"])
+        values, _ = response_values(
+            r["response_metrics"], r["completion_tokens"], r["prompt_tokens"], r["client"]["ttft_s"]
+        )
         assert values.decode_s == pytest.approx(r["server"]["decode_s"], abs=1e-6)
         assert values.verify_steps == r["server"]["verify_steps"]
     # the experiment cell reads the same records and reports the same time per verify step
@@ -132,7 +144,12 @@ def test_engine_gone_mid_draw_keeps_records_and_the_run_resumes(engine, mini, tm
     records = read_records(resumed.draw_file("draw-2"))
     assert summary["state"] == "finished" and summary["attempts"] == 2
     assert [(r["index"], r["attempt"], r["status"]) for r in records] == [
-        (0, 1, "ok"), (1, 1, "ok"), (2, 1, "failed"), (2, 2, "ok"), (3, 2, "ok")]
+        (0, 1, "ok"),
+        (1, 1, "ok"),
+        (2, 1, "failed"),
+        (2, 2, "ok"),
+        (3, 2, "ok"),
+    ]
     assert records[3]["salt"] != records[0]["salt"]
     d = summary["draws"]["draw-2"]
     assert (d["requests"], d["ok"], d["failed"], d["complete"]) == (4, 4, 0, True)
@@ -140,8 +157,22 @@ def test_engine_gone_mid_draw_keeps_records_and_the_run_resumes(engine, mini, tm
 
 def test_cli_replay_json_summary_and_a_bad_workload_sends_nothing(engine, mini, tmp_path, capsys):
     url = engine.status().url
-    code = main(["replay", str(mini), "--draws", "draw-1", "--limit", "1", "--url", url,
-                 "--out", str(tmp_path / "cli"), "--json", "--quiet"])
+    code = main(
+        [
+            "replay",
+            str(mini),
+            "--draws",
+            "draw-1",
+            "--limit",
+            "1",
+            "--url",
+            url,
+            "--out",
+            str(tmp_path / "cli"),
+            "--json",
+            "--quiet",
+        ]
+    )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     d = summary["draws"]["draw-1"]
@@ -178,14 +209,17 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(engine, m
 
     def kill_soon(p):
         if p.phase == "request" and p.done == 0 and not killed.is_set():
+
             def kill():
                 os.killpg(status.pgid, signal.SIGKILL)
                 killed.set()
+
             threading.Timer(0.5, kill).start()
 
     try:
-        runner = start_replay(mini, status.url, ReplayOptions(draws=("draw-1",), limit=2), out=tmp_path / "crash",
-                              progress=kill_soon)
+        runner = start_replay(
+            mini, status.url, ReplayOptions(draws=("draw-1",), limit=2), out=tmp_path / "crash", progress=kill_soon
+        )
         summary = runner.run_sync()
     finally:
         killed.wait(10)
@@ -215,11 +249,22 @@ def test_w01_big_region_share_with_the_engines_own_tokenizer(engine, mini):
         model = client.get(url + "/v1/models").json()["data"][0]["id"]
         for first, last in ends.values():
             for r in (first, last):
-                whole = client.post(url + "/tokenize", json={
-                    "model": model, "messages": r.body["messages"], "tools": r.body["tools"],
-                    "add_generation_prompt": True}).json()["count"]
-                region = client.post(url + "/tokenize", json={
-                    "model": model, "prompt": r.body["messages"][0]["content"] + TOOLS_HEADER,
-                    "add_special_tokens": False}).json()["count"]
+                whole = client.post(
+                    url + "/tokenize",
+                    json={
+                        "model": model,
+                        "messages": r.body["messages"],
+                        "tools": r.body["tools"],
+                        "add_generation_prompt": True,
+                    },
+                ).json()["count"]
+                region = client.post(
+                    url + "/tokenize",
+                    json={
+                        "model": model,
+                        "prompt": r.body["messages"][0]["content"] + TOOLS_HEADER,
+                        "add_special_tokens": False,
+                    },
+                ).json()["count"]
                 assert 10_000 <= whole <= 20_000
                 assert 0.96 <= region / whole <= 0.995, (r.id, region, whole)

@@ -3,6 +3,7 @@ IDs equal vLLM's own with the cache off, and the repeat is served from vLLM's pr
 
 Starts its own engine (the session's shared one is embedded-cpu): about a minute and a half in all.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,9 +13,9 @@ import httpx
 import psutil
 import pytest
 
-from frank.engine.models import tiny_model
 from frank.engine.controller import EngineController
 from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta
+from frank.engine.models import tiny_model
 from frank.engine.region_cache.client import RegionCacheClient
 from frank.workloads.w01 import generate
 
@@ -42,8 +43,9 @@ def test_a_full_scale_w01_prompt_is_served_with_identical_ids_and_prefix_cache_h
     url, token = swa_engine.status().url, swa_engine.token
     _, records = next(generate("full", seed=1))  # draw-1, generated lazily (nothing written)
     record = next(r for r in records if r["turn"] == 2)  # the system region and one tool round trip
-    body = dict(record["body"], model="tiny-frank-swa", max_tokens=1, stream=False, return_token_ids=True,
-                cache_salt="swa-test")
+    body = dict(
+        record["body"], model="tiny-frank-swa", max_tokens=1, stream=False, return_token_ids=True, cache_salt="swa-test"
+    )
     rc = RegionCacheClient(url, token or "")
     with httpx.Client() as client:
         first, cold = _chat(client, url, body)
@@ -74,8 +76,11 @@ def test_vllm_processes_do_not_spin_after_a_request(swa_engine):
     vllm_procs = [p for p in psutil.Process(status.pid).children(recursive=True)]
     assert vllm_procs, "vLLM's engine core and worker run as children of the API server"
     with httpx.Client() as client:
-        r = client.post(f"{status.url}/v1/completions", json={"model": "tiny-frank-swa", "prompt": "hello world",
-                                                               "max_tokens": 4}, timeout=120)
+        r = client.post(
+            f"{status.url}/v1/completions",
+            json={"model": "tiny-frank-swa", "prompt": "hello world", "max_tokens": 4},
+            timeout=120,
+        )
         r.raise_for_status()
         before = {p.pid: _cpu_seconds(p.pid) for p in vllm_procs}
         time.sleep(0.6)

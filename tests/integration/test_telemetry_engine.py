@@ -1,5 +1,6 @@
 """Telemetry against the real embedded engine: the sampler finds it through the controller, and one chat
 request's server-side deltas agree with the response's own usage and the client's timing."""
+
 from __future__ import annotations
 
 import time
@@ -17,9 +18,16 @@ PROMPT = "The operator watches the GPU, the PCIe link and the CPU expert pool. "
 
 def chat(client: httpx.Client, url: str, max_tokens: int) -> tuple[dict, float]:
     t0 = time.monotonic()
-    resp = client.post(url + "/v1/chat/completions", json={
-        "model": "tiny-frank", "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
-        "temperature": 0, "ignore_eos": True})
+    resp = client.post(
+        url + "/v1/chat/completions",
+        json={
+            "model": "tiny-frank",
+            "messages": [{"role": "user", "content": PROMPT}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+        },
+    )
     resp.raise_for_status()
     return resp.json(), time.monotonic() - t0
 

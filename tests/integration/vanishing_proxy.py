@@ -7,6 +7,7 @@ because the session's one real engine must not be killed (a restart of our own c
 of this machine's two cores); the same fault against a real kill -9 of an engine was checked by hand
 (see the episodes report).
 """
+
 from __future__ import annotations
 
 import socket
@@ -92,7 +93,7 @@ class VanishingEngineProxy:
                 pass
 
     def revive(self) -> None:
-        self.die_on_request = 10 ** 9
+        self.die_on_request = 10**9
         self._listen()
 
     def close(self) -> None:

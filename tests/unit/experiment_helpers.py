@@ -1,4 +1,5 @@
 """Shared design text for the experiment unit tests (not a test module)."""
+
 from __future__ import annotations
 
 BLOCKS_DESIGN = """

@@ -1,4 +1,5 @@
 """A /metrics server for unit tests that serves recorded real-engine text, with faults on demand."""
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """`frank bench region-cache`: the order of engine starts is balanced, reproducible from its seed, uniform."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,9 @@ def test_every_balanced_order_is_drawn_about_equally_often():
 
 
 def test_the_cli_parses_the_registered_options():
-    args = build_parser().parse_args(["bench", "region-cache", "--json", "--starts-per-arm", "4", "--seed", "7",
-                                      "--draws", "draw-1", "draw-2"])
+    args = build_parser().parse_args(
+        ["bench", "region-cache", "--json", "--starts-per-arm", "4", "--seed", "7", "--draws", "draw-1", "draw-2"]
+    )
     assert (args.starts_per_arm, args.seed, args.draws, args.json) == (4, 7, ["draw-1", "draw-2"], True)
 
 

@@ -1,6 +1,7 @@
 """The campaign ledger without an engine: the file's errors (file:line: field), the seed example decided
 again from its published numbers, evidence checks on adopt/serve/revert, the history, served defaults as a
 profile override, and the revert rules on arm results."""
+
 from __future__ import annotations
 
 import json
@@ -12,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from frank.paths import REPO_ROOT
-from frank.engine.profiles import load_profile
 from frank.campaign import actions
 from frank.campaign.adapters import ArmResult, RunResult
 from frank.campaign.ledger import open_ledger, read_history
 from frank.campaign.parts import CampaignError, RevertRule, load_campaign, parse_campaign_text
 from frank.campaign.watch import check_run, evaluate
+from frank.engine.profiles import load_profile
+from frank.paths import REPO_ROOT
 
 PART = """version = 1
 name = "t"
@@ -35,8 +36,14 @@ design = "@designs/region-cache-on-off.toml"
 
 def frank(*args: str, home: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "FRANK_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], capture_output=True, text=True, timeout=120,
-                          cwd=str(REPO_ROOT), env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(REPO_ROOT),
+        env=env,
+    )
 
 
 def test_the_seed_example_lists_its_three_parts_with_their_evidence(fresh_frank_home: Path) -> None:
@@ -47,15 +54,24 @@ def test_the_seed_example_lists_its_three_parts_with_their_evidence(fresh_frank_
     status = json.loads(frank("campaign", "status", "--json", home=fresh_frank_home).stdout)
     parts = {p["name"]: p for p in status["parts"]}
     assert [(p["name"], p["state"]) for p in status["parts"]] == [
-        ("body", "adopted"), ("schedule-2", "served"), ("region-cache", "passed")]
+        ("body", "adopted"),
+        ("schedule-2", "served"),
+        ("region-cache", "passed"),
+    ]
     body, sched, cache = parts["body"], parts["schedule-2"], parts["region-cache"]
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"
-    assert sched["evidence"][0]["p_fraction"] == "1/32" and sched["evidence"][0]["mean_effect_pct"] == pytest.approx(-2.066)
+    assert sched["evidence"][0]["p_fraction"] == "1/32" and sched["evidence"][0]["mean_effect_pct"] == pytest.approx(
+        -2.066
+    )
     assert sched["evidence"][1]["source"] == "policy"
-    assert sched["served_defaults"]["ok"] is True         # frankenstein starts with schedule 2
+    assert sched["served_defaults"]["ok"] is True  # frankenstein starts with schedule 2
     assert cache["evidence"][0]["p_fraction"] == "1/70" and cache["evidence"][0]["decision"] == "confirmed"
     assert all(p["evidence_ok"] for p in status["parts"])
-    assert [r["name"] for r in sched["revert_rules"]] == ["only-schedule-2-fails", "lower-pass-rate", "quality-regression"]
+    assert [r["name"] for r in sched["revert_rules"]] == [
+        "only-schedule-2-fails",
+        "lower-pass-rate",
+        "quality-regression",
+    ]
     assert all(r["last_check"] is None for r in sched["revert_rules"])
     assert cache["up_next"].startswith("adopt") and "schedule comparison" in cache["next"]
     for p in status["parts"]:
@@ -69,7 +85,9 @@ def test_the_seed_example_lists_its_three_parts_with_their_evidence(fresh_frank_
         actions.serve("region-cache", path)
     with pytest.raises(CampaignError, match="--reason"):
         actions.revert("schedule-2", path)
-    assert [e["event"] for e in read_history(path.with_name("campaign.history.jsonl"))] == ["init"]  # refusals record nothing
+    assert [e["event"] for e in read_history(path.with_name("campaign.history.jsonl"))] == [
+        "init"
+    ]  # refusals record nothing
 
 
 def test_file_errors_name_the_file_the_line_and_the_field(tmp_path: Path) -> None:
@@ -84,7 +102,7 @@ def test_file_errors_name_the_file_the_line_and_the_field(tmp_path: Path) -> Non
     with pytest.raises(CampaignError, match=r"c\.toml:3: invalid TOML"):
         parse_campaign_text('version = 1\nname = "x"\nparts = [', path)
     with pytest.raises(CampaignError, match=r"c\.toml:2: invalid TOML: Invalid value \(at line 2"):
-        parse_campaign_text('version = 1\nname = \nparts = []', path)
+        parse_campaign_text("version = 1\nname = \nparts = []", path)
     with pytest.raises(CampaignError, match=r"c\.toml:1: version: 2 is not a version"):
         parse_campaign_text('version = 2\nname = "x"\n', path)
     ev = '[[parts.evidence]]\nstate = "passed"\nresults = "a.csv"\nrun = "r1"\n'
@@ -103,8 +121,9 @@ def test_a_recorded_part_is_frozen_and_history_is_append_only(fresh_frank_home: 
         actions.status(path)
 
 
-def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_home: Path, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adopt_serve_revert_with_evidence_and_a_profile_override(
+    fresh_frank_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.toml"
     path.write_text(PART.format(state="candidate", extra=""))
     actions.init(path)
@@ -116,9 +135,17 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_hom
 
     run = registry.register(REPO_ROOT / "frank" / "experiments" / "designs" / "region-cache-on-off.toml", seed=1)
     assert actions.status(path)["parts"][0]["up_next"] == f"testing: registered run {run.run_id} is not finished"
-    monkeypatch.setattr("frank.campaign.evidence.run_report",
-                        lambda rid: {"run_id": rid, "decision": "confirmed", "decision_reason": "p = 1/20",
-                                     "p_value": 0.05, "p_fraction": "1/20", "design_sha256": run.design.sha256})
+    monkeypatch.setattr(
+        "frank.campaign.evidence.run_report",
+        lambda rid: {
+            "run_id": rid,
+            "decision": "confirmed",
+            "decision_reason": "p = 1/20",
+            "p_value": 0.05,
+            "p_fraction": "1/20",
+            "design_sha256": run.design.sha256,
+        },
+    )
     assert actions.status(path)["parts"][0]["up_next"].startswith(f"adopt: registered run {run.run_id} is confirmed")
     with pytest.raises(CampaignError, match="is not a registered run of its design"):
         actions.adopt("cache", path, run_id="no-such-run")
@@ -129,7 +156,7 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_hom
     served = actions.serve("cache", path)
     override = fresh_frank_home / "config" / "profiles" / "embedded-cpu.toml"
     assert served["override"] == str(override) and served["previous_defaults"] == {"region_cache": "off"}
-    assert load_profile("embedded-cpu").knobs["region_cache"].default == "on"     # the user override wins
+    assert load_profile("embedded-cpu").knobs["region_cache"].default == "on"  # the user override wins
     assert "next `frank engine start` of profile embedded-cpu" in served["takes_effect"]["starts"]
     assert any("restart" in n for n in served["takes_effect"]["notes"])
     assert actions.status(path)["parts"][0]["served_defaults"]["ok"] is True
@@ -143,7 +170,7 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(fresh_frank_hom
     assert [e["event"] for e in events] == ["init", "adopt", "serve", "revert"]
     ledger = open_ledger(path)
     assert ledger.state(ledger.campaign.part("cache")) == "reverted"
-    assert load_campaign(path).parts[0].state == "candidate"     # the file itself is never rewritten
+    assert load_campaign(path).parts[0].state == "candidate"  # the file itself is never rewritten
 
 
 def _arm(name: str, profile: str, knobs: dict, **kw) -> ArmResult:
@@ -151,11 +178,27 @@ def _arm(name: str, profile: str, knobs: dict, **kw) -> ArmResult:
 
 
 def test_rules_compare_the_parts_arm_with_its_control() -> None:
-    part = parse_campaign_text(PART.format(state="candidate", extra=""), Path("c.toml")).parts[0]
-    on = _arm("on", "embedded-cpu", {"region_cache": "on"}, failures=2, passed=8, total=10,
-              measures={"front_end_per_draw": 1.2, "tokens_per_s": 50.0}, fidelity=0.2)
-    off = _arm("off", "embedded-cpu", {"region_cache": "off"}, failures=0, passed=10, total=10,
-               measures={"front_end_per_draw": 1.0, "tokens_per_s": 40.0}, fidelity=0.1)
+    parse_campaign_text(PART.format(state="candidate", extra=""), Path("c.toml")).parts[0]
+    on = _arm(
+        "on",
+        "embedded-cpu",
+        {"region_cache": "on"},
+        failures=2,
+        passed=8,
+        total=10,
+        measures={"front_end_per_draw": 1.2, "tokens_per_s": 50.0},
+        fidelity=0.2,
+    )
+    off = _arm(
+        "off",
+        "embedded-cpu",
+        {"region_cache": "off"},
+        failures=0,
+        passed=10,
+        total=10,
+        measures={"front_end_per_draw": 1.0, "tokens_per_s": 40.0},
+        fidelity=0.1,
+    )
     fired = lambda rule, a=on, c=off: evaluate(rule, a, c)["outcome"]  # noqa: E731
     assert fired(RevertRule("f", "treatment_only_failures")) == "fired"
     assert fired(RevertRule("f", "treatment_only_failures"), off, on) == "ok"
@@ -165,15 +208,17 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
     assert fired(RevertRule("k", "fidelity_regression", floor=0.15)) == "ok"
     assert fired(RevertRule("m", "measure_worse", measure="front_end_per_draw", max_worse_pct=10)) == "fired"
     assert fired(RevertRule("m", "measure_worse", measure="front_end_per_draw", max_worse_pct=25)) == "ok"
-    assert fired(RevertRule("m", "measure_worse", measure="tokens_per_s")) == "ok"          # higher is better
+    assert fired(RevertRule("m", "measure_worse", measure="tokens_per_s")) == "ok"  # higher is better
     assert evaluate(RevertRule("f", "treatment_only_failures"), on, None)["outcome"] == "unchecked"
 
     # a one-arm run (a replay) takes the latest earlier comparable run without the part as its control
     now = RunResult("replay", "r2", 20.0, (on,), comparable="w")
     other = RunResult("replay", "r0", 5.0, (off,), comparable="other-workload")
     before = RunResult("replay", "r1", 10.0, (off,), comparable="w")
-    rule_part = parse_campaign_text(PART.format(state="candidate", extra='[[parts.revert_rules]]\nname = "f"\n'
-                                                 'kind = "treatment_only_failures"\n'), Path("c.toml")).parts[0]
+    rule_part = parse_campaign_text(
+        PART.format(state="candidate", extra='[[parts.revert_rules]]\nname = "f"\nkind = "treatment_only_failures"\n'),
+        Path("c.toml"),
+    ).parts[0]
     check = check_run(rule_part, now, [before, other])
     assert check["control"] == {"run_id": "r1", "arm": "off"} and check["fired"] == ["f"]
     assert check_run(rule_part, RunResult("replay", "r3", 30.0, (off,), comparable="w"), [before]) is None
@@ -182,7 +227,10 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
 def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home: Path, tmp_path: Path) -> None:
     from frank.campaign.adapters import cells_fidelity
 
-    cells = [{"fidelity": {"sets": {"code": {"kl": 0.1}, "prose": {"kl": 0.3}}}}, {"fidelity": {"sets": {"code": {"kl": 0.2}}}}]
+    cells = [
+        {"fidelity": {"sets": {"code": {"kl": 0.1}, "prose": {"kl": 0.3}}}},
+        {"fidelity": {"sets": {"code": {"kl": 0.2}}}},
+    ]
     assert cells_fidelity(cells) == pytest.approx(0.2) and cells_fidelity([{"value": 1.0}]) is None
 
     # `frank fidelity run` results, in the fidelity layer's own storage (issue 12; skipped without it)
@@ -190,20 +238,39 @@ def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home:
     from frank.campaign.watch import sweep
 
     def saved(run_id: str, knobs: dict, kl: float, at: float) -> None:
-        runs.save_run({"id": run_id, "kind": "run", "created_at": at, "seconds": 1.0, "profile": "embedded-cpu",
-                       "knobs": knobs, "model_sha256": "m", "top_k": 64, "label": "",
-                       "sets": [{"name": "code", "kl": kl, "set_sha256": "s"}]})
+        runs.save_run(
+            {
+                "id": run_id,
+                "kind": "run",
+                "created_at": at,
+                "seconds": 1.0,
+                "profile": "embedded-cpu",
+                "knobs": knobs,
+                "model_sha256": "m",
+                "top_k": 64,
+                "label": "",
+                "sets": [{"name": "code", "kl": kl, "set_sha256": "s"}],
+            }
+        )
 
     path = tmp_path / "c.toml"
-    path.write_text(PART.format(state="candidate", extra='[[parts.evidence]]\nstate = "served"\npolicy = "test"\n\n'
-                                '[[parts.revert_rules]]\nname = "kl"\nkind = "fidelity_regression"\nfloor = 0.05\n')
-                    .replace('state = "candidate"', 'state = "served"').replace('region_cache = "on"', 'dtype = "bfloat16"'))
+    path.write_text(
+        PART.format(
+            state="candidate",
+            extra='[[parts.evidence]]\nstate = "served"\npolicy = "test"\n\n'
+            '[[parts.revert_rules]]\nname = "kl"\nkind = "fidelity_regression"\nfloor = 0.05\n',
+        )
+        .replace('state = "candidate"', 'state = "served"')
+        .replace('region_cache = "on"', 'dtype = "bfloat16"')
+    )
     actions.init(path)
     import time as _time
+
     now = _time.time()
     saved("f1-float32", {"dtype": "float32", "num_speculative_tokens": 4}, 0.010, now)
     saved("f2-bfloat16", {"dtype": "bfloat16", "num_speculative_tokens": 4}, 0.200, now + 5)
     checks = sweep(open_ledger(path))
     assert [(c["run_kind"], c["run_id"], c["control"]["run_id"], c["fired"]) for c in checks] == [
-        ("fidelity", "f2-bfloat16", "f1-float32", ["kl"])]
+        ("fidelity", "f2-bfloat16", "f1-float32", ["kl"])
+    ]
     assert checks[0]["rules"][0]["detail"] == "KL 0.2 with the part, 0.01 without (floor 0.05)"

@@ -1,6 +1,7 @@
 """inspect-ai's own tools in the episodes' sandbox, in the agent venv: bash, python and the text editor (its
 helper server injected outside the workspace) act in the episode's workspace, which outlives the sample for
 the grader. The tools are called directly (no model): what a model's tool call would run."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +11,7 @@ from frank.episodes.harness import agent_python, offline_env
 
 REPO = Path(__file__).resolve().parents[2]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import asyncio, json, sys
 from pathlib import Path
 from inspect_ai.tool import bash, python, text_editor
@@ -33,17 +34,23 @@ async def main(ws):
     print(json.dumps(out))
 
 asyncio.run(main(sys.argv[1]))
-'''
+"""
 
 
 def test_inspect_tools_act_in_the_workspace_and_it_outlives_the_sample(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "given.txt").write_text("task file\n")
-    result = subprocess.run([str(agent_python()), "-c", SCRIPT, str(ws)], cwd=REPO, capture_output=True, text=True,
-                            timeout=240, env=offline_env(tmp_path / "logs"))
+    result = subprocess.run(
+        [str(agent_python()), "-c", SCRIPT, str(ws)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=offline_env(tmp_path / "logs"),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert str(ws) in result.stdout   # bash's working directory is the workspace
+    assert str(ws) in result.stdout  # bash's working directory is the workspace
     # nothing else: the text editor's helper server (inspect's sandbox-tools) runs from outside the workspace
     assert sorted(p.name for p in ws.iterdir()) == ["b.txt", "e.txt", "given.txt", "p.txt"]
     assert (ws / "b.txt").read_text() == "from-bash\n"

@@ -1,4 +1,5 @@
 """The task-suite format, the W01-like generators, graders and references (no engine needed)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,14 @@ def _frank(*args: str, env_home: Path) -> subprocess.CompletedProcess:
     import os
 
     env = {**os.environ, "FRANK_HOME": str(env_home), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_builtin_suites_have_the_six_w01_tasks():
@@ -77,7 +84,8 @@ def test_cli_check_references_json(tmp_path):
     payload = json.loads(result.stdout)
     assert payload["ok"] is True
     assert {(r["task"], r["reference"], r["untouched"]) for r in payload["references"]} == {
-        (t, "pass", "fail") for t in GENERATORS}
+        (t, "pass", "fail") for t in GENERATORS
+    }
 
 
 GOOD_TASK = """
@@ -90,9 +98,13 @@ reference = "ref.py"
 """
 
 
-def _suite(tmp_path: Path, body: str, grader: str = "import json, pathlib\n"
-           "ok = pathlib.Path('answer.txt').is_file() and pathlib.Path('answer.txt').read_text().strip() == '42'\n"
-           "print(json.dumps({'pass': ok, 'detail': 'checked'}))\n") -> Path:
+def _suite(
+    tmp_path: Path,
+    body: str,
+    grader: str = "import json, pathlib\n"
+    "ok = pathlib.Path('answer.txt').is_file() and pathlib.Path('answer.txt').read_text().strip() == '42'\n"
+    "print(json.dumps({'pass': ok, 'detail': 'checked'}))\n",
+) -> Path:
     (tmp_path / "ws").mkdir(exist_ok=True)
     (tmp_path / "ws" / "README").write_text("write the answer\n")
     (tmp_path / "grade.py").write_text(grader)
@@ -143,8 +155,9 @@ reference = "ref.py"
         f"{path}:{line_of('max_turns = 0')}: defaults.max_turns: expected a positive integer, got 0",
         f"{path}:{first}: tasks[0] (a).grader: missing (every task needs a grader)",
         f"{path}:{line_of('generator:nope')}: tasks[0] (a).workspace: unknown generator 'generator:nope' (known: "
-        + ", ".join(GENERATORS) + ")",
-        f"{path}:{line_of('browser')}: tasks[0] (a).tools: unknown tool(s) ['browser'] (known: bash, python, text_editor)",
+        + ", ".join(GENERATORS)
+        + ")",
+        f"{path}:{line_of('browser')}: tasks[0] (a).tools: unknown tool(s) ['browser'] (known: bash, python, text_editor)",  # noqa: E501
         f"{path}:{dup_id}: tasks[1].id: duplicate task id 'a' (first at line {first + 1})",
         f"{path}:{line_of('missing-folder')}: tasks[1] (a).workspace: no such fixture folder 'missing-folder'",
         f"{path}:{line_of('no-such-grader')}: tasks[1] (a).grader: no such file 'no-such-grader.py'",
@@ -170,17 +183,22 @@ def test_cli_run_with_a_broken_suite_runs_nothing(tmp_path):
     assert result.returncode == 1
     assert f"{path}:5: tasks[0] (answer).grader: missing (every task needs a grader)" in result.stderr
     assert "nothing was run" in result.stderr
-    assert not (home / "data" / "runs" / "episodes").exists() or not any((home / "data" / "runs" / "episodes").iterdir())
+    assert not (home / "data" / "runs" / "episodes").exists() or not any(
+        (home / "data" / "runs" / "episodes").iterdir()
+    )
     result = _frank("episodes", "check", str(path), env_home=home)
     assert result.returncode == 1 and f"{path}:5:" in result.stderr
 
 
-@pytest.mark.parametrize("grader, detail", [
-    ("raise SystemExit('boom')", "grader exited 1: boom"),
-    ("import json\nprint(json.dumps({'pass': 1 / 0}))", "grader exited 1: ZeroDivisionError: division by zero"),
-    ("print('looks fine')", 'grader printed no verdict (last line {"pass": true|false, ...})'),
-    ("import time\ntime.sleep(30)", "grader ran past 1 s"),
-])
+@pytest.mark.parametrize(
+    "grader, detail",
+    [
+        ("raise SystemExit('boom')", "grader exited 1: boom"),
+        ("import json\nprint(json.dumps({'pass': 1 / 0}))", "grader exited 1: ZeroDivisionError: division by zero"),
+        ("print('looks fine')", 'grader printed no verdict (last line {"pass": true|false, ...})'),
+        ("import time\ntime.sleep(30)", "grader ran past 1 s"),
+    ],
+)
 def test_a_grader_that_crashes_is_an_error_not_a_fail(tmp_path, grader, detail):
     body = GOOD_TASK + "grader_timeout_s = 1\n"
     suite = load_suite(_suite(tmp_path, body, grader=grader))
@@ -203,41 +221,54 @@ def test_episode_designs_parse_and_refuse_what_they_cannot_run():
 
     design = load_design(REPO / "frank" / "experiments" / "designs" / "episodes-adoption.toml")
     assert (design.kind, design.rule.test, design.episodes.suite, design.episodes.draws) == (
-        "balanced", "criteria", "w01-mini", 1)
+        "balanced",
+        "criteria",
+        "w01-mini",
+        1,
+    )
     assert [(c.measure, c.compare, c.margin) for c in design.rule.criteria] == [
-        ("episode_total_time", "lower", 0.0), ("episodes_passed", "not_lower", 2.0)]
+        ("episode_total_time", "lower", 0.0),
+        ("episodes_passed", "not_lower", 2.0),
+    ]
     assert design.fidelity is not None and '"episodes":{"draws":1,"suite":"w01-mini"}' in design.canonical
     text = (REPO / "frank" / "experiments" / "designs" / "episodes-adoption.toml").read_text()
     where = "d.toml"
     cases = {
-        text.replace('name = "episode_total_time"\n', 'name = "time_per_verify_step"\n'):
-            "d.toml: measure.name: 'time_per_verify_step' is not one of: episode_total_time, episodes_passed",
-        text.replace('measure = "episodes_passed"', 'measure = "kl"'):
-            "d.toml: rule.criteria[1].measure: 'kl' is not one of: episode_total_time, episodes_passed "
-            "(fidelity has its own [fidelity] rule)",
+        text.replace(
+            'name = "episode_total_time"\n', 'name = "time_per_verify_step"\n'
+        ): "d.toml: measure.name: 'time_per_verify_step' is not one of: episode_total_time, episodes_passed",
+        text.replace(
+            'measure = "episodes_passed"', 'measure = "kl"'
+        ): "d.toml: rule.criteria[1].measure: 'kl' is not one of: episode_total_time, episodes_passed "
+        "(fidelity has its own [fidelity] rule)",
         text.replace("draws = 1", "draws = 0"): "d.toml: episodes.draws: must be at least 1, got 0",
-        text.replace('[episodes]\nsuite = "w01-mini"', '[workload]\nname = "w01-mini"\n[episodes]\nsuite = "w01-mini"'):
-            "d.toml: episodes: a start either replays a [workload] or runs [episodes], not both",
+        text.replace(
+            '[episodes]\nsuite = "w01-mini"', '[workload]\nname = "w01-mini"\n[episodes]\nsuite = "w01-mini"'
+        ): "d.toml: episodes: a start either replays a [workload] or runs [episodes], not both",
     }
     for bad, message in cases.items():
         with pytest.raises(DesignError) as info:
             parse_design_text(bad, where)
         assert str(info.value) == message
     # criteria on live starts needs episodes: a replay design keeps its exact test
-    replay = text.replace('[episodes]\nsuite = "w01-mini"      # a suite manifest beside this file, or a built-in\n'
-                          'draws = 1', '[workload]\nname = "w01-mini"').replace(
-        'name = "episode_total_time"\n', 'name = "total_replay_time"\n')
+    replay = text.replace(
+        '[episodes]\nsuite = "w01-mini"      # a suite manifest beside this file, or a built-in\ndraws = 1',
+        '[workload]\nname = "w01-mini"',
+    ).replace('name = "episode_total_time"\n', 'name = "total_replay_time"\n')
     with pytest.raises(DesignError, match="a 'balanced' design uses the 'permutation' test, not 'criteria'"):
         parse_design_text(replay, where)
 
 
-@pytest.mark.parametrize("spec2, spec4, decision, reason", [
-    # (episode_total_time, episodes_passed, KL) per arm
-    ((100.0, 4, 0.010), (120.0, 5, 0.010), "confirmed", "all 2 criteria met and the fidelity rule holds"),
-    ((100.0, 2, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episodes_passed"),
-    ((130.0, 5, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episode_total_time"),
-    ((100.0, 5, 0.040), (120.0, 5, 0.010), "not confirmed", "guard failed: fidelity (all 2 criteria met)"),
-])
+@pytest.mark.parametrize(
+    "spec2, spec4, decision, reason",
+    [
+        # (episode_total_time, episodes_passed, KL) per arm
+        ((100.0, 4, 0.010), (120.0, 5, 0.010), "confirmed", "all 2 criteria met and the fidelity rule holds"),
+        ((100.0, 2, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episodes_passed"),
+        ((130.0, 5, 0.010), (120.0, 5, 0.010), "not confirmed", "criteria not met: episode_total_time"),
+        ((100.0, 5, 0.040), (120.0, 5, 0.010), "not confirmed", "guard failed: fidelity (all 2 criteria met)"),
+    ],
+)
 def test_the_adoption_rule_on_live_start_measures(spec2, spec4, decision, reason):
     """The three rules of the seed's adoption test, as `report_for_run` feeds a live [episodes] run."""
     from frank.experiments.design import load_design
@@ -252,4 +283,4 @@ def test_the_adoption_rule_on_live_start_measures(spec2, spec4, decision, reason
     report = analyze(design, obs)
     assert (report["decision"], report["decision_reason"]) == (decision, reason)
     assert [c["met"] is not None for c in report["criteria"]] == [True, True]
-    assert report["fidelity"]["status"] in ("pass", "fail")   # the third rule is evaluated, never skipped
+    assert report["fidelity"]["status"] in ("pass", "fail")  # the third rule is evaluated, never skipped

@@ -1,5 +1,6 @@
 """The real cell executor's pure parts: measures from replay records, and leaving no engine behind when a
 stop request arrives mid-start (the controller is replaced by a recorder for that fault only)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,23 +14,47 @@ from frank.experiments.runner import RunnerInterrupted, run_experiment
 from tests.unit.experiment_helpers import BLOCKS_DESIGN
 
 
-def rec(i: int, *, ok: bool = True, attributed: bool = True, front: float = 0.1, decode: float = 0.5,
-        steps: float = 10, total: float = 1.0, tokens: int = 20, h: str = "h") -> dict[str, Any]:
+def rec(
+    i: int,
+    *,
+    ok: bool = True,
+    attributed: bool = True,
+    front: float = 0.1,
+    decode: float = 0.5,
+    steps: float = 10,
+    total: float = 1.0,
+    tokens: int = 20,
+    h: str = "h",
+) -> dict[str, Any]:
     # ngram drafting: one decode step in ten found no draft (spec_decode_num_drafts counts 9 of 10)
-    return {"id": f"r{i}", "index": i, "status": "ok" if ok else "failed", "prompt_ids_sha256": h,
-            "client": {"total_s": total}, "completion_tokens": tokens,
-            "server": {"attributed": attributed, "front_end_s": front, "decode_s": decode, "decode_steps": steps,
-                       "verify_steps": steps - steps // 10, "accepted_tokens": steps}}
+    return {
+        "id": f"r{i}",
+        "index": i,
+        "status": "ok" if ok else "failed",
+        "prompt_ids_sha256": h,
+        "client": {"total_s": total},
+        "completion_tokens": tokens,
+        "server": {
+            "attributed": attributed,
+            "front_end_s": front,
+            "decode_s": decode,
+            "decode_steps": steps,
+            "verify_steps": steps - steps // 10,
+            "accepted_tokens": steps,
+        },
+    }
 
 
 def test_measures_by_hand() -> None:
     records = {
-        "1": [rec(0, front=9.0, decode=9.0, steps=1), rec(1, front=0.2, decode=0.4, steps=8, total=2.0, tokens=30),
-              rec(2, front=0.3, decode=0.6, steps=12, total=1.0, tokens=10)],
-        "2": [rec(0, front=9.0), rec(1, front=0.1, decode=0.0, steps=0, total=1.0, tokens=0),
-              rec(2, ok=False)],
+        "1": [
+            rec(0, front=9.0, decode=9.0, steps=1),
+            rec(1, front=0.2, decode=0.4, steps=8, total=2.0, tokens=30),
+            rec(2, front=0.3, decode=0.6, steps=12, total=1.0, tokens=10),
+        ],
+        "2": [rec(0, front=9.0), rec(1, front=0.1, decode=0.0, steps=0, total=1.0, tokens=0), rec(2, ok=False)],
     }
-    m = measures_from_records(records, warmup=1)          # index 0 of each draw is warm-up
+    m = measures_from_records(records, warmup=1)  # index 0 of each draw is warm-up
     assert m["time_per_verify_step"] == pytest.approx((0.4 + 0.6) / (8 + 12))
     assert m["front_end_by_draw"] == pytest.approx({"1": 0.5, "2": 0.1})
     assert m["front_end_per_draw"] == pytest.approx(0.3)
@@ -42,11 +67,15 @@ def test_measures_by_hand() -> None:
 def test_the_cell_and_the_replay_runner_give_the_same_time_per_verify_step() -> None:
     from frank.workloads.replay import draw_totals
 
-    records = [rec(0, decode=0.4, steps=8), rec(1, decode=0.6, steps=12), rec(2, decode=0.0, steps=0),
-               rec(3, attributed=False, decode=5.0, steps=1)]
+    records = [
+        rec(0, decode=0.4, steps=8),
+        rec(1, decode=0.6, steps=12),
+        rec(2, decode=0.0, steps=0),
+        rec(3, attributed=False, decode=5.0, steps=1),
+    ]
     cell = measures_from_records({"1": records}, warmup=0)["time_per_verify_step"]
     runner = draw_totals("1", [r["id"] for r in records], records).verify_step_s
-    assert cell == runner == pytest.approx(1.0 / 20)   # decode steps, not drafts (19): 1.0 / 19 differs
+    assert cell == runner == pytest.approx(1.0 / 20)  # decode steps, not drafts (19): 1.0 / 19 differs
 
 
 def test_latest_record_wins_and_unattributed_is_counted() -> None:
@@ -64,8 +93,9 @@ class InterruptedWhileStartingController:
         self.running = False
 
     def status(self, check_health: bool = True) -> Any:
-        return type("S", (), {"state": "starting" if self.running else "stopped", "pid": 1, "profile": "x",
-                              "started_at": None})()
+        return type(
+            "S", (), {"state": "starting" if self.running else "stopped", "pid": 1, "profile": "x", "started_at": None}
+        )()
 
     def start(self, profile: str, knobs: dict[str, Any]) -> Any:
         self.running = True
@@ -81,14 +111,31 @@ def test_stop_request_during_engine_start_leaves_no_engine(tmp_path: Path, monke
     workload = tmp_path / "tiny"
     from frank.workloads.format import write_workload
 
-    write_workload(workload, "tiny", "", [("1", [{"id": "r1", "task": "t", "episode": "e", "turn": 1,
-                                                  "offset_s": 0.0, "body": {"messages": [{"role": "user",
-                                                                                          "content": "hi"}]}}])])
+    write_workload(
+        workload,
+        "tiny",
+        "",
+        [
+            (
+                "1",
+                [
+                    {
+                        "id": "r1",
+                        "task": "t",
+                        "episode": "e",
+                        "turn": 1,
+                        "offset_s": 0.0,
+                        "body": {"messages": [{"role": "user", "content": "hi"}]},
+                    }
+                ],
+            )
+        ],
+    )
     design = tmp_path / "d.toml"
     design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', f'name = "{workload}"'))
     run = registry.register(design, seed=1)
     controller = InterruptedWhileStartingController()
-    result = run_experiment(run, EngineCellExecutor(controller))    # type: ignore[arg-type]
+    result = run_experiment(run, EngineCellExecutor(controller))  # type: ignore[arg-type]
     assert result.reason == "interrupted"
     assert controller.stops == 1 and not controller.running
 
@@ -97,13 +144,32 @@ def test_registration_refuses_a_draw_the_workload_lacks(tmp_path: Path, monkeypa
     monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
     from frank.workloads.format import write_workload
 
-    write_workload(tmp_path / "tiny", "tiny", "", [("draw-1", [{"id": "r1", "task": "t", "episode": "e", "turn": 1,
-                                                               "offset_s": 0.0, "body": {"messages": [
-                                                                   {"role": "user", "content": "hi"}]}}])])
+    write_workload(
+        tmp_path / "tiny",
+        "tiny",
+        "",
+        [
+            (
+                "draw-1",
+                [
+                    {
+                        "id": "r1",
+                        "task": "t",
+                        "episode": "e",
+                        "turn": 1,
+                        "offset_s": 0.0,
+                        "body": {"messages": [{"role": "user", "content": "hi"}]},
+                    }
+                ],
+            )
+        ],
+    )
     design = tmp_path / "d.toml"
     design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', 'name = "tiny"\ndraws = ["1"]'))
-    with pytest.raises(registry.RunError, match=r"d\.toml: workload\.draws\[0\]: .* no draw named '1' \(draws: draw-1\)"):
+    with pytest.raises(
+        registry.RunError, match=r"d\.toml: workload\.draws\[0\]: .* no draw named '1' \(draws: draw-1\)"
+    ):
         registry.register(design, seed=1)
     design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', 'name = "tiny"\ndraws = ["draw-1"]'))
-    run = registry.register(design, seed=1)      # relative to the design file's folder
+    run = registry.register(design, seed=1)  # relative to the design file's folder
     assert run.meta["workload"]["path"] == str((tmp_path / "tiny").resolve())

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from frank.paths import REPO_ROOT
 from frank.experiments import exact
 from frank.experiments.design import DesignError, load_design, parse_design_text
+from frank.paths import REPO_ROOT
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
 DESIGNS = sorted((REPO_ROOT / "frank" / "experiments" / "designs").glob("*.toml"))
@@ -35,33 +35,39 @@ def test_hash_ignores_formatting_but_not_values() -> None:
     changed = parse_design_text(BLOCKS_DESIGN.replace("blocks = 3", "blocks = 4"))
     assert changed.sha256 != base.sha256
     # defaults are part of the canonical form: spelling one out changes nothing
-    explicit = parse_design_text(BLOCKS_DESIGN.replace('requests = 2', 'requests = 2\nwarmup_requests = 0'))
+    explicit = parse_design_text(BLOCKS_DESIGN.replace("requests = 2", "requests = 2\nwarmup_requests = 0"))
     assert explicit.sha256 == base.sha256
 
 
-@pytest.mark.parametrize(("old", "new", "field"), [
-    ('kind = "blocks"', 'kind = "latin"', "design.kind"),
-    ("blocks = 3", "blocks = 0", "design.blocks"),
-    ("blocks = 3", 'blocks = "3"', "design.blocks"),
-    ('test = "sign"', 'test = "permutation"', "rule.test"),
-    ('treatment = "spec-2"', 'treatment = "spec-3"', "rule.treatment"),
-    ('control = "spec-4"', 'control = "spec-2"', "rule.control"),
-    ('direction = "lower"', 'direction = "down"', "rule.direction"),
-    ('direction = "lower"', 'direction = "lower"\nalpha = 1.5', "rule.alpha"),
-    ('direction = "lower"', 'direction = "lower"\nrequire_all = false', "rule.alpha"),
-    ('name = "time_per_verify_step"', 'name = "speed"', "measure.name"),
-    ("requests = 2", "requests = 2\nwarmup_requests = 2", "workload.warmup_requests"),
-    ('name = "tiny"', 'name = "tiny"\nmode = "stream"', "workload.mode"),
-    ("max_retries = 1", "max_retries = -1", "failure.max_retries"),
-    ('action = "retry"', 'action = "panic"', "failure.action"),
-    ('name = "spec-2"', 'name = "spec-4"', "arms[1].name"),
-    ('name = "spec-2"', 'name = "spec 2"', "arms[1].name"),
-    ("knobs = { num_speculative_tokens = 2 }", "knobs = { num_speculative_tokens = [2] }",
-     "arms[1].knobs.num_speculative_tokens"),
-    ('[design]', '[design]\nstarts_per_arm = 4', "design.starts_per_arm"),
-    ('question = ', 'questoin = ', "questoin"),
-    ('[failure]', '[guards]\nchecks = [1]\n[failure]', "guards.checks[0]"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ('kind = "blocks"', 'kind = "latin"', "design.kind"),
+        ("blocks = 3", "blocks = 0", "design.blocks"),
+        ("blocks = 3", 'blocks = "3"', "design.blocks"),
+        ('test = "sign"', 'test = "permutation"', "rule.test"),
+        ('treatment = "spec-2"', 'treatment = "spec-3"', "rule.treatment"),
+        ('control = "spec-4"', 'control = "spec-2"', "rule.control"),
+        ('direction = "lower"', 'direction = "down"', "rule.direction"),
+        ('direction = "lower"', 'direction = "lower"\nalpha = 1.5', "rule.alpha"),
+        ('direction = "lower"', 'direction = "lower"\nrequire_all = false', "rule.alpha"),
+        ('name = "time_per_verify_step"', 'name = "speed"', "measure.name"),
+        ("requests = 2", "requests = 2\nwarmup_requests = 2", "workload.warmup_requests"),
+        ('name = "tiny"', 'name = "tiny"\nmode = "stream"', "workload.mode"),
+        ("max_retries = 1", "max_retries = -1", "failure.max_retries"),
+        ('action = "retry"', 'action = "panic"', "failure.action"),
+        ('name = "spec-2"', 'name = "spec-4"', "arms[1].name"),
+        ('name = "spec-2"', 'name = "spec 2"', "arms[1].name"),
+        (
+            "knobs = { num_speculative_tokens = 2 }",
+            "knobs = { num_speculative_tokens = [2] }",
+            "arms[1].knobs.num_speculative_tokens",
+        ),
+        ("[design]", "[design]\nstarts_per_arm = 4", "design.starts_per_arm"),
+        ("question = ", "questoin = ", "questoin"),
+        ("[failure]", "[guards]\nchecks = [1]\n[failure]", "guards.checks[0]"),
+    ],
+)
 def test_validation_names_the_field(old: str, new: str, field: str) -> None:
     assert old in BLOCKS_DESIGN
     with pytest.raises(DesignError) as err:
@@ -81,7 +87,7 @@ def test_bad_toml_and_arm_count() -> None:
     with pytest.raises(DesignError, match="invalid TOML"):
         parse_design_text("name = ", "d.toml")
     one_arm = BLOCKS_DESIGN.split("[[arms]]")
-    text = one_arm[0] + "[[arms]]" + one_arm[1] + one_arm[2][one_arm[2].index("[design]"):]
+    text = one_arm[0] + "[[arms]]" + one_arm[1] + one_arm[2][one_arm[2].index("[design]") :]
     with pytest.raises(DesignError, match=r"d\.toml: arms: a design compares exactly 2 arms, got 1"):
         parse_design_text(text, "d.toml")
 
@@ -93,7 +99,7 @@ def test_void_block_only_for_blocks() -> None:
 
 def test_knob_values_are_checked_against_the_profile() -> None:
     bad = BLOCKS_DESIGN.replace("num_speculative_tokens = 2", "num_speculative_tokens = 3")
-    parse_design_text(bad)   # syntax is fine; the profile check catches it
+    parse_design_text(bad)  # syntax is fine; the profile check catches it
     with pytest.raises(DesignError, match=r"d\.toml: arms\[1\] \(spec-2\): .*num_speculative_tokens"):
         parse_design_text(bad, "d.toml", check_profiles=True)
     unknown = BLOCKS_DESIGN.replace("num_speculative_tokens = 2", "spec_tokens = 2")
@@ -102,18 +108,24 @@ def test_knob_values_are_checked_against_the_profile() -> None:
 
 
 def test_a_rule_that_can_never_be_met_is_refused() -> None:
-    four = parse_design_text(BLOCKS_DESIGN.replace("blocks = 3", "blocks = 4").replace(
-        'direction = "lower"', 'direction = "lower"\nalpha = 0.05'))
+    four = parse_design_text(
+        BLOCKS_DESIGN.replace("blocks = 3", "blocks = 4").replace(
+            'direction = "lower"', 'direction = "lower"\nalpha = 0.05'
+        )
+    )
     assert exact.smallest_p(four) == pytest.approx(1 / 16)
     with pytest.raises(DesignError, match=r"rule\.alpha: 0\.05 can never be met: 4 blocks give at best p = 1/16"):
         exact.check_reachable(four, "d.toml")
-    five = parse_design_text(BLOCKS_DESIGN.replace("blocks = 3", "blocks = 5").replace(
-        'direction = "lower"', 'direction = "lower"\nalpha = 0.05'))
-    exact.check_reachable(five)   # 1/32 < 0.05
+    five = parse_design_text(
+        BLOCKS_DESIGN.replace("blocks = 3", "blocks = 5").replace(
+            'direction = "lower"', 'direction = "lower"\nalpha = 0.05'
+        )
+    )
+    exact.check_reachable(five)  # 1/32 < 0.05
     two_plus_two = parse_design_text(BALANCED_DESIGN.replace("starts_per_arm = 3", "starts_per_arm = 2"))
     with pytest.raises(DesignError, match=r"2\+2 starts give at best p = 1/6"):
         exact.check_reachable(two_plus_two)
-    exact.check_reachable(parse_design_text(BALANCED_DESIGN))   # 3+3: 1/20 = 0.05 is reachable
+    exact.check_reachable(parse_design_text(BALANCED_DESIGN))  # 3+3: 1/20 = 0.05 is reachable
 
 
 def test_external_design_needs_criteria() -> None:

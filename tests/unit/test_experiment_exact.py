@@ -7,15 +7,22 @@ from frank.experiments.design import parse_design_text
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
 
-@pytest.mark.parametrize(("wins", "blocks", "p"), [
-    (5, 5, 1 / 32), (4, 4, 1 / 16), (3, 3, 1 / 8), (10, 10, 1 / 1024),
-    (4, 5, 6 / 32),          # P(X >= 4) = (5 + 1) / 32
-    (0, 5, 1.0), (9, 10, 11 / 1024),
-])
+@pytest.mark.parametrize(
+    ("wins", "blocks", "p"),
+    [
+        (5, 5, 1 / 32),
+        (4, 4, 1 / 16),
+        (3, 3, 1 / 8),
+        (10, 10, 1 / 1024),
+        (4, 5, 6 / 32),  # P(X >= 4) = (5 + 1) / 32
+        (0, 5, 1.0),
+        (9, 10, 11 / 1024),
+    ],
+)
 def test_sign_test_hand_values(wins: int, blocks: int, p: float) -> None:
     res = exact.sign_test(wins, blocks)
     assert res.p_value == pytest.approx(p, rel=1e-12)
-    assert res.null_size == 2 ** blocks
+    assert res.null_size == 2**blocks
 
 
 def test_permutation_seed_cache_table_is_one_in_seventy() -> None:

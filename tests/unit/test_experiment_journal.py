@@ -13,7 +13,7 @@ def test_append_read_and_sequence(tmp_path: Path) -> None:
     with Journal(path) as j:
         j.append("registered", run_id="r1")
         j.append("cell_started", slot=0, attempt=1)
-    with Journal(path) as j:          # a second writer continues the sequence
+    with Journal(path) as j:  # a second writer continues the sequence
         j.append("cell_done", slot=0, attempt=1, value=1.5)
     events = read_events(path)
     assert [e["event"] for e in events] == ["registered", "cell_started", "cell_done"]
@@ -29,7 +29,7 @@ def test_torn_last_line_is_skipped_then_kept_aside(tmp_path: Path, tail: bytes) 
         j.append("a")
         j.append("b")
     with open(path, "ab") as fh:
-        fh.write(tail)                 # a writer killed mid-line
+        fh.write(tail)  # a writer killed mid-line
     assert [e["event"] for e in read_events(path)] == ["a", "b"]
     with Journal(path) as j:
         j.append("c")

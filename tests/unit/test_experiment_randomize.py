@@ -15,7 +15,7 @@ def _design(text: str, old: str, new: str):
 
 
 def test_counts() -> None:
-    assert order_count(parse_design_text(BLOCKS_DESIGN)) == 2 ** 3
+    assert order_count(parse_design_text(BLOCKS_DESIGN)) == 2**3
     assert order_count(_design(BLOCKS_DESIGN, "blocks = 3", "blocks = 5")) == 32
     assert order_count(parse_design_text(BALANCED_DESIGN)) == 20
     assert order_count(_design(BALANCED_DESIGN, "starts_per_arm = 3", "starts_per_arm = 4")) == 70
@@ -26,7 +26,7 @@ def test_unranking_is_a_bijection_onto_valid_orders() -> None:
     seen = set()
     for index in range(order_count(blocks)):
         slots = unrank(blocks, index)
-        for b in (1, 2, 3):   # one start per arm in each block, blocks in sequence
+        for b in (1, 2, 3):  # one start per arm in each block, blocks in sequence
             assert sorted(s.arm for s in slots if s.block == b) == ["spec-2", "spec-4"]
         assert [s.block for s in slots] == [1, 1, 2, 2, 3, 3]
         seen.add(tuple(s.arm for s in slots))
@@ -34,8 +34,9 @@ def test_unranking_is_a_bijection_onto_valid_orders() -> None:
     balanced = _design(BALANCED_DESIGN, "starts_per_arm = 3", "starts_per_arm = 4")
     orders = {tuple(s.arm for s in unrank(balanced, i)) for i in range(70)}
     assert len(orders) == 70 and all(o.count("on") == 4 for o in orders)
-    assert orders == {tuple("on" if i in c else "off" for i in range(8))
-                      for c in __import__("itertools").combinations(range(8), 4)}
+    assert orders == {
+        tuple("on" if i in c else "off" for i in range(8)) for c in __import__("itertools").combinations(range(8), 4)
+    }
 
 
 def test_reproducible_from_the_recorded_seed() -> None:
@@ -51,7 +52,7 @@ def test_reproducible_from_the_recorded_seed() -> None:
 def _chi_square_uniform(design, draws: int) -> float:
     count = order_count(design)
     observed = Counter(tuple(s.arm for s in draw_order(design, seed).slots) for seed in range(draws))
-    assert len(observed) == count            # every order is reachable
+    assert len(observed) == count  # every order is reachable
     return stats.chisquare(list(observed.values())).pvalue
 
 
@@ -62,7 +63,7 @@ def test_blocks_orders_are_uniform() -> None:
 
 def test_balanced_orders_are_uniform() -> None:
     four = _design(BALANCED_DESIGN, "starts_per_arm = 3", "starts_per_arm = 4")
-    assert _chi_square_uniform(four, 7000) > 0.001       # all 70 orders, about 100 each
+    assert _chi_square_uniform(four, 7000) > 0.001  # all 70 orders, about 100 each
 
 
 def test_chi_square_would_catch_a_biased_draw() -> None:

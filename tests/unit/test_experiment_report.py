@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from frank.console.cli import main
-from frank.paths import REPO_ROOT
 from frank.experiments.design import load_design, parse_design_text
 from frank.experiments.report import Observation, ResultsError, analyze, read_results_csv
+from frank.paths import REPO_ROOT
 
 DESIGNS = REPO_ROOT / "frank" / "experiments" / "designs"
 
@@ -32,9 +32,17 @@ def test_seed_cache_table_is_confirmed_at_one_in_70() -> None:
     assert r["decision"] == "confirmed"
     assert r["p_value"] == pytest.approx(1 / 70, rel=1e-12) and r["p_fraction"] == "1/70"
     assert r["null_size"] == 70 and r["separated"]
-    assert round(-r["mean_difference"], 2) == 5.57          # "5.57 s per draw"
-    assert [o["arm"] for o in r["order"]] == ["cache-on", "cache-off", "cache-off", "cache-on",
-                                              "cache-off", "cache-off", "cache-on", "cache-on"]
+    assert round(-r["mean_difference"], 2) == 5.57  # "5.57 s per draw"
+    assert [o["arm"] for o in r["order"]] == [
+        "cache-on",
+        "cache-off",
+        "cache-off",
+        "cache-on",
+        "cache-off",
+        "cache-off",
+        "cache-on",
+        "cache-on",
+    ]
 
 
 def test_seed_adoption_rule(tmp_path: Path) -> None:
@@ -46,8 +54,11 @@ def test_seed_adoption_rule(tmp_path: Path) -> None:
     assert met["episodes_passed"] == (True, 13, 15)
     # three fewer passes would break rule 2
     worse = tmp_path / "adoption.csv"
-    worse.write_text((DESIGNS / "seed-adoption.csv").read_text().replace("vllm-exl3,episodes_passed,13",
-                                                                        "vllm-exl3,episodes_passed,12"))
+    worse.write_text(
+        (DESIGNS / "seed-adoption.csv")
+        .read_text()
+        .replace("vllm-exl3,episodes_passed,13", "vllm-exl3,episodes_passed,12")
+    )
     r2 = _analyze("seed-adoption", worse)
     assert r2["decision"] == "not confirmed" and "episodes_passed" in r2["decision_reason"]
 
@@ -64,21 +75,27 @@ def test_one_block_the_other_way_is_not_confirmed(tmp_path: Path) -> None:
 
 def test_missing_block_is_incomplete(tmp_path: Path) -> None:
     csv = tmp_path / "s.csv"
-    csv.write_text("\n".join(line for line in (DESIGNS / "seed-schedule-2.csv").read_text().splitlines()
-                             if not line.startswith(",5,")))
+    csv.write_text(
+        "\n".join(
+            line for line in (DESIGNS / "seed-schedule-2.csv").read_text().splitlines() if not line.startswith(",5,")
+        )
+    )
     r = _analyze("seed-schedule-2", csv)
     assert r["decision"] == "incomplete" and "1 of 5 blocks" in r["decision_reason"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("start_order,block,arm,value\n,1,sched-3,1\n", r"s\.csv:2: arm: 'sched-3' is not an arm"),
-    ("start_order,block,arm,value\n,1,sched-1,fast\n", r"s\.csv:2: value: 'fast' is not a number"),
-    ("start_order,block,arm,value\n,9,sched-1,1\n", r"s\.csv:2: block: '9' is not a block of 1\.\.5"),
-    ("start_order,arm,value\n1,sched-1,1\n", r"s\.csv:1: missing column 'block'"),
-    ("start_order,block,arm,speed\n", r"s\.csv:1: unknown column 'speed'"),
-    ("# c\nstart_order,block,arm,value\n,1,sched-1,1\n,1,sched-1,2\n", r"s\.csv:4: block 1 has a second row"),
-    ("start_order,block,arm,value\n,1,sched-1\n", r"s\.csv:2: expected 4 fields, got 3"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("start_order,block,arm,value\n,1,sched-3,1\n", r"s\.csv:2: arm: 'sched-3' is not an arm"),
+        ("start_order,block,arm,value\n,1,sched-1,fast\n", r"s\.csv:2: value: 'fast' is not a number"),
+        ("start_order,block,arm,value\n,9,sched-1,1\n", r"s\.csv:2: block: '9' is not a block of 1\.\.5"),
+        ("start_order,arm,value\n1,sched-1,1\n", r"s\.csv:1: missing column 'block'"),
+        ("start_order,block,arm,speed\n", r"s\.csv:1: unknown column 'speed'"),
+        ("# c\nstart_order,block,arm,value\n,1,sched-1,1\n,1,sched-1,2\n", r"s\.csv:4: block 1 has a second row"),
+        ("start_order,block,arm,value\n,1,sched-1\n", r"s\.csv:2: expected 4 fields, got 3"),
+    ],
+)
 def test_results_csv_errors_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
     csv = tmp_path / "s.csv"
     csv.write_text(text)
@@ -90,37 +107,62 @@ def test_revert_rule_fires_on_a_worse_effect() -> None:
     design = load_design(DESIGNS / "spec-tokens-2-vs-4.toml")
     obs = []
     for block in (1, 2, 3):
-        obs += [Observation(start=2 * block - 1, block=block, arm="spec-4", value=1.0, failed_requests=0,
-                            prompt_hashes={"r": "h"}),
-                Observation(start=2 * block, block=block, arm="spec-2", value=1.05, failed_requests=0,
-                            prompt_hashes={"r": "h"})]
+        obs += [
+            Observation(
+                start=2 * block - 1, block=block, arm="spec-4", value=1.0, failed_requests=0, prompt_hashes={"r": "h"}
+            ),
+            Observation(
+                start=2 * block, block=block, arm="spec-2", value=1.05, failed_requests=0, prompt_hashes={"r": "h"}
+            ),
+        ]
     r = analyze(design, obs, failed_attempts={})
     assert r["decision"] == "not confirmed" and r["losses"] == 3
     assert r["revert"]["outcome"] == "revert" and "worse than the 1% limit" in r["revert"]["triggers"][0]
-    obs_fail = [Observation(o.start, o.block, o.arm, 0.9 if o.arm == "spec-2" else 1.0,
-                            failed_requests=1 if o.arm == "spec-2" and o.block == 1 else 0,
-                            prompt_hashes={"r": "h"}) for o in obs]
+    obs_fail = [
+        Observation(
+            o.start,
+            o.block,
+            o.arm,
+            0.9 if o.arm == "spec-2" else 1.0,
+            failed_requests=1 if o.arm == "spec-2" and o.block == 1 else 0,
+            prompt_hashes={"r": "h"},
+        )
+        for o in obs
+    ]
     r2 = analyze(design, obs_fail, failed_attempts={})
     assert r2["decision"] == "not confirmed" and "guard failed: no_failed_requests" in r2["decision_reason"]
     assert r2["revert"]["outcome"] == "revert" and "only in spec-2" in r2["revert"]["triggers"][0]
 
 
 def test_cli_analyze_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["experiment", "analyze", str(DESIGNS / "seed-region-cache.toml"),
-                 str(DESIGNS / "seed-region-cache.csv"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "experiment",
+                "analyze",
+                str(DESIGNS / "seed-region-cache.toml"),
+                str(DESIGNS / "seed-region-cache.csv"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     for key in ("design_sha256", "order", "starts", "p_value", "null_size", "decision"):
         assert key in payload
     assert payload["decision"] == "confirmed" and payload["null_size"] == 70
     assert payload["design_sha256"] == load_design(DESIGNS / "seed-region-cache.toml").sha256
-    assert main(["experiment", "analyze", str(DESIGNS / "seed-schedule-2.toml"),
-                 str(DESIGNS / "seed-schedule-2.csv")]) == 0
+    assert (
+        main(["experiment", "analyze", str(DESIGNS / "seed-schedule-2.toml"), str(DESIGNS / "seed-schedule-2.csv")])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "p = 1/32" in out and "decision: CONFIRMED" in out
 
 
-def test_cli_register_prints_id_hash_order_and_smallest_p(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_register_prints_id_hash_order_and_smallest_p(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("FRANK_HOME", str(tmp_path))
     design = DESIGNS / "seed-schedule-2.toml"
     assert main(["experiment", "register", str(design), "--seed", "5"]) == 0
@@ -136,14 +178,18 @@ def test_cli_register_prints_id_hash_order_and_smallest_p(tmp_path: Path, monkey
     assert len(runs) == 2 and {r["status"] for r in runs} == {"registered"}
     # a rule that can never be met is refused, naming the field
     bad = tmp_path / "bad.toml"
-    bad.write_text(design.read_text().replace("blocks = 5", "blocks = 4").replace(
-        "require_all = true ", "alpha = 0.05\nrequire_all = true "))
+    bad.write_text(
+        design.read_text()
+        .replace("blocks = 5", "blocks = 4")
+        .replace("require_all = true ", "alpha = 0.05\nrequire_all = true ")
+    )
     assert main(["experiment", "register", str(bad)]) != 0
     assert "rule.alpha: 0.05 can never be met: 4 blocks give at best p = 1/16" in capsys.readouterr().err
 
 
-def test_external_design_registers_but_does_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_external_design_registers_but_does_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("FRANK_HOME", str(tmp_path))
     assert main(["experiment", "register", str(DESIGNS / "seed-adoption.toml"), "--json"]) == 0
     run_id = json.loads(capsys.readouterr().out)["run_id"]

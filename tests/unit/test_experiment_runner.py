@@ -1,5 +1,6 @@
 """The runner's resume logic, with the engine replaced by an injected FakeCellExecutor (real engine starts
 are covered by tests/integration/test_experiment_e2e.py)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,7 @@ from frank.experiments import registry
 from frank.experiments.journal import read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.report import report_for_run
-from frank.experiments.runner import (CellError, RunLock, RunnerInterrupted, load_state, lock_holder,
-                                        run_experiment)
+from frank.experiments.runner import CellError, RunLock, RunnerInterrupted, load_state, lock_holder, run_experiment
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
 
@@ -32,8 +32,9 @@ def fake_value(slot: Slot) -> float:
 class FakeCellExecutor:
     """Stands in for the engine: deterministic values, and failures or interruptions on demand."""
 
-    def __init__(self, fail: dict[tuple[int, int], BaseException] | None = None,
-                 hashes: dict[int, str] | None = None) -> None:
+    def __init__(
+        self, fail: dict[tuple[int, int], BaseException] | None = None, hashes: dict[int, str] | None = None
+    ) -> None:
         self.fail = fail or {}
         self.hashes = hashes or {}
         self.calls: list[tuple[int, int]] = []
@@ -53,8 +54,12 @@ class FakeCellExecutor:
             raise self.fail[(slot.slot, attempt)]
         note("replay_done", slot=slot.slot, attempt=attempt, requests=2, failed=0)
         note("engine_stopped", slot=slot.slot, attempt=attempt)
-        return {"value": fake_value(slot), "failed": 0, "requests": 2,
-                "prompt_hashes": {"d1/r1": self.hashes.get(slot.slot, "h1"), "d1/r2": "h2"}}
+        return {
+            "value": fake_value(slot),
+            "failed": 0,
+            "requests": 2,
+            "prompt_hashes": {"d1/r1": self.hashes.get(slot.slot, "h1"), "d1/r2": "h2"},
+        }
 
 
 def _register(tmp_path: Path, text: str = BLOCKS_DESIGN, seed: int = 7) -> registry.Run:
@@ -86,7 +91,7 @@ def _truncated_copy(run: registry.Run, lines: list[bytes], keep: int, torn: bool
     shutil.copytree(run.folder, folder)
     data = b"".join(lines[:keep])
     if torn and keep < len(lines):
-        data += lines[keep][: len(lines[keep]) // 2]        # killed in the middle of writing the next event
+        data += lines[keep][: len(lines[keep]) // 2]  # killed in the middle of writing the next event
     (folder / "journal.jsonl").write_bytes(data)
     return registry.load_run(folder.name)
 
@@ -123,9 +128,17 @@ def test_resume_after_a_kill_at_every_event(tmp_path: Path, torn: bool) -> None:
             assert any(e["event"] == "cell_interrupted" and e["slot"] == cut["slot"] for e in events)
         else:
             assert fake.cleanups == []
-    assert cut_mid_cell == 6 * 4      # after cell_started, engine_ready, replay_done, engine_stopped
-    assert {"registered", "runner_started", "cell_started", "engine_ready", "replay_done", "engine_stopped",
-            "cell_done", "runner_stopped"} <= kinds
+    assert cut_mid_cell == 6 * 4  # after cell_started, engine_ready, replay_done, engine_stopped
+    assert {
+        "registered",
+        "runner_started",
+        "cell_started",
+        "engine_ready",
+        "replay_done",
+        "engine_stopped",
+        "cell_done",
+        "runner_stopped",
+    } <= kinds
 
 
 def test_failure_rule_retry_then_exhausted(tmp_path: Path) -> None:
@@ -136,7 +149,7 @@ def test_failure_rule_retry_then_exhausted(tmp_path: Path) -> None:
     assert fake.calls == [(0, 1), (1, 1), (1, 2)]
     state = load_state(run)
     assert state.status == "failed" and state.cells[1].status == "failed" and state.cells[1].attempts == 2
-    again = run_experiment(run, FakeCellExecutor())        # the frozen rule allows no third attempt
+    again = run_experiment(run, FakeCellExecutor())  # the frozen rule allows no third attempt
     assert again.reason == "retries_exhausted" and again.cells_run == 0
     report = report_for_run(run)
     assert report["decision"] == "incomplete"
@@ -216,7 +229,7 @@ def test_registration_records_seed_order_and_hash(tmp_path: Path) -> None:
     assert meta["design_sha256"] == run.design.sha256 and meta["smallest_p"] == pytest.approx(1 / 8)
     assert oct(run.folder.stat().st_mode & 0o777) == "0o700"
     assert read_events(run.journal_path)[0]["event"] == "registered"
-    assert registry.load_run(run.run_id[:22]).run_id == run.run_id     # a unique prefix works
+    assert registry.load_run(run.run_id[:22]).run_id == run.run_id  # a unique prefix works
 
 
 def test_live_state_tracks_signs_and_whether_the_rule_can_be_met(tmp_path: Path) -> None:
@@ -243,8 +256,9 @@ def test_balanced_run_guard_on_prompt_ids(tmp_path: Path) -> None:
     assert "guard failed: prompt_token_ids_identical" in report2["decision_reason"]
 
 
-def test_detached_runner_is_its_own_session_and_records_why_it_stopped(tmp_path: Path, frank_home: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_detached_runner_is_its_own_session_and_records_why_it_stopped(
+    tmp_path: Path, frank_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`run --detach` (how the console launches it) survives its parent: own session, output to the run
     folder. Its workload is missing here, so it stops before any engine start, and says why in the journal."""
     import os
@@ -256,7 +270,9 @@ def test_detached_runner_is_its_own_session_and_records_why_it_stopped(tmp_path:
     assert main(["experiment", "run", run.run_id, "--detach", "--json"]) == 0
     pid = json.loads(capsys.readouterr().out)["pid"]
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(e["event"] == "runner_stopped" for e in read_events(run.journal_path)):
+    while time.monotonic() < deadline and not any(
+        e["event"] == "runner_stopped" for e in read_events(run.journal_path)
+    ):
         time.sleep(0.2)
     try:
         os.waitpid(pid, 0)

@@ -1,4 +1,5 @@
 """The fidelity measure on hand-computed values (docs/fidelity.md)."""
+
 from __future__ import annotations
 
 import math

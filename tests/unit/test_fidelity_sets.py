@@ -1,4 +1,5 @@
 """Fidelity text sets: the shipped three check out and match their generator; bad sets name file:line."""
+
 from __future__ import annotations
 
 import json
@@ -19,14 +20,20 @@ def test_shipped_sets_check_and_are_what_the_generator_makes(tmp_path):
         fresh = make_sets.make(name, tmp_path)
         for child in fresh.iterdir():
             assert (text_set.path / child.name).read_bytes() == child.read_bytes(), (
-                f"{name}/{child.name} differs from its generator (did frank/workloads/w01.py or frank/engine/models/tiny_corpus.py "
-                f"change?): bump SETS_VERSION and run `python -m frank.fidelity.make_sets`")
+                f"{name}/{child.name} differs from its generator (did frank/workloads/w01.py or frank/engine/models/tiny_corpus.py "  # noqa: E501
+                f"change?): bump SETS_VERSION and run `python -m frank.fidelity.make_sets`"
+            )
 
 
 @pytest.fixture
 def good(tmp_path: Path) -> Path:
-    return write_set(tmp_path / "mine", "mine", "two documents",
-                     [Document("a", "hello world"), Document("b", "def f():\n    return 1\n")], max_tokens=64)
+    return write_set(
+        tmp_path / "mine",
+        "mine",
+        "two documents",
+        [Document("a", "hello world"), Document("b", "def f():\n    return 1\n")],
+        max_tokens=64,
+    )
 
 
 def _edit_manifest(path: Path, old: str, new: str) -> None:

@@ -1,5 +1,6 @@
 """The import-linter contracts in pyproject.toml ([tool.importlinter]) hold, and no package of frank has an
 import cycle, counting imports under `if TYPE_CHECKING:` (a circle of types is still a circle)."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,8 +13,19 @@ import grimp
 
 REPO = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-FLOORS = ["console", "campaign", "experiments", "episodes", "fidelity", "workloads", "jobs", "reports", "engine",
-          "paths", "errors"]
+FLOORS = [
+    "console",
+    "campaign",
+    "experiments",
+    "episodes",
+    "fidelity",
+    "workloads",
+    "jobs",
+    "reports",
+    "engine",
+    "paths",
+    "errors",
+]
 
 
 def test_import_linter_contracts_are_kept():
@@ -28,8 +40,11 @@ def test_the_layers_contract_lists_every_floor():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
     layers = next(c for c in config["contracts"] if c["type"] == "layers")
     listed = [name.strip() for layer in layers["layers"] for name in layer.split("|")]
-    on_disk = sorted(p.stem for p in (REPO / "frank").iterdir()
-                     if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__"))
+    on_disk = sorted(
+        p.stem
+        for p in (REPO / "frank").iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")
+    )
     assert sorted(listed) == on_disk == sorted(FLOORS)
 
 

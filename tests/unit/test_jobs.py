@@ -1,5 +1,6 @@
 """frank.jobs without an engine: the state a run reads as (lock held, clean end, process gone), a stale
 end from an earlier attempt, and the follower reading only whole new records."""
+
 from __future__ import annotations
 
 import json
@@ -12,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from frank import paths
-from frank import jobs
+from frank import jobs, paths
 from frank.workloads.replay import SUMMARY_FILE, default_runs_root
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD_LOCK = ("import sys, time; from pathlib import Path; from frank.jobs import RunLock; "
-             "RunLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)")
+HOLD_LOCK = (
+    "import sys, time; from pathlib import Path; from frank.jobs import RunLock; "
+    "RunLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)"
+)
 
 
 @pytest.fixture
@@ -30,13 +32,16 @@ def run_dir(fresh_frank_home) -> Path:
 
 def summary(folder: Path, state: str, at: float, done: int = 2) -> None:
     draws = {"draw-1": {"requests": done, "planned": 3, "ok": done, "failed": 0}}
-    paths.write_private(folder / SUMMARY_FILE, json.dumps({"state": state, "updated_at": at, "draws": draws,
-                                                           "totals": {"ok": done, "failed": 0}}))
+    paths.write_private(
+        folder / SUMMARY_FILE,
+        json.dumps({"state": state, "updated_at": at, "draws": draws, "totals": {"ok": done, "failed": 0}}),
+    )
 
 
 def test_a_live_lock_holder_is_running_and_kill_9_reads_as_interrupted(run_dir):
-    child = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run_dir / "job.lock")], cwd=REPO,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(run_dir / "job.lock")], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout.readline().strip() == "locked"
         summary(run_dir, "running", time.time())
@@ -58,7 +63,7 @@ def test_a_clean_end_counts_only_when_newer_than_the_latest_start(run_dir):
     assert jobs.status(run_dir.name).state == "cancelled"
     summary(run_dir, "finished", time.time() + 5, done=3)
     assert (jobs.status(run_dir.name).state, jobs.status(run_dir.name).done) == ("finished", 3)
-    summary(run_dir, "stopped", time.time() - 60)          # the end of an earlier attempt, then a kill -9
+    summary(run_dir, "stopped", time.time() - 60)  # the end of an earlier attempt, then a kill -9
     assert jobs.status(run_dir.name).state == "interrupted"
 
 

@@ -1,5 +1,6 @@
 """frank.engine.metrics on /metrics text captured from the real embedded engine (scripts/capture_metrics_fixtures.py):
 before/after one chat request, after a restart (counters reset), and a server without spec decoding."""
+
 from __future__ import annotations
 
 import asyncio
@@ -55,8 +56,11 @@ def test_family_filter_keeps_values_and_none_parses_everything():
     assert set(fast.names()) <= m.DEFAULT_FAMILIES
     assert len(full.names()) > len(fast.names())
     for name in fast.names():
-        assert (fast.hist(name), fast.counter(name), fast.gauge(name)) == \
-               (full.hist(name), full.counter(name), full.gauge(name))
+        assert (fast.hist(name), fast.counter(name), fast.gauge(name)) == (
+            full.hist(name),
+            full.counter(name),
+            full.gauge(name),
+        )
     # a histogram whose own name ends in _total keeps it
     assert full.hist("vllm:iteration_tokens_total")[1] > 0
     assert not full.has("vllm:prefix_cache_hits_created")  # `_created` series are dropped
@@ -138,8 +142,9 @@ def test_window_rates_between_real_scrapes():
     d = m.request_delta(before, after)
     assert w.valid and w.window_s == 4.0 and w.requests_finished == 1
     assert w.generation_tokens_per_s == pytest.approx(d.generation_tokens / 4.0)
-    assert w.prefix_cache_hit_rate == pytest.approx(d.cached_tokens / (after.counter(m.PREFIX_QUERIES)
-                                                                       - before.counter(m.PREFIX_QUERIES)))
+    assert w.prefix_cache_hit_rate == pytest.approx(
+        d.cached_tokens / (after.counter(m.PREFIX_QUERIES) - before.counter(m.PREFIX_QUERIES))
+    )
     assert w.mean_front_end_s == pytest.approx(d.front_end_s)
     assert w.mean_acceptance_length == pytest.approx(d.acceptance_length)
     itl_s = after.hist(m.ITL)[0] - before.hist(m.ITL)[0]
@@ -190,6 +195,7 @@ def test_async_fetch(faulty):
     async def go():
         async with httpx.AsyncClient(timeout=2) as c:
             return await m.afetch_metrics(c, faulty.url, api_key="sekrit", model_name="tiny-frank")
+
     s = asyncio.run(go())
     assert s.ok and s.hist(m.E2E) == sample("after.txt").hist(m.E2E)
 
@@ -216,6 +222,7 @@ def test_down_server_is_unreachable_not_an_exception():
     async def go():
         async with httpx.AsyncClient(timeout=1) as c:
             return await m.afetch_metrics(c, url)
+
     assert asyncio.run(go()).state == "unreachable"
 
 
@@ -228,6 +235,7 @@ def test_settled_fetch_waits_for_the_request_to_show_up(faulty):
 
         time.sleep(0.2)
         faulty.body = text("after.txt")
+
     threading.Thread(target=finish_later).start()
     with httpx.Client(timeout=2) as c:
         after = m.fetch_settled(c, faulty.url, before, api_key="sekrit", timeout_s=3)

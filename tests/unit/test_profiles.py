@@ -1,4 +1,5 @@
 """Profiles and knobs: validation names the file and the field; launch specs are exact."""
+
 from __future__ import annotations
 
 import json
@@ -37,23 +38,40 @@ def test_frankenstein_exact_command_line_and_environment():
     prof = load_profile("frankenstein")
     spec = build_launch(prof, prof.resolve_knobs({"cpu_experts_sched": "1"}), 8000, "TOKEN")
     assert spec.argv == [
-        "/opt/frankenstein/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server",
-        "--model", "/models/DeepSeek-V4.1-Flash-1017-EXL3-3.0bpw",
-        "--served-model-name", "deepseek-v4.1-flash",
-        "--host", "127.0.0.1", "--port", "8000",
-        "--tensor-parallel-size", "2",
-        "--quantization", "exl3",
-        "--dtype", "bfloat16",
-        "--max-model-len", "196608",
+        "/opt/frankenstein/venv/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "/models/DeepSeek-V4.1-Flash-1017-EXL3-3.0bpw",
+        "--served-model-name",
+        "deepseek-v4.1-flash",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--tensor-parallel-size",
+        "2",
+        "--quantization",
+        "exl3",
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "196608",
         "--speculative-config",
         '{"method":"dspark","model":"/models/DeepSeek-V4.1-Flash-1017-DSpark","num_speculative_tokens":3}',
-        "--engram-config", '{"path":"/models/DeepSeek-V4.1-Flash-1017-Engram-int4","dtype":"int4"}',
+        "--engram-config",
+        '{"path":"/models/DeepSeek-V4.1-Flash-1017-Engram-int4","dtype":"int4"}',
         "--enable-prefix-caching",
-        "--max-num-seqs", "1",
-        "--gpu-memory-utilization", "0.94",
-        "--tokenizer-mode", "deepseek_v41",
-        "--middleware", "frank.engine.region_cache.control.ControlMiddleware",
-        "--disable-access-log-for-endpoints", "/metrics,/health",
+        "--max-num-seqs",
+        "1",
+        "--gpu-memory-utilization",
+        "0.94",
+        "--tokenizer-mode",
+        "deepseek_v41",
+        "--middleware",
+        "frank.engine.region_cache.control.ControlMiddleware",
+        "--disable-access-log-for-endpoints",
+        "/metrics,/health",
     ]
     assert spec.env == {
         "CUDA_VISIBLE_DEVICES": "0,1",
@@ -63,8 +81,8 @@ def test_frankenstein_exact_command_line_and_environment():
         "EXL3_MOE_HOST_CORES": "1",
         "EXL3_MOE_CPU_SWAP": "1",
         "OMP_NUM_THREADS": "64",
-        "EXL3_CPU_EXPERTS_SCHED": "1",   # the seed runtime's own variable, not exllamav3's
-        "EXL3_MOE_CPU_SPLIT": "85",      # a third of DeepSeek-V4's 256 routed experts per layer
+        "EXL3_CPU_EXPERTS_SCHED": "1",  # the seed runtime's own variable, not exllamav3's
+        "EXL3_MOE_CPU_SPLIT": "85",  # a third of DeepSeek-V4's 256 routed experts per layer
         "EXL3_MOE_CPU_THREADS": "63",
         "FRANK_REGION_CACHE": "off",
         "FRANK_CONTROL_TOKEN": "TOKEN",
@@ -83,13 +101,16 @@ def test_exl3_name_checker_finds_names_a_wheel_does_not_read(tmp_path):
     from scripts.check_exl3_names import check
 
     wheel = tmp_path / "exllamav3-0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:   # the literals exllamav3 1.6.5 reads, minus EXL3_MOE_CPU_SWAP
+    with zipfile.ZipFile(wheel, "w") as zf:  # the literals exllamav3 1.6.5 reads, minus EXL3_MOE_CPU_SWAP
         zf.writestr("exllamav3/model/config.py", 'int(os.environ.get("EXL3_MOE_CPU_SPLIT", 0))')
-        zf.writestr("exllamav3/model/moe_cpu_host.py", "os.environ.get('EXL3_MOE_HOST_CORES', 1)\n"
-                                                        "os.environ.get('EXL3_MOE_CPU_THREADS')")
+        zf.writestr(
+            "exllamav3/model/moe_cpu_host.py",
+            "os.environ.get('EXL3_MOE_HOST_CORES', 1)\nos.environ.get('EXL3_MOE_CPU_THREADS')",
+        )
     lines, ok = check(wheel, [load_profile("frankenstein")])
     assert not ok and [ln for ln in lines if ln.startswith("UNKNOWN")] == [
-        "UNKNOWN  frankenstein: EXL3_MOE_CPU_SWAP (env) is not read anywhere in exllamav3-0-py3-none-any.whl"]
+        "UNKNOWN  frankenstein: EXL3_MOE_CPU_SWAP (env) is not read anywhere in exllamav3-0-py3-none-any.whl"
+    ]
     assert any(ln.startswith("elsewhere frankenstein: EXL3_CPU_EXPERTS_SCHED") for ln in lines)
 
 
@@ -111,19 +132,22 @@ def test_good_user_profile(tmp_path):
     assert build_launch(prof, prof.default_knobs(), 8123, "t").env["SCHED"] == "1"
 
 
-@pytest.mark.parametrize("text, field", [
-    ("name = \"mine\"\npython = [", "invalid TOML"),
-    (GOOD.replace('served_model_name = "x"\n', ""), "served_model_name: missing required field"),
-    (GOOD.replace("port = 8123", "port = \"eight\""), "port: expected an integer or \"auto\""),
-    (GOOD.replace("port = 8123", "port = 70000"), "port: 70000 is out of range"),
-    (GOOD + "colour = 3\n", "colour: unknown field"),
-    (GOOD.replace("default = 1", "default = 3"), "knobs.sched.default: 3 is not one of the values"),
-    (GOOD.replace('apply = "env"', 'apply = "magic"'), "knobs.sched.apply: 'magic' is not one of"),
-    (GOOD.replace('apply = "env"', 'apply = "arg"'), "knobs.sched.target: an arg knob targets"),
-    (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
-    (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
-    (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ('name = "mine"\npython = [', "invalid TOML"),
+        (GOOD.replace('served_model_name = "x"\n', ""), "served_model_name: missing required field"),
+        (GOOD.replace("port = 8123", 'port = "eight"'), 'port: expected an integer or "auto"'),
+        (GOOD.replace("port = 8123", "port = 70000"), "port: 70000 is out of range"),
+        (GOOD + "colour = 3\n", "colour: unknown field"),
+        (GOOD.replace("default = 1", "default = 3"), "knobs.sched.default: 3 is not one of the values"),
+        (GOOD.replace('apply = "env"', 'apply = "magic"'), "knobs.sched.apply: 'magic' is not one of"),
+        (GOOD.replace('apply = "env"', 'apply = "arg"'), "knobs.sched.target: an arg knob targets"),
+        (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
+        (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
+        (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
+    ],
+)
 def test_bad_profile_names_file_and_field(tmp_path, text, field):
     path = write(tmp_path, text)
     with pytest.raises(ProfileError) as err:
@@ -145,7 +169,7 @@ def test_user_profile_overrides_builtin_and_bad_one_is_reported(fresh_frank_home
 
     user_dir = paths.user_profiles_dir()
     user_dir.mkdir(parents=True)
-    (user_dir / "broken.toml").write_text("name = \"broken\"\n")
+    (user_dir / "broken.toml").write_text('name = "broken"\n')
     entries = list_profiles()
     errors = [e for e in entries if isinstance(e, ProfileError)]
     assert len(errors) == 1 and "broken.toml: python: missing required field" in str(errors[0])

@@ -4,6 +4,7 @@
 in-process and fast; the HF wrapper path that vLLM calls is covered by the engine-venv frontend check
 (tests/integration/test_region_cache_engine.py) and the integration tests on the real engine.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,26 +21,31 @@ from frank.engine.region_cache.control import ControlMiddleware  # noqa: E402
 from frank.engine.region_cache.core import CacheLimits, RegionCache, RegionEncoder, RustAdapter, Splitter  # noqa: E402
 
 U, A, S, BOS, EOS = "<｜User｜>", "<｜Assistant｜>", "<｜System｜>", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
-TCB, TC, SEP, TCE, TCSE = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
-                           "<｜tool▁calls▁end｜>")
+TCB, TC, SEP, TCE, TCSE = (
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
+)
 
 EDGE_CASES = [
-    "",                                          # empty prompt
-    U,                                           # only a control token
-    U + A,                                       # adjacent control tokens (empty region between)
-    BOS + S + U + A + "</think>",                # a run of them, plain added token last
-    U + "hello",                                 # region at the end
-    "hello" + U,                                 # region at the start
+    "",  # empty prompt
+    U,  # only a control token
+    U + A,  # adjacent control tokens (empty region between)
+    BOS + S + U + A + "</think>",  # a run of them, plain added token last
+    U + "hello",  # region at the end
+    "hello" + U,  # region at the start
     "x" + U + "y" + A + "z",
-    " " + U + " " + A + " ",                     # whitespace next to tokens
+    " " + U + " " + A + " ",  # whitespace next to tokens
     "\n\n" + U + "\n" + A + "\n\n\n",
     "héllo ünïcode 日本語 🙂 👍🏽 👨‍👩‍👧" + U + "Ελληνικά العربية עברית" + A + "∑∫√",
-    U[:-1] + U + U[1:],                          # partial tokens around a real one
-    "<｜User" + "｜>",                             # a token built from two string pieces is still a token
-    "<｜User｜ >",                                 # not a token
+    U[:-1] + U + U[1:],  # partial tokens around a real one
+    "<｜User" + "｜>",  # a token built from two string pieces is still a token
+    "<｜User｜ >",  # not a token
     "｜DSML｜" + "<｜DSML｜ calls>" + "</｜DSML｜ calls>",  # overlapping plain added tokens (leftmost-longest)
     "<think>reasoning</think>answer" + EOS,
-    TCB + TC + "function" + SEP + "f\n```json\n{\"a\": 1}\n```" + TCE + TCSE,
+    TCB + TC + "function" + SEP + 'f\n```json\n{"a": 1}\n```' + TCE + TCSE,
     "tab\there" + U + "\r\nCRLF\r\n" + A,
     "a" * 5000 + U + "b " * 3000,
     "1234567890" + U + "3.14159" + A + "0x1F",
@@ -81,8 +87,8 @@ def test_edge_cases_equal_a_fresh_encode_cold_and_warm(tiny_tokenizer_json, tok,
     cache = RegionCache()
     enc = _encoder(tiny_tokenizer_json, cache)
     expected = fresh(tok, text)
-    assert enc.encode(text) == expected          # cold: every region a miss
-    assert enc.encode(text) == expected          # warm: every region a hit
+    assert enc.encode(text) == expected  # cold: every region a miss
+    assert enc.encode(text) == expected  # warm: every region a hit
     assert enc.encode(text, add_special_tokens=True) == fresh(tok, text, True)
     stats = cache.stats()
     assert stats["mismatches"] == 0 and stats["errors"] == 0
@@ -113,13 +119,16 @@ def test_the_find_scan_matches_the_leftmost_longest_regex(tiny_tokenizer_json):
     from tokenizers import AddedToken
 
     tok = tokenizers.Tokenizer.from_str(tiny_tokenizer_json)
-    tok.add_special_tokens([AddedToken(U + "!", special=True, normalized=False),
-                            AddedToken("<x", special=True, normalized=False)])
+    tok.add_special_tokens(
+        [AddedToken(U + "!", special=True, normalized=False), AddedToken("<x", special=True, normalized=False)]
+    )
     splitter = RegionEncoder(RustAdapter(tok), RegionCache()).splitter
     contents = list(splitter.atomic) + ["<", "｜", "<｜", "!", "x"]
     rng = random.Random(11)
     for _ in range(500):
-        text = "".join(rng.choice(contents) if rng.random() < 0.5 else rng.choice("ab <>｜\n") for _ in range(rng.randint(0, 25)))
+        text = "".join(
+            rng.choice(contents) if rng.random() < 0.5 else rng.choice("ab <>｜\n") for _ in range(rng.randint(0, 25))
+        )
         regex = [(m.start(), m.group()) for m in splitter._pattern.finditer(text)]
         assert splitter.matches(text) == regex, text
 
@@ -130,7 +139,9 @@ def test_random_prompts_built_from_control_tokens_equal_a_fresh_encode(tiny_toke
     alphabet = list("ab xyz\n\t.,{}\"'") + ["日本", "🙂", "é", "  ", "\n\n", "<", "｜", ">", "▁"]
     rng = random.Random(5)
     for _ in range(300):
-        parts = [rng.choice(controls) if rng.random() < 0.3 else rng.choice(alphabet) for _ in range(rng.randint(0, 30))]
+        parts = [
+            rng.choice(controls) if rng.random() < 0.3 else rng.choice(alphabet) for _ in range(rng.randint(0, 30))
+        ]
         text = "".join(parts)
         assert enc.encode(text) == fresh(tok, text), text
 
@@ -194,9 +205,9 @@ def test_lru_is_bounded_by_tokens_and_by_bytes():
     cache.put(b"a", [1] * 6)
     cache.put(b"b", [1] * 4)
     assert cache.get(b"a") is not None  # a is now the most recent
-    cache.put(b"c", [1] * 3)            # 13 > 10: evicts b, the least recently used
+    cache.put(b"c", [1] * 3)  # 13 > 10: evicts b, the least recently used
     assert cache.get(b"b") is None and cache.get(b"a") is not None and cache.get(b"c") is not None
-    cache.put(b"huge", [1] * 11)        # larger than the whole cache: never stored, nothing evicted
+    cache.put(b"huge", [1] * 11)  # larger than the whole cache: never stored, nothing evicted
     assert cache.get(b"huge") is None and cache.stats()["tokens_held"] == 9
     by_bytes = RegionCache(CacheLimits(max_tokens=10**9, max_bytes=2 * (core.entry_bytes(100) + core.key_bytes(b"1"))))
     for key in (b"1", b"2", b"3"):
@@ -248,8 +259,11 @@ def _metaspace_first_tokenizer():
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]", AddedToken("<|u|>", special=True, normalized=False)],
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["[UNK]", AddedToken("<|u|>", special=True, normalized=False)],
+        show_progress=False,
+    )
     tok.train_from_iterator(["hello world foo bar " * 50, "the quick brown fox " * 50], trainer=trainer)
     return tok
 
@@ -258,8 +272,12 @@ def test_a_position_dependent_tokenizer_is_refused_and_falls_back():
     tok = _metaspace_first_tokenizer()
     text = "hello<|u|>world"
     # Why it must be refused: "world" alone gets the start-of-text prefix it does not get in place.
-    assert tok.encode("hello", add_special_tokens=False).ids + [tok.token_to_id("<|u|>")] + \
-        tok.encode("world", add_special_tokens=False).ids != tok.encode(text, add_special_tokens=False).ids
+    assert (
+        tok.encode("hello", add_special_tokens=False).ids
+        + [tok.token_to_id("<|u|>")]
+        + tok.encode("world", add_special_tokens=False).ids
+        != tok.encode(text, add_special_tokens=False).ids
+    )
     cache = RegionCache()
     enc = RegionEncoder(RustAdapter(tok), cache)
     assert "Metaspace" in enc.refused
@@ -296,8 +314,13 @@ def test_concurrent_encodes_are_identical_and_counted(tiny_tokenizer_json, tok):
 
 
 def test_limits_come_from_the_environment_and_bad_values_name_the_variable():
-    limits = CacheLimits.from_env({"FRANK_REGION_CACHE_MAX_TOKENS": "1_000", "FRANK_REGION_CACHE_MAX_BYTES": "4096",
-                                   "FRANK_REGION_CACHE_VERIFY": "0.1"})
+    limits = CacheLimits.from_env(
+        {
+            "FRANK_REGION_CACHE_MAX_TOKENS": "1_000",
+            "FRANK_REGION_CACHE_MAX_BYTES": "4096",
+            "FRANK_REGION_CACHE_VERIFY": "0.1",
+        }
+    )
     assert (limits.max_tokens, limits.max_bytes, limits.verify) == (1000, 4096, 0.1)
     assert CacheLimits.from_env({"FRANK_REGION_CACHE_VERIFY": "all"}).verify == 1.0
     assert CacheLimits.from_env({}).verify == 0.0
@@ -309,6 +332,7 @@ def test_limits_come_from_the_environment_and_bad_values_name_the_variable():
 
 # -- the control middleware (plain ASGI, driven directly) ----------------------------------------------
 
+
 def _call(app, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""):
     sent: list[dict] = []
 
@@ -318,8 +342,13 @@ def _call(app, method: str, path: str, headers: dict[str, str] | None = None, bo
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "root_path": "",
-             "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+    }
     asyncio.run(app(scope, receive, send))
     status = sent[0]["status"]
     payload = json.loads(sent[1]["body"]) if sent[1].get("body") else None
@@ -367,11 +396,13 @@ def test_the_engine_side_modules_import_only_the_stdlib_and_prometheus_client():
     import subprocess
     import sys
 
-    code = ("import sys; before = set(sys.modules); "
-            "import frank.engine.region_cache.core, frank.engine.region_cache.runtime, frank.engine.region_cache.control, "
-            "frank.engine.region_cache.plugin, frank.engine.region_cache.metrics; "
-            "bad = ('textual', 'console', 'psutil', 'platformdirs', 'httpx', 'rich', 'numpy', 'scipy', 'vllm'); "
-            "print(','.join(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in bad)))")
+    code = (
+        "import sys; before = set(sys.modules); "
+        "import frank.engine.region_cache.core, frank.engine.region_cache.runtime, frank.engine.region_cache.control, "
+        "frank.engine.region_cache.plugin, frank.engine.region_cache.metrics; "
+        "bad = ('textual', 'console', 'psutil', 'platformdirs', 'httpx', 'rich', 'numpy', 'scipy', 'vllm'); "
+        "print(','.join(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in bad)))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
@@ -420,7 +451,7 @@ def test_an_error_inside_the_hook_falls_back_and_is_counted():
 def test_split_by_chars_keeps_order_and_balances_length():
     texts = ["a" * 10, "b" * 30, "c" * 5, "d" * 25, "e" * 30]
     groups = core._split_by_chars(texts, 2)
-    assert [t for g in groups for t in g] == texts        # contiguous, order kept
+    assert [t for g in groups for t in g] == texts  # contiguous, order kept
     assert len(groups) == 2 and abs(sum(map(len, groups[0])) - sum(map(len, groups[1]))) <= 30
     assert core._split_by_chars(texts, 1) == [texts]
     assert core._split_by_chars(["x"], 4) == [["x"]]

@@ -1,4 +1,5 @@
 """frank.engine.telemetry.cpu on real processes: a child with one busy thread stands in for the engine's expert pool."""
+
 from __future__ import annotations
 
 import subprocess

@@ -3,6 +3,7 @@ functions (runs everywhere), and the real library where a GPU exists (skipped wi
 
 The monkeypatched device speaks through pynvml's own ctypes structures (c_nvmlFieldValue_t etc.), so the
 value-type handling and the 32-bit counter wrap measured on an H200 are exercised as NVML delivers them."""
+
 from __future__ import annotations
 
 import threading
@@ -38,6 +39,7 @@ def nvml(monkeypatch):
             if name in errors:
                 raise pynvml.NVMLError(errors[name])
             return result(*args, **kwargs) if callable(result) else result
+
         monkeypatch.setattr(pynvml, name, call)
 
     def field_values(handle, ids):
@@ -75,6 +77,7 @@ def nvml(monkeypatch):
 
     def never(*a):
         raise AssertionError("nvmlDeviceGetPcieThroughput blocks ~20 ms: the sampler must never call it")
+
     monkeypatch.setattr(pynvml, "nvmlDeviceGetPcieThroughput", never)
     # the module's clock only (patching time.monotonic itself would stop every other clock in the process)
     monkeypatch.setattr(g, "time", SimpleNamespace(monotonic=lambda: clock["t"], perf_counter=time.perf_counter))
@@ -107,8 +110,15 @@ def test_all_fields(nvml):
     first = s.sample(engine_pids={111})
     assert first.error is None and len(first.gpus) == 1
     x = first.gpus[0]
-    assert (x.name, x.util_gpu, x.util_mem, x.power_w, x.power_limit_w, x.temperature_c, x.sm_clock_mhz) == \
-           ("NVIDIA Pretend GPU", 42.0, 7.0, 123.456, 600.0, 55.0, 1980.0)
+    assert (x.name, x.util_gpu, x.util_mem, x.power_w, x.power_limit_w, x.temperature_c, x.sm_clock_mhz) == (
+        "NVIDIA Pretend GPU",
+        42.0,
+        7.0,
+        123.456,
+        600.0,
+        55.0,
+        1980.0,
+    )
     assert x.memory_used == 2048 * MIB  # the v2 call (reserved memory not counted as used, as nvidia-smi)
     assert (x.pcie_gen, x.pcie_width) == (5, 16)
     assert x.pcie_tx_bps is None and x.errors == ()  # the first read only primes the counters
@@ -198,6 +208,7 @@ def test_memory_info_v1_fallback(nvml, monkeypatch):
         if version:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
         return SimpleNamespace(total=80 * 1024 * MIB, used=2600 * MIB, free=0)
+
     monkeypatch.setattr(pynvml, "nvmlDeviceGetMemoryInfo", v1_only)
     assert g.GpuSampler().sample().gpus[0].memory_used == 2600 * MIB
 
@@ -205,9 +216,16 @@ def test_memory_info_v1_fallback(nvml, monkeypatch):
 def test_gpu_lost_mid_run_is_reported_per_field(nvml):
     s = g.GpuSampler()
     s.sample()
-    for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage",
-                 "nvmlDeviceGetTemperature", "nvmlDeviceGetClockInfo", "nvmlDeviceGetFieldValues",
-                 "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+    for name in (
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetFieldValues",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetGraphicsRunningProcesses",
+    ):
         nvml.errors[name] = pynvml.NVML_ERROR_GPU_IS_LOST
     x = s.sample().gpus[0]
     assert len(x.errors) == 8 and all("GPU is lost" in e for e in x.errors)

@@ -1,5 +1,6 @@
 """frank.engine.telemetry.sampler: one thread, bounded history, no overlap, immutable snapshots, engine states;
 frank.engine.telemetry.export and `frank telemetry` on top of it. /metrics comes from recorded real-engine text."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,6 +68,7 @@ def test_no_engine_and_down_engine():
 def test_a_target_that_raises_is_reported_not_fatal():
     def broken():
         raise OSError("engine.json torn")
+
     snap = Sampler(broken, gpu=False).sample_once()
     assert snap.engine.state == "error" and "engine.json torn" in snap.engine.error
 
@@ -180,8 +182,9 @@ def test_listen_parsing_and_loopback():
 
 
 def _frank(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=60, **kw
+    )
 
 
 def test_cli_once_json(server):
@@ -216,9 +219,28 @@ def test_cli_bad_arguments():
 
 
 def test_cli_export(server):
-    proc = subprocess.Popen([sys.executable, "-m", "frank.console.cli", "telemetry", "--export", "prom", "--listen",
-                             "127.0.0.1:0", "--period", "0.2", "--duration", "20", "--url", server.url],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "frank.console.cli",
+            "telemetry",
+            "--export",
+            "prom",
+            "--listen",
+            "127.0.0.1:0",
+            "--period",
+            "0.2",
+            "--duration",
+            "20",
+            "--url",
+            server.url,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert line.startswith("serving telemetry at http://127.0.0.1:"), line + proc.stderr.read()

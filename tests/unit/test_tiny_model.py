@@ -3,6 +3,7 @@
 The build and the tokenizer probes run in the engine venv (tokenizers, torch, transformers live there); the
 assertions run here. About 30 s in all: two real builds plus one probe.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from frank import paths
-
 from frank.engine.models import tiny_model
 
 # sha256 of manifest.json, which lists the sha256 of every file of the build. Update it (and bump
@@ -39,8 +39,14 @@ def test_build_matches_committed_manifest(built: Path) -> None:
     assert tiny_model.manifest_digest(built) == EXPECTED_MANIFEST_SHA256
     manifest = tiny_model.read_manifest(built)
     assert manifest is not None and manifest["builder_version"] == tiny_model.BUILD_VERSION
-    assert set(manifest["files"]) == {"config.json", "generation_config.json", "model.safetensors",
-                                      "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"}
+    assert set(manifest["files"]) == {
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    }
 
 
 @needs_engine_venv
@@ -124,23 +130,41 @@ print(json.dumps({
 }))
 """
 
-UNICODE_TEXT = "naïve café — 中文 日本語 한국어 🚀🧪 \t def f(x):\n    return {'µs': ±0.5}\r\n\u200b\U0010FFFF"
+UNICODE_TEXT = "naïve café — 中文 日本語 한국어 🚀🧪 \t def f(x):\n    return {'µs': ±0.5}\r\n\u200b\U0010ffff"
 CONVERSATION = {
     "messages": [
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": "List src/."},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "run_shell", "arguments": json.dumps({"command": "ls src"})}},
-            {"id": "call_2", "type": "function",
-             "function": {"name": "read_file", "arguments": {"path": "src/a.py"}}},
-        ]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "run_shell", "arguments": json.dumps({"command": "ls src"})},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": {"path": "src/a.py"}},
+                },
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
         {"role": "tool", "tool_call_id": "call_2", "content": "print('héllo')"},
         {"role": "user", "content": "Thanks."},
     ],
-    "tools": [{"type": "function", "function": {"name": "run_shell", "description": "run a command",
-               "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "run_shell",
+                "description": "run a command",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+            },
+        }
+    ],
     "control_tokens": list(tiny_model.CONTROL_TOKENS),
 }
 
@@ -148,8 +172,13 @@ CONVERSATION = {
 @pytest.fixture(scope="module")
 def probe(built: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(paths.REPO_ROOT), TOKENIZERS_PARALLELISM="false")
-    proc = subprocess.run([str(ENGINE_PYTHON), "-c", PROBE, str(built), UNICODE_TEXT, json.dumps(CONVERSATION)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [str(ENGINE_PYTHON), "-c", PROBE, str(built), UNICODE_TEXT, json.dumps(CONVERSATION)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -169,8 +198,9 @@ def test_control_tokens_are_single_distinct_tokens(probe: dict) -> None:
     assert len({v[0] for v in ids.values()}) == len(ids)
     # Every control token that vLLM's DeepSeek-V4.1 encoder emits is one of ours.
     v41 = probe["v41_tokens"]
-    emitted = [v41[k] for k in ("bos", "eos", "user", "assistant", "system", "think", "think_end", "reminder",
-                                "image")] + v41["tasks"]
+    emitted = [
+        v41[k] for k in ("bos", "eos", "user", "assistant", "system", "think", "think_end", "reminder", "image")
+    ] + v41["tasks"]
     assert set(emitted) <= set(ids), set(emitted) - set(ids)
 
 
@@ -183,15 +213,25 @@ def test_hf_chat_template_renders_tools_and_cuts_at_control_tokens(probe: dict) 
     text, ids, cid = probe["hf_text"], probe["hf_ids"], {k: v[0] for k, v in probe["control_ids"].items()}
     assert text.startswith(tiny_model.BOS + "<｜System｜>You are a coding agent.")
     assert '"name": "run_shell"' in text  # the tool schema
-    assert "<｜tool▁sep｜>run_shell\n```json\n{\"command\": \"ls src\"}\n```" in text
+    assert '<｜tool▁sep｜>run_shell\n```json\n{"command": "ls src"}\n```' in text
     assert '<｜tool▁sep｜>read_file\n```json\n{"path": "src/a.py"}\n```' in text  # dict arguments
     assert "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>a.py\nb.py<｜tool▁output▁end｜>" in text
     assert text.endswith("<｜tool▁outputs▁end｜><｜User｜>Thanks.<｜Assistant｜></think>")
     assert ids[0] == cid[tiny_model.BOS] and _count(ids, cid[tiny_model.BOS]) == 1
-    expected = {"<｜User｜>": 2, "<｜Assistant｜>": 2, "<｜tool▁calls▁begin｜>": 1, "<｜tool▁call▁begin｜>": 2,
-                "<｜tool▁sep｜>": 2, "<｜tool▁call▁end｜>": 2, "<｜tool▁calls▁end｜>": 1, "<｜end▁of▁sentence｜>": 1,
-                "<｜tool▁outputs▁begin｜>": 1, "<｜tool▁output▁begin｜>": 2, "<｜tool▁output▁end｜>": 2,
-                "<｜tool▁outputs▁end｜>": 1}
+    expected = {
+        "<｜User｜>": 2,
+        "<｜Assistant｜>": 2,
+        "<｜tool▁calls▁begin｜>": 1,
+        "<｜tool▁call▁begin｜>": 2,
+        "<｜tool▁sep｜>": 2,
+        "<｜tool▁call▁end｜>": 2,
+        "<｜tool▁calls▁end｜>": 1,
+        "<｜end▁of▁sentence｜>": 1,
+        "<｜tool▁outputs▁begin｜>": 1,
+        "<｜tool▁output▁begin｜>": 2,
+        "<｜tool▁output▁end｜>": 2,
+        "<｜tool▁outputs▁end｜>": 1,
+    }
     # The tools preamble mentions <｜tool▁calls▁begin｜> once as text: it is a control token there too.
     expected["<｜tool▁calls▁begin｜>"] += 1
     assert {t: _count(ids, cid[t]) for t in expected} == expected
@@ -201,7 +241,17 @@ def test_hf_chat_template_renders_tools_and_cuts_at_control_tokens(probe: dict) 
 def test_deepseek_v41_rendering_tokenizes_control_tokens_as_single_ids(probe: dict) -> None:
     text, ids, cid = probe["v41_text"], probe["v41_ids"], {k: v[0] for k, v in probe["control_ids"].items()}
     assert "<tool_result>a.py\nb.py</tool_result>" in text and "<｜DSML｜ calls>" in text
-    for token in (tiny_model.BOS, "<｜System｜>", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>",
-                  "<｜DSML｜ calls>", "</｜DSML｜ calls>", "<tool_result>", "</tool_result>"):
+    for token in (
+        tiny_model.BOS,
+        "<｜System｜>",
+        "<｜User｜>",
+        "<｜Assistant｜>",
+        "<think>",
+        "</think>",
+        "<｜DSML｜ calls>",
+        "</｜DSML｜ calls>",
+        "<tool_result>",
+        "</tool_result>",
+    ):
         assert _count(ids, cid[token]) == text.count(token) > 0, token
     assert ids[0] == cid[tiny_model.BOS] and ids[-1] == cid["<think>"]

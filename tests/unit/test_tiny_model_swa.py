@@ -4,6 +4,7 @@ Same tokenizer (so the front end the region cache acts on is unchanged), same ch
 its config adds `sliding_window` and marks every layer `sliding_attention`. Two real builds in the engine
 venv, about 10 s.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from frank import paths
-
 from frank.engine.models import tiny_model
 from frank.errors import FrankError
 
@@ -52,8 +52,13 @@ def test_swa_shares_tokenizer_template_and_weights_with_tiny_frank(built_pair: t
     if tiny_model.check_build(plain) is not None:
         pytest.skip(f"{plain}: no current tiny-frank build to compare with")
     plain_files = tiny_model.read_manifest(plain)["files"]
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "model.safetensors",
-                 "generation_config.json"):
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "model.safetensors",
+        "generation_config.json",
+    ):
         assert manifest["files"][name]["sha256"] == plain_files[name]["sha256"], name
     config = json.loads((swa / "config.json").read_text())
     base = json.loads((plain / "config.json").read_text())
@@ -69,5 +74,7 @@ def test_a_tiny_frank_build_is_not_a_current_swa_build(built_pair: tuple[Path, P
 
 
 def test_unknown_model_names_are_refused_with_the_known_ones() -> None:
-    with pytest.raises(FrankError, match="no built-in model 'tiny-frank-xl': expected one of tiny-frank, tiny-frank-swa"):
+    with pytest.raises(
+        FrankError, match="no built-in model 'tiny-frank-xl': expected one of tiny-frank, tiny-frank-swa"
+    ):
         tiny_model.spec_for("tiny-frank-xl")

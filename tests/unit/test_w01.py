@@ -1,4 +1,5 @@
 """The synthetic W01: deterministic, the seed's shape at both scales, and the built-in cache."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from frank.console.cli import main
-from frank.workloads.w01 import DRAWS, REQUESTS_PER_DRAW, TASKS, ensure_builtin, estimate_tokens, generate, make_w01
 from frank.workloads.catalog import list_workloads
 from frank.workloads.format import check_workload, load_workload
+from frank.workloads.w01 import DRAWS, REQUESTS_PER_DRAW, TASKS, ensure_builtin, estimate_tokens, generate, make_w01
 
 
 def folder_digest(path: Path) -> dict[str, str]:
@@ -31,7 +32,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(mini: Path, tmp_path: Path)
 
 
 def _shape(requests_by_draw) -> None:
-    for draw, reqs in requests_by_draw.items():
+    for _draw, reqs in requests_by_draw.items():
         assert len(reqs) == REQUESTS_PER_DRAW
         episodes = defaultdict(list)
         for r in reqs:
@@ -73,8 +74,10 @@ def test_mini_has_the_seeds_shape(mini: Path):
     workload, errors = check_workload(mini, keep=True)
     assert errors == []
     assert workload.draw_names == ["draw-1", "draw-2", "draw-3"] and workload.total_requests == 135
-    by_draw = {d: [dict(id=r.id, task=r.task, episode=r.episode, turn=r.turn, offset_s=r.offset_s, body=r.body)
-                   for r in reqs] for d, reqs in workload.requests.items()}
+    by_draw = {
+        d: [dict(id=r.id, task=r.task, episode=r.episode, turn=r.turn, offset_s=r.offset_s, body=r.body) for r in reqs]
+        for d, reqs in workload.requests.items()
+    }
     _shape(by_draw)
     lo, hi, smallest, largest = _sizes(by_draw)
     # a tenth of full; the template's fixed ~20 tokens per tool round trip do not shrink with the scale

@@ -1,4 +1,5 @@
 """The workload format: writing, checking (every bad line as file:line: reason), loading, importing."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,8 +11,16 @@ import pytest
 
 from frank.console.cli import main
 from frank.errors import FrankError
-from frank.workloads.format import (DrawWriter, check_workload, import_jsonl, load_workload, manifest_text,
-                              read_manifest, write_workload, DrawFile)
+from frank.workloads.format import (
+    DrawFile,
+    DrawWriter,
+    check_workload,
+    import_jsonl,
+    load_workload,
+    manifest_text,
+    read_manifest,
+    write_workload,
+)
 
 
 def body(*contents: str) -> dict:
@@ -22,14 +31,22 @@ def body(*contents: str) -> dict:
 
 
 def rec(i: int, turn: int = 1, **extra) -> dict:
-    return {"id": f"r{i}", "task": "t", "episode": f"e{i}", "turn": turn, "offset_s": float(i),
-            "body": body(f"q{i}"), **extra}
+    return {
+        "id": f"r{i}",
+        "task": "t",
+        "episode": f"e{i}",
+        "turn": turn,
+        "offset_s": float(i),
+        "body": body(f"q{i}"),
+        **extra,
+    }
 
 
 @pytest.fixture
 def good(tmp_path: Path) -> Path:
-    return write_workload(tmp_path / "wl", "wl", "a test workload",
-                          [("d1", [rec(1), rec(2)]), ("d2", [rec(3)])], {"source": "test"})
+    return write_workload(
+        tmp_path / "wl", "wl", "a test workload", [("d1", [rec(1), rec(2)]), ("d2", [rec(3)])], {"source": "test"}
+    )
 
 
 def test_written_workload_checks_and_loads(good: Path):
@@ -49,8 +66,12 @@ def test_written_workload_checks_and_loads(good: Path):
 
 
 def test_manifest_text_is_valid_toml_with_awkward_strings():
-    text = manifest_text('we"ird\nname', "café \\ ✓", [DrawFile("d", "d.jsonl", "0" * 64, 3)],
-                         {"seed": 7, "ok": True, "files": ["a", "b"], "x": 0.5})
+    text = manifest_text(
+        'we"ird\nname',
+        "café \\ ✓",
+        [DrawFile("d", "d.jsonl", "0" * 64, 3)],
+        {"seed": 7, "ok": True, "files": ["a", "b"], "x": 0.5},
+    )
     data = tomllib.loads(text)
     assert data["name"] == 'we"ird\nname' and data["description"] == "café \\ ✓"
     assert data["draws"][0]["requests"] == 3 and data["meta"]["files"] == ["a", "b"]
@@ -106,8 +127,7 @@ def test_manifest_errors_name_the_manifest_line(good: Path):
     text = text.replace('file = "d2.jsonl"', 'file = "missing.jsonl"')
     manifest.write_text(text)
     _, errors = check_workload(good)
-    assert [str(e) for e in errors] == [
-        f"{manifest}:2: format_version 9 is newer than this frank reads (1)"]
+    assert [str(e) for e in errors] == [f"{manifest}:2: format_version 9 is newer than this frank reads (1)"]
     manifest.write_text(text.replace("format_version = 9", "format_version = 1"))
     _, errors = check_workload(good)
     line = text.splitlines().index('file = "missing.jsonl"') + 1
@@ -149,16 +169,23 @@ def test_import_groups_conversations_into_episodes(tmp_path: Path):
     src = tmp_path / "agent log.jsonl"
     a1, b1 = body("fix the bug"), body("write docs")
     a2 = body("fix the bug", "looking", "go on")
-    lines = [a1, {"custom_id": "x", "method": "POST", "url": "/v1/chat/completions", "body": b1},
-             {"request": a2, "timestamp": 100.0}, body("fix the bug")]
+    lines = [
+        a1,
+        {"custom_id": "x", "method": "POST", "url": "/v1/chat/completions", "body": b1},
+        {"request": a2, "timestamp": 100.0},
+        body("fix the bug"),
+    ]
     src.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
     out = import_jsonl([src], tmp_path / "imported")
     workload = load_workload(out)
     assert workload.draw_names == ["agent-log"]
     reqs = workload.requests["agent-log"]
     assert [(r.episode, r.turn, r.task) for r in reqs] == [
-        ("agent-log-ep1", 1, "task-1"), ("agent-log-ep2", 1, "task-2"), ("agent-log-ep1", 2, "task-1"),
-        ("agent-log-ep3", 1, "task-1")]  # the same opening again: a new episode of the same task
+        ("agent-log-ep1", 1, "task-1"),
+        ("agent-log-ep2", 1, "task-2"),
+        ("agent-log-ep1", 2, "task-1"),
+        ("agent-log-ep3", 1, "task-1"),
+    ]  # the same opening again: a new episode of the same task
     assert reqs[2].body == a2
 
 

@@ -1,4 +1,5 @@
 """The replay runner's pure parts: request bodies per mode, per-draw totals, the results file, first tokens."""
+
 from __future__ import annotations
 
 import json
@@ -7,17 +8,32 @@ from pathlib import Path
 import pytest
 
 from frank.errors import FrankError
-from frank.workloads.replay import (_TOKEN, RESTART, ReplayOptions, ReplayRunner, draw_totals, ids_sha256,
-                            read_records, resolve_run_dir)
 from frank.workloads.format import load_workload, write_workload
+from frank.workloads.replay import (
+    _TOKEN,
+    RESTART,
+    ReplayOptions,
+    ReplayRunner,
+    draw_totals,
+    ids_sha256,
+    read_records,
+    resolve_run_dir,
+)
 
 
 @pytest.fixture
 def workload(tmp_path: Path):
-    body = {"model": "recorded", "messages": [{"role": "user", "content": "x"}], "max_tokens": 500,
-            "max_completion_tokens": 400, "stream": False, "temperature": 1.0}
-    recs = [{"id": f"r{i}", "task": "t", "episode": "e", "turn": i + 1, "offset_s": 0.0, "body": body}
-            for i in range(3)]
+    body = {
+        "model": "recorded",
+        "messages": [{"role": "user", "content": "x"}],
+        "max_tokens": 500,
+        "max_completion_tokens": 400,
+        "stream": False,
+        "temperature": 1.0,
+    }
+    recs = [
+        {"id": f"r{i}", "task": "t", "episode": "e", "turn": i + 1, "offset_s": 0.0, "body": body} for i in range(3)
+    ]
     return load_workload(write_workload(tmp_path / "wl", "wl", "", [("d", recs)]))
 
 
@@ -50,11 +66,28 @@ def test_options_are_validated():
 
 
 def _rec(rid: str, turn: int = 2, status: str = "ok", attributed: bool = True, **server) -> dict:
-    s = {"attributed": attributed, "ttft_s": 1.0, "queue_s": 0.1, "prefill_s": 0.6, "decode_s": 0.4,
-         "front_end_s": 0.3, "verify_steps": 4.0, "decode_steps": 5.0, "accepted_tokens": 6.0,
-         "cached_tokens": 100.0, **server}
-    return {"id": rid, "turn": turn, "status": status, "client": {"ttft_s": 1.01, "total_s": 1.5},
-            "server": s if status == "ok" else None, "prompt_tokens": 1000, "prompt_ids_sha256": f"h{rid}"}
+    s = {
+        "attributed": attributed,
+        "ttft_s": 1.0,
+        "queue_s": 0.1,
+        "prefill_s": 0.6,
+        "decode_s": 0.4,
+        "front_end_s": 0.3,
+        "verify_steps": 4.0,
+        "decode_steps": 5.0,
+        "accepted_tokens": 6.0,
+        "cached_tokens": 100.0,
+        **server,
+    }
+    return {
+        "id": rid,
+        "turn": turn,
+        "status": status,
+        "client": {"ttft_s": 1.01, "total_s": 1.5},
+        "server": s if status == "ok" else None,
+        "prompt_tokens": 1000,
+        "prompt_ids_sha256": f"h{rid}",
+    }
 
 
 def test_draw_totals_use_the_latest_record_and_skip_unattributed_server_values():
@@ -80,8 +113,10 @@ def test_results_file_keeps_everything_but_counts_from_the_last_restart(tmp_path
 
 
 def test_first_token_scan():
-    role = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],' \
-           b'"prompt_token_ids":[1,2,3]}'
+    role = (
+        b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],'
+        b'"prompt_token_ids":[1,2,3]}'
+    )
     assert not _TOKEN.search(role)
     assert _TOKEN.search(b'data: {"choices":[{"delta":{"content":"ov"},"finish_reason":"length"}]}')
     assert _TOKEN.search(b'data: {"choices":[{"delta":{"content":""},"token_ids":[7]}]}')
@@ -117,10 +152,18 @@ def test_resume_with_restart_starts_unfinished_draws_over_and_keeps_the_old_reco
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    meta = {"run_id": "run", "attempts": 1, "base_url": "http://127.0.0.1:9",
-            "workload": {"name": "wl", "path": str(workload.path),
-                         "manifest_sha256": hashlib.sha256(workload.manifest_path.read_bytes()).hexdigest()},
-            "options": {k: v for k, v in asdict(ReplayOptions()).items() if k != "api_key"}, "draws": ["d"]}
+    meta = {
+        "run_id": "run",
+        "attempts": 1,
+        "base_url": "http://127.0.0.1:9",
+        "workload": {
+            "name": "wl",
+            "path": str(workload.path),
+            "manifest_sha256": hashlib.sha256(workload.manifest_path.read_bytes()).hexdigest(),
+        },
+        "options": {k: v for k, v in asdict(ReplayOptions()).items() if k != "api_key"},
+        "draws": ["d"],
+    }
     (run_dir / RUN_FILE).write_text(json.dumps(meta))
     (run_dir / "d.jsonl").write_text(json.dumps(_rec("r0")) + "\n")
     runner = resume_replay(run_dir)

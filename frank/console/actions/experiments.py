@@ -4,6 +4,7 @@ detached job (frank.experiments.job), stop it (asks first), and follow a run's j
 The status poll folds the followed run's journal (`read_experiment`, in the poll's thread) and posts
 ExperimentFolded; a console started while a runner is alive adopts that run.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ class ExperimentActions(_Base):
         report = None
         if state.status in ENDED and state.events != self._report_events:
             from frank.experiments.report import report_for_run
+
             try:
                 report = report_for_run(run)
             except FrankError as exc:
@@ -74,6 +76,7 @@ class ExperimentActions(_Base):
 
     def _experiments_screen(self) -> Any:
         from frank.console.screens.experiments import ExperimentsScreen
+
         return self.screen if isinstance(self.screen, ExperimentsScreen) else None
 
     def action_experiment_register(self) -> None:
@@ -96,27 +99,35 @@ class ExperimentActions(_Base):
         design = load_design(path, check_profiles=True)
         exact.check_reachable(design, path)
         seed = new_seed()
-        lines = [f"design   {design.name} ({design.kind})", f"question {design.question}",
-                 f"sha256   {design.sha256}"]
+        lines = [f"design   {design.name} ({design.kind})", f"question {design.question}", f"sha256   {design.sha256}"]
         if design.runnable:
             order = draw_order(design, seed)
             text = " ".join(f"{s.arm}" + (f"(b{s.block})" if s.block else "") for s in order.slots)
             lines.append(f"order    #{order.index} of {order.count}: {text}")
         size = exact.null_size(design)
         low = exact.smallest_p(design)
-        lines.append(f"smallest p this design can reach: {exact.fraction(low, size) if low else '–'}"
-                     + (f" (alpha {design.rule.alpha:g})" if design.rule.alpha is not None else ""))
+        lines.append(
+            f"smallest p this design can reach: {exact.fraction(low, size) if low else '–'}"
+            + (f" (alpha {design.rule.alpha:g})" if design.rule.alpha is not None else "")
+        )
         # -- power from measured noise (issue 13): frank/console/power_preview.py
         from frank.console.power_preview import power_lines
+
         lines.extend(power_lines(design))
         # --
         lines.append("Registering freezes the design and this order; it cannot be edited afterwards.")
-        self.call_from_thread(self.confirm, f"Register {design.name}?", "\n".join(lines),
-                              lambda: self._register_design(path, seed), "Register")
+        self.call_from_thread(
+            self.confirm,
+            f"Register {design.name}?",
+            "\n".join(lines),
+            lambda: self._register_design(path, seed),
+            "Register",
+        )
 
     @work(thread=True, exclusive=True, group="experiment", exit_on_error=False)
     def _register_design(self, path: str, seed: int) -> None:
         from frank.experiments import registry
+
         run = registry.register(path, seed=seed)
 
         def done() -> None:
@@ -125,6 +136,7 @@ class ExperimentActions(_Base):
             if screen:
                 screen.add_run(run.run_id)
             self.follow_run(run.run_id)
+
         self.call_from_thread(done)
 
     def action_experiment_run(self) -> None:
@@ -136,9 +148,13 @@ class ExperimentActions(_Base):
             self.notify("select a registered run first (experiments screen, 3)", severity="warning")
             return
         if self.engine_state in ("ready", "starting"):
-            self.confirm("Run the experiment?", "The runner starts and stops the engine for every cell: the engine "
-                         "running now is stopped first, with any request in flight.",
-                         lambda: self._launch_run(run_id, stop_first=True), "Run")
+            self.confirm(
+                "Run the experiment?",
+                "The runner starts and stops the engine for every cell: the engine "
+                "running now is stopped first, with any request in flight.",
+                lambda: self._launch_run(run_id, stop_first=True),
+                "Run",
+            )
         else:
             self._launch_run(run_id, stop_first=False)
 
@@ -146,7 +162,7 @@ class ExperimentActions(_Base):
     def _launch_run(self, run_id: str, stop_first: bool) -> None:
         from frank.experiments import job, registry
 
-        run = registry.load_run(run_id)         # refuses an altered frozen copy before anything stops
+        run = registry.load_run(run_id)  # refuses an altered frozen copy before anything stops
         if stop_first:
             self.services.controller.stop()
         st = job.launch(run)
@@ -154,6 +170,7 @@ class ExperimentActions(_Base):
         def done() -> None:
             self.notify(f"runner started (pid {st.pid}); it survives this console. Log: {run.log_path}", timeout=8)
             self.follow_run(run_id)
+
         self.call_from_thread(done)
 
     def action_experiment_stop(self) -> None:
@@ -164,10 +181,14 @@ class ExperimentActions(_Base):
             self.notify("no runner is running for the followed experiment", severity="warning")
             return
         # SIGTERM: the runner records the cell in flight as interrupted
-        self.cancel_job(state.run_id, "Stop the experiment runner?",
-                        "The cell in flight is recorded as interrupted and redone from its engine start on resume, "
-                        "as the design's failure rule says.", "Stop run",
-                        f"asked the runner of {state.run_id} to stop; `r` resumes it later")
+        self.cancel_job(
+            state.run_id,
+            "Stop the experiment runner?",
+            "The cell in flight is recorded as interrupted and redone from its engine start on resume, "
+            "as the design's failure rule says.",
+            "Stop run",
+            f"asked the runner of {state.run_id} to stop; `r` resumes it later",
+        )
 
 
 def running_experiment() -> str | None:

@@ -5,6 +5,7 @@ One thread worker polls the jobs (frank.jobs) and re-arms itself: once a second 
 runs, every JOBS_IDLE_S otherwise. It posts JobsListed and JobProgressed; a console started while a job runs
 adopts the newest running one.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-JOBS_IDLE_S = 5.0       # poll the list of running jobs this often while no followed job runs
-FOLLOW_S = 1.0          # and the followed job this often while it runs
+JOBS_IDLE_S = 5.0  # poll the list of running jobs this often while no followed job runs
+FOLLOW_S = 1.0  # and the followed job this often while it runs
 
 
 class JobActions(_Base):
@@ -33,6 +34,7 @@ class JobActions(_Base):
         if not self.guard("replay"):
             return
         from frank.console.screens.replays import ReplaysScreen
+
         screen = self.screen if isinstance(self.screen, ReplaysScreen) else None
         if screen is None:
             self.switch_mode("replays")
@@ -44,8 +46,10 @@ class JobActions(_Base):
         busy = next((j for j in self.running_jobs if j.kind == "replay"), None)
         if busy is not None or (self.job is not None and self.job.running and self.job.status.kind == "replay"):
             run_id = busy.run_id if busy is not None else self.job.run_id
-            self.notify(f"replay {run_id} is running (one request at a time on the engine): cancel it first (C)",
-                        severity="warning")
+            self.notify(
+                f"replay {run_id} is running (one request at a time on the engine): cancel it first (C)",
+                severity="warning",
+            )
             return
         name = screen.selected_workload()
         if name is None:
@@ -71,7 +75,7 @@ class JobActions(_Base):
         except FrankError:
             pass
         opts = ReplayOptions(mode=options["mode"], draws=options["draws"], limit=options["limit"])
-        run_dir = replay_job.prepare(name, opts, status.url)   # a built-in W01 is generated here on first use
+        run_dir = replay_job.prepare(name, opts, status.url)  # a built-in W01 is generated here on first use
         st = replay_job.launch(run_dir, api_key)
         self.call_from_thread(self._job_launched, st.run_id, st.pid)
 
@@ -85,7 +89,7 @@ class JobActions(_Base):
         if self.job is not None and self.job.run_id == run_id:
             return
         self.job = FollowedJob(run_id)
-        self._follower = None      # (the replays screen starts its view afresh when it sees another run id)
+        self._follower = None  # (the replays screen starts its view afresh when it sees another run id)
         self.refresh_jobs_now()
 
     def refresh_jobs_now(self) -> None:
@@ -136,8 +140,10 @@ class JobActions(_Base):
         was_running = job.running
         job.update(message.status, message.records)
         if was_running and not job.running:
-            self.notify(f"{job.status.kind} {job.run_id}: {job.status.state} ({job.status.done}/"
-                        f"{job.status.planned or '?'})", timeout=8)
+            self.notify(
+                f"{job.status.kind} {job.run_id}: {job.status.state} ({job.status.done}/{job.status.planned or '?'})",
+                timeout=8,
+            )
         self.forward(message)
 
     # -- cancel ----------------------------------------------------------------------------------------
@@ -146,19 +152,26 @@ class JobActions(_Base):
         if job is None or not job.running:
             self.notify("no job is running", severity="warning")
             return
-        self.cancel_job(job.run_id, "Cancel the job?",
-                        f"{job.run_id} stops after the request in flight; every finished request is kept and the "
-                        "run can be resumed (frank replay --resume).", "Cancel job",
-                        f"asked {job.run_id} to stop; resume it with `frank replay --resume {job.run_id}`")
+        self.cancel_job(
+            job.run_id,
+            "Cancel the job?",
+            f"{job.run_id} stops after the request in flight; every finished request is kept and the "
+            "run can be resumed (frank replay --resume).",
+            "Cancel job",
+            f"asked {job.run_id} to stop; resume it with `frank replay --resume {job.run_id}`",
+        )
 
     def cancel_job(self, run_id: str, title: str, body: str, yes: str, asked: str) -> None:
         """Ask first; then SIGTERM the job (frank.jobs.cancel): it stops cleanly and can be resumed."""
+
         def cancel() -> None:
             from frank import jobs
+
             try:
                 jobs.cancel(run_id)
                 self.notify(asked)
             except FrankError as exc:
                 self.notify(str(exc), severity="warning")
             self.refresh_jobs_now()
+
         self.confirm(title, body, cancel, yes)

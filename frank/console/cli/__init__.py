@@ -3,6 +3,7 @@
 Each sub-command lives in its own module with a `register(subparsers)` function that adds its parser and
 sets `func`. Headless commands never import textual, so scripts and cron stay fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,9 @@ COMMAND_MODULES = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="frank", description="Operator console for a vLLM inference workstation.")
-    parser.add_argument("--profile", help="engine profile for the console (default: the running engine's, else embedded-cpu)")
+    parser.add_argument(
+        "--profile", help="engine profile for the console (default: the running engine's, else embedded-cpu)"
+    )
     parser.add_argument("--read-only", action="store_true", help="watch only: no start, stop, knob or replay actions")
     parser.add_argument("--theme", help="console theme (remembered)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -11,6 +11,7 @@ that start a fresh conversation (turn 1), and the exact permutation p (all C(2N,
 Engine starts use their own FRANK_HOME state dir under the run folder, so a running engine of the user's
 is never touched. Progress goes to stderr; `--json` prints one object on stdout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,14 +34,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     rc = bsub.add_parser("region-cache", help="region cache off vs on: balanced random engine starts, W01 mini")
     rc.add_argument("--starts-per-arm", type=int, default=2, help="engine starts per arm (>= 2; the seed used 4)")
     rc.add_argument("--seed", type=int, default=None, help="order seed (default: drawn and recorded)")
-    rc.add_argument("--draws", nargs="+", default=["draw-1", "draw-2", "draw-3"], metavar="DRAW",
-                    help="W01 draws each start replays (default: all three)")
+    rc.add_argument(
+        "--draws",
+        nargs="+",
+        default=["draw-1", "draw-2", "draw-3"],
+        metavar="DRAW",
+        help="W01 draws each start replays (default: all three)",
+    )
     rc.add_argument("--limit", type=int, default=None, help="only the first N requests of each draw")
-    rc.add_argument("--workload", default="w01-mini",
-                    help="workload (default: the built-in w01-mini; w01-full is the seed's full scale)")
-    rc.add_argument("--profile", default=None,
-                    help="engine profile (default: embedded-cpu-swa for w01-full, whose 105K-181K-token prompts "
-                         "need its linear prefill; embedded-cpu otherwise)")
+    rc.add_argument(
+        "--workload",
+        default="w01-mini",
+        help="workload (default: the built-in w01-mini; w01-full is the seed's full scale)",
+    )
+    rc.add_argument(
+        "--profile",
+        default=None,
+        help="engine profile (default: embedded-cpu-swa for w01-full, whose 105K-181K-token prompts "
+        "need its linear prefill; embedded-cpu otherwise)",
+    )
     rc.add_argument("--out", type=Path, default=None, help="run folder (default: runs dir / bench / ID)")
     rc.add_argument("--json", action="store_true")
     rc.set_defaults(func=cmd_region_cache)
@@ -84,22 +96,46 @@ def _one_start(k: int, arm: str, args: argparse.Namespace, workload: Path, out: 
     draws = summary["draws"]
     failed = sum(d["failed"] for d in draws.values()) + sum(d["unattributed"] for d in draws.values())
     if summary["state"] != "finished" or failed:
-        raise FrankError(f"start {k} ({arm}): replay {summary['state']} with {failed} failed or unattributed "
-                         f"requests: see {summary['run_dir']}")
+        raise FrankError(
+            f"start {k} ({arm}): replay {summary['state']} with {failed} failed or unattributed "
+            f"requests: see {summary['run_dir']}"
+        )
     per_draw = {name: d["front_end_s"] for name, d in draws.items()}
-    return {"start": k + 1, "arm": arm, "url": status.url, "run_dir": summary["run_dir"],
-            "ready_s": round(ready_s, 1), "elapsed_s": round(time.monotonic() - t0, 1),
-            "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-            "front_end_per_draw_s": per_draw,
-            "front_end_mean_s": sum(per_draw.values()) / len(per_draw),
-            "cold_front_end_per_draw_s": sum(d["cold_front_end_s"] for d in draws.values()) / len(draws),
-            "cold_requests_per_draw": sum(d["cold_requests"] for d in draws.values()) / len(draws),
-            "prompt_ids_sha256": {name: d["prompt_ids_sha256"] for name, d in draws.items()},
-            "prompt_tokens": sum(d["prompt_tokens"] for d in draws.values()),
-            "cache": {key: stats.get(key) for key in ("enabled", "requests", "hits", "misses", "hit_tokens",
-                                                      "miss_tokens", "seconds_saved", "mismatches", "errors",
-                                                      "fallbacks", "checks_skipped", "entries", "tokens_held",
-                                                      "bytes_held")}}
+    return {
+        "start": k + 1,
+        "arm": arm,
+        "url": status.url,
+        "run_dir": summary["run_dir"],
+        "ready_s": round(ready_s, 1),
+        "elapsed_s": round(time.monotonic() - t0, 1),
+        "load_avg_before": load_before,
+        "load_avg_after": os.getloadavg(),
+        "front_end_per_draw_s": per_draw,
+        "front_end_mean_s": sum(per_draw.values()) / len(per_draw),
+        "cold_front_end_per_draw_s": sum(d["cold_front_end_s"] for d in draws.values()) / len(draws),
+        "cold_requests_per_draw": sum(d["cold_requests"] for d in draws.values()) / len(draws),
+        "prompt_ids_sha256": {name: d["prompt_ids_sha256"] for name, d in draws.items()},
+        "prompt_tokens": sum(d["prompt_tokens"] for d in draws.values()),
+        "cache": {
+            key: stats.get(key)
+            for key in (
+                "enabled",
+                "requests",
+                "hits",
+                "misses",
+                "hit_tokens",
+                "miss_tokens",
+                "seconds_saved",
+                "mismatches",
+                "errors",
+                "fallbacks",
+                "checks_skipped",
+                "entries",
+                "tokens_held",
+                "bytes_held",
+            )
+        },
+    }
 
 
 def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
@@ -130,36 +166,56 @@ def run_region_cache(args: argparse.Namespace) -> dict[str, Any]:
     cold_off = [s["cold_front_end_per_draw_s"] for s in starts if s["arm"] == "off"]
     front_on, front_off = sum(on) / len(on), sum(off) / len(off)
     return {
-        "bench": "region-cache", "workload": str(workload), "profile": args.profile, "draws": list(args.draws),
+        "bench": "region-cache",
+        "workload": str(workload),
+        "profile": args.profile,
+        "draws": list(args.draws),
         "limit": args.limit,
-        "seed": seed, "order": order, "orders": math.comb(2 * n, n), "starts_per_arm": n,
-        "front_end_off_s": front_off, "front_end_on_s": front_on,
-        "front_end_off_range_s": [min(off), max(off)], "front_end_on_range_s": [min(on), max(on)],
-        "ratio": front_off / front_on if front_on else None, "saved_per_draw_s": front_off - front_on,
+        "seed": seed,
+        "order": order,
+        "orders": math.comb(2 * n, n),
+        "starts_per_arm": n,
+        "front_end_off_s": front_off,
+        "front_end_on_s": front_on,
+        "front_end_off_range_s": [min(off), max(off)],
+        "front_end_on_range_s": [min(on), max(on)],
+        "ratio": front_off / front_on if front_on else None,
+        "saved_per_draw_s": front_off - front_on,
         "every_on_below_every_off": max(on) < min(off),
-        "p_value": test.p_value, "null_size": test.null_size,
+        "p_value": test.p_value,
+        "null_size": test.null_size,
         "ids_identical": ids_identical,
-        "cold_front_end_on_s": sum(cold_on) / len(cold_on), "cold_front_end_off_s": sum(cold_off) / len(cold_off),
+        "cold_front_end_on_s": sum(cold_on) / len(cold_on),
+        "cold_front_end_off_s": sum(cold_off) / len(cold_off),
         "cold_extra_s": sum(cold_on) / len(cold_on) - sum(cold_off) / len(cold_off),
         "cold_requests_per_draw": starts[0]["cold_requests_per_draw"],
-        "starts": starts, "out": str(out),
+        "starts": starts,
+        "out": str(out),
     }
 
 
 def _human(r: dict[str, Any]) -> str:
-    lines = [f"region cache bench: {r['starts_per_arm']}+{r['starts_per_arm']} starts on {r['profile']}, order "
-             f"{' '.join(r['order'])} (seed {r['seed']}), draws {', '.join(r['draws'])}"]
+    lines = [
+        f"region cache bench: {r['starts_per_arm']}+{r['starts_per_arm']} starts on {r['profile']}, order "
+        f"{' '.join(r['order'])} (seed {r['seed']}), draws {', '.join(r['draws'])}"
+    ]
     for s in r["starts"]:
         draws = " ".join(f"{v:.3f}" for v in s["front_end_per_draw_s"].values())
-        lines.append(f"  start {s['start']} {s['arm']:3}  {s['front_end_mean_s']:.3f} s per draw [{draws}]  "
-                     f"(cold {s['cold_front_end_per_draw_s']:.3f} s; start took {s['elapsed_s']:.0f} s, "
-                     f"load {s['load_avg_before'][0]:.1f})")
-    lines.append(f"front end per draw: off {r['front_end_off_s']:.3f} s, on {r['front_end_on_s']:.3f} s, "
-                 f"ratio {r['ratio']:.1f}x, saved {r['saved_per_draw_s']:.3f} s; p = {r['p_value']:.4f} "
-                 f"(exact, {r['null_size']} orders)")
-    lines.append(f"prompt token IDs identical in all starts: {r['ids_identical']}; fresh-conversation requests "
-                 f"({r['cold_requests_per_draw']:.0f} per draw): on {r['cold_front_end_on_s']:.3f} s, off "
-                 f"{r['cold_front_end_off_s']:.3f} s per draw, {r['cold_extra_s']:+.3f} s with the cache")
+        lines.append(
+            f"  start {s['start']} {s['arm']:3}  {s['front_end_mean_s']:.3f} s per draw [{draws}]  "
+            f"(cold {s['cold_front_end_per_draw_s']:.3f} s; start took {s['elapsed_s']:.0f} s, "
+            f"load {s['load_avg_before'][0]:.1f})"
+        )
+    lines.append(
+        f"front end per draw: off {r['front_end_off_s']:.3f} s, on {r['front_end_on_s']:.3f} s, "
+        f"ratio {r['ratio']:.1f}x, saved {r['saved_per_draw_s']:.3f} s; p = {r['p_value']:.4f} "
+        f"(exact, {r['null_size']} orders)"
+    )
+    lines.append(
+        f"prompt token IDs identical in all starts: {r['ids_identical']}; fresh-conversation requests "
+        f"({r['cold_requests_per_draw']:.0f} per draw): on {r['cold_front_end_on_s']:.3f} s, off "
+        f"{r['cold_front_end_off_s']:.3f} s per draw, {r['cold_extra_s']:+.3f} s with the cache"
+    )
     return "\n".join(lines)
 
 

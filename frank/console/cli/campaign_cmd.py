@@ -3,6 +3,7 @@
 Every command takes `--file PATH` (default: campaign.toml in the config dir) and `--json` (one object).
 State changes check their evidence and append to the history; see docs/campaign.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,14 @@ def cmd_init(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.init(args.file, args.example)
-    emit(args.json, out, lambda p: f"{'created' if p['created'] else 'recorded'} {p['file']} "
-                                   f"({len(p['parts'])} parts: {', '.join(p['parts']) or 'none'}); history {p['history']}")
+    emit(
+        args.json,
+        out,
+        lambda p: (
+            f"{'created' if p['created'] else 'recorded'} {p['file']} "
+            f"({len(p['parts'])} parts: {', '.join(p['parts']) or 'none'}); history {p['history']}"
+        ),
+    )
     return 0
 
 
@@ -56,17 +63,25 @@ def _human_status(s: dict[str, Any]) -> str:
         knobs = " ".join(f"{k}={v}" for k, v in p["knobs"].items()) or "no knobs"
         lines.append(f"\n{p['name']:<16} {p['state'].upper():<10} {p['profile']}: {knobs}   {p['title']}")
         for e in p["evidence"]:
-            what = e.get("policy") if e.get("source") == "policy" else \
-                f"{e.get('decision')}" + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "") + \
-                (f", design {e['design_sha256'][:12]}" if e.get("design_sha256") else "") + \
-                (f", run {e['run_id']}" if e.get("run_id") else "")
+            what = (
+                e.get("policy")
+                if e.get("source") == "policy"
+                else f"{e.get('decision')}"
+                + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
+                + (f", design {e['design_sha256'][:12]}" if e.get("design_sha256") else "")
+                + (f", run {e['run_id']}" if e.get("run_id") else "")
+            )
             mark = "" if e.get("ok") else f"  [PROBLEM: {e.get('problem')}]"
             lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}{mark}")
         if p.get("served_defaults") and not p["served_defaults"]["ok"]:
             lines.append(f"  PROBLEM: served, but {p['served_defaults']['detail']}")
         for r in p["revert_rules"]:
             last = r["last_check"]
-            seen = f"{last['outcome']} on {last['run_kind']} {last['run_id']}: {last['detail']}" if last else "not checked yet"
+            seen = (
+                f"{last['outcome']} on {last['run_kind']} {last['run_id']}: {last['detail']}"
+                if last
+                else "not checked yet"
+            )
             lines.append(f"  rule {r['name']} ({r['kind']}): {seen}")
         lines.append(f"  next: {p['up_next']}" + (f"; {p['next']}" if p["next"] else ""))
     return "\n".join(lines)
@@ -83,8 +98,14 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.adopt(args.part, args.file, args.run)
-    emit(args.json, out, lambda p: f"adopted {p['part']} on run {p['run_id']} ({p['decision']}, "
-                                   f"p = {p['p_fraction']}, design {p['design_sha256'][:12]})")
+    emit(
+        args.json,
+        out,
+        lambda p: (
+            f"adopted {p['part']} on run {p['run_id']} ({p['decision']}, "
+            f"p = {p['p_fraction']}, design {p['design_sha256'][:12]})"
+        ),
+    )
     return 0
 
 
@@ -96,8 +117,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.serve(args.part, args.file, args.policy)
-    emit(args.json, out, lambda p: f"served {p['part']}: {p['profile']} defaults {p['knobs']} (were "
-                                   f"{p['previous_defaults']}) in {p['override']}\n" + _effect_text(p["takes_effect"]))
+    emit(
+        args.json,
+        out,
+        lambda p: (
+            f"served {p['part']}: {p['profile']} defaults {p['knobs']} (were "
+            f"{p['previous_defaults']}) in {p['override']}\n" + _effect_text(p["takes_effect"])
+        ),
+    )
     return 0
 
 
@@ -105,9 +132,18 @@ def cmd_revert(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.revert(args.part, args.file, args.reason)
-    emit(args.json, out, lambda p: f"reverted {p['part']} ({'rule ' + ', '.join(p['rule']['rules']) if p['rule'] else p['reason']})"
-                                   + (f"; defaults {p['restored_defaults']} restored in {p['override']}\n"
-                                      + _effect_text(p["takes_effect"]) if p.get("restored_defaults") else ""))
+    emit(
+        args.json,
+        out,
+        lambda p: (
+            f"reverted {p['part']} ({'rule ' + ', '.join(p['rule']['rules']) if p['rule'] else p['reason']})"
+            + (
+                f"; defaults {p['restored_defaults']} restored in {p['override']}\n" + _effect_text(p["takes_effect"])
+                if p.get("restored_defaults")
+                else ""
+            )
+        ),
+    )
     return 0
 
 
@@ -115,10 +151,15 @@ def cmd_history(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.history(args.file)
-    emit(args.json, out, lambda p: "\n".join(
-        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(e['at']))}Z  {e['event']:<10} {e.get('part', '')}"
-        f"  {e.get('by', '')}" + (f"  fired: {', '.join(e['fired'])}" if e.get("fired") else "")
-        for e in p["events"]))
+    emit(
+        args.json,
+        out,
+        lambda p: "\n".join(
+            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(e['at']))}Z  {e['event']:<10} {e.get('part', '')}"
+            f"  {e.get('by', '')}" + (f"  fired: {', '.join(e['fired'])}" if e.get("fired") else "")
+            for e in p["events"]
+        ),
+    )
     return 0
 
 
@@ -128,8 +169,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from frank.campaign.watch import alert_lines, sweep
 
     checks = sweep(open_ledger(actions.resolve_path(args.file)))
-    emit(args.json, {"new_checks": checks, "alerts": alert_lines(checks)},
-         lambda p: "\n".join(p["alerts"]) or f"{len(p['new_checks'])} new check(s), no rule fired")
+    emit(
+        args.json,
+        {"new_checks": checks, "alerts": alert_lines(checks)},
+        lambda p: "\n".join(p["alerts"]) or f"{len(p['new_checks'])} new check(s), no rule fired",
+    )
     return 0
 
 

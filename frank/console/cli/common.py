@@ -1,9 +1,11 @@
 """Small helpers shared by the CLI sub-commands."""
+
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def emit(as_json: bool, payload: dict[str, Any], human: Callable[[dict[str, Any]], str] | None = None) -> None:

@@ -1,4 +1,5 @@
 """`frank engine start|status|stop|restart|logs|knob` and `frank profiles`: the controller's CLI twins."""
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _human_status(st: dict) -> str:
     lines = [f"state    {st['state']}"]
     if st.get("profile"):
-        lines += [f"profile  {st['profile']}", f"pid      {st.get('pid')}  (group {st.get('pgid')})",
-                  f"url      {st.get('url')}"]
+        lines += [
+            f"profile  {st['profile']}",
+            f"pid      {st.get('pid')}  (group {st.get('pgid')})",
+            f"url      {st.get('url')}",
+        ]
         if st.get("ready_s") is not None:
             lines.append(f"ready in {st['ready_s']:.1f} s")
         if st.get("uptime_s") is not None:
@@ -82,10 +86,23 @@ def cmd_start(args: argparse.Namespace) -> int:
     knobs = parse_key_values(args.knob)
     if args.dry_run:
         spec = controller.dry_run(args.profile, knobs)
-        payload = {"argv": spec.argv, "env": spec.env, "host": spec.host, "port": spec.port,
-                   "profile": args.profile or DEFAULT_PROFILE}
-        emit(args.json, payload, lambda p: "env:\n" + "".join(f"  {k}={v}\n" for k, v in sorted(p["env"].items()))
-             + "argv:\n  " + " \\\n    ".join(_argv_lines(p["argv"])))
+        payload = {
+            "argv": spec.argv,
+            "env": spec.env,
+            "host": spec.host,
+            "port": spec.port,
+            "profile": args.profile or DEFAULT_PROFILE,
+        }
+        emit(
+            args.json,
+            payload,
+            lambda p: (
+                "env:\n"
+                + "".join(f"  {k}={v}\n" for k, v in sorted(p["env"].items()))
+                + "argv:\n  "
+                + " \\\n    ".join(_argv_lines(p["argv"]))
+            ),
+        )
         return 0
     progress = None if args.json or not sys.stderr.isatty() else _progress
     status = controller.start(args.profile, knobs, timeout_s=args.timeout, on_progress=progress)
@@ -98,6 +115,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _argv_lines(argv: list[str]) -> list[str]:
     """One line per flag with its value, shell-quoted, so the command can be pasted as is."""
     import shlex
+
     lines: list[str] = []
     for arg in argv:
         if arg.startswith("--") or not lines:
@@ -127,8 +145,11 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 def cmd_knob(args: argparse.Namespace) -> int:
     change = EngineController().set_knob(args.name, args.value, profile=args.profile)
-    how = {"live": "applied live, no restart", "restart": "applied by restarting the engine",
-           "next-start": "saved: no engine is running, applied at the next start"}[change.applied]
+    how = {
+        "live": "applied live, no restart",
+        "restart": "applied by restarting the engine",
+        "next-start": "saved: no engine is running, applied at the next start",
+    }[change.applied]
     emit(args.json, change.to_json(), lambda p: f"{p['name']}: {p['old']} -> {p['new']} ({how})")
     return 0
 
@@ -143,7 +164,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     handle = open(path, "rb") if path.exists() else None
     if handle:
         handle.seek(0, 2)
-    while True:   # until Ctrl-C; reopen when the log is rotated by a restart
+    while True:  # until Ctrl-C; reopen when the log is rotated by a restart
         if handle is None or (path.exists() and path.stat().st_ino != _inode(handle)):
             handle = open(path, "rb") if path.exists() else None
         chunk = handle.read() if handle else b""
@@ -156,6 +177,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def _inode(handle) -> int:
     import os
+
     return os.fstat(handle.fileno()).st_ino
 
 
@@ -165,10 +187,24 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         if isinstance(entry, ProfileError):
             items.append({"error": str(entry)})
             continue
-        items.append({"name": entry.name, "description": entry.description, "source": str(entry.source),
-                      "knobs": {k.name: {"values": list(k.values), "default": k.default, "apply": k.apply,
-                                         "target": k.target, "needs_restart": k.needs_restart,
-                                         "description": k.description} for k in entry.knobs.values()}})
+        items.append(
+            {
+                "name": entry.name,
+                "description": entry.description,
+                "source": str(entry.source),
+                "knobs": {
+                    k.name: {
+                        "values": list(k.values),
+                        "default": k.default,
+                        "apply": k.apply,
+                        "target": k.target,
+                        "needs_restart": k.needs_restart,
+                        "description": k.description,
+                    }
+                    for k in entry.knobs.values()
+                },
+            }
+        )
 
     def human(payload: dict) -> str:
         out = []
@@ -179,7 +215,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
             out.append(f"{item['name']}: {item['description']}")
             for name, knob in item["knobs"].items():
                 how = "live" if not knob["needs_restart"] else f"restart ({knob['apply']} {knob['target']})"
-                out.append(f"    {name:<24} {'/'.join(str(v) for v in knob['values']):<14} default {knob['default']}  {how}")
+                out.append(
+                    f"    {name:<24} {'/'.join(str(v) for v in knob['values']):<14} default {knob['default']}  {how}"
+                )
         return "\n".join(out)
 
     emit(args.json, {"profiles": items}, human)

@@ -4,6 +4,7 @@
 (the engine stopped answering, or Ctrl-C / SIGTERM): `run --resume RUN` continues at the first unfinished
 episode. A suite with an error exits 1 before anything runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     check = esub.add_parser("check", help="validate a suite; --references also proves every grader")
     check.add_argument("suite", help="a suite manifest or a built-in name (w01-mini, w01-full)")
-    check.add_argument("--references", action="store_true",
-                       help="grade each task's reference solution (pass expected) and untouched workspace (fail expected)")
+    check.add_argument(
+        "--references",
+        action="store_true",
+        help="grade each task's reference solution (pass expected) and untouched workspace (fail expected)",
+    )
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=cmd_check)
 
@@ -56,8 +60,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     path = resolve_suite(args.suite)
     suite, errors = check_suite(path)
-    payload: dict = {"suite": str(path), "ok": not errors, "errors": [str(e) for e in errors],
-                     "tasks": [t.id for t in suite.tasks] if suite else []}
+    payload: dict = {
+        "suite": str(path),
+        "ok": not errors,
+        "errors": [str(e) for e in errors],
+        "tasks": [t.id for t in suite.tasks] if suite else [],
+    }
     if suite is not None and args.references:
         checks = check_references(suite)
         payload["references"] = [c.to_dict() for c in checks]
@@ -71,8 +79,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         lines = [f"{path}: ok ({len(payload['tasks'])} tasks)"]
         for c in payload.get("references", []):
-            lines.append(f"  {c['task']:<20} reference {c['reference']:<5} untouched {c['untouched']:<5} "
-                         f"{'ok' if c['ok'] else 'WRONG: ' + c['reference_detail'] + ' / ' + c['untouched_detail']}")
+            lines.append(
+                f"  {c['task']:<20} reference {c['reference']:<5} untouched {c['untouched']:<5} "
+                f"{'ok' if c['ok'] else 'WRONG: ' + c['reference_detail'] + ' / ' + c['untouched_detail']}"
+            )
         print("\n".join(lines))
     return 0 if payload["ok"] else 1
 
@@ -89,16 +99,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise FrankError("frank episodes run: give a SUITE (or --resume RUN)")
     if args.detach:
         st = job.launch(folder, args.url)
-        emit(args.json, {"run_id": folder.name, "folder": str(folder), "pid": st.pid, "state": st.state,
-                         "detached": True},
-             lambda p: f"episodes run {p['run_id']} started in the background (pid {p['pid']}); "
-                       f"follow it with `frank episodes status {p['run_id']}`")
+        emit(
+            args.json,
+            {"run_id": folder.name, "folder": str(folder), "pid": st.pid, "state": st.state, "detached": True},
+            lambda p: (
+                f"episodes run {p['run_id']} started in the background (pid {p['pid']}); "
+                f"follow it with `frank episodes status {p['run_id']}`"
+            ),
+        )
         return 0
 
     def on_event(ev: dict) -> None:
         if not args.json and ev["event"] == "episode_done":
-            print(f"draw {ev['draw']} {ev['task']:<20} {ev['outcome']:<5} {ev['client_s'] or 0:8.2f} s "
-                  f"{ev['turns']} turns {ev['tool_calls']} tool calls {ev['requests']} requests", file=sys.stderr)
+            print(
+                f"draw {ev['draw']} {ev['task']:<20} {ev['outcome']:<5} {ev['client_s'] or 0:8.2f} s "
+                f"{ev['turns']} turns {ev['tool_calls']} tool calls {ev['requests']} requests",
+                file=sys.stderr,
+            )
 
     outcome = job.run(folder, args.url, on_event)
     payload = {**report(folder), "status": outcome.status, "reason": outcome.reason, "ran": outcome.ran}
@@ -107,14 +124,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _human_report(p: dict) -> str:
-    lines = [f"run {p['run_id']} ({p['suite']}): {p['episodes_done']}/{p['episodes_planned']} episodes"
-             + (f", {p['status']}: {p['reason']}" if p.get("reason") else "")]
-    lines.append(f"  {'DRAW':>4} {'TASK':<20} {'OUTCOME':<7} {'CLIENT_S':>9} {'REQ':>4} {'PROMPT':>8} "
-                 f"{'COMPL':>6} {'TURNS':>5} {'TOOLS':>5}")
+    lines = [
+        f"run {p['run_id']} ({p['suite']}): {p['episodes_done']}/{p['episodes_planned']} episodes"
+        + (f", {p['status']}: {p['reason']}" if p.get("reason") else "")
+    ]
+    lines.append(
+        f"  {'DRAW':>4} {'TASK':<20} {'OUTCOME':<7} {'CLIENT_S':>9} {'REQ':>4} {'PROMPT':>8} "
+        f"{'COMPL':>6} {'TURNS':>5} {'TOOLS':>5}"
+    )
     for e in p["episodes"]:
-        lines.append(f"  {e['draw']:>4} {e['task']:<20} {e['outcome']:<7} {e['client_s'] or 0:>9.2f} "
-                     f"{e['requests'] or 0:>4} {e['prompt_tokens'] or 0:>8} {e['completion_tokens'] or 0:>6} "
-                     f"{e['turns'] or 0:>5} {e['tool_calls'] or 0:>5}")
+        lines.append(
+            f"  {e['draw']:>4} {e['task']:<20} {e['outcome']:<7} {e['client_s'] or 0:>9.2f} "
+            f"{e['requests'] or 0:>4} {e['prompt_tokens'] or 0:>8} {e['completion_tokens'] or 0:>6} "
+            f"{e['turns'] or 0:>5} {e['tool_calls'] or 0:>5}"
+        )
     for d in p["draws"]:
         lines.append(f"  draw {d['draw']}: total {d['total_s']:.2f} s, passed {d['passed']} of {d['episodes']}")
     lines.append(f"  recording: {p['recording']}")
@@ -129,8 +152,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     def human(p: dict) -> str:
         lines = [f"{'RUN':<44} {'STATUS':<11} {'DONE':>9} {'TOTAL_S':>9} {'PASSED':>6}"]
         for r in p["runs"]:
-            lines.append(f"{r['run_id']:<44} {r['status']:<11} {str(r['done']) + '/' + str(r['planned']):>9} "
-                         f"{r['total_s']:>9.2f} {r['passed']:>6}")
+            lines.append(
+                f"{r['run_id']:<44} {r['status']:<11} {str(r['done']) + '/' + str(r['planned']):>9} "
+                f"{r['total_s']:>9.2f} {r['passed']:>6}"
+            )
         return "\n".join(lines)
 
     emit(args.json, {"runs": runs}, human)
@@ -143,14 +168,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     state = load_state(args.run).to_json()
 
     def human(s: dict) -> str:
-        lines = [f"run {s['run_id']} ({s['suite']}): {s['status']}, {s['done']}/{s['planned']} episodes"
-                 + (f" ({s['reason']})" if s["reason"] else "")]
+        lines = [
+            f"run {s['run_id']} ({s['suite']}): {s['status']}, {s['done']}/{s['planned']} episodes"
+            + (f" ({s['reason']})" if s["reason"] else "")
+        ]
         cur = s["current"]
         if cur:
-            lines.append(f"  now: draw {cur['draw']} {cur['task']}, turn {cur['turn']}, last tool "
-                         f"{cur['last_tool'] or '-'}, {cur['elapsed_s']:.0f} s")
+            lines.append(
+                f"  now: draw {cur['draw']} {cur['task']}, turn {cur['turn']}, last tool "
+                f"{cur['last_tool'] or '-'}, {cur['elapsed_s']:.0f} s"
+            )
         for d in s["draws"]:
-            lines.append(f"  draw {d['draw']}: {d['episodes']} episodes, total {d['total_s']:.2f} s, passed {d['passed']}")
+            lines.append(
+                f"  draw {d['draw']}: {d['episodes']} episodes, total {d['total_s']:.2f} s, passed {d['passed']}"
+            )
         return "\n".join(lines)
 
     emit(args.json, state, human)

@@ -4,6 +4,7 @@
 run folder's job.log, through frank.jobs), which is how the console launches it: an SSH drop then touches nothing, and
 `status --follow` (or the console) follows the journal. The runner ignores SIGHUP either way.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     run = esub.add_parser("run", help="execute (or resume) a registered run in its frozen order")
     run.add_argument("run_id")
-    run.add_argument("--detach", action="store_true", help="run as a job in its own session; output to the run folder's job.log")
+    run.add_argument(
+        "--detach", action="store_true", help="run as a job in its own session; output to the run folder's job.log"
+    )
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=cmd_run)
 
@@ -42,16 +45,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     report = esub.add_parser("report", help="effect per block, exact p-value, decision under the frozen rule")
     report.add_argument("run_id")
-    report.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
-                        help="write one self-contained HTML page with plots (default: report.html in the run folder)")
+    report.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="write one self-contained HTML page with plots (default: report.html in the run folder)",
+    )
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
 
     analyze = esub.add_parser("analyze", help="apply a design's rule to measures taken elsewhere (CSV)")
     analyze.add_argument("design", help="design file (TOML)")
     analyze.add_argument("results", help="CSV: start_order, block, arm, value[, measure]")
-    analyze.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
-                         help="write one self-contained HTML page with plots (default: NAME-report.html here)")
+    analyze.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="write one self-contained HTML page with plots (default: NAME-report.html here)",
+    )
     analyze.add_argument("--json", action="store_true")
     analyze.set_defaults(func=cmd_analyze)
 
@@ -60,8 +75,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     noise = pl.add_mutually_exclusive_group(required=True)
     noise.add_argument("--noise", metavar="RUN", help="an A/A run id: the spread of its block effects")
     noise.add_argument("--spread-pct", type=float, metavar="S", help="spread of block effects (std dev, %%)")
-    pl.add_argument("--effect-pct", type=float, required=True, metavar="X",
-                    help="the true effect to confirm, %% in the rule's direction")
+    pl.add_argument(
+        "--effect-pct",
+        type=float,
+        required=True,
+        metavar="X",
+        help="the true effect to confirm, %% in the rule's direction",
+    )
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=cmd_plan)
 
@@ -72,17 +92,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # -- register -------------------------------------------------------------------------------------------
 
+
 def cmd_register(args: argparse.Namespace) -> int:
     run = registry.register(args.design, seed=args.seed)
     order = run.meta.get("order") or {}
     payload = {
-        "run_id": run.run_id, "folder": str(run.folder), "name": run.design.name, "kind": run.design.kind,
-        "design_sha256": run.meta["design_sha256"], "source_sha256": run.meta["source_sha256"],
-        "seed": order.get("seed"), "method": order.get("method"), "order_index": order.get("index"),
-        "order_count": order.get("count"), "order": order.get("slots", []),
-        "null_size": run.meta["null_size"], "smallest_p": run.meta["smallest_p"],
+        "run_id": run.run_id,
+        "folder": str(run.folder),
+        "name": run.design.name,
+        "kind": run.design.kind,
+        "design_sha256": run.meta["design_sha256"],
+        "source_sha256": run.meta["source_sha256"],
+        "seed": order.get("seed"),
+        "method": order.get("method"),
+        "order_index": order.get("index"),
+        "order_count": order.get("count"),
+        "order": order.get("slots", []),
+        "null_size": run.meta["null_size"],
+        "smallest_p": run.meta["smallest_p"],
         "smallest_p_fraction": exact.fraction(run.meta["smallest_p"], run.meta["null_size"])
-        if run.meta["smallest_p"] else None,
+        if run.meta["smallest_p"]
+        else None,
     }
     emit(args.json, payload, _human_register)
     return 0
@@ -95,20 +125,25 @@ def _order_text(slots: list[dict[str, Any]]) -> str:
 def _human_register(p: dict[str, Any]) -> str:
     lines = [f"registered {p['run_id']}", f"  design sha256  {p['design_sha256']}"]
     if p["order"]:
-        lines += [f"  seed           {p['seed']} ({p['method']})",
-                  f"  order          #{p['order_index']} (0-based) of {p['order_count']}: {_order_text(p['order'])}",
-                  f"  smallest p     {p['smallest_p_fraction']} = {p['smallest_p']:.4g}",
-                  f"  run it         frank experiment run {p['run_id']} --detach"]
+        lines += [
+            f"  seed           {p['seed']} ({p['method']})",
+            f"  order          #{p['order_index']} (0-based) of {p['order_count']}: {_order_text(p['order'])}",
+            f"  smallest p     {p['smallest_p_fraction']} = {p['smallest_p']:.4g}",
+            f"  run it         frank experiment run {p['run_id']} --detach",
+        ]
     else:
-        lines.append("  external design: its measures come from elsewhere; apply its rule with "
-                     "`frank experiment analyze DESIGN.toml RESULTS.csv`")
+        lines.append(
+            "  external design: its measures come from elsewhere; apply its rule with "
+            "`frank experiment analyze DESIGN.toml RESULTS.csv`"
+        )
     return "\n".join(lines)
 
 
 # -- run ------------------------------------------------------------------------------------------------
 
+
 def cmd_run(args: argparse.Namespace) -> int:
-    run = registry.load_run(args.run_id)      # refuses an altered frozen copy before anything starts
+    run = registry.load_run(args.run_id)  # refuses an altered frozen copy before anything starts
     if args.detach:
         return _detach(run, args.json)
     from frank.experiments.cell import EngineCellExecutor
@@ -120,15 +155,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             print(_event_line(event), flush=True)
         except OSError:
-            pass    # the terminal went away (SSH drop): the journal is the record, keep going
+            pass  # the terminal went away (SSH drop): the journal is the record, keep going
 
     result = run_experiment(run, EngineCellExecutor(), on_event=show, handle_signals=True)
     from frank.console.cli.campaign_cmd import watch_after_run
 
-    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
-    emit(args.json, {"run_id": run.run_id, "reason": result.reason, "message": result.message,
-                     "cells_run": result.cells_run},
-         lambda p: f"runner stopped: {p['reason']} ({p['message']}); {p['cells_run']} cells run this time")
+    watch_after_run()  # the campaign's revert watch: a fired rule shows now
+    emit(
+        args.json,
+        {"run_id": run.run_id, "reason": result.reason, "message": result.message, "cells_run": result.cells_run},
+        lambda p: f"runner stopped: {p['reason']} ({p['message']}); {p['cells_run']} cells run this time",
+    )
     return 0 if result.reason == "finished" else 3
 
 
@@ -136,9 +173,14 @@ def _detach(run: registry.Run, as_json: bool) -> int:
     from frank.experiments import job
 
     st = job.launch(run)
-    emit(as_json, {**st.to_json(), "log": str(run.log_path), "journal": str(run.journal_path)},
-         lambda p: f"runner started (pid {p['pid']}), log {p['log']}\n"
-                   f"follow it: frank experiment status {p['run_id']} --follow")
+    emit(
+        as_json,
+        {**st.to_json(), "log": str(run.log_path), "journal": str(run.journal_path)},
+        lambda p: (
+            f"runner started (pid {p['pid']}), log {p['log']}\n"
+            f"follow it: frank experiment status {p['run_id']} --follow"
+        ),
+    )
     return 0
 
 
@@ -146,8 +188,11 @@ def _event_line(e: dict[str, Any]) -> str:
     kind = e.get("event", "?")
     where = f"start {e['slot'] + 1}" if "slot" in e else ""
     extra = {
-        "cell_started": lambda: f"{e.get('arm')}" + (f" (block {e['block']})" if e.get("block") else "")
-                                + f" attempt {e.get('attempt')} knobs {e.get('knobs')}",
+        "cell_started": lambda: (
+            f"{e.get('arm')}"
+            + (f" (block {e['block']})" if e.get("block") else "")
+            + f" attempt {e.get('attempt')} knobs {e.get('knobs')}"
+        ),
         "engine_ready": lambda: f"pid {e.get('pid')} ready in {e.get('ready_s')} s",
         "replay_done": lambda: f"{e.get('requests')} requests, {e.get('failed')} failed",
         "cell_done": lambda: f"value {e.get('value'):.6g}" if isinstance(e.get("value"), (int, float)) else "",
@@ -163,6 +208,7 @@ def _event_line(e: dict[str, Any]) -> str:
 
 # -- status, report, analyze, list --------------------------------------------------------------------
 
+
 def _state_payload(run: registry.Run) -> dict[str, Any]:
     from dataclasses import asdict
 
@@ -172,23 +218,32 @@ def _state_payload(run: registry.Run) -> dict[str, Any]:
 
 
 def _human_state(s: dict[str, Any]) -> str:
-    lines = [f"{s['run_id']}  {s['name']}  {s['status']}" + (f" (runner pid {s['runner_pid']})" if s['runner_pid'] else "")
-             + (f", last stop: {s['stopped_reason']}" if s.get("stopped_reason") and s["status"] != "running" else "")]
+    lines = [
+        f"{s['run_id']}  {s['name']}  {s['status']}"
+        + (f" (runner pid {s['runner_pid']})" if s["runner_pid"] else "")
+        + (f", last stop: {s['stopped_reason']}" if s.get("stopped_reason") and s["status"] != "running" else "")
+    ]
     cur = s.get("current")
     if cur:
-        lines.append(f"  now: start {cur['start']} {cur['arm']} (block {cur['block']}), attempt {cur['attempts']}, {cur['phase']}")
+        lines.append(
+            f"  now: start {cur['start']} {cur['arm']} (block {cur['block']}), attempt {cur['attempts']}, {cur['phase']}"  # noqa: E501
+        )
     for c in s["cells"]:
         value = "" if c["value"] is None else f"{c['value']:.6g}"
-        lines.append(f"  start {c['start']:>2}  block {c['block'] if c['block'] is not None else '-':>2}  "
-                     f"{c['arm']:<16} {c['status']:<11} {value}")
+        lines.append(
+            f"  start {c['start']:>2}  block {c['block'] if c['block'] is not None else '-':>2}  "
+            f"{c['arm']:<16} {c['status']:<11} {value}"
+        )
     if s["kind"] == "blocks":
         for b in s["blocks"]:
             eff = "" if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}%"
             lines.append(f"  block {b['block']}: {eff} {'void' if b['voided'] else (b['sign'] or '')}")
         lines.append(f"  tally: {s['wins']} wins, {s['losses']} losses, {s['ties']} ties, {s['remaining']} to go")
     best = s.get("best_possible_p")
-    lines.append(f"  rule can still be met: {'yes' if s['can_still_meet'] else 'no'}"
-                 + (f" (best possible p {best:.4g})" if best is not None else ""))
+    lines.append(
+        f"  rule can still be met: {'yes' if s['can_still_meet'] else 'no'}"
+        + (f" (best possible p {best:.4g})" if best is not None else "")
+    )
     return "\n".join(lines)
 
 
@@ -205,7 +260,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(json.dumps(event, sort_keys=True) if args.json else _event_line(event), flush=True)
             seen = len(events)
             if lock_holder(run.lock_path) is None:
-                if time.monotonic() - idle_since > 3:   # give a freshly detached runner time to take the lock
+                if time.monotonic() - idle_since > 3:  # give a freshly detached runner time to take the lock
                     break
             else:
                 idle_since = time.monotonic()
@@ -232,8 +287,11 @@ def _write_html(report: dict[str, Any], path: Path, as_json: bool) -> int:
     from frank.reports.page import write_page
 
     write_page(path, experiment_page(report))
-    emit(as_json, {"html": str(path), "decision": report["decision"], "design_sha256": report["design_sha256"]},
-         lambda p: f"wrote {p['html']} ({p['decision']})")
+    emit(
+        as_json,
+        {"html": str(path), "decision": report["decision"], "design_sha256": report["design_sha256"]},
+        lambda p: f"wrote {p['html']} ({p['decision']})",
+    )
     return 0
 
 
@@ -273,11 +331,27 @@ def cmd_list(args: argparse.Namespace) -> int:
             status, done = state.status, sum(1 for c in state.cells if c.status == "done")
         except Exception as exc:  # a damaged run must not hide the others
             status, done = f"unreadable: {exc}", 0
-        runs.append({"run_id": meta["run_id"], "name": meta.get("name"), "kind": meta.get("kind"),
-                     "registered_at": meta.get("registered_at"), "design_sha256": meta.get("design_sha256"),
-                     "status": status, "cells_done": done,
-                     "cells": len((meta.get("order") or {}).get("slots", []))})
-    emit(args.json, {"runs": runs}, lambda p: "\n".join(
-        f"{r['run_id']}  {r['status']:<10} {r['cells_done']}/{r['cells']} cells  {r['design_sha256'][:12]}"
-        for r in p["runs"]) or "no registered experiments")
+        runs.append(
+            {
+                "run_id": meta["run_id"],
+                "name": meta.get("name"),
+                "kind": meta.get("kind"),
+                "registered_at": meta.get("registered_at"),
+                "design_sha256": meta.get("design_sha256"),
+                "status": status,
+                "cells_done": done,
+                "cells": len((meta.get("order") or {}).get("slots", [])),
+            }
+        )
+    emit(
+        args.json,
+        {"runs": runs},
+        lambda p: (
+            "\n".join(
+                f"{r['run_id']}  {r['status']:<10} {r['cells_done']}/{r['cells']} cells  {r['design_sha256'][:12]}"
+                for r in p["runs"]
+            )
+            or "no registered experiments"
+        ),
+    )
     return 0

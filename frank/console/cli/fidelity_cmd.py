@@ -1,4 +1,5 @@
 """`frank fidelity run|floor|list|report|sets`: teacher-forced top-64 KL against the reference implementation."""
+
 from __future__ import annotations
 
 import argparse
@@ -55,14 +56,18 @@ def _fmt(value: float | None) -> str:
 
 def format_run(run: dict[str, Any]) -> str:
     knobs = " ".join(f"{k}={v}" for k, v in run.get("knobs", {}).items())
-    lines = [f"{run['id']}  {run['kind']}  {run['profile']} {knobs}  top-{run['top_k']}"
-             + (f"  ({run['seconds']} s)" if "seconds" in run else ""),
-             f"{'SET':<10} {'KL':>10} {'FLOOR':>10} {'REF FLOOR':>10} {'ENG FLOOR':>10} {'POSITIONS':>9} {'MISSES':>7}"]
+    lines = [
+        f"{run['id']}  {run['kind']}  {run['profile']} {knobs}  top-{run['top_k']}"
+        + (f"  ({run['seconds']} s)" if "seconds" in run else ""),
+        f"{'SET':<10} {'KL':>10} {'FLOOR':>10} {'REF FLOOR':>10} {'ENG FLOOR':>10} {'POSITIONS':>9} {'MISSES':>7}",
+    ]
     for s in run["sets"]:
         floor = s.get("floor") or {}
-        lines.append(f"{s['name']:<10} {_fmt(s['kl']):>10} {_fmt(floor.get('value')):>10} "
-                     f"{_fmt(floor.get('reference')):>10} {_fmt(floor.get('engine')):>10} {s['positions']:>9} "
-                     f"{s['misses']:>7}")
+        lines.append(
+            f"{s['name']:<10} {_fmt(s['kl']):>10} {_fmt(floor.get('value')):>10} "
+            f"{_fmt(floor.get('reference')):>10} {_fmt(floor.get('engine')):>10} {s['positions']:>9} "
+            f"{s['misses']:>7}"
+        )
     return "\n".join(lines)
 
 
@@ -85,9 +90,18 @@ def cmd_floor(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from frank.fidelity.runs import list_runs
 
-    runs = [{"id": r["id"], "kind": r["kind"], "created_at": r["created_at"], "profile": r["profile"],
-             "knobs": r["knobs"], "label": r.get("label", ""),
-             "sets": {s["name"]: s["kl"] for s in r["sets"]}} for r in list_runs()]
+    runs = [
+        {
+            "id": r["id"],
+            "kind": r["kind"],
+            "created_at": r["created_at"],
+            "profile": r["profile"],
+            "knobs": r["knobs"],
+            "label": r.get("label", ""),
+            "sets": {s["name"]: s["kl"] for s in r["sets"]},
+        }
+        for r in list_runs()
+    ]
 
     def human(p: dict) -> str:
         lines = [f"{'RUN':<34} {'KIND':<6} KNOBS / KL PER SET"]
@@ -122,17 +136,25 @@ def cmd_sets_list(args: argparse.Namespace) -> int:
     entries = []
     for name, path, source in list_sets():
         text_set, errors = check_set(path)
-        entries.append({"name": name, "path": str(path), "source": source,
-                        "documents": len(text_set.documents) if text_set else None,
-                        "max_tokens": text_set.max_tokens if text_set else None,
-                        "sha256": text_set.sha256 if text_set else None,
-                        "error": str(errors[0]) if errors else None})
+        entries.append(
+            {
+                "name": name,
+                "path": str(path),
+                "source": source,
+                "documents": len(text_set.documents) if text_set else None,
+                "max_tokens": text_set.max_tokens if text_set else None,
+                "sha256": text_set.sha256 if text_set else None,
+                "error": str(errors[0]) if errors else None,
+            }
+        )
 
     def human(p: dict) -> str:
         lines = [f"{'NAME':<16} {'SOURCE':<8} {'DOCS':>4} {'TOKENS':>6}  SHA256 / ERROR"]
         for e in p["sets"]:
-            lines.append(f"{e['name']:<16} {e['source']:<8} {e['documents'] or '-':>4} {e['max_tokens'] or '-':>6}  "
-                         f"{e['error'] or e['sha256'][:16]}")
+            lines.append(
+                f"{e['name']:<16} {e['source']:<8} {e['documents'] or '-':>4} {e['max_tokens'] or '-':>6}  "
+                f"{e['error'] or e['sha256'][:16]}"
+            )
         return "\n".join(lines)
 
     emit(args.json, {"sets": entries}, human)
@@ -140,18 +162,23 @@ def cmd_sets_list(args: argparse.Namespace) -> int:
 
 
 def cmd_sets_check(args: argparse.Namespace) -> int:
-    from frank.fidelity.sets import check_set, resolve_set
     from frank.errors import FrankError
+    from frank.fidelity.sets import check_set, resolve_set
 
     try:
         path = resolve_set(args.path)
     except FrankError:
         from pathlib import Path
+
         path = Path(args.path)
     text_set, errors = check_set(path)
-    payload = {"set": str(path), "ok": not errors, "errors": [str(e) for e in errors],
-               "documents": len(text_set.documents) if text_set else None,
-               "sha256": text_set.sha256 if text_set else None}
+    payload = {
+        "set": str(path),
+        "ok": not errors,
+        "errors": [str(e) for e in errors],
+        "documents": len(text_set.documents) if text_set else None,
+        "sha256": text_set.sha256 if text_set else None,
+    }
     if args.json:
         emit(True, payload)
     elif errors:

@@ -2,6 +2,7 @@
 
 Every job is a run folder; `status --follow` polls it once a second (frank.jobs.Follower) until it ends.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,6 +72,11 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from frank import jobs
 
     st = jobs.cancel(args.run, wait_s=args.wait).to_json()
-    emit(args.json, st, lambda s: _line(s) + ("" if s["state"] != "running" else
-                                               "\n(still stopping: it finishes the work in flight first)"))
+    emit(
+        args.json,
+        st,
+        lambda s: (
+            _line(s) + ("" if s["state"] != "running" else "\n(still stopping: it finishes the work in flight first)")
+        ),
+    )
     return 0

@@ -2,6 +2,7 @@
 
 The console side only checks the manifest; the build itself runs in the engine venv (tokenizers, torch).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,12 +14,17 @@ from frank.console.cli.common import emit
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from frank.engine.models.tiny_model import MODEL_NAME, MODELS
+
     parser = subparsers.add_parser("model", help="build or verify the embedded engine's tiny model")
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
 
     build = sub.add_parser("build", help="build the tiny model (skipped if a current build is there)")
-    build.add_argument("--model", default=MODEL_NAME, choices=sorted(MODELS),
-                       help="tiny-frank (default) or tiny-frank-swa (its sliding-window sibling for full-scale W01)")
+    build.add_argument(
+        "--model",
+        default=MODEL_NAME,
+        choices=sorted(MODELS),
+        help="tiny-frank (default) or tiny-frank-swa (its sliding-window sibling for full-scale W01)",
+    )
     build.add_argument("--out", type=Path, help="target dir (default: <models dir>/MODEL)")
     build.add_argument("--force", action="store_true", help="rebuild even if a current build is there")
     build.add_argument("--json", action="store_true", help="print one JSON object")
@@ -42,8 +48,10 @@ def _build(args: argparse.Namespace) -> int:
 def _human_build(r: dict[str, Any]) -> str:
     if not r["built"]:
         return f"{r['path']}: up to date ({r['builder_version']}, manifest sha256 {r['manifest_sha256'][:16]})"
-    return (f"built {r['path']} in {r['build_s']:.1f} s ({r['builder_version']}, "
-            f"manifest sha256 {r['manifest_sha256'][:16]}; was: {r['reason']})")
+    return (
+        f"built {r['path']} in {r['build_s']:.1f} s ({r['builder_version']}, "
+        f"manifest sha256 {r['manifest_sha256'][:16]}; was: {r['reason']})"
+    )
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -51,8 +59,13 @@ def _verify(args: argparse.Namespace) -> int:
 
     model_dir = (args.dir or tiny_model.default_dir(args.model)).expanduser().resolve()
     problem = tiny_model.check_build(model_dir, args.model)
-    payload = {"path": str(model_dir), "model": args.model, "ok": problem is None, "problem": problem,
-               "builder_version": tiny_model.spec_for(args.model).build_version,
-               "manifest_sha256": tiny_model.manifest_digest(model_dir) if problem is None else None}
+    payload = {
+        "path": str(model_dir),
+        "model": args.model,
+        "ok": problem is None,
+        "problem": problem,
+        "builder_version": tiny_model.spec_for(args.model).build_version,
+        "manifest_sha256": tiny_model.manifest_digest(model_dir) if problem is None else None,
+    }
     emit(args.json, payload, lambda p: f"{p['path']}: ok" if p["ok"] else p["problem"])
     return 0 if problem is None else 1

@@ -2,6 +2,7 @@
 
 Runs until Ctrl-C or SIGTERM; every chat-completions request answered through it is already on disk.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,11 @@ async def _serve(args: argparse.Namespace) -> dict:
     except OSError as exc:
         await rec.close()
         raise FrankError(f"--listen {args.listen}: {exc.strerror or exc}") from exc
-    print(f"frank record: {rec.url} -> {rec.upstream}; recording into {rec.out} ({rec.draw_name}); "
-          "Ctrl-C to stop", file=sys.stderr, flush=True)
+    print(
+        f"frank record: {rec.url} -> {rec.upstream}; recording into {rec.out} ({rec.draw_name}); Ctrl-C to stop",
+        file=sys.stderr,
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -53,8 +57,14 @@ async def _serve(args: argparse.Namespace) -> dict:
         await stop.wait()
     finally:
         await rec.close()
-    return {"workload": str(rec.out), "draw": rec.draw_name, "recorded": rec.recorded,
-            "forwarded": rec.forwarded, "listen": rec.url, "upstream": rec.upstream}
+    return {
+        "workload": str(rec.out),
+        "draw": rec.draw_name,
+        "recorded": rec.recorded,
+        "forwarded": rec.forwarded,
+        "listen": rec.url,
+        "upstream": rec.upstream,
+    }
 
 
 def cmd_record(args: argparse.Namespace) -> int:

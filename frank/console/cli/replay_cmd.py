@@ -5,6 +5,7 @@ status: 0 every request ok, 1 some requests failed, 3 the run was cut off (engin
 `frank jobs cancel`) and can be resumed with `--resume RUN`. `--detach` starts the run as a job
 (frank.workloads.replay_job) and returns at once.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,17 +16,35 @@ from pathlib import Path
 from frank.console.cli.common import emit
 from frank.errors import FrankError
 
-SUMMARY_KEYS = ("requests", "failed", "unattributed", "front_end_s", "prefill_s", "queue_s", "ttft_s",
-                "verify_step_s", "client_ttft_s", "prompt_tokens")
+SUMMARY_KEYS = (
+    "requests",
+    "failed",
+    "unattributed",
+    "front_end_s",
+    "prefill_s",
+    "queue_s",
+    "ttft_s",
+    "verify_step_s",
+    "client_ttft_s",
+    "prompt_tokens",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="replay a workload against the running engine, one request at a time")
-    p.add_argument("workload", nargs="?", help="a workload folder, a built-in (w01-mini, w01-full) or a name "
-                                               "in the workloads dir (not needed with --resume)")
+    p.add_argument(
+        "workload",
+        nargs="?",
+        help="a workload folder, a built-in (w01-mini, w01-full) or a name "
+        "in the workloads dir (not needed with --resume)",
+    )
     p.add_argument("--draws", nargs="+", metavar="DRAW", help="draws to replay (default: all)")
-    p.add_argument("--mode", choices=["engine", "full"], default="engine",
-                   help="engine: one output token per request; full: the recorded parameters, streamed")
+    p.add_argument(
+        "--mode",
+        choices=["engine", "full"],
+        default="engine",
+        help="engine: one output token per request; full: the recorded parameters, streamed",
+    )
     p.add_argument("--limit", type=int, default=None, help="only the first N requests of each draw")
     p.add_argument("--max-tokens", type=int, default=None, help="full mode: cap the recorded max_tokens")
     p.add_argument("--no-stream", action="store_true", help="engine mode: ask for non-streamed responses")
@@ -33,12 +52,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=None, help="served model name (default: the engine's)")
     p.add_argument("--api-key", default=None, help="bearer key (default: $FRANK_API_KEY, $OPENAI_API_KEY)")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs dir / replays / RUN_ID)")
-    p.add_argument("--resume", metavar="RUN", default=None,
-                   help="continue a run (its id or folder): requests already recorded ok are skipped")
-    p.add_argument("--restart", action="store_true",
-                   help="with --resume: replay unfinished draws from their first request (records are kept)")
-    p.add_argument("--detach", action="store_true",
-                   help="run as a job in its own session (survives the terminal); prints run_id and pid at once")
+    p.add_argument(
+        "--resume",
+        metavar="RUN",
+        default=None,
+        help="continue a run (its id or folder): requests already recorded ok are skipped",
+    )
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --resume: replay unfinished draws from their first request (records are kept)",
+    )
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="run as a job in its own session (survives the terminal); prints run_id and pid at once",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_replay)
@@ -49,8 +78,7 @@ def _engine_url() -> str:
 
     st = EngineController().status()
     if st.state != "ready" or not st.url:
-        raise FrankError(f"no engine is ready (state: {st.state}); start one with `frank engine start` or "
-                         "pass --url")
+        raise FrankError(f"no engine is ready (state: {st.state}); start one with `frank engine start` or pass --url")
     return st.url
 
 
@@ -80,22 +108,38 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         if not args.workload:
             raise FrankError("frank replay: give a WORKLOAD (or --resume RUN)")
-        options = ReplayOptions(mode=args.mode, stream=not args.no_stream,
-                                draws=tuple(args.draws) if args.draws else None, limit=args.limit,
-                                max_tokens=args.max_tokens, model=args.model, api_key=api_key)
+        options = ReplayOptions(
+            mode=args.mode,
+            stream=not args.no_stream,
+            draws=tuple(args.draws) if args.draws else None,
+            limit=args.limit,
+            max_tokens=args.max_tokens,
+            model=args.model,
+            api_key=api_key,
+        )
         run_dir = replay_job.prepare(args.workload, options, args.url or _engine_url(), args.out)
     if args.detach:
         st = replay_job.launch(run_dir, api_key)
-        emit(args.json, {**st.to_json(), "log": str(run_dir / "job.log")},
-             lambda p: f"replay {p['run_id']} started (pid {p['pid']}); it survives this terminal.\n"
-                       f"follow it: frank jobs status {p['run_id']} --follow   cancel: frank jobs cancel {p['run_id']}")
+        emit(
+            args.json,
+            {**st.to_json(), "log": str(run_dir / "job.log")},
+            lambda p: (
+                f"replay {p['run_id']} started (pid {p['pid']}); it survives this terminal.\n"
+                f"follow it: frank jobs status {p['run_id']} --follow   cancel: frank jobs cancel {p['run_id']}"
+            ),
+        )
         return 0
-    summary = replay_job.run(run_dir, base_url=args.url, api_key=api_key,
-                             progress=replay_job.progress_lines(sys.stderr, args.quiet), restart=args.restart)
+    summary = replay_job.run(
+        run_dir,
+        base_url=args.url,
+        api_key=api_key,
+        progress=replay_job.progress_lines(sys.stderr, args.quiet),
+        restart=args.restart,
+    )
     emit(args.json, summary, _human)
     from frank.console.cli.campaign_cmd import watch_after_run
 
-    watch_after_run()                         # the campaign's revert watch: a fired rule shows now
+    watch_after_run()  # the campaign's revert watch: a fired rule shows now
     if summary["state"] != "finished":
         return 3
     return 1 if summary["totals"]["failed"] else 0

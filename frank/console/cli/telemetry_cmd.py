@@ -1,4 +1,5 @@
 """`frank telemetry`: CPU, GPU and engine metrics, headless; `--export prom` serves them to Prometheus."""
+
 from __future__ import annotations
 
 import argparse
@@ -100,8 +101,11 @@ def _export(args: argparse.Namespace) -> int:
         url = f"http://{'[' + host + ']' if ':' in host else host}:{real_port}/metrics"
         if not is_loopback(host):
             print(f"frank: warning: exporting to the network on {host} (no authentication)", file=sys.stderr)
-        emit(args.json, {"export": "prom", "url": url, "period_s": args.period},
-             lambda p: f"serving telemetry at {p['url']} every {p['period_s']:g} s (Ctrl-C stops)")
+        emit(
+            args.json,
+            {"export": "prom", "url": url, "period_s": args.period},
+            lambda p: f"serving telemetry at {p['url']} every {p['period_s']:g} s (Ctrl-C stops)",
+        )
         try:
             _wait(args.duration)
         finally:
@@ -129,45 +133,78 @@ def _line(p: dict[str, Any]) -> str:
     e_cpu = (cpu.get("engine") or {}).get("cpu_percent")
     rates = eng.get("rates") or {}
     gpus = " ".join(f"gpu{g['index']}:{_num(g['util_gpu'], '{:.0f}')}%" for g in p["gpus"]) or "no-gpu"
-    return (f"{time.strftime('%H:%M:%S', time.localtime(p['wall_time']))} cpu {cpu['total_percent']:5.1f}% "
-            f"engine-cpu {_num(e_cpu, '{:.0f}')}% {gpus} engine {eng['state']} "
-            f"run {_num(rates.get('running'), '{:.0f}')} wait {_num(rates.get('waiting'), '{:.0f}')} "
-            f"gen {_num(rates.get('generation_tokens_per_s'), '{:.1f}')} tok/s "
-            f"ttft {_num(rates.get('mean_ttft_s'))} s  ({p['cost_ms']['total']:.1f} ms)")
+    return (
+        f"{time.strftime('%H:%M:%S', time.localtime(p['wall_time']))} cpu {cpu['total_percent']:5.1f}% "
+        f"engine-cpu {_num(e_cpu, '{:.0f}')}% {gpus} engine {eng['state']} "
+        f"run {_num(rates.get('running'), '{:.0f}')} wait {_num(rates.get('waiting'), '{:.0f}')} "
+        f"gen {_num(rates.get('generation_tokens_per_s'), '{:.1f}')} tok/s "
+        f"ttft {_num(rates.get('mean_ttft_s'))} s  ({p['cost_ms']['total']:.1f} ms)"
+    )
 
 
 def _human(p: dict[str, Any]) -> str:
     cpu = p["cpu"]
-    lines = [f"CPU   {cpu['total_percent']:.1f}% over {len(cpu['per_core'])} cores: "
-             + " ".join(f"{v:.0f}" for v in cpu["per_core"]),
-             f"RAM   {_fmt_bytes(cpu['ram_used'])} used of {_fmt_bytes(cpu['ram_total'])}"]
+    lines = [
+        f"CPU   {cpu['total_percent']:.1f}% over {len(cpu['per_core'])} cores: "
+        + " ".join(f"{v:.0f}" for v in cpu["per_core"]),
+        f"RAM   {_fmt_bytes(cpu['ram_used'])} used of {_fmt_bytes(cpu['ram_total'])}",
+    ]
     eng_cpu = cpu.get("engine")
     if eng_cpu:
-        lines.append(f"engine process tree: {_num(eng_cpu['cpu_percent'], '{:.0f}')}% of a core, "
-                     f"{eng_cpu['num_threads']} threads, RSS {_fmt_bytes(eng_cpu['rss_bytes'])}, busiest: "
-                     + (", ".join(f"{t['name']}({t['tid']}) {t['cpu_percent']:.0f}%" for t in eng_cpu["busiest"])
-                        or "-"))
+        lines.append(
+            f"engine process tree: {_num(eng_cpu['cpu_percent'], '{:.0f}')}% of a core, "
+            f"{eng_cpu['num_threads']} threads, RSS {_fmt_bytes(eng_cpu['rss_bytes'])}, busiest: "
+            + (", ".join(f"{t['name']}({t['tid']}) {t['cpu_percent']:.0f}%" for t in eng_cpu["busiest"]) or "-")
+        )
     if p["gpu_error"]:
         lines.append(p["gpu_error"])
     for g in p["gpus"]:
-        lines.append(f"GPU{g['index']} {g['name']}: {_num(g['util_gpu'], '{:.0f}')}% mem "
-                     f"{_fmt_bytes(g['memory_used'])}/{_fmt_bytes(g['memory_total'])} {_num(g['power_w'], '{:.0f}')} W "
-                     f"{_num(g['temperature_c'], '{:.0f}')} C SM {_num(g['sm_clock_mhz'], '{:.0f}')} MHz "
-                     f"PCIe gen{g['pcie_gen']} x{g['pcie_width']} tx {_fmt_bytes(g['pcie_tx_bps'])}/s "
-                     f"rx {_fmt_bytes(g['pcie_rx_bps'])}/s")
+        lines.append(
+            f"GPU{g['index']} {g['name']}: {_num(g['util_gpu'], '{:.0f}')}% mem "
+            f"{_fmt_bytes(g['memory_used'])}/{_fmt_bytes(g['memory_total'])} {_num(g['power_w'], '{:.0f}')} W "
+            f"{_num(g['temperature_c'], '{:.0f}')} C SM {_num(g['sm_clock_mhz'], '{:.0f}')} MHz "
+            f"PCIe gen{g['pcie_gen']} x{g['pcie_width']} tx {_fmt_bytes(g['pcie_tx_bps'])}/s "
+            f"rx {_fmt_bytes(g['pcie_rx_bps'])}/s"
+        )
     eng = p["engine"]
-    lines.append(f"engine {eng['state']}" + (f" at {eng['url']}" if eng["url"] else "")
-                 + (f": {eng['error']}" if eng["error"] else ""))
+    lines.append(
+        f"engine {eng['state']}"
+        + (f" at {eng['url']}" if eng["url"] else "")
+        + (f": {eng['error']}" if eng["error"] else "")
+    )
     met = eng.get("metrics") or {}
     if met.get("state") == "ok":
-        lines.append("  since start: " + ", ".join(
-            f"{k} {_num(met.get(k))}" for k in ("requests_finished", "prompt_tokens", "generation_tokens",
-                                                 "prefix_cache_hit_rate", "mean_ttft_s", "mean_front_end_s",
-                                                 "window_verify_step_s", "mean_acceptance_length")))
+        lines.append(
+            "  since start: "
+            + ", ".join(
+                f"{k} {_num(met.get(k))}"
+                for k in (
+                    "requests_finished",
+                    "prompt_tokens",
+                    "generation_tokens",
+                    "prefix_cache_hit_rate",
+                    "mean_ttft_s",
+                    "mean_front_end_s",
+                    "window_verify_step_s",
+                    "mean_acceptance_length",
+                )
+            )
+        )
     rates = eng.get("rates") or {}
     if rates.get("valid"):
-        lines.append(f"  last {rates['window_s']:.1f} s: " + ", ".join(
-            f"{k} {_num(rates.get(k))}" for k in ("running", "waiting", "kv_cache_usage", "prompt_tokens_per_s",
-                                                   "generation_tokens_per_s", "prefix_cache_hit_rate")))
+        lines.append(
+            f"  last {rates['window_s']:.1f} s: "
+            + ", ".join(
+                f"{k} {_num(rates.get(k))}"
+                for k in (
+                    "running",
+                    "waiting",
+                    "kv_cache_usage",
+                    "prompt_tokens_per_s",
+                    "generation_tokens_per_s",
+                    "prefix_cache_hit_rate",
+                )
+            )
+        )
     lines.append(f"sample cost {p['cost_ms']['total']:.2f} ms")
     return "\n".join(lines)

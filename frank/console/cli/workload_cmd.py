@@ -1,4 +1,5 @@
 """`frank workload list|check|make|import`: workloads on disk, their checks, the synthetic W01, imports."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     imp = wsub.add_parser("import", help="a workload from plain JSONL files of chat-completions request bodies")
     imp.add_argument("files", nargs="+", type=Path, help="one JSONL file per draw")
-    imp.add_argument("--out", type=Path, default=None,
-                     help="the workload folder (default: the workloads dir / --name)")
+    imp.add_argument("--out", type=Path, default=None, help="the workload folder (default: the workloads dir / --name)")
     imp.add_argument("--name", default=None, help="workload name (default: the --out folder's name)")
     imp.add_argument("--description", default="")
     imp.add_argument("--force", action="store_true")
@@ -68,7 +68,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     path = resolve_workload(args.workload)
     workload, errors = check_workload(path)
     payload = {
-        "workload": str(path), "ok": not errors, "errors": [str(e) for e in errors],
+        "workload": str(path),
+        "ok": not errors,
+        "errors": [str(e) for e in errors],
         "draws": {d.name: d.requests for d in workload.draws} if workload else {},
     }
     if args.json:
@@ -86,17 +88,28 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_make(args: argparse.Namespace) -> int:
     import time
 
-    from frank.workloads.w01 import make_w01
     from frank.workloads.format import read_manifest
+    from frank.workloads.w01 import make_w01
 
     t0 = time.monotonic()
     path = make_w01(args.out, args.scale, args.seed, overwrite=args.force)
     workload = read_manifest(path)
-    payload = {"workload": str(path), "name": workload.name, "scale": args.scale, "seed": args.seed,
-               "draws": {d.name: {"requests": d.requests, "sha256": d.sha256} for d in workload.draws},
-               "seconds": round(time.monotonic() - t0, 2)}
-    emit(args.json, payload, lambda p: f"wrote {p['workload']} ({len(p['draws'])} draws, "
-                                       f"{sum(d['requests'] for d in p['draws'].values())} requests) in {p['seconds']} s")
+    payload = {
+        "workload": str(path),
+        "name": workload.name,
+        "scale": args.scale,
+        "seed": args.seed,
+        "draws": {d.name: {"requests": d.requests, "sha256": d.sha256} for d in workload.draws},
+        "seconds": round(time.monotonic() - t0, 2),
+    }
+    emit(
+        args.json,
+        payload,
+        lambda p: (
+            f"wrote {p['workload']} ({len(p['draws'])} draws, "
+            f"{sum(d['requests'] for d in p['draws'].values())} requests) in {p['seconds']} s"
+        ),
+    )
     return 0
 
 
@@ -109,8 +122,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else workloads_dir() / args.name
     path = import_jsonl(args.files, out, args.name, args.description, overwrite=args.force)
     workload = read_manifest(path)
-    payload = {"workload": str(path), "name": workload.name,
-               "draws": {d.name: d.requests for d in workload.draws}}
-    emit(args.json, payload, lambda p: f"imported {sum(p['draws'].values())} requests into {p['workload']} "
-                                       f"({len(p['draws'])} draw(s))")
+    payload = {"workload": str(path), "name": workload.name, "draws": {d.name: d.requests for d in workload.draws}}
+    emit(
+        args.json,
+        payload,
+        lambda p: f"imported {sum(p['draws'].values())} requests into {p['workload']} ({len(p['draws'])} draw(s))",
+    )
     return 0

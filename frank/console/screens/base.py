@@ -1,4 +1,5 @@
 """Base screen: a failed worker of the screen becomes a notification with its reason, never a traceback."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ class FrankScreen(Screen):
     """Adds `-narrow` below 110 columns or 30 rows: the TCSS stacks or tabs the panels then."""
 
     @property
-    def frank(self) -> "FrankApp":
+    def frank(self) -> FrankApp:
         """The app, typed: its services and the state its workers' messages keep."""
         return self.app  # type: ignore[return-value]
 

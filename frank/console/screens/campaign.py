@@ -6,6 +6,7 @@ thread worker every few seconds, and each read runs the revert watch, so a rule 
 a notification on any screen (`install_watch`), at once. Actions ask first and are off in read-only mode; the
 evidence checks are the headless layer's, so a refused adoption shows its reason.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,13 @@ from frank.console.screens.confirm import ConfirmDialog
 from frank.console.widgets.footer import FrankFooter
 
 REFRESH_S = 5.0
-COLUMNS = (("part", "part"), ("state", "state"), ("evidence", "evidence (decision, p, design)"),
-           ("rules", "revert rules: last check"), ("next", "up next"))
+COLUMNS = (
+    ("part", "part"),
+    ("state", "state"),
+    ("evidence", "evidence (decision, p, design)"),
+    ("rules", "revert rules: last check"),
+    ("next", "up next"),
+)
 ACTIONS = {"campaign_adopt", "campaign_serve", "campaign_revert"}
 
 
@@ -58,19 +64,39 @@ def _rules_cell(p: dict[str, Any]) -> str:
 
 def _detail(p: dict[str, Any]) -> str:
     knobs = " ".join(f"{k}={v}" for k, v in p["knobs"].items()) or "no knob values (the profile itself)"
-    lines = [f"{p['name']} — {p['title']}", f"state {p['state'].upper()}  ·  profile {p['profile']}: {knobs}",
-             f"design {p['design'] or '-'}  {p['design_sha256'] or ''}", "", "evidence:"]
+    lines = [
+        f"{p['name']} — {p['title']}",
+        f"state {p['state'].upper()}  ·  profile {p['profile']}: {knobs}",
+        f"design {p['design'] or '-'}  {p['design_sha256'] or ''}",
+        "",
+        "evidence:",
+    ]
     for e in p["evidence"]:
-        what = e.get("policy") if e.get("source") == "policy" else (
-            f"{e.get('decision')}" + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
-            + (f", run {e['run_id']}" if e.get("run_id") else "") + (f" — {e['reason']}" if e.get("reason") else ""))
-        lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}"
-                     + ("" if e.get("ok", True) else f"  PROBLEM: {e.get('problem')}"))
+        what = (
+            e.get("policy")
+            if e.get("source") == "policy"
+            else (
+                f"{e.get('decision')}"
+                + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
+                + (f", run {e['run_id']}" if e.get("run_id") else "")
+                + (f" — {e['reason']}" if e.get("reason") else "")
+            )
+        )
+        lines.append(
+            f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}"
+            + ("" if e.get("ok", True) else f"  PROBLEM: {e.get('problem')}")
+        )
     lines += ["", "revert rules:"]
     for r in p["revert_rules"] or []:
         last = r["last_check"]
-        lines.append(f"  {r['name']} ({r['kind']}): " + (f"{last['outcome']} on {last['run_kind']} {last['run_id']} — "
-                                                         f"{last['detail']}" if last else "not checked yet"))
+        lines.append(
+            f"  {r['name']} ({r['kind']}): "
+            + (
+                f"{last['outcome']} on {last['run_kind']} {last['run_id']} — {last['detail']}"
+                if last
+                else "not checked yet"
+            )
+        )
     if not p["revert_rules"]:
         lines.append("  none")
     lines += ["", f"up next: {p['up_next']}"]
@@ -97,7 +123,7 @@ class CampaignScreen(FrankScreen):
 
     def __init__(self, path: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.path = path            # None: the config dir's campaign.toml
+        self.path = path  # None: the config dir's campaign.toml
         self.data: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
@@ -117,22 +143,22 @@ class CampaignScreen(FrankScreen):
         self.set_interval(REFRESH_S, self._tick)
 
     def _tick(self) -> None:
-        if self.is_current:              # a mode left behind costs nothing; the app-wide watch still runs
+        if self.is_current:  # a mode left behind costs nothing; the app-wide watch still runs
             self.load()
 
-    def refresh_view(self) -> None:      # the app's tick: the campaign has its own, slower timer
+    def refresh_view(self) -> None:  # the app's tick: the campaign has its own, slower timer
         pass
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ACTIONS and getattr(self.app, "read_only", False):
-            return None                  # greyed out in the footer
+            return None  # greyed out in the footer
         return True
 
     # -- reading -----------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="campaign", exit_on_error=False)
     def load(self) -> None:
-        from frank.errors import FrankError
         from frank.campaign import actions
+        from frank.errors import FrankError
 
         path = actions.resolve_path(self.path)
         if not path.exists():
@@ -147,7 +173,8 @@ class CampaignScreen(FrankScreen):
 
     def _show_missing(self, path: str) -> None:
         self.query_one("#campaign-status", Static).update(
-            f"no campaign at {path}: create one with `frank campaign init` (or `--example seed`)")
+            f"no campaign at {path}: create one with `frank campaign init` (or `--example seed`)"
+        )
 
     def _show_error(self, message: str) -> None:
         self.query_one("#campaign-status", Static).update(f"campaign error: {message}")
@@ -155,12 +182,19 @@ class CampaignScreen(FrankScreen):
     def _show(self, data: dict[str, Any]) -> None:
         self.data = data
         notify_fired(self.app, data.get("new_checks", []))
-        head = f"campaign {data['name']} — {data['file']}" + (" · read-only" if getattr(self.app, "read_only", False) else "")
+        head = f"campaign {data['name']} — {data['file']}" + (
+            " · read-only" if getattr(self.app, "read_only", False) else ""
+        )
         self.query_one("#campaign-status", Static).update("\n".join([head, *data["alerts"]]))
         table = self.query_one("#parts-board", DataTable)
         for p in data["parts"]:
-            cells = {"part": p["name"], "state": p["state"].upper(), "evidence": _evidence_cell(p),
-                     "rules": _rules_cell(p), "next": p["up_next"]}
+            cells = {
+                "part": p["name"],
+                "state": p["state"].upper(),
+                "evidence": _evidence_cell(p),
+                "rules": _rules_cell(p),
+                "next": p["up_next"],
+            }
             if p["name"] in table.rows:
                 for key, value in cells.items():
                     table.update_cell(p["name"], key, value)
@@ -196,17 +230,29 @@ class CampaignScreen(FrankScreen):
         app.push_screen(ConfirmDialog(f"{what} {part['name']}?", body.format(**part), yes=what.capitalize()), answered)
 
     def action_campaign_adopt(self) -> None:
-        self._act("adopt", "Adopt needs a confirmed registered run of its design ({design}); the newest one is "
-                           "recorded in the campaign's history.", "adopt")
+        self._act(
+            "adopt",
+            "Adopt needs a confirmed registered run of its design ({design}); the newest one is "
+            "recorded in the campaign's history.",
+            "adopt",
+        )
 
     def action_campaign_serve(self) -> None:
-        self._act("serve", "Its knob values {knobs} become the defaults of profile {profile} (a user profile "
-                           "override) for the next engine start. A passed part served on a policy call: use "
-                           "`frank campaign serve NAME --policy WHY`.", "serve")
+        self._act(
+            "serve",
+            "Its knob values {knobs} become the defaults of profile {profile} (a user profile "
+            "override) for the next engine start. A passed part served on a policy call: use "
+            "`frank campaign serve NAME --policy WHY`.",
+            "serve",
+        )
 
     def action_campaign_revert(self) -> None:
-        self._act("revert", "Revert needs a revert rule that fired since it was served (with no fired rule: "
-                            "`frank campaign revert NAME --reason WHY`). Served defaults are put back.", "revert")
+        self._act(
+            "revert",
+            "Revert needs a revert rule that fired since it was served (with no fired rule: "
+            "`frank campaign revert NAME --reason WHY`). Served defaults are put back.",
+            "revert",
+        )
 
     def action_campaign_watch(self) -> None:
         self.load()
@@ -215,7 +261,7 @@ class CampaignScreen(FrankScreen):
     def _run_action(self, call: str, name: str) -> None:
         from frank.campaign import actions
 
-        out = getattr(actions, call)(name, self.path)          # a refusal raises: the base screen notifies it
+        out = getattr(actions, call)(name, self.path)  # a refusal raises: the base screen notifies it
         message = f"{name}: {out['state']}"
         if call == "serve":
             message += f" — takes effect on {out['takes_effect']['starts']}"
@@ -242,5 +288,6 @@ def install_watch(app: Any, every_s: float = 10.0) -> None:
             if checks:
                 app.call_from_thread(notify_fired, app, checks)
 
-    app.set_interval(every_s, lambda: app.run_worker(sweep, thread=True, exclusive=True, group="campaign-watch",
-                                                     exit_on_error=False))
+    app.set_interval(
+        every_s, lambda: app.run_worker(sweep, thread=True, exclusive=True, group="campaign-watch", exit_on_error=False)
+    )

@@ -1,4 +1,5 @@
 """A yes/no dialog before anything that kills in-flight work. Escape or n answers no."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -38,7 +39,7 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()   # the safe answer is the default
+        self.query_one("#no", Button).focus()  # the safe answer is the default
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -5,6 +5,7 @@ tabbed (m metrics, g gpu, p cpu pool, o log; or left/right on the tab bar) so no
 `refresh_view` maps the app's latest snapshot and status to plain view objects: the only place that
 knows the telemetry types.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,12 +13,12 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from frank.console.widgets.footer import FrankFooter
-from frank.console.screens.base import NARROW_WIDTH, SHORT_HEIGHT, FrankScreen
 from textual.widgets import Header, Tab, Tabs
 
+from frank.console.screens.base import NARROW_WIDTH, SHORT_HEIGHT, FrankScreen
 from frank.console.widgets.cpu_panel import CpuPanel, CpuView
 from frank.console.widgets.engine_panel import EnginePanel
+from frank.console.widgets.footer import FrankFooter
 from frank.console.widgets.gpu_panel import GpuPanel, GpuView
 from frank.console.widgets.log_tail import LogTail
 from frank.console.widgets.metrics_panel import MetricsPanel, MetricsView, RequestRow
@@ -41,8 +42,13 @@ class DashboardScreen(FrankScreen):
         # One flat container: a 2-column grid when wide, a column with a tab bar when narrow.
         with Vertical(id="dash"):
             yield EnginePanel(id="engine")
-            yield Tabs(Tab("m metrics", id="tab-metrics"), Tab("g gpu", id="tab-gpu"),
-                       Tab("p cpu", id="tab-cpu"), Tab("o log", id="tab-log"), id="panel-tabs")
+            yield Tabs(
+                Tab("m metrics", id="tab-metrics"),
+                Tab("g gpu", id="tab-gpu"),
+                Tab("p cpu", id="tab-cpu"),
+                Tab("o log", id="tab-log"),
+                id="panel-tabs",
+            )
             yield MetricsPanel(id="metrics", classes="tabbed")
             yield GpuPanel(id="gpu", classes="tabbed")
             yield CpuPanel(id="cpu", classes="tabbed")
@@ -86,13 +92,19 @@ class DashboardScreen(FrankScreen):
     def refresh_view(self) -> None:
         app = self.frank
         narrow = self.has_class("-narrow")
-        self.query_one(EnginePanel).show(app.engine_status, app.profile_knobs() if app.engine_status else None,
-                                         busy=app.busy, read_only=app.read_only, compact=narrow,
-                                         next_profile=app.profile_for_start())
+        self.query_one(EnginePanel).show(
+            app.engine_status,
+            app.profile_knobs() if app.engine_status else None,
+            busy=app.busy,
+            read_only=app.read_only,
+            compact=narrow,
+            next_profile=app.profile_for_start(),
+        )
         snap = app.snapshot
         history = app.services.sampler.history(SPARK_POINTS * snap.period_s) if snap is not None else []
-        self.query_one(MetricsPanel).show(metrics_view(snap, history, request_rows(app)),
-                                          table=self.size.height >= SHORT_HEIGHT)
+        self.query_one(MetricsPanel).show(
+            metrics_view(snap, history, request_rows(app)), table=self.size.height >= SHORT_HEIGHT
+        )
         gpus, gpu_error = gpu_views(snap, history)
         self.query_one(GpuPanel).show(gpus, gpu_error)
         self.query_one(CpuPanel).show(cpu_view(snap, history))
@@ -113,7 +125,8 @@ def app_run_progress(app: Any) -> tuple:
         cur = exp.current
         now = f"now start {cur.start} {cur.arm} ({cur.phase})  " if cur else ""
         totals = f"{now}{exp.wins} won · {exp.losses} lost · {exp.remaining} to go" + (
-            "" if exp.can_still_meet else " · the rule can no longer be met")
+            "" if exp.can_still_meet else " · the rule can no longer be met"
+        )
         return (f"experiment {exp.name}", done, len(exp.cells) or None, totals, exp.status)
     return (None,)
 
@@ -127,11 +140,28 @@ def request_rows(app: Any) -> tuple[RequestRow, ...]:
         rows = []
         for rec in records[-8:]:
             srv = rec.get("server") or {}
-            rows.append(RequestRow(str(rec.get("id")), srv.get("ttft_s"), srv.get("queue_s"), srv.get("prefill_s"),
-                                   srv.get("front_end_s"), rec.get("prompt_tokens")))
+            rows.append(
+                RequestRow(
+                    str(rec.get("id")),
+                    srv.get("ttft_s"),
+                    srv.get("queue_s"),
+                    srv.get("prefill_s"),
+                    srv.get("front_end_s"),
+                    rec.get("prompt_tokens"),
+                )
+            )
         return tuple(rows)
-    return tuple(RequestRow(key, d.ttft_s, d.queue_s, d.prefill_s, d.front_end_s,
-                            None if d.prompt_tokens is None else int(d.prompt_tokens)) for key, d in app.requests)
+    return tuple(
+        RequestRow(
+            key,
+            d.ttft_s,
+            d.queue_s,
+            d.prefill_s,
+            d.front_end_s,
+            None if d.prompt_tokens is None else int(d.prompt_tokens),
+        )
+        for key, d in app.requests
+    )
 
 
 def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) -> MetricsView:
@@ -140,28 +170,32 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
     eng = snap.engine
     if eng.state in ("stopped", "crashed") or eng.metrics is None or not eng.metrics.ok:
         state = eng.state if eng.state in ("stopped", "starting", "crashed") else "unreachable"
-        error = None if state in ("starting", "stopped") else eng.error   # refused while starting is expected
+        error = None if state in ("starting", "stopped") else eng.error  # refused while starting is expected
         return MetricsView(state=state, error=error, requests=rows)
     rates = eng.rates
     ms = eng.metrics
     from frank.engine import metrics as m
 
     def series(fn) -> tuple[float | None, ...]:
-        return tuple(fn(s.engine.rates) if s.engine.rates is not None and s.engine.rates.valid else None
-                     for s in history)
+        return tuple(
+            fn(s.engine.rates) if s.engine.rates is not None and s.engine.rates.valid else None for s in history
+        )
 
     by_pos = rates.acceptance_per_position if rates else None
     last_by_pos = next((v for v in reversed(series(lambda r: r.acceptance_per_position)) if v), None)
     return MetricsView(
         state="ok",
-        running=ms.gauge(m.RUNNING), waiting=ms.gauge(m.WAITING), kv_usage=ms.gauge(m.KV_USAGE),
+        running=ms.gauge(m.RUNNING),
+        waiting=ms.gauge(m.WAITING),
+        kv_usage=ms.gauge(m.KV_USAGE),
         prefix_hit=rates.prefix_cache_hit_rate if rates else None,
         tokens_s=rates.generation_tokens_per_s if rates else None,
         verify_step=rates.window_verify_step_s if rates else None,
         acceptance=rates.mean_acceptance_length if rates else None,
         verify_hist=series(lambda r: r.window_verify_step_s),
         accept_hist=series(lambda r: r.mean_acceptance_length),
-        accept_by_pos=by_pos or last_by_pos, accept_by_pos_stale=not by_pos and last_by_pos is not None,
+        accept_by_pos=by_pos or last_by_pos,
+        accept_by_pos_stale=not by_pos and last_by_pos is not None,
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
         requests=rows,
     )
@@ -173,16 +207,32 @@ def gpu_views(snap: Any, history: list[Any]) -> tuple[list[GpuView], str | None]
     reading = snap.gpu
     out = []
     for g in reading.gpus:
+
         def hist(attr: str) -> tuple[float | None, ...]:
             vals = []
             for s in history:
-                match = [x for x in s.gpu.gpus if x.index == g.index]
+                match = [x for x in s.gpu.gpus if x.index == g.index]  # noqa: B023
                 vals.append(getattr(match[0], attr) if match else None)
             return tuple(vals)
+
         link = f"gen{g.pcie_gen} x{g.pcie_width}" if g.pcie_gen else ""
-        out.append(GpuView(g.index, g.name, g.util_gpu, g.memory_used, g.memory_total, g.power_w, g.temperature_c,
-                           g.pcie_tx_bps, g.pcie_rx_bps, link, hist("util_gpu"), hist("pcie_tx_bps"),
-                           hist("pcie_rx_bps")))
+        out.append(
+            GpuView(
+                g.index,
+                g.name,
+                g.util_gpu,
+                g.memory_used,
+                g.memory_total,
+                g.power_w,
+                g.temperature_c,
+                g.pcie_tx_bps,
+                g.pcie_rx_bps,
+                link,
+                hist("util_gpu"),
+                hist("pcie_tx_bps"),
+                hist("pcie_rx_bps"),
+            )
+        )
     return out, reading.error
 
 
@@ -192,9 +242,13 @@ def cpu_view(snap: Any, history: list[Any]) -> CpuView | None:
     cpu = snap.cpu
     eng = cpu.engine
     return CpuView(
-        per_core=tuple(cpu.per_core), total=cpu.total_percent,
+        per_core=tuple(cpu.per_core),
+        total=cpu.total_percent,
         total_hist=tuple(s.cpu.total_percent for s in history),
-        engine_cpu=eng.cpu_percent if eng else None, engine_threads=eng.num_threads if eng else None,
+        engine_cpu=eng.cpu_percent if eng else None,
+        engine_threads=eng.num_threads if eng else None,
         busiest=tuple((t.name, t.cpu_percent) for t in eng.busiest) if eng else (),
-        engine_rss=eng.rss_bytes if eng else None, ram_used=cpu.ram_used, ram_total=cpu.ram_total,
+        engine_rss=eng.rss_bytes if eng else None,
+        ram_used=cpu.ram_used,
+        ram_total=cpu.ram_total,
     )

@@ -6,13 +6,14 @@ new console lists it and follows it. The screen only renders frank.episodes.runn
 from the run's own files by one thread worker re-armed after each poll (once a second while a run is
 followed and running).
 """
+
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from textual import work
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -23,7 +24,7 @@ from frank.console.widgets.base import update_text
 from frank.console.widgets.footer import FrankFooter
 
 POLL_S = 1.0
-OUTCOME_STYLE = {"pass": "bold green", "error": "bold red", "running": "bold"}   # table cells: plain Rich styles
+OUTCOME_STYLE = {"pass": "bold green", "error": "bold red", "running": "bold"}  # table cells: plain Rich styles
 
 
 class EpisodesScreen(FrankScreen):
@@ -36,8 +37,8 @@ class EpisodesScreen(FrankScreen):
     #ep-options Input { width: 10; }
     #ep-suites, #ep-runs { height: auto; max-height: 12; }
     """
-    followed: str | None = None     # the run shown on the right
-    state: Any = None               # its latest EpisodesState (None until the first poll)
+    followed: str | None = None  # the run shown on the right
+    state: Any = None  # its latest EpisodesState (None until the first poll)
     BINDINGS = [
         Binding("L", "launch", "launch", id="episodes.launch"),
         Binding("o", "follow", "follow", id="episodes.follow"),
@@ -48,7 +49,9 @@ class EpisodesScreen(FrankScreen):
         yield Header(icon="≡")
         with Horizontal(id="ep-body"):
             with Vertical(id="ep-left"):
-                yield Static("[bold]suites[/]  [$frank-idle]L launches draws on the running engine[/]", classes="section")
+                yield Static(
+                    "[bold]suites[/]  [$frank-idle]L launches draws on the running engine[/]", classes="section"
+                )
                 yield DataTable(id="ep-suites", cursor_type="row")
                 with Horizontal(id="ep-options"):
                     yield Label("draws")
@@ -90,9 +93,14 @@ class EpisodesScreen(FrankScreen):
             if name not in s.rows:
                 s.add_row(name, str(path.name), key=name)
         r = self.query_one("#ep-runs", DataTable)
-        for run in reversed(runs):   # newest first
-            cells = (run["run_id"], run["status"], f"{run['done']}/{run['planned']}", f"{run['total_s']:.2f}",
-                     str(run["passed"]))
+        for run in reversed(runs):  # newest first
+            cells = (
+                run["run_id"],
+                run["status"],
+                f"{run['done']}/{run['planned']}",
+                f"{run['total_s']:.2f}",
+                str(run["passed"]),
+            )
             if run["run_id"] in r.rows:
                 for key, value in zip(("run", "status", "done", "total_s", "passed"), cells):
                     r.update_cell(run["run_id"], key, value)
@@ -123,7 +131,7 @@ class EpisodesScreen(FrankScreen):
         from frank.episodes import job
         from frank.episodes.runner import create_run, engine_endpoint
 
-        url = engine_endpoint(None)           # refuses (a notification) when no engine is ready
+        url = engine_endpoint(None)  # refuses (a notification) when no engine is ready
         folder = create_run(suite, draws)
         st = job.launch(folder, url)
         self.app.call_from_thread(self._launched, folder.name, st.pid)
@@ -166,22 +174,31 @@ class EpisodesScreen(FrankScreen):
         state = self.state
         if state is None:
             return
-        update_text(self.query_one("#ep-head", Static),
-                    f"[bold]{state.run_id}[/]  {state.suite}  {state.status}  {state.done}/{state.planned} episodes"
-                    + (f"  [$frank-bad]{state.reason}[/]" if state.reason else ""))
+        update_text(
+            self.query_one("#ep-head", Static),
+            f"[bold]{state.run_id}[/]  {state.suite}  {state.status}  {state.done}/{state.planned} episodes"
+            + (f"  [$frank-bad]{state.reason}[/]" if state.reason else ""),
+        )
         table = self.query_one("#ep-episodes", DataTable)
         now = time.time()
         for ep in state.episodes:
             key = f"d{ep.draw}-{ep.task}"
             elapsed = ep.client_s if ep.outcome is not None else now - ep.started_at
             outcome = "running" if ep.outcome is None else ep.outcome
-            cells = {"draw": str(ep.draw), "task": ep.task, "turn": str(ep.turn), "last_tool": ep.last_tool or "-",
-                     "elapsed": f"{elapsed or 0:.1f} s", "outcome": Text(outcome, style=OUTCOME_STYLE.get(outcome, ""))}
+            cells = {
+                "draw": str(ep.draw),
+                "task": ep.task,
+                "turn": str(ep.turn),
+                "last_tool": ep.last_tool or "-",
+                "elapsed": f"{elapsed or 0:.1f} s",
+                "outcome": Text(outcome, style=OUTCOME_STYLE.get(outcome, "")),
+            }
             if key in table.rows:
                 for column, value in cells.items():
                     table.update_cell(key, column, value)
             else:
                 table.add_row(*cells.values(), key=key)
-        totals = "  ".join(f"draw {d['draw']}: {d['total_s']:.2f} s, {d['passed']}/{d['episodes']} passed"
-                           for d in state.draws)
+        totals = "  ".join(
+            f"draw {d['draw']}: {d['total_s']:.2f} s, {d['passed']}/{d['episodes']} passed" for d in state.draws
+        )
         update_text(self.query_one("#ep-totals", Static), totals)

@@ -5,6 +5,7 @@ A run launched here is a job (frank.experiments.job, the same as `frank experime
 its own session, output to the run folder, so quitting the console or an SSH drop never touches it. The
 board is rebuilt from the run's journal by the app's status poll, which posts ExperimentFolded.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,18 +16,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from frank.console.widgets.footer import FrankFooter
-from frank.console.screens.base import FrankScreen
-from frank.console.widgets.fidelity_panel import FidelityPanel  # fidelity hook [issue 12]
 from textual.widgets import DataTable, Header, Static
 
 from frank.console.messages import ExperimentFolded
+from frank.console.screens.base import FrankScreen
+from frank.console.widgets.fidelity_panel import FidelityPanel  # fidelity hook [issue 12]
+from frank.console.widgets.footer import FrankFooter
 from frank.experiments.registry import BUILTIN_DESIGNS, design_files  # noqa: F401  (tests patch design_files)
+
 
 def fmt_p(p: float | None, size: int | None = None) -> str:
     if p is None:
         return "–"
     from frank.experiments.exact import fraction
+
     return f"{fraction(p, size)} ({p:.4g})" if size else f"{p:.4g}"
 
 
@@ -46,7 +49,9 @@ class ExperimentsScreen(FrankScreen):
             with Vertical(id="exp-left"):
                 yield Static("[bold]designs[/]  [$frank-idle]g registers the selected one[/]", classes="section")
                 yield DataTable(id="designs", cursor_type="row")
-                yield Static("[bold]registered runs[/]  [$frank-idle]r runs or resumes (detached)[/]", classes="section")
+                yield Static(
+                    "[bold]registered runs[/]  [$frank-idle]r runs or resumes (detached)[/]", classes="section"
+                )
                 yield DataTable(id="runs", cursor_type="row")
             with Vertical(id="exp-right"):
                 yield Static("", id="exp-head")
@@ -127,15 +132,25 @@ class ExperimentsScreen(FrankScreen):
 
         d = load_design(path)
         arms = "  ".join(f"[bold]{escape(a.name)}[/] {escape(str(a.knob_dict or a.profile))}" for a in d.arms)
-        shape = (f"{d.blocks} blocks of one start per arm" if d.kind == "blocks" else
-                 f"{d.starts_per_arm}+{d.starts_per_arm} starts in one balanced order" if d.kind == "balanced"
-                 else "measures taken elsewhere (frank experiment analyze)")
+        shape = (
+            f"{d.blocks} blocks of one start per arm"
+            if d.kind == "blocks"
+            else f"{d.starts_per_arm}+{d.starts_per_arm} starts in one balanced order"
+            if d.kind == "balanced"
+            else "measures taken elsewhere (frank experiment analyze)"
+        )
         low = exact.smallest_p(d)
-        lines = [f"[bold]{escape(d.name)}[/]  [$frank-idle]{escape(Path(path).name)}[/]",
-                 escape(d.question), "", f"[$frank-idle]arms[/] {arms}", f"[$frank-idle]design[/] {shape}",
-                 f"[$frank-idle]measure[/] {escape(d.measure)}   [$frank-idle]profile[/] {escape(d.profile)}",
-                 f"[$frank-idle]smallest p[/] {fmt_p(low, round(1 / low) if low else None)}",
-                 "", "[$frank-idle]g registers it: the order is drawn and shown before you confirm[/]"]
+        lines = [
+            f"[bold]{escape(d.name)}[/]  [$frank-idle]{escape(Path(path).name)}[/]",
+            escape(d.question),
+            "",
+            f"[$frank-idle]arms[/] {arms}",
+            f"[$frank-idle]design[/] {shape}",
+            f"[$frank-idle]measure[/] {escape(d.measure)}   [$frank-idle]profile[/] {escape(d.profile)}",
+            f"[$frank-idle]smallest p[/] {fmt_p(low, round(1 / low) if low else None)}",
+            "",
+            "[$frank-idle]g registers it: the order is drawn and shown before you confirm[/]",
+        ]
         self.app.call_from_thread(self._show_design, "\n".join(lines))
 
     def _show_design(self, markup: str) -> None:
@@ -160,7 +175,8 @@ class ExperimentsScreen(FrankScreen):
         if state is None:
             if not str(self.query_one("#exp-head", Static).content):
                 self.query_one("#exp-head", Static).update(
-                    "[$frank-idle]select a registered run to follow it, or register a design (g)[/]")
+                    "[$frank-idle]select a registered run to follow it, or register a design (g)[/]"
+                )
             return
         runs = self.query_one("#runs", DataTable)
         if state.run_id in runs.rows and runs.get_cell(state.run_id, "status") != state.status:
@@ -171,13 +187,22 @@ class ExperimentsScreen(FrankScreen):
     def _head(self, s: Any) -> None:
         style = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad"}.get(s.status, "$frank-warn")
         cur = s.current
-        current = (f"start {cur.start} · {escape(cur.arm)}" + (f" · block {cur.block}" if cur.block else "")
-                   + f" · {escape(cur.phase)} (attempt {cur.attempts})") if cur else "no cell running"
-        lines = [f"[bold]{escape(s.name)}[/]  [{style}]● {escape(s.status)}[/]"
-                 + (f"  [$frank-idle]runner pid {s.runner_pid}[/]" if s.runner_pid else ""),
-                 f"[$frank-idle]run[/] {escape(s.run_id)}",
-                 f"[$frank-idle]design sha256[/] {s.design_sha256[:16]}…  [$frank-idle]kind[/] {s.kind}",
-                 f"[$frank-idle]now[/] {current}"]
+        current = (
+            (
+                f"start {cur.start} · {escape(cur.arm)}"
+                + (f" · block {cur.block}" if cur.block else "")
+                + f" · {escape(cur.phase)} (attempt {cur.attempts})"
+            )
+            if cur
+            else "no cell running"
+        )
+        lines = [
+            f"[bold]{escape(s.name)}[/]  [{style}]● {escape(s.status)}[/]"
+            + (f"  [$frank-idle]runner pid {s.runner_pid}[/]" if s.runner_pid else ""),
+            f"[$frank-idle]run[/] {escape(s.run_id)}",
+            f"[$frank-idle]design sha256[/] {s.design_sha256[:16]}…  [$frank-idle]kind[/] {s.kind}",
+            f"[$frank-idle]now[/] {current}",
+        ]
         self.query_one("#exp-head", Static).update("\n".join(lines))
 
     def _board(self, s: Any) -> None:
@@ -185,8 +210,11 @@ class ExperimentsScreen(FrankScreen):
         app = self.frank
         rule = app.experiment_rule
         control, treatment = (rule.control, rule.treatment) if rule else ("control", "treatment")
-        columns = (("block", "control", "treatment", "effect", "sign") if s.kind == "blocks"
-                   else ("start", "arm", "value", "status"))
+        columns = (
+            ("block", "control", "treatment", "effect", "sign")
+            if s.kind == "blocks"
+            else ("start", "arm", "value", "status")
+        )
         if self._board_kind != f"{s.run_id}:{s.kind}":
             board.clear(columns=True)
             labels = {"control": control, "treatment": treatment}
@@ -211,16 +239,23 @@ class ExperimentsScreen(FrankScreen):
             else:
                 board.add_row(*cells, key=key)
         size = round(1 / s.smallest_p) if s.smallest_p else None
-        meet = ("[$frank-ok]the rule can still be met[/]" if s.can_still_meet
-                else "[$frank-bad]the rule can no longer be met[/]")
-        lines = [f"[$frank-idle]tally[/] {s.wins} won · {s.losses} lost · {s.ties} tied · {s.remaining} to go",
-                 meet,
-                 f"[$frank-idle]best p still possible[/] {fmt_p(s.best_possible_p, size)}   "
-                 f"[$frank-idle]design's smallest p[/] {fmt_p(s.smallest_p, size)}"]
+        meet = (
+            "[$frank-ok]the rule can still be met[/]"
+            if s.can_still_meet
+            else "[$frank-bad]the rule can no longer be met[/]"
+        )
+        lines = [
+            f"[$frank-idle]tally[/] {s.wins} won · {s.losses} lost · {s.ties} tied · {s.remaining} to go",
+            meet,
+            f"[$frank-idle]best p still possible[/] {fmt_p(s.best_possible_p, size)}   "
+            f"[$frank-idle]design's smallest p[/] {fmt_p(s.smallest_p, size)}",
+        ]
         report = app.experiment_report
         if report:
-            lines.append(f"[bold]p = {fmt_p(report.get('p_value'), report.get('null_size'))}   "
-                         f"decision: {escape(str(report.get('decision')))}[/]")
+            lines.append(
+                f"[bold]p = {fmt_p(report.get('p_value'), report.get('null_size'))}   "
+                f"decision: {escape(str(report.get('decision')))}[/]"
+            )
         self.query_one("#exp-tally", Static).update("\n".join(lines))
 
 

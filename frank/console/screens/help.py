@@ -1,12 +1,13 @@
 """The help screen: every key the console knows, with its binding id (remap it in console.toml)."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Static
-from textual.markup import escape
 
 
 class HelpScreen(ModalScreen[None]):
@@ -28,9 +29,11 @@ class HelpScreen(ModalScreen[None]):
         for title, rows in self.sections:
             lines.append(f"[bold $primary]{escape(title)}[/]")
             for key, description, binding_id in rows:
-                lines.append(f"  [bold]{escape(key):<12}[/] {escape(description):<40} [$frank-idle]{escape(binding_id)}[/]")
+                lines.append(
+                    f"  [bold]{escape(key):<12}[/] {escape(description):<40} [$frank-idle]{escape(binding_id)}[/]"
+                )
             lines.append("")
-        lines.append("[$frank-idle]Remap a key: add  \"BINDING-ID\" = \"KEY\"  under [keymap] in[/]")
+        lines.append('[$frank-idle]Remap a key: add  "BINDING-ID" = "KEY"  under [keymap] in[/]')
         lines.append(f"[$frank-idle]{escape(self.config_path)}[/]")
         lines.append("[$frank-idle]ctrl+p opens the command palette: every action is there.[/]")
         with VerticalScroll():

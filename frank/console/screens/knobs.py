@@ -1,4 +1,5 @@
 """Pick a knob and a value (k). The list says how each knob applies: live, or by restarting the engine."""
+
 from __future__ import annotations
 
 from typing import Any

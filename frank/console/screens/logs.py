@@ -1,16 +1,16 @@
 """Logs: the engine log, scrollable and searchable (/ search, n / N next / previous, G end, g top).
 
 Indexing and searching run in thread workers; the view reads only the lines on screen (LogView)."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from frank.console.widgets.footer import FrankFooter
-from frank.console.screens.base import FrankScreen
 from textual.widgets import Header, Input, Static
 
+from frank.console.screens.base import FrankScreen
+from frank.console.widgets.footer import FrankFooter
 from frank.console.widgets.log_view import LogIndex, LogView
 
 
@@ -71,7 +71,8 @@ class LogsScreen(FrankScreen):
         match = f" · match on line {view.match_line + 1}" if view.match_line is not None else ""
         follow = " · following" if view.follow else ""
         self.query_one("#log-status", Static).update(
-            f"[$frank-idle]{where} · {index.line_count:,} lines{match}{follow}[/]")
+            f"[$frank-idle]{where} · {index.line_count:,} lines{match}{follow}[/]"
+        )
 
     def action_search(self) -> None:
         box = self.query_one("#log-search", Input)

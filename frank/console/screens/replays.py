@@ -6,6 +6,7 @@ A replay launched here runs detached (frank.workloads.replay_job): quitting the 
 it, and a new console finds it in the jobs table and follows it. The screen reacts to the app's typed
 messages: JobsListed (the running jobs), JobProgressed (the followed job's status and new records).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +26,7 @@ from frank.console.widgets.fmt import secs
 from frank.console.widgets.footer import FrankFooter
 from frank.jobs import JobStatus
 
-STATE_STYLE = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad",
-               "interrupted": "$frank-bad"}
+STATE_STYLE = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad", "interrupted": "$frank-bad"}
 
 
 def workload_rows() -> list[tuple[str, str, str, str]]:
@@ -64,10 +64,15 @@ class ReplaysScreen(FrankScreen):
                     yield Label("draws")
                     yield Input("all", id="rep-draws", tooltip="all, or draw names: draw-1,draw-2")
                     yield Label("limit")
-                    yield Input("", id="rep-limit", placeholder="all", type="integer",
-                                tooltip="requests per draw (blank: all)")
-                    yield Select([("engine mode", "engine"), ("full mode", "full")],
-                                 value="engine", allow_blank=False, id="rep-mode")
+                    yield Input(
+                        "", id="rep-limit", placeholder="all", type="integer", tooltip="requests per draw (blank: all)"
+                    )
+                    yield Select(
+                        [("engine mode", "engine"), ("full mode", "full")],
+                        value="engine",
+                        allow_blank=False,
+                        id="rep-mode",
+                    )
                 yield Static("[bold]jobs[/]  [$frank-idle]running first · o follows[/]", classes="section")
                 yield DataTable(id="rep-runs", cursor_type="row")
             with Vertical(id="rep-right"):
@@ -86,13 +91,19 @@ class ReplaysScreen(FrankScreen):
         for key in ("run", "kind", "state", "done"):
             r.add_column(key, key=key)
         q = self.query_one("#rep-requests", DataTable)
-        for key, label in (("id", "request"), ("status", "status"), ("ttft", "TTFT"),
-                           ("queue", "queue"), ("prefill", "prefill"), ("front_end", "front-end"),
-                           ("tokens", "tokens")):
+        for key, label in (
+            ("id", "request"),
+            ("status", "status"),
+            ("ttft", "TTFT"),
+            ("queue", "queue"),
+            ("prefill", "prefill"),
+            ("front_end", "front-end"),
+            ("tokens", "tokens"),
+        ):
             q.add_column(label, key=key)
         self._bars: dict[str, ProgressBar] = {}
         self._job_seen: Any = None
-        self._rows_drawn = 0                       # the followed job's records already in the table
+        self._rows_drawn = 0  # the followed job's records already in the table
         self._job_run: str | None = None
         self._running_seen: set[str] | None = None
         self.action_reload()
@@ -130,7 +141,7 @@ class ReplaysScreen(FrankScreen):
         running = {j.run_id for j in message.running}
         if running != self._running_seen:
             self._running_seen = running
-            self.action_reload()    # a job started or ended: its row's state changes
+            self.action_reload()  # a job started or ended: its row's state changes
         else:
             self._show_jobs(message.running)
 
@@ -147,9 +158,11 @@ class ReplaysScreen(FrankScreen):
     def options(self) -> dict[str, Any]:
         draws = self.query_one("#rep-draws", Input).value.strip()
         limit = self.query_one("#rep-limit", Input).value.strip()
-        return {"draws": None if draws in ("", "all") else tuple(d.strip() for d in draws.split(",") if d.strip()),
-                "limit": int(limit) if limit else None,
-                "mode": self.query_one("#rep-mode", Select).value}
+        return {
+            "draws": None if draws in ("", "all") else tuple(d.strip() for d in draws.split(",") if d.strip()),
+            "limit": int(limit) if limit else None,
+            "mode": self.query_one("#rep-mode", Select).value,
+        }
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "workloads":
@@ -169,7 +182,7 @@ class ReplaysScreen(FrankScreen):
         job = self.frank.job
         if job is None or job.status is None:
             return
-        if job.run_id != self._job_run:      # another job is followed now: start its view afresh
+        if job.run_id != self._job_run:  # another job is followed now: start its view afresh
             self.reset_job_view()
             self._job_run = job.run_id
         key = (job.run_id, job.version)
@@ -194,15 +207,20 @@ class ReplaysScreen(FrankScreen):
         table = self.query_one("#rep-requests", DataTable)
         fresh = min(len(job.records), job.received - self._rows_drawn)
         self._rows_drawn = job.received
-        for rec in job.records[len(job.records) - fresh:]:     # only the records not drawn yet
+        for rec in job.records[len(job.records) - fresh :]:  # only the records not drawn yet
             if "draw" not in rec or "status" not in rec:
-                continue    # not a request record (another kind's journal line)
+                continue  # not a request record (another kind's journal line)
             key = f"{rec.get('draw')}/{rec.get('id')}"
             server = rec.get("server") or {}
-            cells = {"id": str(rec.get("id")), "status": rec.get("status", "?"),
-                     "ttft": secs(server.get("ttft_s")), "queue": secs(server.get("queue_s")),
-                     "prefill": secs(server.get("prefill_s")), "front_end": secs(server.get("front_end_s")),
-                     "tokens": str(rec.get("prompt_tokens") or "–")}
+            cells = {
+                "id": str(rec.get("id")),
+                "status": rec.get("status", "?"),
+                "ttft": secs(server.get("ttft_s")),
+                "queue": secs(server.get("queue_s")),
+                "prefill": secs(server.get("prefill_s")),
+                "front_end": secs(server.get("front_end_s")),
+                "tokens": str(rec.get("prompt_tokens") or "–"),
+            }
             if key in table.rows:
                 for col, value in cells.items():
                     if table.get_cell(key, col) != value:
@@ -230,10 +248,12 @@ def job_title(st: JobStatus) -> str:
 def totals_text(st: JobStatus) -> str:
     lines = []
     for draw, t in ((st.extra or {}).get("draws") or {}).items():
-        lines.append(f"[bold]{escape(draw)}[/] {t.get('ok')}/{t.get('planned')} ok · {t.get('failed')} failed · "
-                     f"front-end {secs(t.get('front_end_s'))} · prefill {secs(t.get('prefill_s'))} · "
-                     f"queue {secs(t.get('queue_s'))} · TTFT {secs(t.get('ttft_s'))}"
-                     + (f" · verify step {secs(t['verify_step_s'])}" if t.get("verify_step_s") else ""))
+        lines.append(
+            f"[bold]{escape(draw)}[/] {t.get('ok')}/{t.get('planned')} ok · {t.get('failed')} failed · "
+            f"front-end {secs(t.get('front_end_s'))} · prefill {secs(t.get('prefill_s'))} · "
+            f"queue {secs(t.get('queue_s'))} · TTFT {secs(t.get('ttft_s'))}"
+            + (f" · verify step {secs(t['verify_step_s'])}" if t.get("verify_step_s") else "")
+        )
     if not lines and st.detail:
         lines.append(escape(st.detail))
     return "\n".join(lines)
@@ -244,8 +264,10 @@ def job_progress(job: FollowedJob) -> tuple:
     st = job.status
     if st is None:
         return (f"job {job.run_id}", 0, None, "", "starting")
-    now = next((f"draw {d} ({i}/{len(st.parts)})" for i, (d, (done, total)) in enumerate(st.parts.items(), 1)
-                if done < total), "")
+    now = next(
+        (f"draw {d} ({i}/{len(st.parts)})" for i, (d, (done, total)) in enumerate(st.parts.items(), 1) if done < total),
+        "",
+    )
     draws = (st.extra or {}).get("draws") or {}
     fe = sum(t.get("front_end_s") or 0.0 for t in draws.values())
     failed = sum(t.get("failed") or 0 for t in draws.values())

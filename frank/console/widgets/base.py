@@ -1,4 +1,5 @@
 """A panel that redraws only when its text changed (a slow SSH link gets only what changed)."""
+
 from __future__ import annotations
 
 from textual.widgets import Static

@@ -1,5 +1,6 @@
 """CPU-pool panel: a per-core heat strip (up to 128 cores, wrapped to the panel width), the engine's
 process tree (CPU, threads, the busiest threads: the CPU-expert pool shows up there) and RAM."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,9 +16,9 @@ class CpuView:
     per_core: tuple[float, ...]
     total: float | None = None
     total_hist: tuple[float | None, ...] = ()
-    engine_cpu: float | None = None          # percent of one core, summed over the process tree
+    engine_cpu: float | None = None  # percent of one core, summed over the process tree
     engine_threads: int | None = None
-    busiest: tuple[tuple[str, float], ...] = ()   # (thread name or id, percent)
+    busiest: tuple[tuple[str, float], ...] = ()  # (thread name or id, percent)
     engine_rss: float | None = None
     ram_used: float | None = None
     ram_total: float | None = None
@@ -33,7 +34,7 @@ def heat_style(percent: float) -> str:
     return "$frank-bad"
 
 
-MAX_CELL = 5      # columns per core when there is room (a 2-core box gets 5-column cells, not 2 dots)
+MAX_CELL = 5  # columns per core when there is room (a 2-core box gets 5-column cells, not 2 dots)
 
 
 def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
@@ -49,19 +50,20 @@ def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
     cell = max(1, min(MAX_CELL, (width + gap) // n - gap))
     per_row = n if n * (cell + gap) - gap <= width else max(1, (width + gap) // (cell + gap))
     rows_needed = -(-n // per_row)
-    per_row = -(-n // rows_needed)                 # even rows: 128 cores at 58 columns -> 3 rows of 43
+    per_row = -(-n // rows_needed)  # even rows: 128 cores at 58 columns -> 3 rows of 43
     rows: list[str] = []
     for start in range(0, n, per_row):
-        chunk = per_core[start:start + per_row]
+        chunk = per_core[start : start + per_row]
         cells = []
         for value in chunk:
             v = max(0.0, min(100.0, value))
             block = BLOCKS[min(len(BLOCKS) - 1, int(v / 100 * len(BLOCKS)))]
             cells.append(f"[{heat_style(v)}]{block * cell}[/]")
         rows.append((" " * gap).join(cells))
-        if cell >= 4:                              # few cores: their numbers fit under the cells
-            rows.append("[$frank-idle]" + (" " * gap).join(f"{max(0.0, min(100.0, v)):.0f}%".rjust(cell)
-                                                           for v in chunk) + "[/]")
+        if cell >= 4:  # few cores: their numbers fit under the cells
+            rows.append(
+                "[$frank-idle]" + (" " * gap).join(f"{max(0.0, min(100.0, v)):.0f}%".rjust(cell) for v in chunk) + "[/]"
+            )
     return rows
 
 
@@ -73,14 +75,22 @@ class CpuPanel(Panel):
         if cpu is None:
             self.set_markup(f"[$frank-idle]{escape(error or 'waiting for the first sample…')}[/]")
             return
-        width = (self.content_size.width or 60)
+        width = self.content_size.width or 60
         n = len(cpu.per_core)
         self.set_subtitle(f"{n} cores")
         lines = heat_strip(cpu.per_core, width)
-        lines.append(f"[$frank-idle]all[/] {pct(cpu.total):>4} "
-                     f"[$frank-spark]{spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)}[/]")
-        eng = (f"[$frank-idle]engine[/] {pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  "
-               f"rss {nbytes(cpu.engine_rss)}") if cpu.engine_cpu is not None else "[$frank-idle]engine not running[/]"
+        lines.append(
+            f"[$frank-idle]all[/] {pct(cpu.total):>4} "
+            f"[$frank-spark]{spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)}[/]"
+        )
+        eng = (
+            (
+                f"[$frank-idle]engine[/] {pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  "
+                f"rss {nbytes(cpu.engine_rss)}"
+            )
+            if cpu.engine_cpu is not None
+            else "[$frank-idle]engine not running[/]"
+        )
         lines.append(eng)
         # Always this line (a dash when there is none) and cut to the width: a line that comes and goes,
         # or wraps, changes the panel's height and re-lays out the whole screen.

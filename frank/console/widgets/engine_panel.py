@@ -1,4 +1,5 @@
 """The engine panel: state, profile, pid, uptime, URL, start-to-ready time, knobs and how each applies."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,8 +9,14 @@ from textual.markup import escape
 from frank.console.widgets.base import Panel
 from frank.console.widgets.fmt import secs
 
-STATE_STYLE = {"ready": "$frank-ok", "starting": "$frank-warn", "stopping": "$frank-warn",
-               "crashed": "$frank-bad", "stopped": "$frank-idle", "unknown": "$frank-idle"}
+STATE_STYLE = {
+    "ready": "$frank-ok",
+    "starting": "$frank-warn",
+    "stopping": "$frank-warn",
+    "crashed": "$frank-bad",
+    "stopped": "$frank-idle",
+    "unknown": "$frank-idle",
+}
 
 
 def state_markup(state: str) -> str:
@@ -22,15 +29,26 @@ class EnginePanel(Panel):
     def __init__(self, **kwargs) -> None:
         super().__init__("engine", **kwargs)
 
-    def show(self, status: Any | None, knobs: dict[str, Any] | None = None, *, busy: str = "",
-             read_only: bool = False, compact: bool = False, next_profile: str = "") -> None:
+    def show(
+        self,
+        status: Any | None,
+        knobs: dict[str, Any] | None = None,
+        *,
+        busy: str = "",
+        read_only: bool = False,
+        compact: bool = False,
+        next_profile: str = "",
+    ) -> None:
         """`knobs`: name -> Knob (profile); values come from the status (or the profile's defaults)."""
         if status is None:
             self.set_markup("[$frank-idle]asking the controller…[/]")
             return
         state = getattr(status, "state", "unknown")
-        lines = [state_markup(state) + (f"  [$frank-warn]{escape(busy)}…[/]" if busy and busy != state else "")
-                 + ("  [$frank-idle](read-only)[/]" if read_only else "")]
+        lines = [
+            state_markup(state)
+            + (f"  [$frank-warn]{escape(busy)}…[/]" if busy and busy != state else "")
+            + ("  [$frank-idle](read-only)[/]" if read_only else "")
+        ]
         profile = getattr(status, "profile", None) or (f"{next_profile} (next start)" if next_profile else "–")
         pid = getattr(status, "pid", None)
         url = getattr(status, "url", None)
@@ -49,8 +67,7 @@ class EnginePanel(Panel):
             for name, knob in knobs.items():
                 value = values.get(name, getattr(knob, "default", None))
                 how = "live" if not getattr(knob, "needs_restart", True) else "restart"
-                lines.append(f"[$frank-idle]{escape(name)}[/] = [bold]{escape(str(value))}[/]"
-                             f" [$frank-idle]({how})[/]")
+                lines.append(f"[$frank-idle]{escape(name)}[/] = [bold]{escape(str(value))}[/] [$frank-idle]({how})[/]")
         self.set_markup("\n".join(lines))
 
 

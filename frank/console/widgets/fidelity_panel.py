@@ -1,6 +1,7 @@
 """Fidelity on the Experiments screen: the latest run's per-set KL with its floor beside it, and a run of
 `frank fidelity run` against the running engine (the CLI twin, in a thread worker, so the console stays
 responsive and the run is saved exactly as the CLI saves it)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ from typing import Any
 from textual import work
 from textual.markup import escape
 
-from frank.console.widgets.base import Panel
 from frank import paths
+from frank.console.widgets.base import Panel
 
 
 def _kl(value: float | None) -> str:
@@ -35,9 +36,13 @@ def fidelity_markup(run: dict[str, Any] | None, *, running: bool = False, error:
     for entry in run["sets"]:
         floor = (entry.get("floor") or {}).get("value")
         ratio = entry.get("kl_over_floor")
-        style = "$frank-ok" if ratio is not None and ratio <= 10 else "$frank-bad" if ratio is not None else "$frank-idle"
-        lines.append(f"{escape(entry['name'][:8]):<8} [{style}]{_kl(entry['kl']):>9}[/] {_kl(floor):>9} "
-                     f"{'–' if ratio is None else f'{ratio:.3g}':>9}")
+        style = (
+            "$frank-ok" if ratio is not None and ratio <= 10 else "$frank-bad" if ratio is not None else "$frank-idle"
+        )
+        lines.append(
+            f"{escape(entry['name'][:8]):<8} [{style}]{_kl(entry['kl']):>9}[/] {_kl(floor):>9} "
+            f"{'–' if ratio is None else f'{ratio:.3g}':>9}"
+        )
     return "\n".join(lines)
 
 
@@ -71,14 +76,21 @@ class FidelityPanel(Panel):
 
     @work(thread=True, exclusive=True, group="fidelity-run", exit_on_error=False)
     def _measure(self) -> None:
-        proc = subprocess.run([sys.executable, "-m", "frank.console.cli", "fidelity", "run", "--json"],
-                              capture_output=True, text=True, cwd=str(paths.REPO_ROOT))
+        proc = subprocess.run(
+            [sys.executable, "-m", "frank.console.cli", "fidelity", "run", "--json"],
+            capture_output=True,
+            text=True,
+            cwd=str(paths.REPO_ROOT),
+        )
         error = ""
         if proc.returncode != 0:
-            error = proc.stderr.strip().splitlines()[-1].removeprefix("frank: error: ") if proc.stderr.strip() \
+            error = (
+                proc.stderr.strip().splitlines()[-1].removeprefix("frank: error: ")
+                if proc.stderr.strip()
                 else f"exit {proc.returncode}"
+            )
         else:
-            json.loads(proc.stdout)      # a saved run; the refresh below reads it back
+            json.loads(proc.stdout)  # a saved run; the refresh below reads it back
         self.app.call_from_thread(self._finished, error)
 
     def _finished(self, error: str) -> None:

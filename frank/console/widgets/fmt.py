@@ -3,10 +3,11 @@
 Sparklines are drawn as block characters in one Text run (not one widget per series): cheap to render,
 readable without colour, and they fit in an 80-column panel.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -39,8 +40,11 @@ def secs(value: float | None, digits: int = 3) -> str:
     if value < 0:
         return "-" + secs(-value, digits)
     if value < 1:
-        return f"{value * 1000:.0f} ms" if value >= 0.0995 else (
-            f"{value * 1000:.1f} ms" if value >= 0.00995 else f"{value * 1000:.2f} ms")
+        return (
+            f"{value * 1000:.0f} ms"
+            if value >= 0.0995
+            else (f"{value * 1000:.1f} ms" if value >= 0.00995 else f"{value * 1000:.2f} ms")
+        )
     if value < 60:
         return f"{value:.{max(0, digits - 1)}f} s"
     if value < 3600:

@@ -3,6 +3,7 @@
 Textual's Footer recomposes on every bindings signal (each focus change, each mode switch); rebuilding its
 dozen FooterKeys restyles each one and cost tens of milliseconds per keypress on a loaded 2-core box.
 """
+
 from __future__ import annotations
 
 from textual.widgets import Footer
@@ -15,8 +16,11 @@ class FrankFooter(Footer):
         self._shown: tuple | None = None
 
     def _signature(self) -> tuple:
-        return tuple((b.key, b.description, b.action, enabled, tooltip)
-                     for (_, b, enabled, tooltip) in self.screen.active_bindings.values() if b.show)
+        return tuple(
+            (b.key, b.description, b.action, enabled, tooltip)
+            for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
+            if b.show
+        )
 
     def bindings_changed(self, screen) -> None:
         if self.is_attached and screen is self.screen and screen.app.app_focus:

@@ -1,4 +1,5 @@
 """The last lines of the engine log (the dashboard's panel; the Logs screen has the full view)."""
+
 from __future__ import annotations
 
 from textual.markup import escape
@@ -22,7 +23,7 @@ class LogTail(Panel):
             return
         width = max(10, self.content_size.width or 120)
         height = self.content_size.height
-        if height > 0:                  # a tail shows the newest lines that fit, not the oldest
+        if height > 0:  # a tail shows the newest lines that fit, not the oldest
             lines = lines[-height:]
         self.set_markup("\n".join(_style(escape(line[:width])) for line in lines))
 

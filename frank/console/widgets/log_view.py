@@ -4,6 +4,7 @@ screen, keep recently read lines in an LRU cache, and search the file with a reg
 `LogIndex` is plain Python (tested on its own); `LogView` is a ScrollView that renders only the
 visible lines, so a 100K-line engine log scrolls as fast as a 100-line one.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -30,7 +31,7 @@ class LogIndex:
 
     def __init__(self, path: Path | str | None) -> None:
         self.path = Path(path) if path else None
-        self._starts = np.zeros(1, dtype=np.int64)   # offset of each line start; the last is EOF
+        self._starts = np.zeros(1, dtype=np.int64)  # offset of each line start; the last is EOF
         self._size = 0
         self._ino: int | None = None
         self._max_len = 0
@@ -156,7 +157,7 @@ class LogView(ScrollView, can_focus=True):
     def sync(self) -> None:
         """Call after index.refresh(): grow the virtual size, keep following the end."""
         self.virtual_size = Size(max(self.index.max_line_length, 1), self.index.line_count)
-        if self.follow:   # after the next layout, when max_scroll_y knows the new size
+        if self.follow:  # after the next layout, when max_scroll_y knows the new size
             self.call_after_refresh(self._to_end)
         self.refresh()
 
@@ -185,7 +186,7 @@ class LogView(ScrollView, can_focus=True):
             style = style + self.get_component_rich_style("logview--match")
         elif "ERROR" in text or "Traceback" in text:
             style = style + Style(color=self.app.theme_variables.get("frank-bad"))
-        seg = Segment(text[scroll_x:scroll_x + width].ljust(width), style)
+        seg = Segment(text[scroll_x : scroll_x + width].ljust(width), style)
         return Strip([seg], width)
 
     def goto(self, line: int) -> None:

@@ -1,5 +1,6 @@
 """Live engine metrics: verify-step time and acceptance-length sparklines, the acceptance by draft position,
-throughput, KV usage, prefix cache hit rate, and a table of the last requests' TTFT / queue / prefill / front-end (updated by row key)."""
+throughput, KV usage, prefix cache hit rate, and a table of the last requests' TTFT / queue / prefill / front-end (updated by row key)."""  # noqa: E501
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,26 +25,31 @@ class RequestRow:
 
 @dataclass(frozen=True)
 class MetricsView:
-    state: str                          # ok | unreachable | error | stopped
+    state: str  # ok | unreachable | error | stopped
     error: str | None = None
     running: float | None = None
     waiting: float | None = None
-    kv_usage: float | None = None       # 0-1
-    prefix_hit: float | None = None     # 0-1
+    kv_usage: float | None = None  # 0-1
+    prefix_hit: float | None = None  # 0-1
     tokens_s: float | None = None
-    verify_step: float | None = None    # seconds per verify step
-    acceptance: float | None = None     # mean accepted tokens per verify step (incl. the bonus token)
+    verify_step: float | None = None  # seconds per verify step
+    acceptance: float | None = None  # mean accepted tokens per verify step (incl. the bonus token)
     verify_hist: tuple[float | None, ...] = ()
     accept_hist: tuple[float | None, ...] = ()
     # share of drafted steps that accepted draft position i (frank.engine.measures.per_position_acceptance)
     accept_by_pos: tuple[float, ...] | None = None
-    accept_by_pos_stale: bool = False   # no drafts this window: the last window's values, dimmed
+    accept_by_pos_stale: bool = False  # no drafts this window: the last window's values, dimmed
     tokens_hist: tuple[float | None, ...] = ()
     requests: tuple[RequestRow, ...] = ()
 
 
-COLUMNS = (("ttft", "TTFT"), ("queue", "queue"), ("prefill", "prefill"), ("front_end", "front-end"),
-           ("tokens", "tokens"))
+COLUMNS = (
+    ("ttft", "TTFT"),
+    ("queue", "queue"),
+    ("prefill", "prefill"),
+    ("front_end", "front-end"),
+    ("tokens", "tokens"),
+)
 MAX_ROWS = 8
 
 
@@ -94,22 +100,30 @@ class MetricsPanel(Vertical):
         """`table`: show the last requests (a short terminal has no room for them: the Replays screen has)."""
         width = max(8, (self.content_size.width or 60) - 30)
         if view.state != "ok":
-            reason = {"stopped": "engine not running", "unreachable": "engine unreachable",
-                      "starting": "engine starting…", "crashed": "engine crashed"}.get(view.state, view.state)
-            markup = f"[$frank-idle]{escape(reason)}[/]" + (f" [$frank-idle]({escape(view.error)})[/]" if view.error else "")
+            reason = {
+                "stopped": "engine not running",
+                "unreachable": "engine unreachable",
+                "starting": "engine starting…",
+                "crashed": "engine crashed",
+            }.get(view.state, view.state)
+            markup = f"[$frank-idle]{escape(reason)}[/]" + (
+                f" [$frank-idle]({escape(view.error)})[/]" if view.error else ""
+            )
         else:
-            markup = "\n".join([
-                f"[$frank-idle]verify step[/] {_latest(view.verify_step, view.verify_hist, secs)} "
-                f"[$frank-spark]{spark(view.verify_hist, width, 0)}[/]",
-                f"[$frank-idle]accept len [/] {_latest(view.acceptance, view.accept_hist, lambda v: num(v, 2))} "
-                f"[$frank-spark]{spark(view.accept_hist, width, 1)}[/]",
-                f"[$frank-idle]by position[/] {_by_position(view)}",
-                f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
-                f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
-                f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "
-                f"[$frank-idle]KV[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
-                f"[$frank-idle]prefix hits[/] {pct(None if view.prefix_hit is None else view.prefix_hit * 100, 1)}",
-            ])
+            markup = "\n".join(
+                [
+                    f"[$frank-idle]verify step[/] {_latest(view.verify_step, view.verify_hist, secs)} "
+                    f"[$frank-spark]{spark(view.verify_hist, width, 0)}[/]",
+                    f"[$frank-idle]accept len [/] {_latest(view.acceptance, view.accept_hist, lambda v: num(v, 2))} "
+                    f"[$frank-spark]{spark(view.accept_hist, width, 1)}[/]",
+                    f"[$frank-idle]by position[/] {_by_position(view)}",
+                    f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
+                    f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
+                    f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "
+                    f"[$frank-idle]KV[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
+                    f"[$frank-idle]prefix hits[/] {pct(None if view.prefix_hit is None else view.prefix_hit * 100, 1)}",
+                ]
+            )
         if markup != self._markup:
             layout = markup.count("\n") != self._markup.count("\n") or not self._markup
             self._markup = markup
@@ -124,8 +138,13 @@ class MetricsPanel(Vertical):
             table.remove_row(old)
         existing = set(self._row_keys) & set(keys)
         for row in rows:
-            cells = {"ttft": secs(row.ttft), "queue": secs(row.queue), "prefill": secs(row.prefill),
-                     "front_end": secs(row.front_end), "tokens": "–" if row.tokens is None else str(row.tokens)}
+            cells = {
+                "ttft": secs(row.ttft),
+                "queue": secs(row.queue),
+                "prefill": secs(row.prefill),
+                "front_end": secs(row.front_end),
+                "tokens": "–" if row.tokens is None else str(row.tokens),
+            }
             if row.key in existing:
                 for col, value in cells.items():
                     if table.get_cell(row.key, col) != value:
@@ -133,7 +152,7 @@ class MetricsPanel(Vertical):
             else:
                 table.add_row(row.key, *cells.values(), key=row.key)
         if keys != self._row_keys and keys:
-            table.call_after_refresh(table.scroll_end, animate=False)   # a short table shows the newest rows
+            table.call_after_refresh(table.scroll_end, animate=False)  # a short table shows the newest rows
         self._row_keys = keys
         if table.display != (bool(keys) and visible):
             table.display = bool(keys) and visible

@@ -1,4 +1,5 @@
 """The current replay or experiment: a label, a progress bar and one line of running totals."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -7,7 +8,6 @@ from textual.markup import escape
 from textual.widgets import ProgressBar, Static
 
 from frank.console.widgets.base import update_text
-
 
 IDLE_TOTAL = 1
 
@@ -34,8 +34,9 @@ class RunProgress(Vertical):
     def on_mount(self) -> None:
         self.query_one(ProgressBar).display = False
 
-    def show(self, title: str | None, done: int = 0, total: int | None = None, totals: str = "",
-             state: str = "running") -> None:
+    def show(
+        self, title: str | None, done: int = 0, total: int | None = None, totals: str = "", state: str = "running"
+    ) -> None:
         key = (title, done, total, totals, state)
         if key == self._state:
             return
@@ -49,7 +50,9 @@ class RunProgress(Vertical):
             self.query_one("#run-totals", Static).display = False
             return
         style = {"running": "$frank-ok", "failed": "$frank-bad", "done": "$frank-idle"}.get(state, "$frank-warn")
-        update_text(label, f"[{style}]{escape(state)}[/] {escape(title)}  [$frank-idle]{done}/{total if total else '?'}[/]")
+        update_text(
+            label, f"[{style}]{escape(state)}[/] {escape(title)}  [$frank-idle]{done}/{total if total else '?'}[/]"
+        )
         bar.display = True
         bar.update(total=total, progress=done)
         totals_widget = self.query_one("#run-totals", Static)

@@ -5,6 +5,7 @@ sessions, tool-call JSON, logs and tracebacks, and some non-ASCII prose. It is g
 with `random.Random` (whose `random()`/`choice()` streams are stable across Python versions), so the same
 builder version always trains the same tokenizer. Stdlib only.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,23 @@ TOOLS = ("read_file", "write_file", "edit_file", "run_shell", "grep", "list_dir"
 EXTS = ("py", "json", "toml", "md", "txt", "sh", "yaml", "rs", "ts", "cfg")
 DIRS = ("src", "engine", "tests", "console", "replays", "scripts", "docs", "lib", "app", "bench")
 SHELL = (
-    "ls -la {d}", "git status --short", "git diff --stat {p}", "pytest -x -q {p}", "grep -rn '{w}' {d}/",
-    "cat {p}", "python -m {m} --help", "make test", "nvidia-smi --query-gpu=memory.used --format=csv",
-    "tail -n 50 {p}", "wc -l {p}", "sed -n '{n},{m2}p' {p}", "find {d} -name '*.{e}'", "echo $?",
-    "pip install -e .", "curl -s http://127.0.0.1:{port}/metrics | grep vllm:", "kill -TERM {n}",
+    "ls -la {d}",
+    "git status --short",
+    "git diff --stat {p}",
+    "pytest -x -q {p}",
+    "grep -rn '{w}' {d}/",
+    "cat {p}",
+    "python -m {m} --help",
+    "make test",
+    "nvidia-smi --query-gpu=memory.used --format=csv",
+    "tail -n 50 {p}",
+    "wc -l {p}",
+    "sed -n '{n},{m2}p' {p}",
+    "find {d} -name '*.{e}'",
+    "echo $?",
+    "pip install -e .",
+    "curl -s http://127.0.0.1:{port}/metrics | grep vllm:",
+    "kill -TERM {n}",
 )
 
 
@@ -122,7 +136,7 @@ def python_snippet(rng: random.Random) -> str:
         elif kind == 4:
             body.append(f"{indent}# {_sentence(rng)}")
         else:
-            body.append(f"{indent}with open({x}, encoding=\"utf-8\") as handle:")
+            body.append(f'{indent}with open({x}, encoding="utf-8") as handle:')
             body.append(f"{indent * 2}{y} = json.load(handle)")
     body.append(f"{indent}return {rng.choice(IDENTS)}")
     head = rng.choice(("import json\n", "from __future__ import annotations\n\n", "import os\nimport sys\n", ""))
@@ -159,15 +173,24 @@ def tool_call(rng: random.Random) -> str:
     elif name in ("edit_file", "apply_patch"):
         args["old"] = rng.choice(IDENTS)
         args["new"] = _ident(rng)
-    call = {"id": f"call_{rng.getrandbits(48):012x}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}
+    call = {
+        "id": f"call_{rng.getrandbits(48):012x}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
     return json.dumps(call) if rng.random() < 0.5 else json.dumps({"name": name, "arguments": args})
 
 
 def shell_line(rng: random.Random) -> str:
     return rng.choice(SHELL).format(
-        d=rng.choice(DIRS), p=_path(rng), w=rng.choice(IDENTS), m=f"{rng.choice(DIRS)}.{rng.choice(IDENTS)}",
-        n=rng.randint(1, 400), m2=rng.randint(401, 900), e=rng.choice(EXTS), port=rng.randint(8000, 18999),
+        d=rng.choice(DIRS),
+        p=_path(rng),
+        w=rng.choice(IDENTS),
+        m=f"{rng.choice(DIRS)}.{rng.choice(IDENTS)}",
+        n=rng.randint(1, 400),
+        m2=rng.randint(401, 900),
+        e=rng.choice(EXTS),
+        port=rng.randint(8000, 18999),
     )
 
 
@@ -176,12 +199,16 @@ def shell_session(rng: random.Random) -> str:
     for _ in range(rng.randint(1, 4)):
         lines.append(f"$ {shell_line(rng)}")
         for _ in range(rng.randint(0, 3)):
-            lines.append(rng.choice((
-                f"{_path(rng)}:{rng.randint(1, 900)}: {rng.choice(IDENTS)} = {rng.randint(0, 9999)}",
-                f"{rng.randint(1, 99)} passed, {rng.randint(0, 3)} failed in {rng.uniform(0, 90):.2f}s",
-                f"-rw-r--r-- 1 user user {rng.randint(10, 99999)} Nov {rng.randint(1, 30)} {_path(rng)}",
-                f"INFO {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} {_sentence(rng)}",
-            )))
+            lines.append(
+                rng.choice(
+                    (
+                        f"{_path(rng)}:{rng.randint(1, 900)}: {rng.choice(IDENTS)} = {rng.randint(0, 9999)}",
+                        f"{rng.randint(1, 99)} passed, {rng.randint(0, 3)} failed in {rng.uniform(0, 90):.2f}s",
+                        f"-rw-r--r-- 1 user user {rng.randint(10, 99999)} Nov {rng.randint(1, 30)} {_path(rng)}",
+                        f"INFO {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} {_sentence(rng)}",  # noqa: E501
+                    )
+                )
+            )
     return "\n".join(lines)
 
 
@@ -194,8 +221,7 @@ def traceback_text(rng: random.Random) -> str:
     return "Traceback (most recent call last):\n" + "\n".join(frames) + f"\n{exc}: {_sentence(rng)}"
 
 
-GENERATORS = (prose, prose, python_snippet, python_snippet, json_snippet, tool_call, shell_session,
-              traceback_text)
+GENERATORS = (prose, prose, python_snippet, python_snippet, json_snippet, tool_call, shell_session, traceback_text)
 
 
 def corpus(n_docs: int = 30000, seed: int = SEED) -> Iterator[str]:

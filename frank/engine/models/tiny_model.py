@@ -12,6 +12,7 @@ Same BUILD_VERSION => same bytes: the training corpus comes from a fixed seed (f
 training runs on one thread, weights come from a seeded torch generator, and every JSON file is written
 with sorted keys and no timestamps. Change BUILD_VERSION whenever any of that changes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ from typing import Any
 BUILD_VERSION = "tiny-frank-2"
 MODEL_NAME = "tiny-frank"
 MANIFEST = "manifest.json"
-VOCAB_SIZE = 8192          # BPE merges + byte alphabet + control tokens, all together
+VOCAB_SIZE = 8192  # BPE merges + byte alphabet + control tokens, all together
 SEED = 1234
 
 # DeepSeek-style control tokens. BOS/EOS and the role/tool markers are `special` (dropped by
@@ -41,19 +42,40 @@ BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
 PAD = "<｜▁pad▁｜>"
 SPECIAL_TOKENS = (
-    BOS, EOS, PAD,
-    "<｜User｜>", "<｜Assistant｜>", "<｜System｜>", "<｜latest_reminder｜>", "<｜deepseek_image｜>",
-    "<｜action｜>", "<｜query｜>", "<｜authority｜>", "<｜domain｜>", "<｜title｜>", "<｜read_url｜>",
-    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
-    "<｜tool▁calls▁end｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>",
+    BOS,
+    EOS,
+    PAD,
+    "<｜User｜>",
+    "<｜Assistant｜>",
+    "<｜System｜>",
+    "<｜latest_reminder｜>",
+    "<｜deepseek_image｜>",
+    "<｜action｜>",
+    "<｜query｜>",
+    "<｜authority｜>",
+    "<｜domain｜>",
+    "<｜title｜>",
+    "<｜read_url｜>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁outputs▁begin｜>",
+    "<｜tool▁output▁begin｜>",
+    "<｜tool▁output▁end｜>",
     "<｜tool▁outputs▁end｜>",
 )
 PLAIN_ADDED_TOKENS = (
-    "<think>", "</think>",
-    "<｜DSML｜ calls>", "</｜DSML｜ calls>",            # DeepSeek-V4.1 tool-call block
-    "<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>",    # DeepSeek-V4 tool-call block
-    "｜DSML｜",                                         # inside invoke/parameter tags
-    "<tool_result>", "</tool_result>",                 # V4/V4.1 tool outputs (merged into user turns)
+    "<think>",
+    "</think>",
+    "<｜DSML｜ calls>",
+    "</｜DSML｜ calls>",  # DeepSeek-V4.1 tool-call block
+    "<｜DSML｜tool_calls>",
+    "</｜DSML｜tool_calls>",  # DeepSeek-V4 tool-call block
+    "｜DSML｜",  # inside invoke/parameter tags
+    "<tool_result>",
+    "</tool_result>",  # V4/V4.1 tool outputs (merged into user turns)
 )
 CONTROL_TOKENS = SPECIAL_TOKENS + PLAIN_ADDED_TOKENS
 
@@ -148,7 +170,7 @@ SWA_MODEL_CONFIG: dict[str, Any] = {
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    build_version: str   # change it whenever that model's bytes change
+    build_version: str  # change it whenever that model's bytes change
     config: dict[str, Any]
 
 
@@ -168,6 +190,7 @@ def spec_for(name: str) -> ModelSpec:
 
 
 # ---------------------------------------------------------------- stdlib half (console-safe)
+
 
 def default_dir(name: str = MODEL_NAME) -> Path:
     from frank import paths
@@ -214,8 +237,13 @@ def manifest_digest(model_dir: Path) -> str:
     return sha256_file(model_dir / MANIFEST)
 
 
-def build_via_engine_venv(out: Path | None = None, force: bool = False, python: Path | None = None,
-                          timeout_s: float = 600, name: str = MODEL_NAME) -> dict[str, Any]:
+def build_via_engine_venv(
+    out: Path | None = None,
+    force: bool = False,
+    python: Path | None = None,
+    timeout_s: float = 600,
+    name: str = MODEL_NAME,
+) -> dict[str, Any]:
     """Build (or confirm) model `name` from the console side: the heavy work runs in the engine venv.
 
     Returns {"path", "model", "built", "reason", "builder_version", "manifest_sha256", "build_s"}. Raises
@@ -251,12 +279,19 @@ def build_via_engine_venv(out: Path | None = None, force: bool = False, python: 
 
 
 def _result(out: Path, name: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
-    return {"path": str(out), "model": name, "built": built, "reason": reason,
-            "builder_version": spec_for(name).build_version, "manifest_sha256": manifest_digest(out),
-            "build_s": build_s}
+    return {
+        "path": str(out),
+        "model": name,
+        "built": built,
+        "reason": reason,
+        "builder_version": spec_for(name).build_version,
+        "manifest_sha256": manifest_digest(out),
+        "build_s": build_s,
+    }
 
 
 # ---------------------------------------------------------------- builder half (engine venv)
+
 
 def _train_tokenizer(out: Path) -> None:
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -279,7 +314,9 @@ def _train_tokenizer(out: Path) -> None:
     for token in PLAIN_ADDED_TOKENS:
         tok.add_tokens([AddedToken(token, special=False, normalized=False)])
     tok.post_processor = processors.TemplateProcessing(
-        single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, tok.token_to_id(BOS))],
+        single=f"{BOS} $A",
+        pair=f"{BOS} $A {BOS} $B",
+        special_tokens=[(BOS, tok.token_to_id(BOS))],
     )
     if tok.get_vocab_size() != VOCAB_SIZE:
         raise RuntimeError(f"tokenizer vocab is {tok.get_vocab_size()}, expected {VOCAB_SIZE}")
@@ -287,14 +324,24 @@ def _train_tokenizer(out: Path) -> None:
 
     ids = {t: tok.token_to_id(t) for t in (BOS, EOS, PAD)}
     added = {
-        str(tok.token_to_id(t)): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
-                                  "single_word": False, "special": t in SPECIAL_TOKENS}
+        str(tok.token_to_id(t)): {
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": t in SPECIAL_TOKENS,
+        }
         for t in CONTROL_TOKENS
     }
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "unk_token": None,
-        "add_bos_token": True, "add_eos_token": False,
+        "bos_token": BOS,
+        "eos_token": EOS,
+        "pad_token": PAD,
+        "unk_token": None,
+        "add_bos_token": True,
+        "add_eos_token": False,
         "clean_up_tokenization_spaces": False,
         "model_max_length": MODEL_CONFIG["max_position_embeddings"],
         "added_tokens_decoder": added,
@@ -334,9 +381,14 @@ def _write_weights(out: Path, c: dict[str, Any]) -> None:
     tensors["model.norm.weight"] = torch.ones(hidden)
     _save_safetensors(tensors, out / "model.safetensors")
     _write_json(out / "config.json", c)
-    _write_json(out / "generation_config.json", {
-        "bos_token_id": c["bos_token_id"], "eos_token_id": c["eos_token_id"], "pad_token_id": c["pad_token_id"],
-    })
+    _write_json(
+        out / "generation_config.json",
+        {
+            "bos_token_id": c["bos_token_id"],
+            "eos_token_id": c["eos_token_id"],
+            "pad_token_id": c["pad_token_id"],
+        },
+    )
 
 
 def _save_safetensors(tensors: dict[str, Any], path: Path) -> None:
@@ -347,7 +399,11 @@ def _save_safetensors(tensors: dict[str, Any], path: Path) -> None:
     blobs, offset = [], 0
     for name in names:
         blob = tensors[name].detach().contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(tensors[name].shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     head = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
@@ -364,8 +420,11 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _write_manifest(out: Path, spec: ModelSpec) -> None:
-    files = {p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size}
-             for p in sorted(out.iterdir()) if p.is_file() and p.name != MANIFEST}
+    files = {
+        p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        for p in sorted(out.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
     _write_json(out / MANIFEST, {"builder_version": spec.build_version, "name": spec.name, "files": files})
 
 
@@ -395,7 +454,9 @@ def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m frank.engine.models.tiny_model", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m frank.engine.models.tiny_model", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build the tiny model (engine venv)")
     b.add_argument("--model", default=MODEL_NAME, choices=sorted(MODELS), help="which model (default: %(default)s)")
@@ -409,8 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         # One thread everywhere: BPE training and weight init are then the same on every machine.
         os.environ["RAYON_NUM_THREADS"] = "1"
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        print(json.dumps(build(args.out or default_dir(args.model), force=args.force, name=args.model),
-                         sort_keys=True))
+        print(json.dumps(build(args.out or default_dir(args.model), force=args.force, name=args.model), sort_keys=True))
         return 0
     model_dir = (args.dir or default_dir(args.model)).expanduser().resolve()
     problem = check_build(model_dir, args.model)

@@ -1,4 +1,5 @@
 """The controller's client for the region cache's live control (served by control.ControlMiddleware)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,13 +34,16 @@ class RegionCacheClient:
         except httpx.HTTPError as exc:
             raise FrankError(f"region cache control {method} {url}: {exc}") from None
         if response.status_code == 404:
-            raise FrankError(f"region cache control {url}: 404 (is the engine started with "
-                             "--middleware frank.engine.region_cache.control.ControlMiddleware?)")
+            raise FrankError(
+                f"region cache control {url}: 404 (is the engine started with "
+                "--middleware frank.engine.region_cache.control.ControlMiddleware?)"
+            )
         try:
             payload = response.json()
         except ValueError:
             payload = {"error": response.text[:200]}
         if response.status_code != 200:
-            raise FrankError(f"region cache control {method} {url}: HTTP {response.status_code}: "
-                             f"{payload.get('error', payload)}")
+            raise FrankError(
+                f"region cache control {method} {url}: HTTP {response.status_code}: {payload.get('error', payload)}"
+            )
         return payload

@@ -9,12 +9,14 @@ and everything is refused (403) when the server was started without a token. Eve
 through untouched. The profile adds it with `--middleware frank.engine.region_cache.control.ControlMiddleware`.
 Plain ASGI (no starlette import) so it stays testable anywhere.
 """
+
 from __future__ import annotations
 
 import hmac
 import json
 import os
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from frank.engine.region_cache import runtime
 
@@ -90,6 +92,11 @@ async def _read_body(receive: Receive) -> bytes:
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
     body = json.dumps(payload, sort_keys=True).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -30,6 +30,7 @@ refuses the tokenizer from then on.
 
 Pure: stdlib only. The tokenizer comes in through a small adapter (HF tokenizer or `tokenizers.Tokenizer`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,9 +42,10 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Protocol, Sequence
+from typing import Any, Protocol
 
 # Rough CPython cost of one cached entry beyond its token pointers (list header, key, OrderedDict slot).
 _ENTRY_OVERHEAD_BYTES = 200
@@ -54,6 +56,7 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
 # -- the tokenizer seen through an adapter ------------------------------------------------------------
+
 
 class TokenizerAdapter(Protocol):
     def config_json(self) -> str: ...
@@ -123,7 +126,7 @@ def _split_by_chars(texts: list[str], parts: int) -> list[list[str]]:
     target = sum(map(len, texts)) / parts or 1
     groups: list[list[str]] = [[] for _ in range(parts)]
     done = 0
-    for text in texts:   # by where the text's middle falls: monotonic, so order is kept
+    for text in texts:  # by where the text's middle falls: monotonic, so order is kept
         groups[min(parts - 1, int((done + len(text) / 2) / target))].append(text)
         done += len(text)
     return [g for g in groups if g]
@@ -160,6 +163,7 @@ class RustAdapter:
 
 # -- where to cut -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class AddedToken:
     id: int
@@ -173,8 +177,15 @@ class AddedToken:
     @property
     def atomic(self) -> bool:
         c = self.content
-        return (bool(c) and not self.normalized and not self.lstrip and not self.rstrip
-                and not self.single_word and not c[0].isspace() and not c[-1].isspace())
+        return (
+            bool(c)
+            and not self.normalized
+            and not self.lstrip
+            and not self.rstrip
+            and not self.single_word
+            and not c[0].isspace()
+            and not c[-1].isspace()
+        )
 
 
 def _walk(node: Any):
@@ -204,13 +215,13 @@ def position_dependence(config: dict[str, Any]) -> str:
 # first made it 10x slower on a 600 KB region); the character before is checked in Python.
 _NEWLINE_BEFORE_PRINTABLE = re.compile(r"\n(?=[!-~])")
 _PRINTABLE = frozenset(map(chr, range(0x21, 0x7F)))
-CHUNK_MIN_CHARS = 4096     # no chunk shorter than this (except a region's last)
-CHUNK_MASK = 63            # about one eligible line start in 64 ends a chunk: content-defined, resyncs
-CHUNK_KEY_CHARS = 32       # the cut decision looks at the start of the next line only
+CHUNK_MIN_CHARS = 4096  # no chunk shorter than this (except a region's last)
+CHUNK_MASK = 63  # about one eligible line start in 64 ends a chunk: content-defined, resyncs
+CHUNK_KEY_CHARS = 32  # the cut decision looks at the start of the next line only
 
 
 def chunking_refusal(config: dict[str, Any]) -> str:
-    """"" when the chunk cut is proven for this tokenizer's pipeline, else why not."""
+    """ "" when the chunk cut is proven for this tokenizer's pipeline, else why not."""
     pre = config.get("pre_tokenizer") or {}
     model = config.get("model") or {}
     if config.get("normalizer") is not None:
@@ -235,8 +246,11 @@ def chunk_region(region: str, min_chars: int = CHUNK_MIN_CHARS, mask: int = CHUN
         cut = match.end()
         if cut > end:
             break
-        if (region[cut - 2] in _PRINTABLE and cut - last >= min_chars
-                and hash(region[cut:cut + CHUNK_KEY_CHARS]) & mask == 0):
+        if (
+            region[cut - 2] in _PRINTABLE
+            and cut - last >= min_chars
+            and hash(region[cut : cut + CHUNK_KEY_CHARS]) & mask == 0
+        ):
             pieces.append(region[last:cut])
             last = cut
     pieces.append(region[last:])
@@ -309,13 +323,22 @@ class Splitter:
 
 
 def added_tokens_from_config(config: dict[str, Any]) -> list[AddedToken]:
-    return [AddedToken(id=int(t["id"]), content=t["content"], special=bool(t.get("special")),
-                       normalized=bool(t.get("normalized")), lstrip=bool(t.get("lstrip")),
-                       rstrip=bool(t.get("rstrip")), single_word=bool(t.get("single_word")))
-            for t in config.get("added_tokens") or []]
+    return [
+        AddedToken(
+            id=int(t["id"]),
+            content=t["content"],
+            special=bool(t.get("special")),
+            normalized=bool(t.get("normalized")),
+            lstrip=bool(t.get("lstrip")),
+            rstrip=bool(t.get("rstrip")),
+            single_word=bool(t.get("single_word")),
+        )
+        for t in config.get("added_tokens") or []
+    ]
 
 
 # -- the cache --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CacheLimits:
@@ -324,11 +347,13 @@ class CacheLimits:
     verify: float = 0.0  # fraction of prompts re-checked against a fresh encode (1.0 = every one)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "CacheLimits":
+    def from_env(cls, env: dict[str, str] | None = None) -> CacheLimits:
         env = os.environ if env is None else env
-        return cls(max_tokens=_env_int(env, "FRANK_REGION_CACHE_MAX_TOKENS", DEFAULT_MAX_TOKENS),
-                   max_bytes=_env_int(env, "FRANK_REGION_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES),
-                   verify=parse_verify(env.get("FRANK_REGION_CACHE_VERIFY", "")))
+        return cls(
+            max_tokens=_env_int(env, "FRANK_REGION_CACHE_MAX_TOKENS", DEFAULT_MAX_TOKENS),
+            max_bytes=_env_int(env, "FRANK_REGION_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES),
+            verify=parse_verify(env.get("FRANK_REGION_CACHE_VERIFY", "")),
+        )
 
 
 def _env_int(env: Any, name: str, default: int) -> int:
@@ -389,7 +414,7 @@ class RegionCache:
         self.clear_counters()
 
     @classmethod
-    def from_env(cls) -> "RegionCache":
+    def from_env(cls) -> RegionCache:
         return cls(CacheLimits.from_env())
 
     # entries
@@ -427,8 +452,23 @@ class RegionCache:
     # counters
     def clear_counters(self) -> None:
         self._counters = dict.fromkeys(
-            ("requests", "hits", "misses", "hit_tokens", "miss_tokens", "miss_seconds", "seconds_saved",
-             "lookup_seconds", "verified", "mismatches", "errors", "evictions", "checks_skipped"), 0)
+            (
+                "requests",
+                "hits",
+                "misses",
+                "hit_tokens",
+                "miss_tokens",
+                "miss_seconds",
+                "seconds_saved",
+                "lookup_seconds",
+                "verified",
+                "mismatches",
+                "errors",
+                "evictions",
+                "checks_skipped",
+            ),
+            0,
+        )
         self._fallbacks = {}
 
     def count(self, **deltas: float) -> None:
@@ -440,8 +480,9 @@ class RegionCache:
         with self._lock:
             self._fallbacks[reason] = self._fallbacks.get(reason, 0) + 1
 
-    def record_lookup(self, hits: int, hit_tokens: int, misses: int, miss_tokens: int,
-                      miss_seconds: float, lookup_seconds: float) -> None:
+    def record_lookup(
+        self, hits: int, hit_tokens: int, misses: int, miss_tokens: int, miss_seconds: float, lookup_seconds: float
+    ) -> None:
         with self._lock:
             c = self._counters
             c["requests"] += 1
@@ -457,8 +498,9 @@ class RegionCache:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            out: dict[str, Any] = {k: (round(v, 6) if isinstance(v, float) else int(v))
-                                   for k, v in self._counters.items()}
+            out: dict[str, Any] = {
+                k: (round(v, 6) if isinstance(v, float) else int(v)) for k, v in self._counters.items()
+            }
             out["fallbacks"] = sum(self._fallbacks.values())
             out["fallback_reasons"] = dict(self._fallbacks)
             out["entries"] = len(self._entries)
@@ -472,15 +514,27 @@ class RegionCache:
 
 # -- the encoder: split, look up, encode the misses in one call, join --------------------------------
 
+
 class RegionEncoder:
     """Encodes prompts for one tokenizer through a RegionCache. `encode` returns None when this prompt
     must take the plain path (the caller then runs the tokenizer's own encode)."""
 
-    PROBE_TEXTS = ("", "Hello world", " leading and trailing ", "a\n\nb\tc", "héllo ünïcode 日本語 🙂 👍🏽",
-                   "x", " ", "\n", "1234567", "def f(x):\n    return x  # ok\n")
+    PROBE_TEXTS = (
+        "",
+        "Hello world",
+        " leading and trailing ",
+        "a\n\nb\tc",
+        "héllo ünïcode 日本語 🙂 👍🏽",
+        "x",
+        " ",
+        "\n",
+        "1234567",
+        "def f(x):\n    return x  # ok\n",
+    )
 
-    def __init__(self, adapter: TokenizerAdapter, cache: RegionCache, *, probe: bool = True,
-                 rng: random.Random | None = None) -> None:
+    def __init__(
+        self, adapter: TokenizerAdapter, cache: RegionCache, *, probe: bool = True, rng: random.Random | None = None
+    ) -> None:
         self.adapter = adapter
         self.cache = cache
         self._rng = rng or random.Random()
@@ -517,7 +571,9 @@ class RegionEncoder:
                 return None
             affixes = self.affixes
         ids = self._encode_cached(text)
-        if self.cache.limits.verify and (self.cache.limits.verify >= 1.0 or self._rng.random() < self.cache.limits.verify):
+        if self.cache.limits.verify and (
+            self.cache.limits.verify >= 1.0 or self._rng.random() < self.cache.limits.verify
+        ):
             fresh = self.adapter.encode(text, False)
             self.cache.count(verified=1)
             if fresh != ids:
@@ -599,8 +655,14 @@ class RegionEncoder:
             append(sep)
         extend(found[-1])  # type: ignore[arg-type]
         total = time.perf_counter() - t0
-        cache.record_lookup(hits=hits, hit_tokens=hit_tokens, misses=misses, miss_tokens=miss_tokens,
-                            miss_seconds=miss_seconds, lookup_seconds=total - miss_seconds)
+        cache.record_lookup(
+            hits=hits,
+            hit_tokens=hit_tokens,
+            misses=misses,
+            miss_tokens=miss_tokens,
+            miss_seconds=miss_seconds,
+            lookup_seconds=total - miss_seconds,
+        )
         return out
 
     def probe_texts(self) -> list[str]:
@@ -609,10 +671,24 @@ class RegionEncoder:
         texts = list(self.PROBE_TEXTS)
         for i, tok in enumerate(toks):
             other = toks[(i + 1) % len(toks)]
-            texts += [tok, tok + tok, tok + other, other + "x" + tok, "a" + tok + "b", " " + tok + " ",
-                      "\n" + tok + "\n\n", "word" + tok + "word", "日本" + tok + "🙂", "1" + tok + "2",
-                      tok + "Hello, world!" + other + " reply " + tok, "  " + tok + "  " + other + "  ",
-                      tok[:-1] + " " + tok, tok + tok[1:], tok[:-1] + tok + tok[1:], "\t" + tok + "\t"]
+            texts += [
+                tok,
+                tok + tok,
+                tok + other,
+                other + "x" + tok,
+                "a" + tok + "b",
+                " " + tok + " ",
+                "\n" + tok + "\n\n",
+                "word" + tok + "word",
+                "日本" + tok + "🙂",
+                "1" + tok + "2",
+                tok + "Hello, world!" + other + " reply " + tok,
+                "  " + tok + "  " + other + "  ",
+                tok[:-1] + " " + tok,
+                tok + tok[1:],
+                tok[:-1] + tok + tok[1:],
+                "\t" + tok + "\t",
+            ]
         return texts
 
     def _probe(self) -> str:
@@ -635,12 +711,30 @@ class RegionEncoder:
 
     def _probe_chunks(self) -> str:
         """Cut sample texts at every eligible newline and compare with whole encodes."""
-        lines = ["def f(x):", "    return x", "}", "# ünï 🙂", "a.b", "1234", "'s", "x=1;", "日本語", "--", "[ok]",
-                 "\tindent", "  two", "end.", "\"q\"", "<｜", "@dec", "~/p"]
+        lines = [
+            "def f(x):",
+            "    return x",
+            "}",
+            "# ünï 🙂",
+            "a.b",
+            "1234",
+            "'s",
+            "x=1;",
+            "日本語",
+            "--",
+            "[ok]",
+            "\tindent",
+            "  two",
+            "end.",
+            '"q"',
+            "<｜",
+            "@dec",
+            "~/p",
+        ]
         texts = []
         for k in range(len(lines)):
             texts.append("\n".join(lines[k:] + lines[:k]))
-            texts.append("\n\n".join(lines[k:k + 5]) + "\nz\ny")
+            texts.append("\n\n".join(lines[k : k + 5]) + "\nz\ny")
         whole = [self.adapter.encode(t, False) for t in texts]
         cuts = 0
         for text, expected in zip(texts, whole):
@@ -661,8 +755,11 @@ class RegionEncoder:
             bare = self.adapter.encode(text, False)
             if len(with_sp) != len(bare) + len(empty):
                 return None
-            cuts &= {k for k in range(len(empty) + 1)
-                     if with_sp[k:k + len(bare)] == bare and with_sp[:k] + with_sp[k + len(bare):] == empty}
+            cuts &= {
+                k
+                for k in range(len(empty) + 1)
+                if with_sp[k : k + len(bare)] == bare and with_sp[:k] + with_sp[k + len(bare) :] == empty
+            }
         if len(cuts) != 1:
             return None
         cut = cuts.pop()

@@ -1,7 +1,8 @@
 """A prometheus_client Collector for the region cache's stats (frank:region_cache_* on /metrics)."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -20,8 +21,10 @@ COUNTERS = {
     "fallbacks": ("frank:region_cache_fallbacks", "prompts sent to the plain tokenizer path"),
     "errors": ("frank:region_cache_errors", "errors inside the cache (each fell back)"),
     "evictions": ("frank:region_cache_evictions", "entries evicted by the LRU bounds"),
-    "checks_skipped": ("frank:region_cache_checks_skipped",
-                       "prompts whose vocabulary check vLLM skipped (IDs straight from the tokenizer)"),
+    "checks_skipped": (
+        "frank:region_cache_checks_skipped",
+        "prompts whose vocabulary check vLLM skipped (IDs straight from the tokenizer)",
+    ),
 }
 GAUGES = {
     "entries": ("frank:region_cache_entries", "regions held"),

@@ -23,6 +23,7 @@ it asks for token offsets, when a tokenizer kwarg is one this hook does not know
 truncated, when the tokenizer is refused (see core), or when anything inside the part raises (counted
 as an error; a request never fails because of the cache).
 """
+
 from __future__ import annotations
 
 import logging
@@ -130,8 +131,9 @@ def _warm_encoders_at_renderer_init(renderer_cls: Any) -> None:
         if tokenizer is not None:
             from frank.engine.region_cache import runtime
 
-            threading.Thread(target=_warm, args=(runtime, tokenizer), name="frank-region-cache-warm",
-                             daemon=True).start()
+            threading.Thread(
+                target=_warm, args=(runtime, tokenizer), name="frank-region-cache-warm", daemon=True
+            ).start()
 
     renderer_cls.__init__ = __init__
 

@@ -2,6 +2,7 @@
 
 The initial switch comes from FRANK_REGION_CACHE ("on"/"off"); the control endpoint flips it live.
 """
+
 from __future__ import annotations
 
 import logging
@@ -68,6 +69,8 @@ def snapshot() -> dict[str, Any]:
     """Stats for the control endpoint and /metrics: the cache's counters plus the switch and tokenizers."""
     out = cache().stats()
     out["enabled"] = _enabled
-    out["tokenizers"] = [{"class": type(tok).__name__, "refused": enc.refused if enc else "not a fast tokenizer"}
-                         for tok, enc in list(_encoders.values())]
+    out["tokenizers"] = [
+        {"class": type(tok).__name__, "refused": enc.refused if enc else "not a fast tokenizer"}
+        for tok, enc in list(_encoders.values())
+    ]
     return out

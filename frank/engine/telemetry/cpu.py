@@ -5,6 +5,7 @@ CPU use (percent of one core, so 6400 is 64 busy cores), thread count and busies
 our own deltas of cumulative CPU times between two samples, so one `CpuSampler` must be used by one thread.
 The children of the engine are looked up again only every `tree_refresh_s` (a /proc scan), not every second.
 """
+
 from __future__ import annotations
 
 import time
@@ -142,10 +143,14 @@ class CpuSampler:
             # a process or thread first seen now counts from the next sample (its lifetime total is no rate)
             used = sum(v - self._prev_proc[p] for p, v in proc_cpu.items() if p in self._prev_proc)
             cpu_percent = max(0.0, 100.0 * used / dt)
-            deltas = sorted(((v - self._prev_threads[k], k) for k, v in thread_cpu.items()
-                             if k in self._prev_threads), reverse=True)
-            busiest = [ThreadUse(tid, p, _thread_name(p, tid), max(0.0, 100.0 * d / dt))
-                       for d, (p, tid) in deltas[: self.busiest] if d > 0]
+            deltas = sorted(
+                ((v - self._prev_threads[k], k) for k, v in thread_cpu.items() if k in self._prev_threads), reverse=True
+            )
+            busiest = [
+                ThreadUse(tid, p, _thread_name(p, tid), max(0.0, 100.0 * d / dt))
+                for d, (p, tid) in deltas[: self.busiest]
+                if d > 0
+            ]
         self._prev_t = now
         self._prev_proc = proc_cpu
         self._prev_threads = thread_cpu

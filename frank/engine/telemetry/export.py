@@ -2,10 +2,12 @@
 workstation. A collector renders the sampler's latest Snapshot on each scrape (no second sampling loop); the
 HTTP server is prometheus_client's and binds to loopback unless the caller names another address.
 """
+
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
@@ -37,8 +39,12 @@ class SnapshotCollector(Collector):
         yield from self._gpus(snap)
         yield from self._engine(snap)
         cost = _g("sample_seconds", "Wall time of the last telemetry sample", ["part"])
-        for part, value in (("total", snap.cost_s), ("cpu", snap.cost_cpu_s), ("gpu", snap.cost_gpu_s),
-                            ("metrics", snap.cost_metrics_s)):
+        for part, value in (
+            ("total", snap.cost_s),
+            ("cpu", snap.cost_cpu_s),
+            ("gpu", snap.cost_gpu_s),
+            ("metrics", snap.cost_metrics_s),
+        ):
             cost.add_metric([part], value)
         yield cost
         yield _single("sample_timestamp_seconds", "Unix time of the last telemetry sample", snap.wall_time)
@@ -58,8 +64,9 @@ class SnapshotCollector(Collector):
         eng = cpu.engine
         if eng is not None:
             if eng.cpu_percent is not None:
-                yield _single("engine_cpu_percent", "CPU use of the engine's process tree, percent of one core",
-                              eng.cpu_percent)
+                yield _single(
+                    "engine_cpu_percent", "CPU use of the engine's process tree, percent of one core", eng.cpu_percent
+                )
             yield _single("engine_threads", "Threads in the engine's process tree", eng.num_threads)
             yield _single("engine_rss_bytes", "Resident memory of the engine's process tree", eng.rss_bytes)
 
@@ -99,12 +106,21 @@ class SnapshotCollector(Collector):
             ("engine_requests_running", "Requests running", rates.running),
             ("engine_requests_waiting", "Requests waiting", rates.waiting),
             ("engine_kv_cache_usage_ratio", "KV cache usage (0-1)", rates.kv_cache_usage),
-            ("engine_prompt_tokens_per_second", "Prompt tokens per second over the rate window",
-             rates.prompt_tokens_per_s),
-            ("engine_generation_tokens_per_second", "Generated tokens per second over the rate window",
-             rates.generation_tokens_per_s),
-            ("engine_prefix_cache_hit_ratio", "Prefix cache hit rate over the rate window",
-             rates.prefix_cache_hit_rate),
+            (
+                "engine_prompt_tokens_per_second",
+                "Prompt tokens per second over the rate window",
+                rates.prompt_tokens_per_s,
+            ),
+            (
+                "engine_generation_tokens_per_second",
+                "Generated tokens per second over the rate window",
+                rates.generation_tokens_per_s,
+            ),
+            (
+                "engine_prefix_cache_hit_ratio",
+                "Prefix cache hit rate over the rate window",
+                rates.prefix_cache_hit_rate,
+            ),
             ("engine_mean_ttft_seconds", "Mean time to first token", rates.mean_ttft_s),
             ("engine_mean_front_end_seconds", "Mean front-end time (ttft - queue - prefill)", rates.mean_front_end_s),
             ("engine_mean_verify_step_seconds", "Mean verify step (inter-token latency)", rates.window_verify_step_s),

@@ -13,12 +13,14 @@ thread calls `poll_pcie()` between samples, often enough that no read misses a w
 (`pcie_poll_interval()`). Rates over an interval in which a wrap may have been missed carry
 `pcie_may_alias=True`.
 """
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 try:
     import pynvml
@@ -29,8 +31,14 @@ PCIE_TX_FIELD = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: bytes the GPU sent over 
 PCIE_RX_FIELD = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES: bytes the GPU received (host -> device)
 COUNTER_WRAP = {1: 1 << 32, 2: 1 << 64, 3: 1 << 64, 5: 1 << 32, 6: 1 << 16}  # by NVML valueType
 # PCIe payload rate per lane in bytes/s by link generation (after 8b/10b or 128b/130b encoding)
-_LANE_BPS = {1: 2.5e9 * 0.8 / 8, 2: 5e9 * 0.8 / 8, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8,
-             5: 32e9 * 128 / 130 / 8, 6: 64e9 * 242 / 256 / 8}
+_LANE_BPS = {
+    1: 2.5e9 * 0.8 / 8,
+    2: 5e9 * 0.8 / 8,
+    3: 8e9 * 128 / 130 / 8,
+    4: 16e9 * 128 / 130 / 8,
+    5: 32e9 * 128 / 130 / 8,
+    6: 64e9 * 242 / 256 / 8,
+}
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,8 @@ def _field_value(fv: Any) -> float | None:
         return None
     v = fv.value
     return {0: v.dVal, 1: v.uiVal, 2: v.ulVal, 3: v.ullVal, 4: v.sllVal, 5: v.siVal, 6: v.usVal}.get(
-        int(fv.valueType), v.ullVal)
+        int(fv.valueType), v.ullVal
+    )
 
 
 class GpuSampler:
@@ -321,8 +330,10 @@ class GpuSampler:
     @staticmethod
     def _processes(h: Any, pids: set[int], errors: list[str]) -> tuple[GpuProcess, ...]:
         seen: dict[int, GpuProcess] = {}
-        for what, fn in (("compute processes", pynvml.nvmlDeviceGetComputeRunningProcesses),
-                         ("graphics processes", pynvml.nvmlDeviceGetGraphicsRunningProcesses)):
+        for what, fn in (
+            ("compute processes", pynvml.nvmlDeviceGetComputeRunningProcesses),
+            ("graphics processes", pynvml.nvmlDeviceGetGraphicsRunningProcesses),
+        ):
             try:
                 procs = fn(h)
             except pynvml.NVMLError as exc:
@@ -330,8 +341,9 @@ class GpuSampler:
                 continue
             for p in procs:
                 used = getattr(p, "usedGpuMemory", None)
-                seen.setdefault(int(p.pid), GpuProcess(int(p.pid), int(used) if used is not None else None,
-                                                       int(p.pid) in pids))
+                seen.setdefault(
+                    int(p.pid), GpuProcess(int(p.pid), int(used) if used is not None else None, int(p.pid) in pids)
+                )
         return tuple(sorted(seen.values(), key=lambda p: p.pid))
 
 

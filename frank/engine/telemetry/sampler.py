@@ -9,15 +9,17 @@ must only hand the snapshot over (the console posts a message; latest wins).
 The engine to watch comes from a `target` callable returning a `Target` (url, pid, api key, model name) or
 None when no engine runs; `controller_target()` adapts frank.engine.controller.EngineController.
 """
+
 from __future__ import annotations
 
 import math
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 import time
 from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -97,20 +99,29 @@ def controller_target(controller: Any = None) -> TargetSource:
             return None
         model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
         return Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
+
     return source
 
 
-def static_target(url: str | None, pid: int | None = None, api_key: str | None = None,
-                  model_name: str | None = None) -> TargetSource:
+def static_target(
+    url: str | None, pid: int | None = None, api_key: str | None = None, model_name: str | None = None
+) -> TargetSource:
     target = Target(url, pid, api_key, model_name)
     return lambda: target
 
 
 class Sampler:
-    def __init__(self, target: TargetSource | None = None, period_s: float = DEFAULT_PERIOD_S,
-                 history_s: float = DEFAULT_HISTORY_S, rate_window_s: float = DEFAULT_RATE_WINDOW_S,
-                 gpu: bool = True, scrape_timeout_s: float = 2.0,
-                 gpu_sampler: GpuSampler | None = None, cpu_sampler: CpuSampler | None = None) -> None:
+    def __init__(
+        self,
+        target: TargetSource | None = None,
+        period_s: float = DEFAULT_PERIOD_S,
+        history_s: float = DEFAULT_HISTORY_S,
+        rate_window_s: float = DEFAULT_RATE_WINDOW_S,
+        gpu: bool = True,
+        scrape_timeout_s: float = 2.0,
+        gpu_sampler: GpuSampler | None = None,
+        cpu_sampler: CpuSampler | None = None,
+    ) -> None:
         if period_s <= 0:
             raise ValueError(f"period must be positive, not {period_s}")
         self.target = target or (lambda: None)
@@ -133,7 +144,7 @@ class Sampler:
         self.errors = 0  # subscriber callbacks that raised
 
     # -- public API ------------------------------------------------------------------------------
-    def start(self) -> "Sampler":
+    def start(self) -> Sampler:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="frank-telemetry", daemon=True)
             self._thread.start()
@@ -146,7 +157,7 @@ class Sampler:
             self._thread = None
         self._close()
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -178,6 +189,7 @@ class Sampler:
             with self._lock:
                 if callback in self._subscribers:
                     self._subscribers.remove(callback)
+
         return unsubscribe
 
     def sample_once(self) -> Snapshot:
@@ -252,8 +264,9 @@ class Sampler:
     def _engine_view(self, target: Target | None, error: str | None, scrape: Future | None) -> EngineView:
         if target is None or not target.url or scrape is None:
             self._forget_metrics()
-            return EngineView("stopped" if error is None else "error", None, None, None, None,
-                              self._last_request, error)
+            return EngineView(
+                "stopped" if error is None else "error", None, None, None, None, self._last_request, error
+            )
         sample = scrape.result()
         if not sample.ok:
             self._forget_metrics()
@@ -299,10 +312,15 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
     from dataclasses import asdict
 
     eng = snap.engine
-    engine: dict[str, Any] = {"state": eng.state, "url": eng.url, "pid": eng.pid, "error": eng.error,
-                              "metrics": m.sample_summary(eng.metrics) if eng.metrics is not None else None,
-                              "rates": asdict(eng.rates) if eng.rates is not None else None,
-                              "last_request": asdict(eng.last_request) if eng.last_request is not None else None}
+    engine: dict[str, Any] = {
+        "state": eng.state,
+        "url": eng.url,
+        "pid": eng.pid,
+        "error": eng.error,
+        "metrics": m.sample_summary(eng.metrics) if eng.metrics is not None else None,
+        "rates": asdict(eng.rates) if eng.rates is not None else None,
+        "last_request": asdict(eng.last_request) if eng.last_request is not None else None,
+    }
     return {
         "seq": snap.seq,
         "wall_time": snap.wall_time,
@@ -311,6 +329,10 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
         "gpus": [asdict(g) for g in snap.gpu.gpus],
         "gpu_error": snap.gpu.error,
         "engine": engine,
-        "cost_ms": {"total": snap.cost_s * 1e3, "cpu": snap.cost_cpu_s * 1e3, "gpu": snap.cost_gpu_s * 1e3,
-                    "metrics": snap.cost_metrics_s * 1e3},
+        "cost_ms": {
+            "total": snap.cost_s * 1e3,
+            "cpu": snap.cost_cpu_s * 1e3,
+            "gpu": snap.cost_gpu_s * 1e3,
+            "metrics": snap.cost_metrics_s * 1e3,
+        },
     }

@@ -1,4 +1,5 @@
 """Grader: answer.txt holds the revenue to the cent."""
+
 import json
 import sys
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Grader: the package's tests pass, the tests are untouched, and moving_sum passes hidden cases."""
+
 import hashlib
 import json
 import subprocess
@@ -6,13 +7,20 @@ import sys
 from pathlib import Path
 
 expected = json.loads(Path(sys.argv[1]).read_text())
-changed = [p for p, sha in expected["tests_sha256"].items()
-           if not Path(p).is_file() or hashlib.sha256(Path(p).read_bytes()).hexdigest() != sha]
+changed = [
+    p
+    for p, sha in expected["tests_sha256"].items()
+    if not Path(p).is_file() or hashlib.sha256(Path(p).read_bytes()).hexdigest() != sha
+]
 if changed:
     print(json.dumps({"pass": False, "detail": f"tests changed: {changed[:5]}"}))
     sys.exit(0)
-run = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", ".", "-q"],
-                     capture_output=True, text=True, timeout=100)
+run = subprocess.run(
+    [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", ".", "-q"],
+    capture_output=True,
+    text=True,
+    timeout=100,
+)
 if run.returncode != 0:
     print(json.dumps({"pass": False, "detail": "tests fail: " + run.stderr.strip().splitlines()[-1][:200]}))
     sys.exit(0)

@@ -1,4 +1,5 @@
 """Grader: parse_duration against hidden cases from SPEC.md."""
+
 import json
 import sys
 

@@ -1,5 +1,6 @@
 """Grader: fetch_record is gone from the code, load_record replaces every use, fetch_records_page and the
 README are untouched, and the program still runs."""
+
 import json
 import os
 import re
@@ -20,8 +21,13 @@ if count["fetch_records_page"] != expected["fetch_records_page"]:
 if not Path("README.md").is_file() or Path("README.md").read_text() != expected["readme"]:
     problems.append("README.md was changed")
 if not problems:
-    run = subprocess.run([sys.executable, "-m", "shop.main"], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": "src"})
+    run = subprocess.run(
+        [sys.executable, "-m", "shop.main"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": "src"},
+    )
     if run.returncode != 0:
         problems.append("shop.main fails: " + (run.stderr.strip().splitlines() or ["?"])[-1][:200])
 print(json.dumps({"pass": not problems, "detail": "; ".join(problems) or "renamed"}))

@@ -1,4 +1,5 @@
 """Grader: answer.json names the failed request, the root-cause component and its error code."""
+
 import json
 import sys
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Reference: read the question's region and month, sum in cents."""
+
 import csv
 import re
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Reference: the window loop stops one short; fix its bound."""
+
 from pathlib import Path
 
 core = Path("ledger/core.py")

@@ -1,4 +1,5 @@
 """Reference: a regular expression over the ordered units."""
+
 from pathlib import Path
 
 Path("timeutil/durations.py").write_text('''"""Durations. See SPEC.md."""

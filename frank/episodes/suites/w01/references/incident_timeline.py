@@ -1,4 +1,5 @@
 """Reference: find the SEV1 alert, then every pager line of that incident."""
+
 import json
 import re
 from pathlib import Path

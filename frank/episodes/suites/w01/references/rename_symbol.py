@@ -1,4 +1,5 @@
 """Reference: a whole-word rename in every Python file."""
+
 import re
 from pathlib import Path
 
