@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# frank beside a GPU llama.cpp engine, ON the GPU device (the `run` tool's machine: no network, Python 3.12).
+# Builds llama-server with CUDA from the carried source, serves the tiny model's GGUF on the GPU, and runs
+# frank against it: telemetry (NVML + the engine's /metrics), the dashboard (headless, saved as SVG) and a
+# W01 mini replay, all with frank's own CLI. Everything it needs travels in .device/carry (scripts/stage_device.sh
+# makes it here); the results come back as $OUT/gpu-run.tar.gz plus the dashboard SVG and the log.
+#
+#   run: mkdir -p /tmp/ft && tar -xzf .device/carry/frank-tree.tar.gz -C /tmp/ft && bash /tmp/ft/scripts/device_llamacpp_gpu.sh
+#
+# FRANK_GPU_MODE=profile (default): `frank engine start --profile llamacpp-gpu`, frank's supervisor owns
+# the server. FRANK_GPU_MODE=raw: llama-server started here by hand, frank pointed at its URL (--url).
+# FRANK_LLAMA_SERVER=PATH skips the build (a local dry run with a llama-server-compatible stand-in).
+set -uo pipefail
+
+TREE=$(cd "$(dirname "$0")/.." && pwd)      # the frank tree unpacked from .device/carry/frank-tree.tar.gz
+D=${FRANK_DEVICE_DIR:-$PWD/.device/carry}
+OUT=${OUT:-/tmp/frank-gpu-out}
+MODE=${FRANK_GPU_MODE:-profile}
+W=${FRANK_GPU_WORK:-/tmp/frank-gpu}
+TEL_S=${FRANK_GPU_TELEMETRY_S:-75}        # telemetry recording: the replay, then the load, until it ends
+LOG=$W/logs
+rm -rf "$W" && mkdir -p "$LOG" "$OUT"
+export FRANK_HOME=$W/home FRANK_MODELS=$W/models PYTHONUNBUFFERED=1 PYTHONPATH=$TREE:$W/site
+frank() { python3 -m frank.console.cli "$@"; }
+stamp() { echo "== $(date -u +%H:%M:%S) [$SECONDS s] $*"; }
+# GET URL [TOKEN] to stdout, non-zero unless 200 (the image may have no curl)
+http_get() {
+    python3 -c 'import sys, urllib.request as u
+r = u.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]} if len(sys.argv) > 2 else {})
+sys.stdout.write(u.urlopen(r, timeout=5).read().decode())' "$@" 2>/dev/null
+}
+
+SERVER_PID=
+finish() {
+    stamp "stop"
+    if [ "$MODE" = profile ]; then frank engine stop --json >"$LOG/engine-stop.json" 2>&1; fi
+    if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; fi
+    cp -r "$FRANK_HOME/state" "$LOG/frank-state" 2>/dev/null
+    cp "$LOG/dashboard-gpu.svg" "$OUT/" 2>/dev/null
+    tar -czf "$OUT/gpu-run.tar.gz" -C "$W" logs
+    cp "$LOG/run.log" "$OUT/run.log"
+}
+trap finish EXIT
+exec > >(tee "$LOG/run.log") 2>&1
+
+stamp "env (mode $MODE)"
+{
+    python3 --version; nproc; nvidia-smi; cmake --version | head -1; nvcc --version | tail -1
+    gcc --version | head -1; python3 -m pip --version
+} >"$LOG/env.txt" 2>&1
+cat "$LOG/env.txt"
+
+stamp "frank's wheels (no index)"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl || exit 1
+python3 -c 'import textual, pynvml, frank.engine.telemetry.sampler; print("textual", textual.__version__)' || exit 1
+
+BIN=${FRANK_LLAMA_SERVER:-}
+if [ -z "$BIN" ] && [ -f "$D/llama-server-bin.tar.gz" ]; then
+    stamp "llama-server from an earlier call's build ($D/llama-server-bin.tar.gz)"
+    mkdir -p "$W/build" && tar -xzf "$D/llama-server-bin.tar.gz" -C "$W/build" && BIN=$W/build/bin/llama-server
+fi
+if [ -z "$BIN" ]; then
+    stamp "build llama-server (CUDA, sm_90)"
+    mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp"
+    cmake -S "$W/llama.cpp" -B "$W/build" -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+        >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
+    ninja -C "$W/build" -j"$(nproc)" llama-server >>"$LOG/build.log" 2>&1 || { tail -60 "$LOG/build.log"; exit 1; }
+    BIN=$W/build/bin/llama-server
+    ls -la "$W/build/bin"
+    # the build (bin/: llama-server and its libraries), sent back if small enough to carry to a later call
+    tar -czf "$W/llama-server-bin.tar.gz" -C "$W/build" bin
+    size=$(stat -c %s "$W/llama-server-bin.tar.gz"); echo "bin/ packed: $size bytes"
+    [ "$size" -lt 16000000 ] && cp "$W/llama-server-bin.tar.gz" "$OUT/"
+fi
+"$BIN" --version 2>&1 | tail -3
+
+GGUF=$D/tiny-frank.gguf
+stamp "serve $GGUF"
+if [ "$MODE" = raw ]; then
+    TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    URL=http://127.0.0.1:$PORT
+    "$BIN" -m "$GGUF" --alias tiny-frank -ngl 99 -c 262144 --jinja --metrics \
+        --host 127.0.0.1 --port "$PORT" --api-key "$TOKEN" >"$LOG/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 120); do
+        http_get "$URL/health" >/dev/null && break
+        kill -0 "$SERVER_PID" 2>/dev/null || { tail -30 "$LOG/server.log"; exit 1; }
+        sleep 0.5
+    done
+    TARGET=(--url "$URL" --pid "$SERVER_PID" --api-key "$TOKEN" --model tiny-frank)
+    REPLAY_TARGET=(--url "$URL" --api-key "$TOKEN" --model tiny-frank)
+    echo "llama-server pid $SERVER_PID at $URL"
+else
+    export FRANK_LLAMA_SERVER=$BIN FRANK_LLAMACPP_GPU_MODEL=$GGUF
+    frank engine start --profile llamacpp-gpu --json >"$LOG/engine-start.json" || { cat "$LOG/engine-start.json"; exit 1; }
+    TARGET=()
+    REPLAY_TARGET=()
+fi
+frank engine status --json >"$LOG/engine-status.json" 2>&1
+cat "$LOG/engine-status.json"
+nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv | tee "$LOG/nvidia-smi-apps.csv"
+
+stamp "telemetry, one sample, engine idle"
+frank telemetry --once "${TARGET[@]}" | tee "$LOG/telemetry-idle.txt"
+frank telemetry --once --json "${TARGET[@]}" >"$LOG/telemetry-idle.json"
+
+stamp "telemetry for $TEL_S s (0.5 s period) and the dashboard, beside the replay and then a load"
+frank telemetry --duration "$TEL_S" --period 0.5 --json "${TARGET[@]}" >"$LOG/telemetry.json" &
+TEL_PID=$!
+python3 "$TREE/scripts/dashboard_shot.py" --out "$LOG/dashboard-gpu.svg" --busy-file "$W/load-on" \
+    --samples 12 --timeout "$TEL_S" "${TARGET[@]}" >"$LOG/dashboard.log" 2>&1 &
+DASH_PID=$!
+sleep 3
+
+stamp "replay w01-mini draw-1 (engine mode: one output token per request)"
+frank replay w01-mini --draws draw-1 --json "${REPLAY_TARGET[@]}" >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
+echo "replay exit $?"; tail -3 "$LOG/replay-w01-mini.err"; cat "$LOG/replay-w01-mini.json"
+
+stamp "load: w01-mini full-mode replays (the recorded 64-token streamed answers) until the telemetry ends"
+touch "$W/load-on"
+n=0
+while kill -0 "$TEL_PID" 2>/dev/null; do
+    n=$((n + 1))
+    frank replay w01-mini --mode full --quiet --json "${REPLAY_TARGET[@]}" >"$LOG/load-$n.json" 2>>"$LOG/load.err"
+done
+wait "$DASH_PID"; echo "dashboard exit $?"; cat "$LOG/dashboard.log"
+wait "$TEL_PID"; echo "telemetry exit $?"
+echo "load replays: $n"
+
+stamp "after the load: one telemetry sample, the engine's /metrics"
+frank telemetry --once "${TARGET[@]}" | tee "$LOG/telemetry-after.txt"
+if [ "$MODE" = raw ]; then
+    http_get "$URL/metrics" "$TOKEN" >"$LOG/metrics.txt"
+else
+    frank engine status --json >"$LOG/engine-status-after.json" 2>&1
+fi
+python3 "$TREE/scripts/summarize_gpu_run.py" "$LOG" | tee "$LOG/summary.txt"
+stamp "done"
