@@ -1,0 +1,66 @@
+"""llama.cpp as the second engine kind, real (xllamacpp's CPU wheel serving SmolLM2's GGUF; ready in
+seconds): the same controller and supervisor start, adopt, guard with the token, and stop it; the CLI names
+its kind. One engine for the module, in its own FRANK_HOME (the session's vLLM engine may run beside it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from frank.engine.controller import EngineController, EngineError, _group_members
+
+pytestmark = pytest.mark.engine
+
+
+def frank(home, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "FRANK_HOME": str(home)},
+    )
+
+
+@pytest.fixture(scope="module")
+def llamacpp(tmp_path_factory):
+    """(home, status JSON of the started engine); stopped at the end of the module."""
+    home = tmp_path_factory.mktemp("llamacpp-home")
+    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--json")
+    assert started.returncode == 0, started.stderr
+    status = json.loads(started.stdout)
+    assert _group_members(status["pgid"])
+    yield home, status
+    stopped = frank(home, "engine", "stop", "--json")
+    assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
+    assert _group_members(status["pgid"]) == []  # the supervisor's group, xllamacpp's server in it, is gone
+
+
+def test_start_status_adopt_and_the_token(llamacpp):
+    home, status = llamacpp
+    assert status["state"] == "ready" and status["kind"] == "llamacpp" and status["profile"] == "llamacpp-cpu"
+    assert status["url"].startswith("http://127.0.0.1:")
+    shown = frank(home, "engine", "status", "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["kind"] == "llamacpp"
+    assert "llamacpp-cpu  (llama.cpp)" in frank(home, "engine", "status").stdout
+    controller = EngineController(state_dir=home / "state")  # a later process adopts the running engine
+    assert controller.status().state == "ready" and controller.status().pid == status["pid"]
+    key = controller.client_api_key
+    assert key and key == controller.token  # llama.cpp's api key is the control token
+    body = {"model": "smollm2-135m", "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4}
+    assert httpx.post(status["url"] + "/v1/chat/completions", json=body, timeout=60).status_code == 401
+    assert httpx.get(status["url"] + "/metrics", timeout=10).status_code == 401
+    reply = httpx.post(
+        status["url"] + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=120
+    )
+    assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] > 0
+    assert reply.json()["model"] == "smollm2-135m"
+    metrics = httpx.get(status["url"] + "/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=10).text
+    assert "llamacpp:tokens_predicted_total" in metrics
+    with pytest.raises(EngineError, match="already running"):
+        controller.start("llamacpp-cpu")
