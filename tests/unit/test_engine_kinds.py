@@ -30,7 +30,7 @@ def test_llamacpp_gpu_exact_command_line_and_environment(monkeypatch, tmp_path):
         "--metrics",
         "--jinja",
         "--ctx-size",
-        "8192",
+        "32768",
         "--n-gpu-layers",
         "99",
         "--parallel",
