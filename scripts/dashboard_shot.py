@@ -28,6 +28,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", help="with --url: its served model name")
     p.add_argument("--samples", type=int, default=20, help="telemetry samples to wait for (default 20)")
     p.add_argument("--busy-file", type=Path, help="also wait until this file exists (a load running beside)")
+    p.add_argument("--hold", type=float, default=0.0, help="then wait this many seconds more (default 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait at most (default 120)")
     p.add_argument("--size", default="120x36", help="terminal COLSxROWS (default 120x36)")
     return p.parse_args(argv)
@@ -55,10 +56,13 @@ async def shoot(args: argparse.Namespace) -> int:
     app = FrankApp(services(args), remember_theme=False)
     deadline = time.monotonic() + args.timeout
     async with app.run_test(size=(cols, rows)) as pilot:
+        busy_since = None if args.busy_file else time.monotonic()
         while time.monotonic() < deadline:
             await pilot.pause(0.5)
-            busy_ok = args.busy_file is None or args.busy_file.exists()
-            if busy_ok and gpu_samples(app) >= args.samples:
+            if busy_since is None and args.busy_file.exists():
+                busy_since = time.monotonic()
+            held = busy_since is not None and time.monotonic() - busy_since >= args.hold
+            if held and gpu_samples(app) >= args.samples:
                 break
         await pilot.pause(1.5)  # one more refresh tick after the last sample
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@
 #
 # FRANK_GPU_MODE=profile (default): `frank engine start --profile llamacpp-gpu`, frank's supervisor owns
 # the server. FRANK_GPU_MODE=raw: llama-server started here by hand, frank pointed at its URL (--url).
-# FRANK_LLAMA_SERVER=PATH skips the build (a local dry run with a llama-server-compatible stand-in).
+# FRANK_LLAMA_SERVER=PATH skips the build (a local dry run with a llama-server-compatible stand-in);
+# FRANK_GPU_REPLAY_EXTRA adds replay flags there (--limit 5).
 set -uo pipefail
 
 TREE=$(cd "$(dirname "$0")/.." && pwd)      # the frank tree unpacked from .device/carry/frank-tree.tar.gz
@@ -17,7 +18,7 @@ D=${FRANK_DEVICE_DIR:-$PWD/.device/carry}
 OUT=${OUT:-/tmp/frank-gpu-out}
 MODE=${FRANK_GPU_MODE:-profile}
 W=${FRANK_GPU_WORK:-/tmp/frank-gpu}
-TEL_S=${FRANK_GPU_TELEMETRY_S:-75}        # telemetry recording: the replay, then the load, until it ends
+LOAD_S=${FRANK_GPU_LOAD_S:-40}            # the generation load after the replay (telemetry records both)
 LOG=$W/logs
 rm -rf "$W" && mkdir -p "$LOG" "$OUT"
 export FRANK_HOME=$W/home FRANK_MODELS=$W/models PYTHONUNBUFFERED=1 PYTHONPATH=$TREE:$W/site
@@ -41,6 +42,7 @@ finish() {
     cp "$LOG/run.log" "$OUT/run.log"
 }
 trap finish EXIT
+trap "exit 143" TERM INT
 exec > >(tee "$LOG/run.log") 2>&1
 
 stamp "env (mode $MODE)"
@@ -55,9 +57,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 python3 -c 'import textual, pynvml, frank.engine.telemetry.sampler; print("textual", textual.__version__)' || exit 1
 
 BIN=${FRANK_LLAMA_SERVER:-}
-if [ -z "$BIN" ] && [ -f "$D/llama-server-bin.tar.gz" ]; then
-    stamp "llama-server from an earlier call's build ($D/llama-server-bin.tar.gz)"
-    mkdir -p "$W/build" && tar -xzf "$D/llama-server-bin.tar.gz" -C "$W/build" && BIN=$W/build/bin/llama-server
+if [ -z "$BIN" ] && compgen -G "$D/llama-bin.part-*" >/dev/null; then
+    stamp "llama-server from an earlier call's build ($D/llama-bin.part-*)"
+    mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build" && BIN=$W/build/bin/llama-server
 fi
 if [ -z "$BIN" ]; then
     stamp "build llama-server (CUDA, sm_90)"
@@ -68,14 +70,16 @@ if [ -z "$BIN" ]; then
     ninja -C "$W/build" -j"$(nproc)" llama-server >>"$LOG/build.log" 2>&1 || { tail -60 "$LOG/build.log"; exit 1; }
     BIN=$W/build/bin/llama-server
     ls -la "$W/build/bin"
-    # the build (bin/: llama-server and its libraries), sent back if small enough to carry to a later call
-    tar -czf "$W/llama-server-bin.tar.gz" -C "$W/build" bin
-    size=$(stat -c %s "$W/llama-server-bin.tar.gz"); echo "bin/ packed: $size bytes"
-    [ "$size" -lt 16000000 ] && cp "$W/llama-server-bin.tar.gz" "$OUT/"
+    # the build (bin/: llama-server and its libraries, about 49 MB packed) comes back in 15 MB parts: carried
+    # into .device/carry, a later call skips the 5-minute build
+    tar -czf - -C "$W/build" bin | split -b 15000000 - "$OUT/llama-bin.part-"
+    ls -la "$OUT"/llama-bin.part-*
 fi
 "$BIN" --version 2>&1 | tail -3
 
-GGUF=$D/tiny-frank.gguf
+# the llamacpp-gpu profile serves @models/tiny-frank.gguf
+mkdir -p "$FRANK_MODELS" && cp "$D/tiny-frank.gguf" "$FRANK_MODELS/tiny-frank.gguf"
+GGUF=$FRANK_MODELS/tiny-frank.gguf
 stamp "serve $GGUF"
 if [ "$MODE" = raw ]; then
     TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
@@ -93,10 +97,14 @@ if [ "$MODE" = raw ]; then
     REPLAY_TARGET=(--url "$URL" --api-key "$TOKEN" --model tiny-frank)
     echo "llama-server pid $SERVER_PID at $URL"
 else
-    export FRANK_LLAMA_SERVER=$BIN FRANK_LLAMACPP_GPU_MODEL=$GGUF
-    frank engine start --profile llamacpp-gpu --json >"$LOG/engine-start.json" || { cat "$LOG/engine-start.json"; exit 1; }
+    export FRANK_LLAMA_SERVER=$BIN
+    frank engine start --profile llamacpp-gpu --dry-run | tee "$LOG/engine-dry-run.txt"
+    frank engine start --profile llamacpp-gpu --json >"$LOG/engine-start.json"
+    rc=$?; cat "$LOG/engine-start.json"; [ $rc = 0 ] || { frank engine logs -n 40; exit 1; }
     TARGET=()
     REPLAY_TARGET=()
+    read -r URL TOKEN < <(python3 -c 'from frank.engine.controller import EngineController as C
+c = C(); print(c.status().url, c.client_api_key or "")')
 fi
 frank engine status --json >"$LOG/engine-status.json" 2>&1
 cat "$LOG/engine-status.json"
@@ -106,35 +114,35 @@ stamp "telemetry, one sample, engine idle"
 frank telemetry --once "${TARGET[@]}" | tee "$LOG/telemetry-idle.txt"
 frank telemetry --once --json "${TARGET[@]}" >"$LOG/telemetry-idle.json"
 
-stamp "telemetry for $TEL_S s (0.5 s period) and the dashboard, beside the replay and then a load"
-frank telemetry --duration "$TEL_S" --period 0.5 --json "${TARGET[@]}" >"$LOG/telemetry.json" &
+stamp "telemetry (0.5 s period) and the dashboard, beside the replay and then a load"
+# until Ctrl-C (SIGINT), then one JSON object: a background job of a script ignores SIGINT unless reset
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    python3 -m frank.console.cli telemetry --period 0.5 --json "${TARGET[@]}" >"$LOG/telemetry.json" &
 TEL_PID=$!
 python3 "$TREE/scripts/dashboard_shot.py" --out "$LOG/dashboard-gpu.svg" --busy-file "$W/load-on" \
-    --samples 12 --timeout "$TEL_S" "${TARGET[@]}" >"$LOG/dashboard.log" 2>&1 &
+    --hold 15 --timeout 400 "${TARGET[@]}" >"$LOG/dashboard.log" 2>&1 &
 DASH_PID=$!
 sleep 3
 
 stamp "replay w01-mini draw-1 (engine mode: one output token per request)"
-frank replay w01-mini --draws draw-1 --json "${REPLAY_TARGET[@]}" >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
+frank replay w01-mini --draws draw-1 --json "${REPLAY_TARGET[@]}" ${FRANK_GPU_REPLAY_EXTRA:-} >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
 echo "replay exit $?"; tail -3 "$LOG/replay-w01-mini.err"; cat "$LOG/replay-w01-mini.json"
 
-stamp "load: w01-mini full-mode replays (the recorded 64-token streamed answers) until the telemetry ends"
-touch "$W/load-on"
-n=0
-while kill -0 "$TEL_PID" 2>/dev/null; do
-    n=$((n + 1))
-    frank replay w01-mini --mode full --quiet --json "${REPLAY_TARGET[@]}" >"$LOG/load-$n.json" 2>>"$LOG/load.err"
-done
+stamp "load: 2 clients, 512-token chat completions, for $LOAD_S s (the engine's own timings)"
+(   # what `frank telemetry` prints 20 s into the load
+    while [ ! -e "$W/load-on" ]; do sleep 0.2; done
+    sleep 20; frank telemetry --once "${TARGET[@]}" >"$LOG/telemetry-load.txt" 2>&1
+) &
+MID_PID=$!
+python3 "$TREE/scripts/gpu_load.py" --duration "$LOAD_S" --workers 2 --max-tokens 512 --url "$URL" \
+    --api-key "$TOKEN" --start-file "$W/load-on" | tee "$LOG/load.json"
+wait "$MID_PID"; cat "$LOG/telemetry-load.txt"
 wait "$DASH_PID"; echo "dashboard exit $?"; cat "$LOG/dashboard.log"
-wait "$TEL_PID"; echo "telemetry exit $?"
-echo "load replays: $n"
+kill -INT "$TEL_PID"; wait "$TEL_PID"; echo "telemetry exit $?"
 
 stamp "after the load: one telemetry sample, the engine's /metrics"
 frank telemetry --once "${TARGET[@]}" | tee "$LOG/telemetry-after.txt"
-if [ "$MODE" = raw ]; then
-    http_get "$URL/metrics" "$TOKEN" >"$LOG/metrics.txt"
-else
-    frank engine status --json >"$LOG/engine-status-after.json" 2>&1
-fi
+http_get "$URL/metrics" "$TOKEN" >"$LOG/metrics.txt"
+[ "$MODE" = raw ] || { frank engine status --json >"$LOG/engine-status-after.json"; frank engine logs -n 400 >"$LOG/engine-log.txt"; }
 python3 "$TREE/scripts/summarize_gpu_run.py" "$LOG" | tee "$LOG/summary.txt"
 stamp "done"

@@ -67,7 +67,7 @@ def llamacpp_metrics(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = dict(found)
     if found.get("prompt_seconds_total"):
         out["prompt_tokens_per_s"] = found["prompt_tokens_total"] / found["prompt_seconds_total"]
-    if found.get("tokens_predicted_seconds_total"):
+    if found.get("tokens_predicted_seconds_total", 0) >= 0.05:  # one-token answers take ~0 s: no rate
         out["generation_tokens_per_s"] = found["tokens_predicted_total"] / found["tokens_predicted_seconds_total"]
     return out
 
@@ -77,8 +77,6 @@ def replays(logs: Path) -> dict[str, Any]:
     main = logs / "replay-w01-mini.json"
     if main.exists() and main.stat().st_size:
         out["w01_mini_draw_1"] = json.loads(main.read_text())
-    loads = [json.loads(p.read_text()) for p in sorted(logs.glob("load-*.json")) if p.stat().st_size]
-    out["load_replays"] = len(loads)
     return out
 
 
@@ -89,6 +87,8 @@ def summarize(logs: Path) -> dict[str, Any]:
     if (logs / "metrics.txt").exists():
         out["engine_metrics"] = llamacpp_metrics(logs / "metrics.txt")
     out["replays"] = replays(logs)
+    if (logs / "load.json").exists():
+        out["load"] = json.loads((logs / "load.json").read_text())
     return out
 
 
