@@ -21,6 +21,7 @@ W=${FRANK_GPU_WORK:-/tmp/frank-gpu}
 LOAD_S=${FRANK_GPU_LOAD_S:-40}            # the generation load after the replay (telemetry records both)
 LOG=$W/logs
 rm -rf "$W" && mkdir -p "$LOG" "$OUT"
+cd "$W" || exit 1   # not the checkout's root: `python3 -m frank...` would import the checkout's frank first
 export FRANK_HOME=$W/home FRANK_MODELS=$W/models PYTHONUNBUFFERED=1 PYTHONPATH=$TREE:$W/site
 frank() { python3 -m frank.console.cli "$@"; }
 stamp() { echo "== $(date -u +%H:%M:%S) [$SECONDS s] $*"; }
