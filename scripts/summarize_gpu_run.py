@@ -12,6 +12,7 @@ import json
 import re
 import statistics
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,40 @@ def _stats(values: list[float]) -> dict[str, float] | None:
     return {"n": len(vals), "mean": statistics.fmean(vals), "max": max(vals), "min": min(vals)}
 
 
-def telemetry(path: Path) -> dict[str, Any]:
+# run.log's step stamps ("== 05:32:14 [21 s] replay ...") that open and close each phase of the recording
+PHASES = {"replay": ("replay w01-mini", "load:"), "load": ("load:", "after the load")}
+
+
+def phase_windows(run_log: Path, day: datetime) -> dict[str, tuple[float, float]]:
+    stamps: list[tuple[float, str]] = []
+    for line in run_log.read_text(errors="replace").splitlines():
+        m = re.match(r"== (\d\d):(\d\d):(\d\d) \[\d+ s\] (.*)", line)
+        if m:
+            at = day.replace(hour=int(m[1]), minute=int(m[2]), second=int(m[3]), microsecond=0)
+            stamps.append((at.timestamp(), m[4]))
+    out = {}
+    for name, (first, last) in PHASES.items():
+        start = next((t for t, text in stamps if text.startswith(first)), None)
+        end = next((t for t, text in stamps if text.startswith(last)), None)
+        if start is not None and end is not None:
+            out[name] = (start, end + 1.0)  # stamps are whole seconds
+    return out
+
+
+def telemetry(path: Path, run_log: Path | None = None) -> dict[str, Any]:
     samples = json.loads(path.read_text())["samples"]
+    out = gpu_figures(samples)
+    if run_log is not None and run_log.exists() and samples:
+        day = datetime.fromtimestamp(samples[0]["wall_time"], UTC)
+        for name, (start, end) in phase_windows(run_log, day).items():
+            part = [s for s in samples if start <= s["wall_time"] < end]
+            out[f"during_{name}"] = gpu_figures(part) | {"seconds": end - start}
+    return out
+
+
+def gpu_figures(samples: list[dict[str, Any]]) -> dict[str, Any]:
     gpu = [s["gpus"][0] for s in samples if s["gpus"]]
+    rates = [s["engine"]["rates"] for s in samples if (s["engine"].get("rates") or {}).get("valid")]
     busy = [g for g in gpu if (g["util_gpu"] or 0) > 0]
     return {
         "samples": len(samples),
@@ -54,6 +86,8 @@ def telemetry(path: Path) -> dict[str, Any]:
         "engine_cpu_percent": _stats(
             [(s["cpu"].get("engine") or {}).get("cpu_percent") for s in samples if s["cpu"].get("engine")]
         ),
+        "engine_generation_tokens_per_s": _stats([r.get("generation_tokens_per_s") for r in rates]),
+        "engine_prompt_tokens_per_s": _stats([r.get("prompt_tokens_per_s") for r in rates]),
     }
 
 
@@ -83,7 +117,7 @@ def replays(logs: Path) -> dict[str, Any]:
 def summarize(logs: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if (logs / "telemetry.json").exists():
-        out["telemetry"] = telemetry(logs / "telemetry.json")
+        out["telemetry"] = telemetry(logs / "telemetry.json", logs / "run.log")
     if (logs / "metrics.txt").exists():
         out["engine_metrics"] = llamacpp_metrics(logs / "metrics.txt")
     out["replays"] = replays(logs)

@@ -101,3 +101,41 @@ def test_the_xllamacpp_launcher_takes_llama_server_flag_names():
     )
     with pytest.raises(SystemExit):
         parse_args(["--model", "m.gguf", "--port", "1", "--spec-type", "eagle"])
+
+
+def _longest_w01_mini_prompt(tokenizer) -> tuple[int, int]:
+    """(tokens, max_tokens) of the longest W01 mini request over all draws: its messages, tool calls and tool
+    schemas tokenized as JSON text, which counts a little over what the chat template renders (18,915
+    against llama.cpp's 18,880 for draw-1 on the H200, docs/gpu-run.md)."""
+    import json
+
+    from frank.workloads import w01
+
+    longest, max_tokens = 0, 0
+    for _draw, records in w01.generate("mini", 1):
+        for rec in records:
+            body = rec["body"]
+            parts = [m.get("content") or "" for m in body["messages"]]
+            parts += [json.dumps(tc) for m in body["messages"] for tc in m.get("tool_calls") or []]
+            parts += [json.dumps(t) for t in body.get("tools") or []]
+            n = len(tokenizer.encode("".join(map(str, parts)), add_special_tokens=False).ids)
+            longest, max_tokens = max(longest, n), max(max_tokens, body.get("max_tokens") or 0)
+    return longest, max_tokens
+
+
+def test_llamacpp_gpu_context_holds_every_w01_mini_prompt(monkeypatch, tmp_path):
+    """llama.cpp refuses a prompt longer than the slot's --ctx-size (HTTP 400): the GPU profile's default
+    context must hold W01 mini's longest prompt with its answer, or `frank replay w01-mini` fails there."""
+    import tokenizers
+
+    from frank.engine.models import tiny_model
+
+    model_dir = tiny_model.default_dir()
+    if tiny_model.check_build(model_dir) is not None:
+        tiny_model.build_via_engine_venv(model_dir)
+    longest, max_tokens = _longest_w01_mini_prompt(tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json")))
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
+    prof = load_profile("llamacpp-gpu")
+    argv = build_launch(prof, prof.default_knobs(), 8091, "T").argv
+    context = int(argv[argv.index("--ctx-size") + 1])
+    assert 15_000 < longest < context - max_tokens - 256, (longest, max_tokens, context)
