@@ -47,7 +47,8 @@ def read_bytes(rel: str, limit: int = MAX_FILE_BYTES, root: Path | None = None) 
         except FileNotFoundError:
             raise Fail(f"no {rel}") from None
         if stat.S_ISLNK(mode):
-            raise Fail(f"{rel}: {os.path.join(*parts[:k])} is a symbolic link")
+            link = os.path.join(*parts[:k])
+            raise Fail(f"{rel} is a symbolic link" if k == len(parts) else f"{rel}: {link} is a symbolic link")
     if not stat.S_ISREG(mode):
         raise Fail(f"{rel}: not a regular file")
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
