@@ -101,3 +101,15 @@ def test_the_xllamacpp_launcher_takes_llama_server_flag_names():
     )
     with pytest.raises(SystemExit):
         parse_args(["--model", "m.gguf", "--port", "1", "--spec-type", "eagle"])
+
+
+def test_fidelity_refuses_a_llamacpp_engine_and_says_why():
+    from types import SimpleNamespace
+
+    from frank.errors import FrankError
+    from frank.fidelity.runs import running_target
+
+    status = SimpleNamespace(state="ready", profile="llamacpp-cpu", kind="llamacpp", url="http://127.0.0.1:1")
+    controller = SimpleNamespace(status=lambda: status, client_api_key="k")
+    with pytest.raises(FrankError, match="llamacpp-cpu is llamacpp, whose server returns no prompt log-prob"):
+        running_target(controller)

@@ -34,7 +34,7 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
     ]
     if profile.max_model_len:
         argv += ["--ctx-size", str(profile.max_model_len)]
-    argv += list(profile.extra_args)
+    argv += profile.resolved_extra_args()
     return LaunchSpec(argv=with_flags(argv, settings.flags), env=env, host=profile.host, port=port)
 
 
