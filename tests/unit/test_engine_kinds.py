@@ -62,7 +62,7 @@ def test_llamacpp_cpu_runs_xllamacpp_with_its_knobs():
     assert spec.argv[spec.argv.index("--cache-reuse") + 1] == "0"
     assert spec.argv[spec.argv.index("--ctx-size") + 1] == "8192"
     assert flags["--model"].endswith("smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert spec.env["LLAMA_API_KEY"] == "K"
+    assert spec.env["LLAMA_API_KEY"] == "K" and spec.env["PYTHONPATH"] == str(paths.REPO_ROOT)
 
 
 def test_vllm_stays_the_default_kind():
