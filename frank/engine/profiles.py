@@ -107,6 +107,17 @@ class Profile:
             return str(paths.models_dir() / self.model.removeprefix("@models/"))
         return self.model
 
+    def resolved_extra_args(self) -> list[str]:
+        """extra_args with "@models/PATH" (the models dir) and "@frank/PATH" (this package) made absolute."""
+        out = []
+        for arg in self.extra_args:
+            if arg.startswith("@models/"):
+                arg = str(paths.models_dir() / arg.removeprefix("@models/"))
+            elif arg.startswith("@frank/"):
+                arg = str(Path(__file__).resolve().parent.parent / arg.removeprefix("@frank/"))
+            out.append(arg)
+        return out
+
     # -- knob values ----------------------------------------------------------------------------
     def default_knobs(self) -> dict[str, Any]:
         return {name: knob.default for name, knob in self.knobs.items()}

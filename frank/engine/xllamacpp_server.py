@@ -36,6 +36,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--spec-ngram-simple-size-m", type=int, default=None, help="draft tokens taken after a match")
     p.add_argument("--metrics", action="store_true")
     p.add_argument("--jinja", action="store_true")
+    p.add_argument("--chat-template-file", default="", help="a Jinja chat template instead of the GGUF's")
     p.add_argument("-ngl", "--n-gpu-layers", type=int, default=None, help="accepted for parity; the wheel is CPU")
     return p.parse_args(argv)
 
@@ -56,6 +57,9 @@ def params_for(args: argparse.Namespace):
     p.n_cache_reuse = args.cache_reuse
     p.endpoint_metrics = args.metrics
     p.use_jinja = args.jinja
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as handle:
+            p.chat_template = handle.read()
     key = os.environ.get("LLAMA_API_KEY", "")
     if key:
         p.api_keys = [key]

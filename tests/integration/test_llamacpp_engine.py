@@ -104,3 +104,19 @@ def test_w01_mini_prompts_exceed_smollm2s_context_and_say_so(llamacpp):
     summary = json.loads(out.stdout)
     records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
     assert records[0]["status"] == "failed" and "exceeds the available context size" in records[0]["error"]
+
+
+def test_the_derived_tokenizer_matches_llamacpps_on_the_gguf(llamacpp):
+    """The checkpoint vLLM and the fidelity reference load tokenizes as llama.cpp does the GGUF."""
+    from tokenizers import Tokenizer
+
+    from frank.engine.models import smollm2
+
+    home, status = llamacpp
+    key = EngineController(state_dir=home / "state").client_api_key
+    text = "def add(a, b):\n    return a + b  # naïve 😀\n<|im_start|>user"
+    ours = Tokenizer.from_file(str(smollm2.default_dir() / "tokenizer.json")).encode(text, add_special_tokens=False)
+    theirs = httpx.post(
+        status["url"] + "/tokenize", json={"content": text}, headers={"Authorization": f"Bearer {key}"}, timeout=30
+    )
+    assert theirs.status_code == 200 and theirs.json()["tokens"] == ours.ids

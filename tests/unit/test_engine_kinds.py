@@ -62,7 +62,7 @@ def test_llamacpp_cpu_runs_xllamacpp_with_its_knobs():
     assert spec.argv[spec.argv.index("--cache-reuse") + 1] == "0"
     assert spec.argv[spec.argv.index("--ctx-size") + 1] == "8192"
     assert flags["--model"].endswith("smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert spec.env["LLAMA_API_KEY"] == "K"
+    assert spec.env["LLAMA_API_KEY"] == "K" and spec.env["PYTHONPATH"] == str(paths.REPO_ROOT)
 
 
 def test_vllm_stays_the_default_kind():
@@ -101,6 +101,18 @@ def test_the_xllamacpp_launcher_takes_llama_server_flag_names():
     )
     with pytest.raises(SystemExit):
         parse_args(["--model", "m.gguf", "--port", "1", "--spec-type", "eagle"])
+
+
+def test_fidelity_refuses_a_llamacpp_engine_and_says_why():
+    from types import SimpleNamespace
+
+    from frank.errors import FrankError
+    from frank.fidelity.runs import running_target
+
+    status = SimpleNamespace(state="ready", profile="llamacpp-cpu", kind="llamacpp", url="http://127.0.0.1:1")
+    controller = SimpleNamespace(status=lambda: status, client_api_key="k")
+    with pytest.raises(FrankError, match="llamacpp-cpu is llamacpp, whose server returns no prompt log-prob"):
+        running_target(controller)
 
 
 def _longest_w01_mini_prompt(tokenizer) -> tuple[int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from frank import paths
 from frank.engine.kinds.base import EngineKind, check_model, check_python_module
 from frank.engine.profiles import LaunchSpec, Profile, ProfileError, knob_settings, with_flags
 
@@ -19,7 +20,11 @@ API_KEY_ENV = "LLAMA_API_KEY"
 def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_token: str) -> LaunchSpec:
     settings = knob_settings(profile, knobs)
     env = {**profile.env, **settings.env, API_KEY_ENV: profile.api_key or control_token}
-    head = [str(profile.binary_path())] if profile.binary else [str(profile.python_path()), "-m", SERVER_MODULE]
+    if profile.binary:
+        head = [str(profile.binary_path())]
+    else:  # the launcher comes from this checkout: the llama.cpp venv has only xllamacpp
+        head = [str(profile.python_path()), "-m", SERVER_MODULE]
+        env["PYTHONPATH"] = str(paths.REPO_ROOT)
     argv = head + [
         "--model",
         profile.model_path(),
@@ -34,7 +39,7 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
     ]
     if profile.max_model_len:
         argv += ["--ctx-size", str(profile.max_model_len)]
-    argv += list(profile.extra_args)
+    argv += profile.resolved_extra_args()
     return LaunchSpec(argv=with_flags(argv, settings.flags), env=env, host=profile.host, port=port)
 
 

@@ -40,7 +40,7 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
         argv += ["--speculative-config", json.dumps(spec_config, sort_keys=True, separators=(",", ":"))]
     if profile.api_key:
         argv += ["--api-key", profile.api_key]
-    argv += list(profile.extra_args)
+    argv += profile.resolved_extra_args()
     return LaunchSpec(argv=with_flags(argv, settings.flags), env=env, host=profile.host, port=port)
 
 
