@@ -230,6 +230,7 @@ class FrankApp(App):
         result = super().switch_mode(mode)
         self.log_source.want(mode == "logs")
         self.episodes_source.want(mode == "episodes")
+        self.experiments_source.want(mode == "experiments")
         self.campaign_source.want(mode == "campaign")
         return result
 

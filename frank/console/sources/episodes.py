@@ -61,6 +61,13 @@ class EpisodesSource(Source[EpisodesView]):
         if self._suites is None:
             self._suites = suite_rows()
         last = self.last.followed if self.last is not None else None
+        if not (self._relist or self.wanted) and (last is None or last.status != "running"):
+            # nobody looks: only a run that started elsewhere matters (a lock check per running job)
+            from frank import jobs
+
+            if not jobs.list_jobs(running_only=True, of=("episodes",)):
+                return self.last or EpisodesView(self._suites)
+            self._relist = True
         if self._relist or self.wanted or last is None or last.status != "running":
             self._relist = False
             self._runs = tuple(

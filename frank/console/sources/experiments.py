@@ -22,7 +22,8 @@ from frank.errors import FrankError
 from frank.experiments.registry import design_files
 
 ENDED = ("finished", "failed", "stopped")
-IDLE_S = 5.0
+IDLE_S = 5.0  # the experiments screen is up, or a run is followed
+UNWANTED_S = 30.0  # nobody looks and nothing is followed: only a fidelity job started elsewhere shows, late
 
 
 def design_rows() -> tuple[DesignRow, ...]:
@@ -96,6 +97,12 @@ class ExperimentsSource(Source[ExperimentsView]):
         view = self.last
         if view is None:
             return IDLE_S
+        if (
+            view.followed is None
+            and not self.wanted
+            and (view.fidelity.job is None or view.fidelity.job.state != "running")
+        ):
+            return UNWANTED_S
         busy = (
             view.followed is not None and view.followed.state is not None and view.followed.state.status == "running"
         ) or (view.fidelity.job is not None and view.fidelity.job.state == "running")
@@ -153,7 +160,9 @@ class ExperimentsSource(Source[ExperimentsView]):
         from frank import jobs
         from frank.fidelity.runs import fidelity_runs_dir, list_runs
 
-        newest = next(iter(jobs.list_jobs(of=("fidelity",))), None)
+        kind = jobs.kind("fidelity")
+        dirs = jobs.run_dirs(kind)  # newest first; only the newest job's files are read
+        newest = jobs.status_of(kind, dirs[0]) if dirs else None
         folder = fidelity_runs_dir()
         seen = (folder.stat().st_mtime_ns, newest)  # a new run folder changes the folder's mtime
         if seen != self._fidelity_seen:
