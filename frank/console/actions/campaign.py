@@ -4,6 +4,7 @@ selected part, each after asking; a refusal shows its reason. `w` reads the camp
 from __future__ import annotations
 
 from frank.console.actions.base import Actions
+from frank.console.host import Host
 from frank.console.state import CampaignPart
 
 ASK = {
@@ -18,7 +19,7 @@ ASK = {
 
 
 class CampaignActions(Actions):
-    def __init__(self, host, path: str | None = None) -> None:  # noqa: ANN001 -- a Host
+    def __init__(self, host: Host, path: str | None = None) -> None:
         super().__init__(host)
         self.path = path
 

@@ -4,16 +4,20 @@ cancel the fidelity job that runs (f again). The experiments source reads the ru
 
 from __future__ import annotations
 
+from typing import Any
+
 from frank.console.actions.base import Actions
 from frank.console.actions.jobs import JobActions
+from frank.console.host import Host
 
 
 class ExperimentActions(Actions):
-    def __init__(self, host, jobs: JobActions) -> None:  # noqa: ANN001 -- a Host
+    def __init__(self, host: Host, jobs: JobActions) -> None:
         super().__init__(host)
         self.jobs = jobs
 
-    def _screen(self):  # noqa: ANN202 -- the experiments screen when it is up
+    def _screen(self) -> Any:
+        """The experiments screen when it is up (its selection names the design or run)."""
         from frank.console.screens.experiments import ExperimentsScreen
 
         return self.host.screen if isinstance(self.host.screen, ExperimentsScreen) else None

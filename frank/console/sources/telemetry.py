@@ -5,6 +5,7 @@ sample at most, none while no new sample came."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from frank.console.messages import TelemetrySampled
@@ -22,7 +23,9 @@ class SnapshotSource(Protocol):
 
     def latest(self) -> Snapshot | None: ...
     def history(self, seconds: float | None = None) -> list[Snapshot]: ...
-    def subscribe(self, callback): ...  # noqa: ANN001 -- (snapshot) -> None, called on the sampler's thread
+    def subscribe(self, callback: Callable[[Snapshot], None]) -> Callable[[], None]:
+        """Call `callback(snapshot)` on the sampler's thread after each sample; returns an unsubscribe."""
+        ...
 
 
 class TelemetrySource(Source[TelemetryView]):
