@@ -105,6 +105,9 @@ class JobsSource(Source[JobsView]):
                 self._relist = False
                 self._running_ids = ids
                 self._all = tuple(sorted(jobs.list_jobs(), key=lambda j: (j.state != "running", j.run_id)))
+            else:  # the same jobs run: their rows get their progress
+                fresh = {j.run_id: j for j in running}
+                self._all = tuple(fresh.get(j.run_id, j) for j in self._all)
             if self._followed is None and self._follow is None:
                 adopt = next((j for j in running if j.kind not in ("experiment",)), None)
                 if adopt is not None:

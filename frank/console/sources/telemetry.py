@@ -1,9 +1,11 @@
-"""Telemetry: the sampler's thread signals each new snapshot; this source turns it into a TelemetryView
-(the snapshot, the sparklines' history, the last requests seen running alone) and posts it. One post per
-sample at most, none while no new sample came."""
+"""Telemetry: the sampler calls this source after each sample, on the sampler's own thread (no thread of
+its own, so no extra wake-up per sample); it turns the snapshot into a TelemetryView (the snapshot, the
+sparklines' last SPARK_POINTS samples, the last requests seen running alone) and posts it. One post per
+sample, none while no new sample came."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -15,7 +17,6 @@ from frank.engine.telemetry.sampler import Snapshot
 
 SPARK_POINTS = 60  # the sparklines' width in samples
 REQUESTS = 8
-WAIT_S = 60.0  # the sampler wakes this source; this is only a backstop
 
 
 class SnapshotSource(Protocol):
@@ -34,14 +35,28 @@ class TelemetrySource(Source[TelemetryView]):
     def __init__(self, post: Post, sampler: SnapshotSource) -> None:
         super().__init__(post)
         self.sampler = sampler
-        self._unsubscribe = sampler.subscribe(lambda _snap: self.poll_now())
+        self._reading = threading.Lock()  # the first read (the app's thread) and the sampler's never overlap
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        if self._unsubscribe is None:
+            self._unsubscribe = self.sampler.subscribe(lambda _snap: self.read_once())
+            self.read_once()  # a sampler that already holds samples shows at once
 
     def stop(self, timeout: float = 2.0) -> None:
-        self._unsubscribe()
-        super().stop(timeout)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def poll_now(self) -> None:
+        self.read_once()
+
+    def read_once(self) -> None:
+        with self._reading:
+            super().read_once()
 
     def interval(self) -> float:
-        return WAIT_S
+        return 0.0  # (never looped: the sampler calls read_once)
 
     def message(self, view: TelemetryView) -> TelemetrySampled:
         return TelemetrySampled(view)
@@ -51,7 +66,10 @@ class TelemetrySource(Source[TelemetryView]):
         snap = self.sampler.latest()
         if snap is None or (last.snapshot is not None and snap.seq == last.snapshot.seq):
             return last
-        history = tuple(self.sampler.history(SPARK_POINTS * snap.period_s))
+        if last.snapshot is not None and snap.seq == last.snapshot.seq + 1:
+            history = (*last.history, snap)[-SPARK_POINTS:]  # the next sample: no copy of the sampler's buffer
+        else:
+            history = tuple(self.sampler.history(SPARK_POINTS * snap.period_s))[-SPARK_POINTS:]
         requests = last.requests
         seen = snap.engine.last_request
         if seen is not None and (not requests or requests[-1].delta is not seen):
