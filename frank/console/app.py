@@ -229,6 +229,7 @@ class FrankApp(App):
         """Switch screens, and tell the sources which of them a screen now looks at (they read faster)."""
         result = super().switch_mode(mode)
         self.log_source.want(mode == "logs")
+        self.jobs_source.want(mode == "replays")
         self.episodes_source.want(mode == "episodes")
         self.experiments_source.want(mode == "experiments")
         self.campaign_source.want(mode == "campaign")

@@ -38,7 +38,7 @@ class EpisodesSource(Source[EpisodesView]):
         self._suites: tuple[SuiteRow, ...] | None = None
         self._follow: str | None = None
         self._runs: tuple[EpisodeRunRow, ...] = ()
-        self._relist = True
+        self._relist = False  # the run list is read once the screen is up, or when a run is followed
 
     def follow(self, run_id: str) -> None:
         with self._lock:
@@ -58,7 +58,7 @@ class EpisodesSource(Source[EpisodesView]):
     def read(self) -> EpisodesView:
         from frank.episodes.runner import list_runs, load_state
 
-        if self._suites is None:
+        if self._suites is None and self.wanted:  # read once the episodes screen is up
             self._suites = suite_rows()
         last = self.last.followed if self.last is not None else None
         if not (self._relist or self.wanted) and (last is None or last.status != "running"):
@@ -66,7 +66,7 @@ class EpisodesSource(Source[EpisodesView]):
             from frank import jobs
 
             if not jobs.list_jobs(running_only=True, of=("episodes",)):
-                return self.last or EpisodesView(self._suites)
+                return self.last or EpisodesView(self._suites or ())
             self._relist = True
         if self._relist or self.wanted or last is None or last.status != "running":
             self._relist = False
@@ -86,4 +86,4 @@ class EpisodesSource(Source[EpisodesView]):
             except (OSError, ValueError, KeyError):  # a vanished run folder ends the follow
                 with self._lock:
                     self._follow = None
-        return EpisodesView(self._suites, self._runs, followed)
+        return EpisodesView(self._suites or (), self._runs, followed)

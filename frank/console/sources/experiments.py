@@ -1,4 +1,5 @@
-"""Experiments: the designs and registered runs (read at start and after a registration), the followed run's
+"""Experiments: the designs and registered runs (read when the experiments screen is first shown and after a
+registration), the followed run's
 journal folded (frank.experiments.runner.load_state; the report once it ended), and fidelity: the newest
 saved run and the newest fidelity job. A console started while a runner is alive adopts its run."""
 
@@ -111,7 +112,7 @@ class ExperimentsSource(Source[ExperimentsView]):
     def read(self) -> ExperimentsView:
         from frank.experiments import registry
 
-        if self._lists is None:
+        if self._lists is None and self.wanted:  # the designs are read once the experiments screen is up
             runs = sorted(registry.list_runs(), key=lambda m: m.get("registered_at", ""), reverse=True)
             self._lists = (design_rows(), tuple(m["run_id"] for m in runs))
         with self._lock:
@@ -123,7 +124,7 @@ class ExperimentsSource(Source[ExperimentsView]):
         if followed is not None and followed.state is None:
             with self._lock:
                 self._follow = None  # an unreadable run is shown once, then no longer followed
-        designs, runs = self._lists
+        designs, runs = self._lists or ((), ())
         return ExperimentsView(designs, runs, followed, self._fidelity())
 
     def _fold(self, run_id: str) -> FollowedExperiment:

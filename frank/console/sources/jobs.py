@@ -1,7 +1,8 @@
 """Jobs (frank.jobs): the jobs of every kind, the workloads a replay can launch, and the followed job's status
-and newest records. Running jobs are listed every JOBS_IDLE_S (a lock check per run); the whole list is read
-again only when the running set changed or someone asked; the followed job is polled once a second while it
-runs. A console started while a job runs adopts the newest running one (experiments have their own source)."""
+and newest records. Running jobs are listed every JOBS_IDLE_S (a lock check per run); the whole list and the
+workloads are read only while the replays screen is up (`wanted`), again when the running set changed or
+someone asked; the followed job is polled once a second while it runs. A console started while a job runs
+adopts the newest running one (experiments have their own source)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,11 @@ class JobsSource(Source[JobsView]):
     def message(self, view: JobsView) -> JobsRead:
         return JobsRead(view)
 
+    def want(self, wanted: bool) -> None:
+        if wanted and not self.wanted:
+            self._relist = True
+        super().want(wanted)
+
     def interval(self) -> float:
         followed = self._followed
         return FOLLOW_S if followed is not None and followed.running else JOBS_IDLE_S
@@ -94,14 +100,16 @@ class JobsSource(Source[JobsView]):
     def read(self) -> JobsView:
         from frank import jobs
 
-        if self._workloads is None:
+        if self._workloads is None and self.wanted:
             self._workloads = workload_rows()
         now = time.monotonic()
         if now - self._listed_at >= JOBS_IDLE_S or self._relist:
             self._listed_at = now
             running = jobs.list_jobs(running_only=True)
             ids = frozenset(j.run_id for j in running)
-            if self._relist or ids != self._running_ids:  # a job started or ended: its row changes
+            if not self.wanted:  # nobody looks at the whole list: the running jobs are all that is needed
+                self._all, self._relist = tuple(running), True
+            elif self._relist or ids != self._running_ids:  # a job started or ended: its row changes
                 self._relist = False
                 self._running_ids = ids
                 self._all = tuple(sorted(jobs.list_jobs(), key=lambda j: (j.state != "running", j.run_id)))
@@ -113,7 +121,7 @@ class JobsSource(Source[JobsView]):
                 if adopt is not None:
                     self._follow, self._adopted = adopt.run_id, True
         self._poll_followed()
-        return JobsView(self._all, self._workloads, self._followed)
+        return JobsView(self._all, self._workloads or (), self._followed)
 
     def _poll_followed(self) -> None:
         from frank import jobs
