@@ -220,8 +220,8 @@ class FrankApp(App):
             source.start()
 
     def on_unmount(self) -> None:
-        for source in self.sources:
-            source.stop()
+        for source in self.sources:  # daemon threads: a read in flight ends on its own, its post is dropped
+            source.stop(timeout=0.2)
         if self.services.sampler is not None:
             self.services.sampler.stop(timeout=2.0)
 
