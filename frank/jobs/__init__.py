@@ -48,6 +48,7 @@ KIND_MODULES = {
     "replay": "frank.workloads.replay_job",
     "experiment": "frank.experiments.job",
     "episodes": "frank.episodes.job",
+    "fidelity": "frank.fidelity.job",
 }
 
 
