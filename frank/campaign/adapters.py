@@ -18,6 +18,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Protocol
 
+from frank import jsonl
 from frank.errors import FrankError
 
 
@@ -270,14 +271,9 @@ def _knobs_flipped(profile: str | None, start: float, end: float) -> bool:
     path: Path = EngineController().files.knob_changes
     if not profile or not path.is_file():
         return False
-    for line in path.read_text().splitlines():
-        try:
-            change = json.loads(line)
-        except ValueError:
-            continue
-        if change.get("profile") == profile and start <= float(change.get("at") or 0) <= end:
-            return True
-    return False
+    return any(
+        change.get("profile") == profile and start <= float(change.get("at") or 0) <= end for change in jsonl.read(path)
+    )
 
 
 register_adapter(ExperimentAdapter())
