@@ -2,8 +2,9 @@
 next), the selected part in detail, and its actions: A adopt, S serve, V revert, w check finished runs now.
 
 Everything comes from frank.campaign.actions (the CLI's `frank campaign` twin): the status is read in a
-thread worker every few seconds, and each read runs the revert watch, so a rule that fires shows here, and as
-a notification on any screen (`install_watch`), at once. Actions ask first and are off in read-only mode; the
+thread worker every few seconds; a read writes nothing, and shows the checks not recorded yet, so a rule that
+fires shows here at once. The app-wide watch (`install_watch`) records the checks and notifies a fired rule on
+any screen; in read-only mode it only notifies. Actions ask first and are off in read-only mode; the
 evidence checks are the headless layer's, so a refused adoption shows its reason.
 """
 
@@ -181,7 +182,6 @@ class CampaignScreen(FrankScreen):
 
     def _show(self, data: dict[str, Any]) -> None:
         self.data = data
-        notify_fired(self.app, data.get("new_checks", []))
         head = f"campaign {data['name']} — {data['file']}" + (
             " · read-only" if getattr(self.app, "read_only", False) else ""
         )
@@ -279,12 +279,17 @@ def notify_fired(app: Any, checks: list[dict[str, Any]]) -> None:
 def install_watch(app: Any, every_s: float = 10.0) -> None:
     """The app-wide revert watch: a fired rule shows as a notification on whatever screen is up."""
 
+    record = not getattr(app, "read_only", False)  # a read-only console never writes the history
+    told: set[tuple[str, str, str]] = set()
+
     def sweep() -> None:
         from frank.campaign import actions
         from frank.campaign.watch import sweep_file
 
         if actions.default_path().exists():
-            checks = sweep_file(actions.default_path())
+            checks = sweep_file(actions.default_path(), record=record)
+            checks = [c for c in checks if (c["part"], c["run_kind"], c["run_id"]) not in told]
+            told.update((c["part"], c["run_kind"], c["run_id"]) for c in checks)  # unrecorded ones: tell once
             if checks:
                 app.call_from_thread(notify_fired, app, checks)
 
