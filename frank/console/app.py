@@ -172,7 +172,7 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         if self.poll_status:
             self.poll_engine()
             self.poll_jobs()
-            from frank.console.screens.campaign import install_watch  # campaign (issue 15): fired rules on any screen
+            from frank.console.screens.campaign import install_watch  # fired revert rules on any screen
 
             install_watch(self)
 

@@ -6,7 +6,7 @@ A job is one run folder worked on by one process at a time:
   folder's job.log), so SIGHUP from a dropped SSH connection and the console's exit never reach it;
 - one lock per run: the job process holds an exclusive flock on the run's lock file (the kernel drops it
   when the process dies, even by SIGKILL), so two processes never work on one run;
-- records: each kind appends its records with an fsync (frank.workloads.replay, the experiment journal);
+- records: each kind appends its records through frank.jsonl (fsynced, a torn last line skipped);
 - status: running while the lock is held (or the launched pid is still starting); otherwise the state the
   run's own files say it ended in, and `interrupted` when they say nothing (killed, machine down);
 - follow: `Follower.poll()` reads the status and only the bytes appended to the run's record files since

@@ -110,7 +110,7 @@ class ExperimentActions(_Base):
             f"smallest p this design can reach: {exact.fraction(low, size) if low else '–'}"
             + (f" (alpha {design.rule.alpha:g})" if design.rule.alpha is not None else "")
         )
-        # -- power from measured noise (issue 13): frank/console/power_preview.py
+        # -- power from measured noise: frank/console/power_preview.py
         from frank.console.power_preview import power_lines
 
         lines.extend(power_lines(design))

@@ -1,1 +1,2 @@
-"""The console's screens: Dashboard, Replays, Experiments and Logs (app MODES), help and confirm."""
+"""The console's screens: Dashboard, Replays, Experiments, Logs, Campaign and Episodes (app MODES), help and
+confirm."""

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Header, Static
 
 from frank.console.messages import ExperimentFolded
 from frank.console.screens.base import FrankScreen
-from frank.console.widgets.fidelity_panel import FidelityPanel  # fidelity hook [issue 12]
+from frank.console.widgets.fidelity_panel import FidelityPanel
 from frank.console.widgets.footer import FrankFooter
 from frank.experiments.registry import BUILTIN_DESIGNS, design_files  # noqa: F401  (tests patch design_files)
 
@@ -40,7 +40,7 @@ class ExperimentsScreen(FrankScreen):
         Binding("r", "app.experiment_run", "run", id="experiments.run"),
         Binding("X", "app.experiment_stop", "stop run", id="experiments.stop"),
         Binding("tab", "app.focus_next", "next table", id="experiments.focus_next", show=False),
-        Binding("f", "fidelity_run", "fidelity", id="experiments.fidelity"),  # fidelity hook [issue 12]
+        Binding("f", "fidelity_run", "fidelity", id="experiments.fidelity"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -57,10 +57,10 @@ class ExperimentsScreen(FrankScreen):
                 yield Static("", id="exp-head")
                 yield DataTable(id="board", cursor_type="none")
                 yield Static("", id="exp-tally")
-                yield FidelityPanel(id="fidelity")  # fidelity hook [issue 12]
+                yield FidelityPanel(id="fidelity")
         yield FrankFooter()
 
-    def action_fidelity_run(self) -> None:  # fidelity hook [issue 12]
+    def action_fidelity_run(self) -> None:
         if not getattr(self.app, "read_only", False):
             self.query_one(FidelityPanel).start_run()
 
