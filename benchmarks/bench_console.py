@@ -124,10 +124,13 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
     }
 
 
-def _tmux_session(tmux: str, socket: str, command: str) -> tuple[str, psutil.Process]:
-    """Start `command` in a new 120x36 session of a private tmux server; returns (name, the pane's process)."""
+def _tmux_session(tmux: str, socket: str, command: str, cwd: str) -> tuple[str, psutil.Process]:
+    """Start `command` in `cwd` in a new 120x36 session of a private tmux server; returns (name, the pane's
+    process). The directory matters: `python -m frank...` imports frank from it before PYTHONPATH."""
     name = f"bench-{uuid.uuid4().hex[:6]}"
-    subprocess.run([tmux, "-L", socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "36", command], check=True)
+    subprocess.run(
+        [tmux, "-L", socket, "new-session", "-d", "-s", name, "-c", cwd, "-x", "120", "-y", "36", command], check=True
+    )
     pid = int(
         subprocess.run(
             [tmux, "-L", socket, "display-message", "-p", "-t", name, "#{pane_pid}"], capture_output=True, text=True
@@ -148,13 +151,13 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     def env(pythonpath):
         return "env " + " ".join(f"{k}={v}" for k, v in {**keep, "PYTHONPATH": pythonpath}.items())
 
-    commands = {CONSOLE: f"{env(str(REPO))} {sys.executable} -m frank.console.cli"}
+    commands = {CONSOLE: (f"{env(str(REPO))} {sys.executable} -m frank.console.cli", str(REPO))}
     if baseline_src:
-        commands["baseline console"] = f"{env(baseline_src)} {sys.executable} -m frank.console.cli"
+        commands["baseline console"] = (f"{env(baseline_src)} {sys.executable} -m frank.console.cli", baseline_src)
     if peer:
         url = EngineController().status().url
-        commands[PEER] = f"{peer} --url {url} --interval 1"
-    sessions = {label: _tmux_session(tmux, socket, cmd) for label, cmd in commands.items()}
+        commands[PEER] = (f"{peer} --url {url} --interval 1", str(REPO))
+    sessions = {label: _tmux_session(tmux, socket, cmd, cwd) for label, (cmd, cwd) in commands.items()}
     sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 15)], cwd=str(REPO))
     try:
         time.sleep(10)  # start-up (imports, first paint) is not idle
