@@ -72,6 +72,12 @@ def engine_venv_python() -> Path:
     return Path(override) if override else REPO_ROOT / ".venv-engine" / "bin" / "python"
 
 
+def llamacpp_venv_python() -> Path:
+    """The llama.cpp venv (xllamacpp) that `make setup` builds; FRANK_LLAMACPP_PYTHON overrides it."""
+    override = os.environ.get("FRANK_LLAMACPP_PYTHON")
+    return Path(override) if override else REPO_ROOT / ".venv-llamacpp" / "bin" / "python"
+
+
 def write_private(path: Path, text: str) -> None:
     """Write a file readable by the user only, atomically (write to a temp file, then rename)."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")

@@ -34,7 +34,14 @@ import httpx
 
 from frank import jsonl, paths
 from frank.engine import measures
-from frank.engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
+from frank.engine.metrics import (
+    afetch_metrics,
+    afetch_settled,
+    delta_sources,
+    request_delta,
+    response_values,
+    timings_values,
+)
 from frank.errors import FrankError
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
 
@@ -260,6 +267,7 @@ class _Response:
     error: str | None = None
     chunks: int = 0
     metrics: dict[str, Any] | None = None  # the response's own timings (--enable-per-request-metrics)
+    timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -521,6 +529,8 @@ class ReplayRunner:
             out.prompt_ids = list(payload["prompt_token_ids"])
         if payload.get("metrics"):
             out.metrics = payload["metrics"]
+        if payload.get("timings"):
+            out.timings = payload["timings"]
         usage = payload.get("usage")
         if usage:
             out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
@@ -591,6 +601,8 @@ class ReplayRunner:
                 resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}"
             )
         )
+        if fallback is None and not delta.attributed and ok:
+            fallback = timings_values(resp.timings, resp.ttft_s)  # llama.cpp: its response's timings
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
             server, sources = asdict(fallback[0]), fallback[1]
         server["sources"] = sources

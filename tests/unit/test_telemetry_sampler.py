@@ -271,6 +271,7 @@ def test_controller_target_rereads_status_only_when_something_can_have_changed(t
 
     class Controller:
         files = None
+        client_api_key = None
 
         def status(self, check_health: bool = True) -> EngineStatus:
             calls.append(check_health)

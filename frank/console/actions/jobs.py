@@ -69,9 +69,9 @@ class JobActions(_Base):
         from frank.workloads.replay import ReplayOptions
 
         status = self.engine_status
-        api_key = None
+        api_key = self.services.controller.client_api_key  # the running engine's (llama.cpp: its token)
         try:
-            api_key = load_profile(status.profile).api_key or None
+            api_key = api_key or load_profile(status.profile).api_key or None
         except FrankError:
             pass
         opts = ReplayOptions(mode=options["mode"], draws=options["draws"], limit=options["limit"])

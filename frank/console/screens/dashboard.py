@@ -198,6 +198,11 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
         accept_by_pos_stale=not by_pos and last_by_pos is not None,
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
         requests=rows,
+        not_available=tuple(
+            (name, why)
+            for name, why in m.not_available(ms).items()
+            if name in ("kv_cache_usage", "window_verify_step_s", "acceptance_per_position")
+        ),  # of the measures shown here, those this engine kind does not export (llama.cpp), with the reason
     )
 
 

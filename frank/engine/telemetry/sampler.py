@@ -128,6 +128,7 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
         target = None
         if st.state != "stopped":
             model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
+            api_key = controller.client_api_key or api_key  # the key the engine was started with (llama.cpp's)
             target = Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
         last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in ("starting", "ready") else None)
         return target
