@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from frank.workloads.format import write_workload  # noqa: E402
+from frank.workloads.replay import read_records  # noqa: E402
 
 
 def make_draw(path: Path) -> Path:
@@ -75,7 +76,7 @@ def run_engine(profile: str, workload: Path, root: Path) -> dict:
         out = frank(home, "replay", str(workload), "--mode", "full", "--json", "--quiet")
         wall = time.monotonic() - t0
         summary = json.loads(out.stdout)
-        records = [json.loads(line) for line in open(Path(summary["run_dir"]) / "draw-1.jsonl")]
+        records = read_records(Path(summary["run_dir"]) / "draw-1.jsonl")
     finally:
         frank(home, "engine", "stop")
     ok = [r for r in records if r["status"] == "ok"]

@@ -87,12 +87,3 @@ def write_private(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-
-
-def append_private_line(path: Path, line: str) -> None:
-    """Append one line to a user-only file and fsync it: a record once written survives a crash."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "ab") as handle:
-        handle.write((line.rstrip("\n") + "\n").encode())
-        handle.flush()
-        os.fsync(handle.fileno())

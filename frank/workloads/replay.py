@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from frank import paths
+from frank import jsonl, paths
 from frank.engine import measures
 from frank.engine.metrics import (
     afetch_metrics,
@@ -153,24 +153,18 @@ def resolve_run_dir(run: str | Path) -> Path:
 
 
 def _append(path: Path, record: Mapping[str, Any]) -> None:
-    paths.append_private_line(path, json.dumps(record, separators=(",", ":"), default=str))
+    jsonl.append(path, record, separators=(",", ":"))
 
 
 RESTART = "__restart__"  # a marker line: records before it belong to an abandoned pass over the draw
 
 
 def read_records(path: Path, current: bool = True) -> list[dict[str, Any]]:
-    """The whole records of a draw's results file (a torn last line, from a kill mid-write, is skipped).
-    With `current`, only those after the last restart marker; the file itself always keeps everything."""
-    if not path.is_file():
-        return []
+    """The whole records of a draw's results file (frank.jsonl: a torn last line is skipped, a damaged one
+    is an error). With `current`, only those after the last restart marker; the file keeps everything."""
     out: list[dict[str, Any]] = []
-    for line in path.read_bytes().splitlines():
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if not isinstance(rec, dict) or "id" not in rec:
+    for rec in jsonl.read(path):
+        if "id" not in rec:
             continue
         if rec["id"] == RESTART:
             if current:

@@ -1,7 +1,8 @@
 """The campaign (frank.campaign.actions, the CLI's `frank campaign` twin): the parts as a board, their
 evidence and revert rules, and what is up next. While the campaign screen is up the status is read every
 WANTED_S; otherwise only the revert watch runs, every WATCH_S, so a rule that fires shows on any screen.
-A read-only console never runs the watch (it records its checks) and reads the status without it."""
+The status is a read (it writes nothing); the watch records its checks, except in a read-only console, where
+the pending checks are only computed and a fired rule is told once."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class CampaignSource(Source[CampaignView]):
         self.path = path  # None: the config dir's campaign.toml
         self.read_only = read_only
         self._reads = 0
+        self._told: set[tuple[str, str, str]] = set()  # checks already told (read-only: they stay pending)
 
     def message(self, view: CampaignView) -> CampaignRead:
         return CampaignRead(view)
@@ -34,7 +36,7 @@ class CampaignSource(Source[CampaignView]):
 
     def read(self) -> CampaignView:
         from frank.campaign import actions
-        from frank.campaign.watch import alert_lines, sweep_file
+        from frank.campaign.watch import sweep_file
 
         path = actions.resolve_path(self.path)
         last = self.last or CampaignView()
@@ -44,18 +46,17 @@ class CampaignSource(Source[CampaignView]):
                 problem=f"no campaign at {path}: create one with `frank campaign init` (or `--example seed`)",
             )
         if not self.wanted and last.parts:  # nobody looks at the board: only the watch
-            if self.read_only:
-                return last
-            fired = tuple(alert_lines(sweep_file(path)))
+            fired = self._fired(sweep_file(path, record=not self.read_only))
             if not fired:
                 return last
             self._reads += 1
             return replace(last, fired=fired, read=self._reads)
         try:
-            data = actions.status(path, run_watch=not self.read_only)
+            checks = sweep_file(path, record=not self.read_only)
+            data = actions.status(path)
         except FrankError as exc:  # a broken campaign file is shown on the board
             return CampaignView(file=str(path), problem=f"campaign error: {exc}")
-        fired = tuple(alert_lines(data.get("new_checks", [])))
+        fired = self._fired(checks)
         if fired:
             self._reads += 1
         return CampaignView(
@@ -66,6 +67,14 @@ class CampaignSource(Source[CampaignView]):
             fired=fired,
             read=self._reads,
         )
+
+    def _fired(self, checks: list[dict[str, Any]]) -> tuple[str, ...]:
+        """Alert lines for the checks not told yet."""
+        from frank.campaign.watch import alert_lines
+
+        new = [c for c in checks if (c["part"], c["run_kind"], c["run_id"]) not in self._told]
+        self._told.update((c["part"], c["run_kind"], c["run_id"]) for c in new)
+        return tuple(alert_lines(new))
 
 
 def part_view(p: dict[str, Any]) -> CampaignPart:
