@@ -74,10 +74,18 @@ class DashboardScreen(FrankScreen):
         else:
             for name in TABBED:
                 self.query_one(f"#{name}").display = True
+            self._redraw()
 
     def _show_only(self, name: str) -> None:
         for other in TABBED:
             self.query_one(f"#{other}").display = other == name
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """Draw every panel again once the layout settled: a panel drawn while hidden had no width."""
+        self._shown, self._drawn = None, {}
+        if self.is_mounted:
+            self.call_after_refresh(lambda: self.render_state(self.host.state))
 
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         if self.has_class("-narrow") and event.tab is not None and event.tab.id:
@@ -97,24 +105,41 @@ class DashboardScreen(FrankScreen):
             return  # a change elsewhere (campaign, episodes): nothing here to draw
         self._shown = shown
         narrow = self.has_class("-narrow")
-        read_only = self.host.read_only
-        self.query_one(EnginePanel).show(
-            engine.status,
-            {k.name: k for k in engine.knobs} if engine.status else None,
-            busy=state.busy,
-            read_only=read_only,
-            compact=narrow,
-            next_profile=engine.profile,
-        )
         snap, history = telemetry.snapshot, list(telemetry.history)
-        self.query_one(MetricsPanel).show(
-            metrics_view(snap, history, request_rows(state)), table=self.size.height >= SHORT_HEIGHT
-        )
         gpus, gpu_error = gpu_views(snap, history)
-        self.query_one(GpuPanel).show(gpus, gpu_error)
-        self.query_one(CpuPanel).show(cpu_view(snap, history))
-        self.query_one(RunProgress).show(*run_progress(state))
-        self.query_one(LogTail).show(list(engine.log_tail), engine.status.log_path if engine.status else None)
+        # Each panel is drawn only when its own view changed: at idle a new sample changes the CPU pool only.
+        views = {
+            EnginePanel: (engine.status, engine.knobs, state.busy, self.host.read_only, narrow, engine.profile),
+            MetricsPanel: (metrics_view(snap, history, request_rows(state)), self.size.height >= SHORT_HEIGHT),
+            GpuPanel: (gpus, gpu_error),
+            CpuPanel: (cpu_view(snap, history),),
+            RunProgress: run_progress(state),
+            LogTail: (engine.log_tail, engine.status.log_path if engine.status else None),
+        }
+        # A new size redraws every panel: their text is cut and scaled to their width.
+        drawn = getattr(self, "_drawn", {}) if self.size == getattr(self, "_drawn_size", None) else {}
+        self._drawn, self._drawn_size = views, self.size
+        changed = {kind for kind, view in views.items() if drawn.get(kind) != view}
+        if EnginePanel in changed:
+            self.query_one(EnginePanel).show(
+                engine.status,
+                {k.name: k for k in engine.knobs} if engine.status else None,
+                busy=state.busy,
+                read_only=self.host.read_only,
+                compact=narrow,
+                next_profile=engine.profile,
+            )
+        if MetricsPanel in changed:
+            metrics, table = views[MetricsPanel]
+            self.query_one(MetricsPanel).show(metrics, table=table)
+        if GpuPanel in changed:
+            self.query_one(GpuPanel).show(gpus, gpu_error)
+        if CpuPanel in changed:
+            self.query_one(CpuPanel).show(views[CpuPanel][0])
+        if RunProgress in changed:
+            self.query_one(RunProgress).show(*views[RunProgress])
+        if LogTail in changed:
+            self.query_one(LogTail).show(list(engine.log_tail), views[LogTail][1])
 
 
 def run_progress(state: ConsoleState) -> tuple:

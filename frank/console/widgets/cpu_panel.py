@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual.content import Content
 from textual.markup import escape
 
 from frank.console.widgets.base import Panel
@@ -37,7 +38,10 @@ def heat_style(percent: float) -> str:
 MAX_CELL = 5  # columns per core when there is room (a 2-core box gets 5-column cells, not 2 dots)
 
 
-def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
+Piece = tuple[str, str]  # (text, style); "" is unstyled
+
+
+def heat_rows(per_core: tuple[float, ...], width: int) -> list[list[Piece]]:
     """Rows of one cell per core, as even as the width allows (64 cores at 58 columns: 2 rows of 32).
     A cell's height and colour both show the load, so it reads without colour too. With room to spare the
     cells widen (up to MAX_CELL columns, one blank between them) and a row of per-core percentages sits
@@ -51,20 +55,28 @@ def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
     per_row = n if n * (cell + gap) - gap <= width else max(1, (width + gap) // (cell + gap))
     rows_needed = -(-n // per_row)
     per_row = -(-n // rows_needed)  # even rows: 128 cores at 58 columns -> 3 rows of 43
-    rows: list[str] = []
+    rows: list[list[Piece]] = []
     for start in range(0, n, per_row):
         chunk = per_core[start : start + per_row]
-        cells = []
-        for value in chunk:
+        cells: list[Piece] = []
+        for i, value in enumerate(chunk):
             v = max(0.0, min(100.0, value))
             block = BLOCKS[min(len(BLOCKS) - 1, int(v / 100 * len(BLOCKS)))]
-            cells.append(f"[{heat_style(v)}]{block * cell}[/]")
-        rows.append((" " * gap).join(cells))
+            if i and gap:
+                cells.append((" ", ""))
+            cells.append((block * cell, heat_style(v)))
+        rows.append(cells)
         if cell >= 4:  # few cores: their numbers fit under the cells
-            rows.append(
-                "[$frank-idle]" + (" " * gap).join(f"{max(0.0, min(100.0, v)):.0f}%".rjust(cell) for v in chunk) + "[/]"
-            )
+            numbers = (" " * gap).join(f"{max(0.0, min(100.0, v)):.0f}%".rjust(cell) for v in chunk)
+            rows.append([(numbers, "$frank-idle")])
     return rows
+
+
+def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
+    """`heat_rows` as Textual markup."""
+    return [
+        "".join(f"[{style}]{text}[/]" if style else text for text, style in row) for row in heat_rows(per_core, width)
+    ]
 
 
 class CpuPanel(Panel):
@@ -75,23 +87,19 @@ class CpuPanel(Panel):
         if cpu is None:
             self.set_markup(f"[$frank-idle]{escape(error or 'waiting for the first sample…')}[/]")
             return
+        # Built as Content, not markup: this panel changes every sample, and parsing markup costs more than
+        # the rest of its update.
         width = self.content_size.width or 60
         n = len(cpu.per_core)
         self.set_subtitle(f"{n} cores")
-        lines = heat_strip(cpu.per_core, width)
-        lines.append(
-            f"[$frank-idle]all[/] {pct(cpu.total):>4} "
-            f"[$frank-spark]{spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)}[/]"
-        )
-        eng = (
-            (
-                f"[$frank-idle]engine[/] {pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  "
-                f"rss {nbytes(cpu.engine_rss)}"
-            )
-            if cpu.engine_cpu is not None
-            else "[$frank-idle]engine not running[/]"
-        )
-        lines.append(eng)
+        lines: list[list[Piece]] = heat_rows(cpu.per_core, width)
+        spark_line = spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)
+        lines.append([("all", "$frank-idle"), (f" {pct(cpu.total):>4} ", ""), (spark_line, "$frank-spark")])
+        if cpu.engine_cpu is not None:
+            rss = f"{pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  rss {nbytes(cpu.engine_rss)}"
+            lines.append([("engine", "$frank-idle"), (f" {rss}", "")])
+        else:
+            lines.append([("engine not running", "$frank-idle")])
         # Always this line (a dash when there is none) and cut to the width: a line that comes and goes,
         # or wraps, changes the panel's height and re-lays out the whole screen.
         busy, room = [], width - len("busiest ")
@@ -100,6 +108,6 @@ class CpuPanel(Panel):
             if len(item) + 2 * len(busy) + sum(map(len, busy)) > room:
                 break
             busy.append(item)
-        lines.append(f"[$frank-idle]busiest[/] {escape('  '.join(busy)) or '–'}")
-        lines.append(f"[$frank-idle]ram[/] {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}")
-        self.set_markup("\n".join(lines))
+        lines.append([("busiest", "$frank-idle"), (f" {'  '.join(busy) or '–'}", "")])
+        lines.append([("ram", "$frank-idle"), (f" {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}", "")])
+        self.set_lines([Content.assemble(*(piece if piece[1] else piece[0] for piece in line)) for line in lines])

@@ -9,8 +9,6 @@ from textual.widgets import ProgressBar, Static
 
 from frank.console.widgets.base import update_text
 
-IDLE_TOTAL = 1
-
 
 class RunProgress(Vertical):
     DEFAULT_CSS = """
@@ -24,15 +22,12 @@ class RunProgress(Vertical):
         super().__init__(**kwargs)
         self.border_title = "run"
         self._state: tuple | None = None
+        self._bar: ProgressBar | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("[$frank-idle]no replay or experiment running[/]", id="run-label")
-        # Determinate while hidden: an indeterminate bar animates (a 15 Hz refresh timer) even when not shown.
-        yield ProgressBar(total=IDLE_TOTAL, show_eta=True, id="run-bar")
+        # No bar while nothing runs: a ProgressBar redraws its ETA every second even when hidden.
         yield Static("", id="run-totals")
-
-    def on_mount(self) -> None:
-        self.query_one(ProgressBar).display = False
 
     def show(
         self, title: str | None, done: int = 0, total: int | None = None, totals: str = "", state: str = "running"
@@ -41,20 +36,22 @@ class RunProgress(Vertical):
         if key == self._state:
             return
         self._state = key
-        bar = self.query_one(ProgressBar)
         label = self.query_one("#run-label", Static)
         if title is None:
             update_text(label, "[$frank-idle]no replay or experiment running[/]")
-            bar.display = False
-            bar.update(total=IDLE_TOTAL, progress=0)
+            if self._bar is not None:
+                self._bar.remove()
+                self._bar = None
             self.query_one("#run-totals", Static).display = False
             return
         style = {"running": "$frank-ok", "failed": "$frank-bad", "done": "$frank-idle"}.get(state, "$frank-warn")
         update_text(
             label, f"[{style}]{escape(state)}[/] {escape(title)}  [$frank-idle]{done}/{total if total else '?'}[/]"
         )
-        bar.display = True
-        bar.update(total=total, progress=done)
+        if self._bar is None:
+            self._bar = ProgressBar(total=total, show_eta=True)
+            self.mount(self._bar, after=label)
+        self._bar.update(total=total, progress=done)
         totals_widget = self.query_one("#run-totals", Static)
         update_text(totals_widget, escape(totals))
         totals_widget.display = bool(totals)
