@@ -6,7 +6,8 @@
    screen has been rendered.
 2. Idle CPU, side by side in one window: `frank` in a real terminal (tmux, 120x36) idle on the dashboard
    with the engine ready, and the peer monitor vllm-htop (its TUI, 1 s interval) watching the same engine
-   in its own tmux session, each process's CPU time from psutil over the same `--idle-s` seconds. Beside
+   in its own tmux session, each process's CPU time from psutil over the same `--idle-s` seconds, after
+   `--settle-s` seconds (70: start-up, and the 60-point sparklines filling, are not idle). Beside
    them: the telemetry sampler alone (same period) in its own process (the console's floor), and with
    `--baseline-src DIR` the console of another source tree (e.g. `git archive main`). Then the verdict:
    the console's figure against the peer's. The peer is installed into .build/peer-venv from PyPI unless
@@ -16,7 +17,8 @@
    calls per second, ms each, share of a core.
 
 Needs a running engine in FRANK_HOME's state dir (`frank engine start`), or pass --start to start one
-(stopped again at the end). Usage: python benchmarks/bench_console.py [--start] [--idle-s 60] [--keys 40]
+(stopped again at the end). Usage: python benchmarks/bench_console.py [--start] [--idle-s 60] [--settle-s 70]
+    [--keys 40]
     [--skip-keys] [--skip-idle] [--breakdown] [--peer PATH | --no-peer] [--baseline-src DIR]
 """
 
@@ -139,7 +141,7 @@ def _tmux_session(tmux: str, socket: str, command: str, cwd: str) -> tuple[str, 
     return name, psutil.Process(pid)
 
 
-def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None = None) -> dict:
+def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None = None, settle_s: float = 70.0) -> dict:
     tmux = shutil.which("tmux")
     if tmux is None:
         raise SystemExit("tmux is needed for the idle CPU measurement")
@@ -160,7 +162,7 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     sessions = {label: _tmux_session(tmux, socket, cmd, cwd) for label, (cmd, cwd) in commands.items()}
     sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 15)], cwd=str(REPO))
     try:
-        time.sleep(10)  # start-up (imports, first paint) is not idle
+        time.sleep(settle_s)  # start-up (imports, first paint, the sparklines filling their window) is not idle
         procs = {label: proc for label, (_, proc) in sessions.items()}
         procs[SAMPLER] = psutil.Process(sampler.pid)
         c0, t0 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
@@ -251,6 +253,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--start", action="store_true", help="start the embedded engine first (stopped at the end)")
     parser.add_argument("--idle-s", type=float, default=60.0)
+    parser.add_argument(
+        "--settle-s",
+        type=float,
+        default=70.0,
+        help="seconds before the idle window: start-up, and the 60 s sparklines filling (each new point redraws)",
+    )
     parser.add_argument("--keys", type=int, default=40)
     parser.add_argument("--replay-limit", type=int, default=45, help="requests per draw (W01 mini has 45)")
     parser.add_argument("--draws", default="all", help="draws of W01 mini to replay: draw-2, or all")
@@ -284,7 +292,7 @@ def main() -> int:
             )
         if not args.skip_idle:
             peer = None if args.no_peer else str(ensure_peer(args.peer))
-            r = idle_cpu(args.idle_s, args.baseline_src, peer)
+            r = idle_cpu(args.idle_s, args.baseline_src, peer, args.settle_s)
             print(
                 f"idle, engine ready, side by side over the same {r['wall_s']:.0f} s (load "
                 f"{os.getloadavg()[0]:.2f} on {psutil.cpu_count()} cores; target: the console below the peer):"
