@@ -114,5 +114,12 @@ def test_parts_control_needs_the_token(engine):
     r = httpx.post(f"{url}/frank/parts/detok-tail", json={"enabled": True}, headers={"X-Frank-Token": "x"}, timeout=10)
     assert r.status_code == 403
     assert PartsClient(url, engine.token).part("detok-tail")["enabled"] is False  # the refused POST changed nothing
-    r = httpx.get(f"{url}/frank/parts/block-hash-memo", headers={"X-Frank-Token": engine.token}, timeout=10)
+    r = httpx.get(f"{url}/frank/parts/no-such-part", headers={"X-Frank-Token": engine.token}, timeout=10)
     assert r.status_code == 404 and "no live front-end part" in r.text
+    # the engine-core part: its counters come from the engine core process; off at start, so nothing hooked
+    memo = PartsClient(url, engine.token).part("block-hash-memo")
+    assert memo["enabled"] is False and memo["counts"] == {"hits": 0, "misses": 0, "evictions": 0}
+    r = httpx.post(
+        f"{url}/frank/parts/block-hash-memo", json={"enabled": True}, headers={"X-Frank-Token": engine.token}
+    )
+    assert r.status_code == 405 and "restart knob" in r.text

@@ -17,8 +17,9 @@ block; a W01 draw's six conversations hold about 8,500).
 
 `FRANK_BLOCK_HASH_MEMO_VERIFY` (off | all | a fraction) recomputes sampled hits with vLLM's function; a
 difference is counted, the recomputed hash is returned and the memo is cleared and turned off for good.
-Set at start (`FRANK_BLOCK_HASH_MEMO=on|off`): the engine core has no live control path of its own. Its
-counters are logged to the engine log every 200,000 hits and at every mismatch.
+Set at start (`FRANK_BLOCK_HASH_MEMO=on|off`), so the off arm is vLLM untouched. Its counters are read
+through an engine-core utility method (GET /frank/parts/block-hash-memo on the API server), and logged to
+the engine log every 200,000 hits and at every mismatch.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,8 +46,15 @@ _max_blocks = DEFAULT_MAX_BLOCKS
 _hits, _misses, _evictions = itertools.count(), itertools.count(), itertools.count()
 
 
+STATS_UTILITY = "frank_block_hash_memo_stats"
+
+
 def register() -> None:
-    """Entry point: installs only where it is switched on (vLLM hashes blocks in the engine core only)."""
+    """Entry point: the stats utility in the engine core; the hook only where the part is switched on."""
+    core = sys.modules.get("vllm.v1.engine.core")  # loaded in the engine core process, the one that hashes
+    if core is not None and not hasattr(core.EngineCore, STATS_UTILITY):
+        # a utility method: the API server reaches it with engine_core.call_utility_async (control.py)
+        setattr(core.EngineCore, STATS_UTILITY, lambda self: snapshot())
     if not switch.enabled:
         return
     try:

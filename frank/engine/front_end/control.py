@@ -20,6 +20,21 @@ from frank.engine.region_cache.control import Receive, Scope, Send, _read_body, 
 
 PREFIX = "/frank/parts"
 TOKEN_HEADER = b"x-frank-token"
+ENGINE_CORE_PART = "block-hash-memo"
+
+
+async def _engine_core_stats(scope: Scope) -> tuple[int, dict[str, Any]]:
+    """The engine-core part's counters, through vLLM's utility call to the engine core process."""
+    from frank.engine.front_end.block_hash_memo import STATS_UTILITY
+
+    client = getattr(getattr(scope.get("app"), "state", None), "engine_client", None)
+    core = getattr(client, "engine_core", None)
+    if core is None:
+        return 503, {"error": "no engine client on this server"}
+    try:
+        return 200, await core.call_utility_async(STATS_UTILITY)
+    except Exception as exc:  # an engine core without the plugin: the method is not there
+        return 502, {"error": f"engine core: {type(exc).__name__}: {exc}"}
 
 
 class PartsControlMiddleware:
@@ -56,6 +71,10 @@ class PartsControlMiddleware:
             return 200, {"parts": [s.snapshot() for s in switches.values()]}
         name = path[len(PREFIX) + 1 :]
         switch = switches.get(name)
+        if name == ENGINE_CORE_PART:
+            if method != "GET":
+                return 405, {"error": f"{name} is set at start (a restart knob): only GET"}
+            return await _engine_core_stats(scope)
         if switch is None:
             return 404, {"error": f"no live front-end part {name!r} (live: {', '.join(switches)})"}
         if method == "GET":
