@@ -1,8 +1,12 @@
-"""The engine core's per-request work on a full-scale prompt, engine-free: what each exact cut would save.
+"""The front end's per-request work on a full-scale prompt, engine-free: what each exact cut would save.
 
 Runs in the engine venv (re-runs itself there from the console venv) and times, per request of a synthetic
 W01-like conversation (turns growing from about 105K to 170K tokens, each extending the last one, one
 cache_salt per draw as vLLM's first-block extra key):
+
+- detokenizer: vLLM's own `IncrementalDetokenizer` for the request (set-up and the first output tokens'
+  `update`, where the whole prompt is decoded) with `frank.engine.front_end.detok_tail` off and on, using
+  the tiny model's tokenizer (`--model-dir`); the output texts must be identical;
 
 - hand-off: msgspec decode of the prompt IDs as vLLM sends them (an EngineCoreRequest's `list[int]`), against
   sending them as packed bytes and rebuilding the list (`array.tolist`, `numpy.frombuffer(...).tolist`).
@@ -12,7 +16,7 @@ cache_salt per draw as vLLM's first-block extra key):
   the hash function's whole input: parent hash, block token tuple, extra keys). The hashes are compared
   block by block: they must be identical.
 
-    .venv/bin/python benchmarks/bench_engine_core_handoff.py [--turns 8] [--repeat 5] [--json]
+    .venv/bin/python benchmarks/bench_front_end_parts.py [--turns 8] [--repeat 5] [--json]
 """
 
 from __future__ import annotations
@@ -156,10 +160,56 @@ def _hashes(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
     }
 
 
+def _detok(prompts: list[list[int]], repeat: int, model_dir: str) -> dict[str, Any]:
+    from vllm.sampling_params import SamplingParams
+    from vllm.tokenizers import get_tokenizer
+    from vllm.v1.engine import EngineCoreRequest
+    from vllm.v1.engine.detokenizer import IncrementalDetokenizer
+
+    from frank.engine.front_end import detok_tail
+
+    tok = get_tokenizer(model_dir)
+    outs = tok.encode(" the answer is 42 🙂", add_special_tokens=False)[:4]
+
+    def first_tokens(prompt: list[int]) -> str:
+        request = EngineCoreRequest(
+            request_id="r",
+            prompt_token_ids=prompt,
+            mm_features=None,
+            sampling_params=SamplingParams(max_tokens=8),
+            pooling_params=None,
+            arrival_time=0.0,
+            lora_request=None,
+            cache_salt=None,
+            data_parallel_rank=None,
+        )
+        detok = IncrementalDetokenizer.from_new_request(tok, request)
+        for t in outs:
+            detok.update([t], stop_terminated=False)
+        return detok.output_text
+
+    detok_tail.install()
+    rows: dict[str, list[float]] = {"off": [], "on": []}
+    texts: dict[str, list[str]] = {"off": [], "on": []}
+    for prompt in prompts:
+        for arm in ("off", "on"):
+            detok_tail.switch.set_enabled(arm == "on")
+            texts[arm].append(first_tokens(prompt))
+            rows[arm].append(_median_ms(lambda p=prompt: first_tokens(p), repeat))
+    detok_tail.switch.set_enabled(False)
+    return {
+        "vllm_ms_per_request": statistics.mean(rows["off"]),
+        "tail_ms_per_request": statistics.mean(rows["on"]),
+        "texts_identical": texts["on"] == texts["off"],
+        "counts": detok_tail.switch.snapshot()["counts"],
+    }
+
+
 def _inner(args: argparse.Namespace) -> dict[str, Any]:
     prompts = _conversation(args.turns, args.seed)
     return {
         "prompt_tokens": [len(p) for p in prompts],
+        "detokenizer_ms": _detok(prompts, args.repeat, args.model_dir),
         "handoff_ms": _handoff(prompts, args.repeat),
         "block_hashes": _hashes(prompts, args.repeat),
         "load_avg": os.getloadavg(),
@@ -171,22 +221,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--model-dir", default=None, help="the tiny model (default: the models dir's tiny-frank)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.inner:
+        from frank import paths
+
+        model_dir = args.model_dir or str(paths.models_dir() / "tiny-frank")
         engine_python = REPO / ".venv-engine" / "bin" / "python"
         cmd = [str(engine_python), __file__, "--inner", "--turns", str(args.turns), "--repeat", str(args.repeat)]
+        cmd += ["--model-dir", model_dir]
         cmd += ["--seed", str(args.seed)] + (["--json"] if args.json else [])
         env = dict(os.environ, PYTHONPATH=str(REPO))
         return subprocess.call(cmd, env=env)
     result = _inner(args)
     if args.json:
         print(json.dumps(result, indent=2))
-        return 0 if result["block_hashes"]["hashes_identical"] else 1
-    h, b = result["handoff_ms"], result["block_hashes"]
+        return 0 if result["block_hashes"]["hashes_identical"] and result["detokenizer_ms"]["texts_identical"] else 1
+    h, b, d = result["handoff_ms"], result["block_hashes"], result["detokenizer_ms"]
     print(f"prompts: {result['prompt_tokens'][0]:,}-{result['prompt_tokens'][-1]:,} tokens, {args.turns} turns")
     print(f"load average {result['load_avg'][0]:.1f} (1 min)")
+    print("detokenizer set-up and first 4 output tokens, ms per request (mean over turns, median of repeats):")
+    print(f"  vLLM (DecodeStream primed with the whole prompt)  {d['vllm_ms_per_request']:.2f}")
+    print(f"  detok-tail (primed with the tail)                 {d['tail_ms_per_request']:.2f}")
+    print(f"  output texts identical: {d['texts_identical']}")
     print("hand-off, ms per request (mean over turns, median of repeats):")
     print(f"  API server msgpack encode of list[int]  {h['encode_list']:.2f}")
     print(f"  engine core msgpack decode of list[int] {h['msgpack_list']:.2f}   (vLLM today)")
@@ -202,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         f"later {b['memo_later_turns_ms']:.2f}"
     )
     print(f"  hashes identical: {b['hashes_identical']}")
-    return 0 if b["hashes_identical"] else 1
+    return 0 if b["hashes_identical"] and d["texts_identical"] else 1
 
 
 if __name__ == "__main__":
