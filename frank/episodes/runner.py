@@ -38,8 +38,9 @@ import httpx
 
 from frank.episodes.grade import run_grader
 from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
+from frank.episodes.sandbox import check_available, prepare_workspace
 from frank.episodes.suite import Suite, load_suite
-from frank.episodes.tasks import materialize
+from frank.episodes.tasks import answer_path, draw_seed, materialize
 from frank.errors import FrankError
 from frank.jobs import lock_holder
 from frank.paths import append_private_line, private_dir, runs_dir, write_private
@@ -96,6 +97,7 @@ def create_run(
         "suite": str(suite.path),
         "suite_name": suite.name,
         "suite_sha256": _sha256(suite.path),
+        "suite_version": suite.version,
         "seed": suite.seed,
         "scale": suite.scale,
         "draws": draws,
@@ -154,12 +156,18 @@ class RecorderThread:
     """`frank record`'s proxy (frank.workloads.recorder.Recorder) on its own event loop in a thread: the harness
     talks to it, it forwards to the engine and writes every answered request into the run's recording."""
 
-    def __init__(self, upstream: str, out: Path, on_record: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        out: Path,
+        on_record: Callable[[dict[str, Any]], None],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         from frank.workloads.recorder import Recorder
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="episodes-recorder", daemon=True)
-        self.recorder = Recorder(upstream, out, name="episodes-recording", on_record=on_record)
+        self.recorder = Recorder(upstream, out, name="episodes-recording", on_record=on_record, meta=meta)
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self.recorder.start(), self.loop).result(10)
 
@@ -212,6 +220,10 @@ def run_episodes(
             f"{suite.path} changed since the run was created (sha256 {meta['suite_sha256'][:12]}...): start a new run"
         )
     settings = EpisodeSettings(**meta["settings"])
+    try:
+        check_available()
+    except RuntimeError as exc:
+        raise FrankError(f"cannot sandbox the agent's tools: {exc}") from None
     base = engine_endpoint(url)
     model = served_model(base)
     return _run(folder, meta, suite, settings, base, model, stop or threading.Event(), on_event)
@@ -261,9 +273,17 @@ def _run(
             if draw != salt_draw:  # a fresh prompt-cache namespace per draw (and per resumed session)
                 if recorder is not None:
                     recorder.close()
-                recorder = RecorderThread(base, folder / "recording", on_record)
+                graded = {"suite": suite.name, "suite_version": suite.version}
+                recorder = RecorderThread(base, folder / "recording", on_record, meta=graded)
                 salt, salt_draw = f"frank-episodes-{secrets.token_hex(8)}", draw
-                note("draw_started", draw=draw, cache_salt=salt, recording_draw=recorder.recorder.draw_name)
+                note(
+                    "draw_started",
+                    draw=draw,
+                    seed=draw_seed(suite.seed, draw),
+                    suite_version=suite.version,
+                    cache_salt=salt,
+                    recording_draw=recorder.recorder.draw_name,
+                )
             current.update(draw=draw, task=task.id)
             recorder.recorder.task_hint = task.id
             before = recorder.recorder.recorded
@@ -323,11 +343,15 @@ def _run_episode(
     key = episode_key(draw, task.id)
     workspace = folder / "workspaces" / key
     episode_dir = folder / "episodes" / key
+    answer = answer_path(folder, key)
     for stale in (workspace, episode_dir):  # a cut-off attempt starts again from scratch
         shutil.rmtree(stale, ignore_errors=True)
-    (workspace.parent / f".{key}.expected.json").unlink(missing_ok=True)
+    answer.unlink(missing_ok=True)
     private_dir(workspace.parent)
-    expected = materialize(task, suite.seed, suite.scale, workspace)
+    private_dir(answer.parent)
+    seed = draw_seed(suite.seed, draw)
+    expected = materialize(task, seed, suite.scale, workspace, answer)
+    prepare_workspace(workspace)  # the sandbox's user owns it; the sandbox mounts it and nothing around it
     started = time.time()
     note("episode_started", draw=draw, task=task.id)
     spec = harness_spec(task, workspace, episode_dir, recorder.url, model, salt, settings)
@@ -335,6 +359,8 @@ def _run_episode(
     record: dict[str, Any] = {
         "task": task.id,
         "draw": draw,
+        "suite_version": suite.version,
+        "seed": seed,
         "cache_salt": salt,
         "started_at": round(started, 3),
         "client_s": harness.get("client_s"),
@@ -422,12 +448,16 @@ def report(run: str | Path) -> dict[str, Any]:
         "run_id": meta["run_id"],
         "folder": str(folder),
         "suite": meta["suite_name"],
+        "suite_version": meta.get("suite_version", 1),
         "suite_sha256": meta["suite_sha256"],
         "draws_planned": meta["draws"],
         "episodes_planned": planned,
         "episodes_done": len(results),
         "complete": len(results) >= planned,
-        "episodes": [{k: r.get(k) for k in (*EPISODE_FIELDS, "detail", "working_s", "error_kind")} for r in results],
+        "episodes": [
+            {k: r.get(k) for k in (*EPISODE_FIELDS, "detail", "working_s", "error_kind", "suite_version", "seed")}
+            for r in results
+        ],
         "draws": draws,
         "total_s": round(sum(d["total_s"] for d in draws), 3),
         "passed": sum(d["passed"] for d in draws),

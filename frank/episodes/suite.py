@@ -29,9 +29,23 @@ DEFAULTS: dict[str, Any] = {
     "grader_timeout_s": 120,
 }
 TASK_KEYS = frozenset(
-    {"id", "title", "instruction", "instruction_file", "workspace", "expected", "grader", "reference", "tools", *LIMITS}
+    {
+        "id",
+        "title",
+        "instruction",
+        "instruction_file",
+        "workspace",
+        "expected",
+        "grader",
+        "reference",
+        "adversarial",
+        "tools",
+        *LIMITS,
+    }
 )
-TOP_KEYS = frozenset({"format", "format_version", "name", "description", "seed", "scale", "defaults", "tasks"})
+TOP_KEYS = frozenset(
+    {"format", "format_version", "name", "version", "description", "seed", "scale", "defaults", "tasks"}
+)
 GENERATOR_PREFIX = "generator:"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 BUILTIN_DIR = Path(__file__).resolve().parent / "suites"
@@ -46,6 +60,7 @@ class TaskSpec:
     grader: Path
     reference: Path
     expected: Path | None  # fixture workspaces: the grader's hidden answer (JSON), if any
+    adversarial: Path | None  # a folder of attempts that must fail (programs run in the workspace)
     tools: tuple[str, ...]
     max_turns: int
     max_tokens_per_turn: int
@@ -61,6 +76,7 @@ class TaskSpec:
 class Suite:
     path: Path  # the manifest
     name: str
+    version: int  # the suite's own version: bumped when a task, grader or generator changes
     description: str
     seed: int
     scale: str
@@ -107,6 +123,9 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     name = data.get("name")
     if not isinstance(name, str) or not _ID.match(name):
         err(top.get("name", 1), f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
+    suite_version = data.get("version", 1)
+    if not _positive_int(suite_version):
+        err(top.get("version", 1), f"version: expected a positive integer, got {suite_version!r}")
     description = data.get("description", "")
     if not isinstance(description, str):
         err(top.get("description", 1), "description: expected a string")
@@ -200,6 +219,9 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
             )
         elif not (root / reference).exists():
             err(at("reference"), f"{where}.reference: no such file or folder {reference!r}")
+        adversarial = entry.get("adversarial")
+        if adversarial is not None and (not isinstance(adversarial, str) or not (root / adversarial).is_dir()):
+            err(at("adversarial"), f"{where}.adversarial: no such folder {adversarial!r}")
         values = dict(defaults)
         for key in ("tools", *LIMITS):
             if key in entry:
@@ -218,6 +240,7 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
                     (root / grader).resolve(),
                     (root / reference).resolve(),
                     (root / expected).resolve() if expected else None,
+                    (root / adversarial).resolve() if adversarial else None,
                     tuple(values["tools"]),
                     values["max_turns"],
                     values["max_tokens_per_turn"],
@@ -227,7 +250,7 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
             )
     if errors:
         return None, errors
-    return Suite(mpath.resolve(), name, description, seed, scale, tuple(tasks)), []
+    return Suite(mpath.resolve(), name, suite_version, description, seed, scale, tuple(tasks)), []
 
 
 def _field_problem(key: str, value: Any) -> str | None:

@@ -10,6 +10,7 @@ that, for tests.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
@@ -177,12 +178,11 @@ def gen_fix_failing_test(seed: int, scale: str) -> Generated:
         size += len(src) + len(tsrc)
     files["README.md"] = "# ledger\n\nRun the tests with `python -m unittest discover -s tests -t .`.\n"
     tests_sha = {p: _sha(t) for p, t in files.items() if p.startswith("tests/")}
-    return Generated(files, {"tests_sha256": tests_sha})
+    count = sum(t.count("    def test_") for p, t in files.items() if p.startswith("tests/"))
+    return Generated(files, {"tests_sha256": tests_sha, "tests_count": count})
 
 
 def _sha(text: str) -> str:
-    import hashlib
-
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -196,6 +196,24 @@ def _ts(base: int, ms: int) -> str:
     return f"2025-03-14T{h % 24:02d}:{m:02d}:{s:02d}.{total % 1000:03d}Z"
 
 
+def _retried_error(rng: random.Random, ms: int, req: str, route: str, component: str | None) -> list[str]:
+    """A request whose error a retry fixed (status 200 in the end): a distractor, not the fault."""
+    svc = component.split("-")[0] if component else rng.choice(("payments", "inventory", "shipping", "catalog"))
+    comp = component or f"{svc}-{rng.choice(('db', 'cache', 'queue'))}"
+    block = [
+        f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
+        f"{_ts(36000, ms + 1)} ERROR {svc} req={req} component={comp} code=E{rng.randint(1000, 9999)} "
+        f'msg="transient" retry=1',
+    ]
+    if rng.random() < 0.5:  # the failure reached orders before the retry fixed it
+        block.append(f"{_ts(36000, ms + 2)} WARN orders req={req} upstream={svc} error=upstream_failed retry=1")
+    block += [
+        f"{_ts(36000, ms + 9)} INFO {svc} req={req} retry=1 ok",
+        f"{_ts(36000, ms + 11)} INFO gateway req={req} route={route} status=200 ms=11",
+    ]
+    return block
+
+
 def gen_trace_fault(seed: int, scale: str) -> Generated:
     rng = _rng(seed, "trace-fault")
     target = _target("trace-fault", scale)
@@ -207,13 +225,17 @@ def gen_trace_fault(seed: int, scale: str) -> Generated:
     root_component = f"{root_service}-db" if rng.random() < 0.5 else f"{root_service}-cache"
     code = f"E{rng.randint(1000, 9999)}"
     failing_req = None
+    # distractors at every scale: retried errors spread over the log, one of them in the very component
+    # that fails, one just before the failing request
+    forced = sorted({target // 7, 2 * target // 7, max(0, failing_at - 400), 5 * target // 7, 6 * target // 7})
+    same_component_at = forced[rng.randrange(len(forced))]
     while size < target:
         ms += rng.randint(3, 40)
         req = f"{rng.getrandbits(32):08x}"
         route = f"/api/{rng.choice(WORDS)}/{rng.choice(WORDS)}"
         if failing_req is None and size >= failing_at:
             failing_req = req
-            chain = [
+            block = [
                 f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
                 f"{_ts(36000, ms + 2)} INFO orders req={req} call={root_service}",
                 f"{_ts(36000, ms + 5)} ERROR {root_service} req={req} component={root_component} code={code} "
@@ -221,17 +243,11 @@ def gen_trace_fault(seed: int, scale: str) -> Generated:
                 f"{_ts(36000, ms + 6)} WARN orders req={req} upstream={root_service} error=upstream_failed",
                 f"{_ts(36000, ms + 7)} ERROR gateway req={req} route={route} status=502 ms=7",
             ]
-            block = chain
-        elif rng.random() < 0.04:  # a transient error that a retry fixed: a distractor, status 200 in the end
-            svc = rng.choice(("payments", "inventory", "shipping", "catalog"))
-            comp = f"{svc}-{rng.choice(('db', 'cache', 'queue'))}"
-            block = [
-                f"{_ts(36000, ms)} INFO gateway req={req} route={route} upstream=orders",
-                f"{_ts(36000, ms + 1)} ERROR {svc} req={req} component={comp} code=E{rng.randint(1000, 9999)} "
-                f'msg="transient" retry=1',
-                f"{_ts(36000, ms + 9)} INFO {svc} req={req} retry=1 ok",
-                f"{_ts(36000, ms + 11)} INFO gateway req={req} route={route} status=200 ms=11",
-            ]
+        elif forced and size >= forced[0]:
+            at = forced.pop(0)
+            block = _retried_error(rng, ms, req, route, root_component if at == same_component_at else None)
+        elif rng.random() < 0.04:
+            block = _retried_error(rng, ms, req, route, None)
         else:
             svc = rng.choice(SERVICES[1:])
             took = rng.randint(2, 90)
@@ -267,6 +283,7 @@ def gen_rename_symbol(seed: int, scale: str) -> Generated:
         ),
     }
     modules: list[str] = []
+    values: dict[str, list] = {}  # what each module's functions return, in ALL's order: the behaviour kept
     size = sum(len(v) for v in files.values())
     k = 0
     while size < target or k < 3:
@@ -274,15 +291,20 @@ def gen_rename_symbol(seed: int, scale: str) -> Generated:
         name = f"mod_{k:03d}"
         modules.append(name)
         funcs = []
+        values[name] = []
         for j in range(rng.randint(3, 7)):
             fname = f"{_ident(rng)}_{j}"
             kind = rng.random()
             if kind < 0.5:
                 body = f'    rec = fetch_record({fname!r})\n    return rec["key"]\n'
+                values[name].append(fname)
             elif kind < 0.7:
                 body = f"    recs = fetch_records_page([{fname!r}, 'x'])\n    return len(recs)\n"
+                values[name].append(2)
             else:
-                body = f"    return {rng.randint(0, 99)}  # {rng.choice(WORDS)} {rng.choice(WORDS)}\n"
+                number = rng.randint(0, 99)
+                body = f"    return {number}  # {rng.choice(WORDS)} {rng.choice(WORDS)}\n"
+                values[name].append(number)
             funcs.append(f'def {fname}():\n    """{rng.choice(WORDS).title()} {rng.choice(WORDS)}."""\n{body}')
         src = (
             f'"""{rng.choice(WORDS).title()} views."""\n'
@@ -305,12 +327,11 @@ def gen_rename_symbol(seed: int, scale: str) -> Generated:
         "# shop\n\nRun with `PYTHONPATH=src python -m shop.main`.\n"
         "The docs call the old function fetch_record; docs are not code.\n"
     )
-    text = "".join(v for p, v in files.items() if p.endswith(".py"))
-    import re
-
+    total = sum(v if isinstance(v, int) else len(v) for vs in values.values() for v in vs)
     expected = {
-        "load_record": len(re.findall(r"\bfetch_record\b", text)),
-        "fetch_records_page": len(re.findall(r"\bfetch_records_page\b", text)),
+        "sources": {p: v for p, v in files.items() if p.endswith(".py")},  # the original program
+        "values": values,
+        "output": f"{total}\n",
         "readme": files["README.md"],
     }
     return Generated(files, expected)
@@ -463,24 +484,40 @@ GENERATORS: dict[str, Callable[[int, str], Generated]] = {
 }
 
 
-def materialize(task, seed: int, scale: str, dest: Path) -> Path | None:
-    """Create the task's workspace at `dest` (which must not exist) and its hidden answer beside it.
-    Returns the answer's path (None for a fixture workspace without one)."""
+def draw_seed(suite_seed: int, draw: int) -> int:
+    """Each draw's own seed: draws of one run get different workspaces and answers, and draw k of every
+    run of the suite gets the same ones (arms of an experiment face the same tasks)."""
+    digest = hashlib.sha256(f"frank-episodes-draw:{suite_seed}:{draw}".encode()).hexdigest()
+    return int(digest[:12], 16)
+
+
+def answer_path(root: Path, key: str) -> Path:
+    """Where an episode's hidden answer lives: `<root>/answers/`, apart from `<root>/workspaces/` (the
+    sandbox mounts the one workspace, never its parents)."""
+    return Path(root) / "answers" / f"{key}.expected.json"
+
+
+def materialize(task, seed: int, scale: str, dest: Path, answer: Path) -> Path | None:
+    """Create the task's workspace at `dest` (which must not exist) and its hidden answer at `answer`
+    (outside the workspace). Returns the answer's path (None for a fixture workspace without one)."""
     dest = Path(dest)
     if dest.exists():
         raise FileExistsError(dest)
-    expected_path = dest.parent / f".{dest.name}.expected.json"
+    answer = Path(answer)
+    if answer.resolve().is_relative_to(dest.resolve()):
+        raise ValueError(f"the hidden answer {answer} would be inside the workspace {dest}")
+    answer.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if task.generator is None:
         shutil.copytree(task.workspace, dest, symlinks=True)
         if task.expected is None:
             return None
-        shutil.copyfile(task.expected, expected_path)
-        return expected_path
+        shutil.copyfile(task.expected, answer)
+        return answer
     generated = GENERATORS[task.generator](seed, scale)
     for rel, text in sorted(generated.files.items()):
         path = dest / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     dest.mkdir(parents=True, exist_ok=True)
-    expected_path.write_text(json.dumps(generated.expected, sort_keys=True, indent=1), encoding="utf-8")
-    return expected_path
+    answer.write_text(json.dumps(generated.expected, sort_keys=True, indent=1), encoding="utf-8")
+    return answer

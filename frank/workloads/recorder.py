@@ -75,6 +75,7 @@ class Recorder:
         api_key: str | None = None,
         allow_remote: bool = False,
         on_record: Callable[[dict[str, Any]], None] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         if host not in LOOPBACK and not allow_remote:
             raise FrankError(
@@ -96,10 +97,12 @@ class Recorder:
         self._tasks: dict[str, str] = {}
         self._lock = asyncio.Lock()
         self._writers: set[asyncio.StreamWriter] = set()
-        self._prepare(name)
+        self._prepare(name, meta or {})
 
     # -- the workload being written -----------------------------------------------------------------
-    def _prepare(self, name: str | None) -> None:
+    def _prepare(self, name: str | None, meta: dict[str, Any]) -> None:
+        """Open the workload (a new one, or one already there to add a draw to); `meta` joins its manifest's
+        meta (what a harness knows of the requests, such as the suite version an episode run graded)."""
         private_dir(self.out)
         if (self.out / MANIFEST).exists():
             existing = read_manifest(self.out)
@@ -110,6 +113,7 @@ class Recorder:
             self.description = f"Recorded through `frank record` from {self.upstream}"
             self.meta = {"source": "record", "upstream": self.upstream}
             self.draws = []
+        self.meta.update(meta)
         taken = {d.name for d in self.draws} | {p.stem for p in self.out.glob("*.jsonl")}
         k = len(self.draws) + 1
         while f"draw-{k}" in taken:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from frank.episodes.runner import create_run, load_state, read_jsonl, report, run_episodes
 from frank.episodes.suite import load_suite
+from frank.episodes.tasks import draw_seed
 from frank.workloads.format import check_workload
 from tests.integration.vanishing_proxy import VanishingEngineProxy
 
@@ -38,11 +39,18 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout)
     assert out["status"] == "finished" and out["episodes_done"] == 6
+    suite = load_suite("w01-mini")
+    assert out["suite_version"] == suite.version == 2
     episodes = out["episodes"]
     assert [e["task"] for e in episodes] == TASKS
-    suite = load_suite("w01-mini")
     folder = Path(out["folder"])
     results = read_jsonl(folder / "results.jsonl")
+    # no process of the episodes (their sandboxes, the harness worker) outlives the run
+    assert _processes_mentioning(str(folder)) == []
+    assert {(r["suite_version"], r["seed"]) for r in results} == {(2, draw_seed(suite.seed, 1))}
+    # hidden answers apart from the workspaces the sandbox mounted
+    assert sorted(p.name for p in (folder / "answers").iterdir()) == [f"d1-{t}.expected.json" for t in sorted(TASKS)]
+    assert not list((folder / "workspaces").glob(".*"))
     for ep, rec, task in zip(episodes, results, suite.tasks):
         assert ep["draw"] == 1
         assert ep["outcome"] in ("pass", "fail"), ep  # graded: the harness did not fail
@@ -69,6 +77,7 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     recording = Path(out["recording"])
     workload, errors = check_workload(recording, keep=True)
     assert errors == []
+    assert (workload.meta["suite"], workload.meta["suite_version"]) == ("w01-mini", 2)
     [draw] = workload.draws
     requests = workload.requests[draw.name]
     assert len(requests) == sum(e["requests"] for e in episodes)
@@ -86,6 +95,19 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     assert replay.returncode == 0, replay.stderr[-2000:]
     replayed = json.loads(replay.stdout)
     assert replayed["totals"]["ok"] == len(requests) and replayed["totals"]["failed"] == 0
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd:
+                found.append(f"{proc.name}: {cmd[:200]}")
+    return found
 
 
 def _fixture_suite(tmp_path: Path, crash_first: bool = True) -> Path:

@@ -12,7 +12,7 @@ import pytest
 
 from frank.episodes.grade import check_references, run_grader, workspace_bytes
 from frank.episodes.suite import check_suite, load_suite, resolve_suite
-from frank.episodes.tasks import FULL_BYTES, GENERATORS, materialize
+from frank.episodes.tasks import FULL_BYTES, GENERATORS, answer_path, draw_seed, materialize
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,6 +44,7 @@ def test_builtin_suites_have_the_six_w01_tasks():
         assert [t.id for t in suite.tasks] == list(GENERATORS)
         assert suite.scale == name.split("-")[1]
         assert all(t.tools == ("bash", "python", "text_editor") for t in suite.tasks)
+        assert suite.version == 2
     mini = load_suite("w01-mini")
     assert {t.max_turns for t in mini.tasks} == {3}
     assert {t.max_tokens_per_turn for t in mini.tasks} == {48}
@@ -53,39 +54,35 @@ def test_same_seed_same_bytes_and_another_seed_differs(tmp_path):
     suite = load_suite("w01-mini")
     for task in suite.tasks:
         a, b, c = tmp_path / f"{task.id}-a", tmp_path / f"{task.id}-b", tmp_path / f"{task.id}-c"
-        ea, eb = materialize(task, 1, "mini", a), materialize(task, 1, "mini", b)
-        materialize(task, 2, "mini", c)
+        ea = materialize(task, 1, "mini", a, answer_path(tmp_path, f"{task.id}-a"))
+        eb = materialize(task, 1, "mini", b, answer_path(tmp_path, f"{task.id}-b"))
+        ec = materialize(task, 2, "mini", c, answer_path(tmp_path, f"{task.id}-c"))
         assert _tree_sha(a) == _tree_sha(b), task.id
         assert ea.read_bytes() == eb.read_bytes(), task.id
         assert _tree_sha(a) != _tree_sha(c), task.id
+        if task.id != "implement-spec":  # its answer is the spec, the same in every draw
+            assert ea.read_bytes() != ec.read_bytes(), task.id
         assert not any(p.name.endswith("expected.json") for p in a.rglob("*")), "the answer leaked into the workspace"
+        assert ea.parent == tmp_path / "answers"
+    with pytest.raises(ValueError, match="would be inside the workspace"):
+        materialize(suite.tasks[0], 1, "mini", tmp_path / "w", tmp_path / "w" / "answer.json")
+
+
+def test_every_draw_has_its_own_seed_and_draw_k_the_same_in_every_run():
+    seeds = [draw_seed(1, d) for d in range(1, 21)]
+    assert len(set(seeds)) == 20
+    assert seeds == [draw_seed(1, d) for d in range(1, 21)]
+    assert draw_seed(2, 1) not in seeds
 
 
 def test_full_scale_workspaces_are_long_context_sized(tmp_path):
     suite = load_suite("w01-full")
     for task in suite.tasks:
         ws = tmp_path / task.id
-        materialize(task, suite.seed, suite.scale, ws)
+        materialize(task, suite.seed, suite.scale, ws, answer_path(tmp_path, task.id))
         size = workspace_bytes(ws)
         # 105K-175K tokens at about four characters a token
         assert 0.95 * FULL_BYTES[task.id] <= size <= 700_000, (task.id, size)
-
-
-def test_check_references_every_reference_passes_and_every_untouched_workspace_fails():
-    checks = check_references(load_suite("w01-mini"))
-    assert [c.task for c in checks] == list(GENERATORS)
-    for c in checks:
-        assert (c.reference, c.untouched) == ("pass", "fail"), c
-
-
-def test_cli_check_references_json(tmp_path):
-    result = _frank("episodes", "check", "w01-mini", "--references", "--json", env_home=tmp_path)
-    assert result.returncode == 0, result.stderr
-    payload = json.loads(result.stdout)
-    assert payload["ok"] is True
-    assert {(r["task"], r["reference"], r["untouched"]) for r in payload["references"]} == {
-        (t, "pass", "fail") for t in GENERATORS
-    }
 
 
 GOOD_TASK = """
@@ -117,7 +114,26 @@ def _suite(
 def test_a_fixture_suite_checks_and_its_reference_passes(tmp_path):
     suite = load_suite(_suite(tmp_path, GOOD_TASK))
     [check] = check_references(suite)
-    assert (check.reference, check.untouched) == ("pass", "fail")
+    assert (check.reference, check.untouched, check.adversarial) == ("pass", "fail", ())
+
+
+def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outcome(tmp_path):
+    attempts = tmp_path / "attempts"
+    attempts.mkdir()
+    (attempts / "guess.py").write_text("# expect: checked\nopen('answer.txt', 'w').write('41')\n")
+    (attempts / "right.py").write_text("# expect: checked\nopen('answer.txt', 'w').write('42')\n")
+    path = _suite(tmp_path, GOOD_TASK + 'adversarial = "attempts"\n')
+    result = _frank("episodes", "check", str(path), "--references", "--json", env_home=tmp_path / "home")
+    payload = json.loads(result.stdout)
+    [task] = payload["references"]
+    assert (task["reference"], task["untouched"]) == ("pass", "fail")
+    assert [(a["attempt"], a["outcome"], a["ok"]) for a in task["adversarial"]] == [
+        ("guess", "fail", True),
+        ("right", "pass", False),  # an attempt that passes makes the check fail
+    ]
+    assert (result.returncode, payload["ok"], task["ok"]) == (1, False, False)
+    text = _frank("episodes", "check", str(path), "--references", env_home=tmp_path / "home")
+    assert text.returncode == 1 and "attempt right: pass (checked), expected fail: checked" in text.stdout
 
 
 def test_broken_manifest_errors_name_file_and_line(tmp_path):
@@ -203,7 +219,7 @@ def test_a_grader_that_crashes_is_an_error_not_a_fail(tmp_path, grader, detail):
     body = GOOD_TASK + "grader_timeout_s = 1\n"
     suite = load_suite(_suite(tmp_path, body, grader=grader))
     ws = tmp_path / "run-ws"
-    materialize(suite.tasks[0], suite.seed, suite.scale, ws)
+    materialize(suite.tasks[0], suite.seed, suite.scale, ws, answer_path(tmp_path, "run-ws"))
     verdict = run_grader(suite.tasks[0], ws, None)
     assert (verdict.outcome, verdict.detail) == ("error", detail)
 

@@ -20,13 +20,13 @@ def _modules() -> list[str]:
 
 
 # region_cache runs inside the vLLM API server (engine venv): it is checked by its own tests there.
-# inspect_harness runs in the agent venv (inspect-ai): checked below by what it imports.
-AGENT_SIDE = "frank.episodes.inspect_harness"
+# inspect_harness and inspect_sandbox run in the agent venv (inspect-ai): checked below by what they import.
+AGENT_SIDE = ("frank.episodes.inspect_harness", "frank.episodes.inspect_sandbox")
 HEADLESS = [
     m
     for m in _modules()
     if not m.startswith(("frank.console", "frank.engine.region_cache"))
-    and m not in ("frank.engine.models.tiny_model", AGENT_SIDE)
+    and m not in ("frank.engine.models.tiny_model", *AGENT_SIDE)
 ]
 
 
@@ -48,15 +48,33 @@ def test_headless_cli_commands_do_not_import_textual():
     assert result.returncode == 0, result.stderr[-800:]
 
 
-def test_agent_side_harness_imports_only_stdlib_and_inspect_ai():
-    """The inspect harness runs in .venv-agent, which has inspect-ai but not this project's dependencies."""
+def _imports(module: str) -> set[str]:
     import ast
 
-    tree = ast.parse((REPO / "frank" / "episodes" / "inspect_harness.py").read_text())
-    roots = set()
+    tree = ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())
+    names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    assert roots - set(sys.stdlib_module_names) == {"inspect_ai"}
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_agent_side_imports_only_stdlib_inspect_ai_and_the_stdlib_only_sandbox():
+    """The inspect harness and its sandbox run in .venv-agent, which has inspect-ai but not this project's
+    dependencies: they import the standard library, inspect-ai and frank.episodes.sandbox, which imports
+    the standard library only."""
+    stdlib = set(sys.stdlib_module_names)
+    for module in AGENT_SIDE:
+        names = _imports(module)
+        roots = {n.split(".")[0] for n in names} - stdlib
+        assert roots <= {"inspect_ai", "frank"}, (module, roots)
+        project = {n for n in names if n.startswith("frank.")}
+        assert project <= {
+            "frank.episodes.inspect_sandbox",
+            "frank.episodes.sandbox.WORKSPACE",
+            "frank.episodes.sandbox.Sandbox",
+            "frank.episodes.sandbox.limits_preexec",
+        }, (module, project)
+    assert {n.split(".")[0] for n in _imports("frank.episodes.sandbox")} <= stdlib | {"__future__"}

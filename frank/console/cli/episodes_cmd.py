@@ -65,6 +65,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         "ok": not errors,
         "errors": [str(e) for e in errors],
         "tasks": [t.id for t in suite.tasks] if suite else [],
+        "version": suite.version if suite else None,
     }
     if suite is not None and args.references:
         checks = check_references(suite)
@@ -79,10 +80,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         lines = [f"{path}: ok ({len(payload['tasks'])} tasks)"]
         for c in payload.get("references", []):
+            tried = c["adversarial"]
+            failed = sum(a["outcome"] == "fail" for a in tried)
             lines.append(
                 f"  {c['task']:<20} reference {c['reference']:<5} untouched {c['untouched']:<5} "
+                f"adversarial {failed}/{len(tried)} fail  "
                 f"{'ok' if c['ok'] else 'WRONG: ' + c['reference_detail'] + ' / ' + c['untouched_detail']}"
             )
+            for a in tried:
+                if not a["ok"]:
+                    lines.append(
+                        f"    attempt {a['attempt']}: {a['outcome']} ({a['detail']}), expected fail: {a['expect']}"
+                    )
         print("\n".join(lines))
     return 0 if payload["ok"] else 1
 

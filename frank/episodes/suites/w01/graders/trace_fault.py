@@ -1,19 +1,21 @@
-"""Grader: answer.json names the failed request, the root-cause component and its error code."""
+"""Grader: answer.json names the failed request, the root-cause component and its error code, as strings."""
 
-import json
-import sys
-from pathlib import Path
+from frank.episodes.judge import Fail, grade, read_json
 
-expected = json.loads(Path(sys.argv[1]).read_text())
-answer_path = Path("answer.json")
-if not answer_path.is_file():
-    print(json.dumps({"pass": False, "detail": "no answer.json"}))
-    sys.exit(0)
-try:
-    answer = json.loads(answer_path.read_text())
-except json.JSONDecodeError as exc:
-    print(json.dumps({"pass": False, "detail": f"answer.json is not JSON: {exc}"}))
-    sys.exit(0)
-keys = ("request_id", "component", "code")
-wrong = [k for k in keys if not isinstance(answer, dict) or str(answer.get(k, "")).strip() != expected[k]]
-print(json.dumps({"pass": not wrong, "detail": f"wrong: {wrong}" if wrong else "root cause found"}))
+KEYS = ("request_id", "component", "code")
+
+
+def check(expected):
+    answer = read_json("answer.json", limit=65536)
+    if not isinstance(answer, dict):
+        raise Fail(f"answer.json is a {type(answer).__name__}, not an object")
+    not_strings = [k for k in KEYS if type(answer.get(k)) is not str]
+    if not_strings:
+        raise Fail(f"answer.json: {not_strings} missing or not strings")
+    wrong = [k for k in KEYS if answer[k] != expected[k]]
+    if wrong:
+        raise Fail(f"wrong: {wrong}")
+    return "root cause found"
+
+
+grade(check)

@@ -1,0 +1,6 @@
+"""A hang for a reader: answer.txt is a named pipe nobody writes to."""
+
+# expect: not a regular file
+import os
+
+os.mkfifo("answer.txt")
