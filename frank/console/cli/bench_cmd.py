@@ -180,6 +180,8 @@ def _one_start(
         "cold_requests_per_draw": sum(d["cold_requests"] for d in draws.values()) / len(draws),
         "client_total_per_draw_s": {name: d["client_total_s"] for name, d in draws.items()},
         "client_total_mean_s": sum(d["client_total_s"] for d in draws.values()) / len(draws),
+        # the client's first token after the server's: the hand-back, where the detokenizer's first step is
+        "client_after_server_ttft_mean_s": sum(d["client_ttft_s"] - d["ttft_s"] for d in draws.values()) / len(draws),
         "prompt_ids_sha256": {name: d["prompt_ids_sha256"] for name, d in draws.items()},
         "outputs_sha256": {name: d.get("outputs_sha256") for name, d in draws.items()},
         "prompt_tokens": sum(d["prompt_tokens"] for d in draws.values()),
@@ -371,6 +373,8 @@ def run_part(args: argparse.Namespace) -> dict[str, Any]:
     off = [s["client_total_mean_s"] for s in starts if s["arm"] == "off"]
     front_on = [s["front_end_mean_s"] for s in starts if s["arm"] == "on"]
     front_off = [s["front_end_mean_s"] for s in starts if s["arm"] == "off"]
+    hand_on = [s["client_after_server_ttft_mean_s"] for s in starts if s["arm"] == "on"]
+    hand_off = [s["client_after_server_ttft_mean_s"] for s in starts if s["arm"] == "off"]
     test = permutation_test(on, off, "lower")
     mismatches = sum(int(((s.get("part") or {}).get("counts") or {}).get("mismatches", 0)) for s in starts)
     return {
@@ -395,6 +399,8 @@ def run_part(args: argparse.Namespace) -> dict[str, Any]:
         "treatment_range_s": [min(on), max(on)],
         "front_end_control_s": sum(front_off) / len(front_off),
         "front_end_treatment_s": sum(front_on) / len(front_on),
+        "client_after_server_ttft_control_s": sum(hand_off) / len(hand_off),
+        "client_after_server_ttft_treatment_s": sum(hand_on) / len(hand_on),
         "every_treatment_below_every_control": max(on) < min(off),
         "p": test.p_value,
         "null_size": test.null_size,
@@ -421,7 +427,9 @@ def _human_part(r: dict[str, Any]) -> str:
     lines.append(
         f"client time per draw: off {r['control_s']:.3f} s, on {r['treatment_s']:.3f} s, saved "
         f"{r['saved_s_per_draw']:.3f} s; p = {r['p']:.4f} (exact, {r['null_size']} orders); front end off "
-        f"{r['front_end_control_s']:.3f} s, on {r['front_end_treatment_s']:.3f} s"
+        f"{r['front_end_control_s']:.3f} s, on {r['front_end_treatment_s']:.3f} s; client TTFT past the "
+        f"server's off {r['client_after_server_ttft_control_s']:.3f} s, "
+        f"on {r['client_after_server_ttft_treatment_s']:.3f} s"
     )
     lines.append(
         f"outputs identical in all starts: {r['outputs_identical']}; prompt token IDs identical: "
