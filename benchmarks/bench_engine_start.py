@@ -26,7 +26,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frank.engine.controller import EngineController, _wait_group_gone  # noqa: E402
-from frank.engine.profiles import build_launch, load_profile  # noqa: E402
+from frank.engine.kinds import build_launch  # noqa: E402
+from frank.engine.profiles import load_profile  # noqa: E402
 
 
 def free_port() -> int:

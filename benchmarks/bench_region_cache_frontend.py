@@ -12,7 +12,7 @@ request of every draw it times, per arm:
 
 Arms: `off` (vLLM's own path), `on` (cache cleared at the start of the arm, so each conversation's first
 request is cold), `empty` (the same requests with the system message, the 98-99% region, emptied; cache
-off): the floor the issue's goal is measured against. Identity: every request's prompt token IDs with the
+off): the floor the front-end goal is measured against. Identity: every request's prompt token IDs with the
 cache on must equal those with it off, in every tokenizer mode run.
 
 Run from the console venv (it writes the workload, then re-runs itself in the engine venv):

@@ -15,7 +15,7 @@ deltas around it:
            chunk is written back;
   proxy    the runner through `frank record` (the recorder's added latency is proxy minus runner).
 
-The runner's own overhead is (runner - raw); the gap that the issue defines is the runner's line.
+The runner's own overhead is (runner - raw): the runner's line is the gap the target is set on.
 """
 
 from __future__ import annotations

@@ -11,5 +11,6 @@ One floor per concept, each importing only the floors below it (pyproject.toml's
     jobs         detached runs: launch, lock, status, follow, cancel, list
     reports      self-contained HTML pages and their plots
     engine       profiles, controller, supervisor, telemetry, /metrics, measures, region cache, built models
-    paths        where frank keeps its files;  errors: the one error base class
+    paths        where frank keeps its files;  jsonl: the one reader and writer of append-only record files
+    errors       the one error base class
 """

@@ -72,6 +72,12 @@ def engine_venv_python() -> Path:
     return Path(override) if override else REPO_ROOT / ".venv-engine" / "bin" / "python"
 
 
+def llamacpp_venv_python() -> Path:
+    """The llama.cpp venv (xllamacpp) that `make setup` builds; FRANK_LLAMACPP_PYTHON overrides it."""
+    override = os.environ.get("FRANK_LLAMACPP_PYTHON")
+    return Path(override) if override else REPO_ROOT / ".venv-llamacpp" / "bin" / "python"
+
+
 def write_private(path: Path, text: str) -> None:
     """Write a file readable by the user only, atomically (write to a temp file, then rename)."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -81,12 +87,3 @@ def write_private(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-
-
-def append_private_line(path: Path, line: str) -> None:
-    """Append one line to a user-only file and fsync it: a record once written survives a crash."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "ab") as handle:
-        handle.write((line.rstrip("\n") + "\n").encode())
-        handle.flush()
-        os.fsync(handle.fileno())

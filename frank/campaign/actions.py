@@ -12,6 +12,7 @@ file itself is never rewritten.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,9 @@ def init(path: Path | str | None = None, example: str | None = None) -> dict[str
 # -- status ---------------------------------------------------------------------------------------------------
 
 
-def rule_status(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
+def rule_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     checks = [e for e in ledger.events_for(part.name) if e["event"] == "check"]
+    checks += [c for c in pending if c["part"] == part.name]
     out = []
     for rule in part.revert_rules:
         last = None
@@ -106,7 +108,8 @@ def rule_status(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
     return out
 
 
-def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
+def part_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """One part's state, evidence, rules and what comes next; `pending`: checks not recorded yet."""
     state = ledger.state(part)
     evidence = [check_evidence(ledger.campaign, part, ev) for ev in part.evidence]
     for e in ledger.events_for(part.name):
@@ -128,6 +131,8 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
                 }
             )
     fired = watch.fired_since_served(ledger, part) if state == "served" else []
+    if state == "served":
+        fired += [c for c in pending if c["part"] == part.name and c.get("fired")]
     try:
         design_sha = part_design(ledger.campaign, part)[0].sha256 if part.design else None
     except CampaignError:
@@ -156,7 +161,7 @@ def part_status(ledger: Ledger, part: Part) -> dict[str, Any]:
         "evidence": evidence,
         "evidence_ok": all(e.get("ok") for e in evidence),
         "runs": runs,
-        "revert_rules": rule_status(ledger, part),
+        "revert_rules": rule_status(ledger, part, pending),
         "fired": [
             {"run_kind": c["run_kind"], "run_id": c["run_id"], "rules": c["fired"], "at": c["at"]} for c in fired
         ],
@@ -194,17 +199,28 @@ def served_defaults(part: Part) -> dict[str, Any]:
     return {"ok": True, "detail": f"profile {part.profile} starts with {part.knob_dict or 'itself'}"}
 
 
-def status(path: Path | str | None = None, *, run_watch: bool = True) -> dict[str, Any]:
+def status(path: Path | str | None = None) -> dict[str, Any]:
+    """The campaign as it stands; a read: nothing is written (checks not yet recorded show as
+    `pending_checks`, and their fired rules as alerts; `frank campaign watch` records them)."""
     ledger = open_ledger(resolve_path(path))
-    new_checks = watch.sweep(ledger) if run_watch else []
-    if new_checks:
-        ledger = open_ledger(ledger.campaign.path)
+    pending = watch.pending(ledger)
     recorded = ledger.recorded_hashes()
     parts = []
     for part in ledger.campaign.parts:
-        entry = part_status(ledger, part)
+        entry = part_status(ledger, part, pending)
         entry["recorded"] = part.name in recorded
         parts.append(entry)
+    served = {
+        p["name"]: ledger.since(ledger.campaign.part(p["name"]), "served") or 0 for p in parts if p["state"] == "served"
+    }
+    fired = [
+        c
+        for c in [*ledger.history, *pending]
+        if c.get("event", "check") == "check"
+        and c.get("fired")
+        and c["part"] in served
+        and c["at"] >= served[c["part"]]
+    ]
     return {
         "file": str(ledger.campaign.path),
         "history": str(ledger.history_file),
@@ -212,18 +228,8 @@ def status(path: Path | str | None = None, *, run_watch: bool = True) -> dict[st
         "description": ledger.campaign.description,
         "version": ledger.campaign.version,
         "parts": parts,
-        "new_checks": new_checks,
-        "alerts": watch.alert_lines(
-            [
-                c
-                for p in parts
-                for c in ledger.events_for(p["name"])
-                if c["event"] == "check"
-                and c.get("fired")
-                and p["state"] == "served"
-                and c["at"] >= (ledger.since(ledger.campaign.part(p["name"]), "served") or 0)
-            ]
-        ),
+        "pending_checks": pending,
+        "alerts": watch.alert_lines(fired),
     }
 
 
@@ -333,6 +339,8 @@ def revert(name: str, path: Path | str | None = None, reason: str | None = None)
     state = ledger.state(part)
     if state not in ("served", "adopted"):
         raise CampaignError(f"part {name} is {state}: only a served or adopted part can be reverted")
+    if state == "served" and watch.sweep(ledger):  # record the checks this decision rests on
+        ledger = open_ledger(ledger.campaign.path)
     fired = watch.fired_since_served(ledger, part) if state == "served" else []
     if not fired and not reason:
         raise CampaignError(

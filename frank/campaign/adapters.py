@@ -4,9 +4,8 @@ An adapter lists its finished runs (`finished`: run id and finish time) and turn
 its arms, each with the profile and knob values it ran, its failures, its pass count, its measures and its
 fidelity. A run with both the part's arm and a control arm (an experiment) is compared within itself; a
 run of one arm (a replay) is compared with the latest earlier run of the same kind and `comparable` key
-that ran without the part. Fidelity checks (`frank fidelity run`, issue 12) have theirs here (it reads
-nothing until that layer is in the checkout); episode draws (issue 11) register theirs with
-`register_adapter` when they land.
+that ran without the part. Kinds here: experiment, replay and fidelity (`frank fidelity run`); another
+kind (episode draws, say) adds its own with `register_adapter`.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Protocol
 
+from frank import jsonl
 from frank.errors import FrankError
 
 
@@ -154,17 +154,15 @@ def cells_fidelity(done: list[dict[str, Any]]) -> float | None:
 
 
 class FidelityAdapter:
-    """`frank fidelity run` results (replays/fidelity, issue 12): one arm, the engine's profile and the knobs
+    """`frank fidelity run` results (frank/fidelity/runs.py): one arm, the engine's profile and the knobs
     that change numerics, fidelity = the mean KL over the run's sets. Runs of the same sets (by content hash)
     and model are comparable. Floor runs (two starts of one configuration) are not checks of a part."""
 
     kind = "fidelity"
 
     def _runs(self) -> list[dict[str, Any]]:
-        try:
-            from frank.fidelity.runs import list_runs
-        except ImportError:  # the fidelity layer is not in this checkout
-            return []
+        from frank.fidelity.runs import list_runs
+
         return [r for r in list_runs() if r.get("kind") == "run"]
 
     def finished(self) -> Iterable[RunRef]:
@@ -208,10 +206,7 @@ class ReplayAdapter:
     kind = "replay"
 
     def finished(self) -> Iterable[RunRef]:
-        try:
-            from frank.workloads.catalog import list_runs  # the one catalog, once the jobs layer is in
-        except ImportError:
-            from frank.workloads.replay import list_runs
+        from frank.workloads.catalog import list_runs
 
         for summary in list_runs():
             if summary.get("state") == "finished":
@@ -270,14 +265,9 @@ def _knobs_flipped(profile: str | None, start: float, end: float) -> bool:
     path: Path = EngineController().files.knob_changes
     if not profile or not path.is_file():
         return False
-    for line in path.read_text().splitlines():
-        try:
-            change = json.loads(line)
-        except ValueError:
-            continue
-        if change.get("profile") == profile and start <= float(change.get("at") or 0) <= end:
-            return True
-    return False
+    return any(
+        change.get("profile") == profile and start <= float(change.get("at") or 0) <= end for change in jsonl.read(path)
+    )
 
 
 register_adapter(ExperimentAdapter())

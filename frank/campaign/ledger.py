@@ -13,13 +13,12 @@ A part's state is its declared state with its `adopt`/`serve`/`revert` events ap
 from __future__ import annotations
 
 import getpass
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frank import paths
+from frank import jsonl
 from frank.campaign.parts import Campaign, CampaignError, Part, load_campaign
 
 STATE_EVENTS = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
@@ -30,23 +29,13 @@ def history_path(campaign_path: Path) -> Path:
 
 
 def read_history(path: Path) -> list[dict[str, Any]]:
-    """Every whole event (a torn last line, from a kill mid-write, is skipped)."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_bytes().splitlines():
-        try:
-            event = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if isinstance(event, dict) and "event" in event:
-            out.append(event)
-    return out
+    """Every whole event (frank.jsonl: a torn last line is skipped, a damaged one is an error)."""
+    return [e for e in jsonl.read(path) if "event" in e]
 
 
 def append_event(path: Path, event: str, **fields: Any) -> dict[str, Any]:
     record = {"event": event, "at": time.time(), "by": _user(), **fields}
-    paths.append_private_line(path, json.dumps(record, sort_keys=True, default=str))
+    jsonl.append(path, record, sort_keys=True)
     return record
 
 

@@ -11,14 +11,17 @@ part's knob values, or, for a part that is a whole profile (no knob values), ano
 - fidelity_regression:     the part's KL is above the control's by more than `floor`
 - measure_worse:           `measure` is worse than the control's by more than `max_worse_pct` percent
 
-`sweep` is cheap enough to call from `frank campaign status`, the end of `frank replay` and `frank
-experiment run`, and the console's timer: a fired rule shows at once wherever the operator looks.
+`sweep` records the checks: `frank campaign watch`, the end of `frank replay` and `frank experiment run`,
+and the console's watch call it. `pending` computes the same checks without writing, for what only reads
+(`frank campaign status`, the campaign screen, a `--read-only` console): a fired rule shows at once
+wherever the operator looks, and a read never appends to the history.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import time
 from typing import Any
 
 from frank.campaign.adapters import ADAPTERS, ArmResult, RunResult
@@ -123,12 +126,15 @@ def sweep(ledger: Ledger) -> list[dict[str, Any]]:
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        return _sweep(open_ledger(ledger.campaign.path))
+        ledger = open_ledger(ledger.campaign.path)
+        return [append_event(ledger.history_file, "check", **check) for check in pending(ledger)]
     finally:
         os.close(fd)
 
 
-def _sweep(ledger: Ledger) -> list[dict[str, Any]]:
+def pending(ledger: Ledger) -> list[dict[str, Any]]:
+    """The checks a sweep would record now (finished runs not checked yet against the served parts they
+    involve), computed without writing anything."""
     served = [(p, ledger.since(p, "served") or 0.0) for p in ledger.campaign.parts if ledger.state(p) == "served"]
     if not served:
         return []
@@ -176,16 +182,18 @@ def _sweep(ledger: Ledger) -> list[dict[str, Any]]:
                 )
                 check = check_run(part, result, earlier)
                 if check is not None:
-                    new.append(append_event(ledger.history_file, "check", **check))
+                    new.append({**check, "at": time.time()})
                     checked.add((part.name, kind, ref.run_id))
     return new
 
 
-def sweep_file(path: Any) -> list[dict[str, Any]]:
-    """Sweep the campaign at `path`, if there is one with a history; never raises for a missing campaign
-    (called at the end of every replay and experiment run)."""
+def sweep_file(path: Any, record: bool = True) -> list[dict[str, Any]]:
+    """Sweep the campaign at `path` (with `record=False`: only compute the pending checks), if there is one
+    with a history; never raises for a missing campaign (called at the end of every replay and experiment
+    run, and by the console's watch)."""
     try:
-        return sweep(open_ledger(path))
+        ledger = open_ledger(path)
+        return sweep(ledger) if record else pending(ledger)
     except FrankError:
         return []
 

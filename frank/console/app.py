@@ -1,51 +1,72 @@
-"""The operator console: one Textual app over the headless layers (engine/, replays/).
+"""The operator console: one Textual app over the headless layers, composed of plain objects.
 
-The app holds no logic of its own: it renders the controller's status, the telemetry sampler's snapshots,
-the jobs (frank.jobs) and the experiment journal, and turns keys into calls on those layers. Its actions
-live by concern in frank/console/actions/ (engine, jobs, experiments); this module is the life cycle and the
-data flow.
+Data flow (DESIGN.md section 2; memray's live view, toolong's messages): one source per kind of data
+(frank/console/sources/: telemetry, engine, jobs, experiments, episodes, campaign) owns a thread, reads its
+headless layer, and posts its frozen view as a typed message (frank/console/messages.py) only when it
+changed. The app keeps the newest of each in one frozen ConsoleState (frank/console/state.py) and, once per
+batch of messages, asks the screen on top to render it; screens and widgets only render and poll nothing.
+Idle, with nothing changing, the app does nothing but receive one telemetry message per sample.
 
-Data flow (memray's live view / harlequin): background workers never touch widgets; they post typed
-messages (frank.console.messages: EngineStateChanged, JobsListed, JobProgressed, ExperimentFolded). The app keeps
-the newest of each and passes it on to the active screen, which reacts; a screen shown later draws the kept
-state. Timing:
-- The telemetry Sampler owns one thread; the app reads `sampler.latest()` on a `refresh_s` timer and
-  redraws only the active screen, only when the snapshot changed.
-- Engine status and the log tail are polled in a thread worker, re-armed with `set_timer` after each
-  poll ends (never overlapping); a slow or dead engine never blocks the event loop.
-- Jobs are polled the same way (frank.console.actions.jobs): once a second while the followed job runs.
-
-Quitting never stops a job or the engine, and asks nothing; `quit_stop` stops the engine first (asking,
-and naming any job running on it).
+Actions are plain objects by concern (frank/console/actions/: engine, jobs, experiments and fidelity,
+episodes, campaign, logs) holding the app as a Host (frank/console/host.py); screens depend on that protocol
+and on the state, never on this module. Anything long runs as a job (frank.jobs): replays, experiments,
+episodes and fidelity outlive the console. Quitting never stops a job or the engine and asks nothing;
+`quit_stop` stops the engine first (asking, and naming any job running on it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from frank.console import config, themes
+from frank.console.actions.campaign import CampaignActions
 from frank.console.actions.engine import EngineActions
+from frank.console.actions.episodes import EpisodeActions
 from frank.console.actions.experiments import ExperimentActions
 from frank.console.actions.jobs import JobActions
+from frank.console.actions.logs import LogActions
 from frank.console.commands import FrankCommands
-from frank.console.log_follow import LogFollower
-from frank.console.messages import EngineStateChanged
+from frank.console.log_index import LogIndex
+from frank.console.messages import (
+    CampaignRead,
+    EngineRead,
+    EpisodesRead,
+    ExperimentsRead,
+    JobsRead,
+    LogRead,
+    SourceFailed,
+    TelemetrySampled,
+)
+from frank.console.screens.campaign import CampaignScreen
 from frank.console.screens.confirm import ConfirmDialog
+from frank.console.screens.dashboard import DashboardScreen
+from frank.console.screens.episodes import EpisodesScreen
+from frank.console.screens.experiments import ExperimentsScreen
 from frank.console.screens.help import HelpScreen
-from frank.console.services import FollowedJob, Services, default_services  # noqa: F401  (Services: re-exported)
+from frank.console.screens.logs import LogsScreen
+from frank.console.screens.replays import ReplaysScreen
+from frank.console.services import Services, default_services
+from frank.console.sources.base import Source
+from frank.console.sources.campaign import CampaignSource
+from frank.console.sources.engine import EngineSource
+from frank.console.sources.episodes import EpisodesSource
+from frank.console.sources.experiments import ExperimentsSource
+from frank.console.sources.jobs import JobsSource
+from frank.console.sources.logs import LogSource
+from frank.console.sources.telemetry import TelemetrySource
+from frank.console.state import CampaignPart, ConsoleState, FollowedJob
 from frank.engine.controller import EngineStatus
 from frank.errors import FrankError
-from frank.experiments.runner import ExperimentState
-from frank.jobs import JobStatus
+
+__all__ = ["FrankApp", "Services", "default_services", "run_console"]
 
 # Actions that change something: disabled in read-only mode.
 MUTATING = {
@@ -60,22 +81,26 @@ MUTATING = {
     "experiment_register",
     "experiment_run",
     "experiment_stop",
+    "fidelity",
     "set_knob",
 }
-
-
 SCREENS = Binding.Group("screens", compact=True)
-HEALTH_EVERY_S = 60.0  # once ready, the controller says ready whatever /health answers (see poll_engine)
-STEADY_POLLS = 5  # while the engine is steady, poll its status every 5 refreshes
 CONTROLLER_STATES = ("stopped", "starting", "ready", "crashed")
 
 
-class FrankApp(EngineActions, JobActions, ExperimentActions, App):
+class FrankApp(App):
     TITLE = "frank"
     CSS_PATH = "frank.tcss"
     COMMANDS = App.COMMANDS | {FrankCommands}
     ENABLE_COMMAND_PALETTE = True
-    MODES = {}  # filled in __init__ (screens import the app module's types)
+    MODES = {
+        "dashboard": DashboardScreen,
+        "replays": ReplaysScreen,
+        "experiments": ExperimentsScreen,
+        "logs": LogsScreen,
+        "campaign": CampaignScreen,
+        "episodes": EpisodesScreen,
+    }
 
     BINDINGS = [
         Binding("1", "switch_mode('dashboard')", "dashboard", id="mode.dashboard", group=SCREENS),
@@ -105,198 +130,300 @@ class FrankApp(EngineActions, JobActions, ExperimentActions, App):
         read_only: bool = False,
         remember_theme: bool = True,
         poll_status: bool = True,
+        state: ConsoleState | None = None,
     ) -> None:
-        from frank.console.screens.campaign import CampaignScreen
-        from frank.console.screens.dashboard import DashboardScreen
-        from frank.console.screens.episodes import EpisodesScreen
-        from frank.console.screens.experiments import ExperimentsScreen
-        from frank.console.screens.logs import LogsScreen
-        from frank.console.screens.replays import ReplaysScreen
-
-        self.MODES = {
-            "dashboard": DashboardScreen,
-            "replays": ReplaysScreen,
-            "experiments": ExperimentsScreen,
-            "logs": LogsScreen,
-            "campaign": CampaignScreen,
-            "episodes": EpisodesScreen,
-        }
         super().__init__()
         self.services = services
         self.settings = settings or config.Settings()
         self.read_only = read_only
         self.remember_theme = remember_theme
-        self.poll_status = poll_status
         for t in themes.THEMES.values():
             self.register_theme(t)
         self.theme = themes.resolve(theme) or self.settings.theme
-        self.engine_status: EngineStatus | None = None  # the controller's latest (EngineStateChanged)
-        self.log_tail: list[str] = []
-        self.snapshot: Any = None  # the sampler's latest Snapshot
-        self.busy = ""  # an engine action in flight ("starting", ...)
-        self.requests: list[tuple[str, Any]] = []  # (key, RequestDelta) of the last requests seen
-        self.running_jobs: list[JobStatus] = []  # every running job (JobsListed)
-        self.job: FollowedJob | None = None  # the job this console follows (JobProgressed)
-        self._follower: Any = None  # its frank.jobs.Follower (the jobs worker's)
-        self._jobs_timer = None
-        self._jobs_listed_at = -1e9
-        self.followed_run: str | None = None  # the experiment run the console follows
-        self.experiment_state: ExperimentState | None = None  # its journal folded (ExperimentFolded)
-        self.experiment_rule: Any = None
-        self.experiment_report: dict[str, Any] | None = None
-        self._last_request_obj: Any = None
-        self._drawn_seq: Any = None
-        self._sampler_state: str | None = None
-        self._status_timer = None
-        self._adopt_checked = False
-        self._report_events: int | None = None
-        self._last_health = -1e9
-        self._knobs_cache: tuple[str, float, dict[str, Any]] | None = None
-        self._log_follower = LogFollower(self.settings.log_tail_lines)
+        self.state = state or ConsoleState()  # the newest view of every source (frank.console.state)
         self.startup_notes: list[str] = []
+        # actions, by concern
+        self.engine = EngineActions(self)
+        self.jobs = JobActions(self)
+        self.experiments = ExperimentActions(self, self.jobs)
+        self.episodes = EpisodeActions(self)
+        self.campaign = CampaignActions(self)
+        self.logs = LogActions(self)
+        # sources: the engine's is left out when a test hands the app a fixed engine status (poll_status=False)
+        post = self.post_message
+        self.engine_source = (
+            EngineSource(
+                post,
+                services.controller,
+                services.profile,
+                self.settings.refresh_s,
+                self.settings.log_tail_lines,
+                telemetry=services.sampler is not None,
+            )
+            if poll_status
+            else None
+        )
+        self.telemetry_source = TelemetrySource(post, services.sampler) if services.sampler is not None else None
+        self.jobs_source = JobsSource(post)
+        self.experiments_source = ExperimentsSource(post, self.settings.refresh_s)
+        self.episodes_source = EpisodesSource(post)
+        self.campaign_source = CampaignSource(post, read_only=read_only)
+        self.log_source = LogSource(post, self.settings.refresh_s)
+        self._note_log_path()
+        self._render_due = False
+        self._seen_engine_state: str | None = None
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
+
+    @property
+    def sources(self) -> list[Source[Any]]:
+        found = [
+            self.engine_source,
+            self.telemetry_source,
+            self.jobs_source,
+            self.experiments_source,
+            self.episodes_source,
+            self.campaign_source,
+            self.log_source,
+        ]
+        return [s for s in found if s is not None]
+
+    # -- conveniences over the state (benchmarks and tests read these) ---------------------------------
+    @property
+    def engine_status(self) -> EngineStatus | None:
+        return self.state.engine.status
+
+    @property
+    def engine_state(self) -> str:
+        return self.state.engine.state
+
+    @property
+    def job(self) -> FollowedJob | None:
+        return self.state.jobs.followed
+
+    @property
+    def busy(self) -> str:
+        return self.state.busy
 
     # -- life cycle ------------------------------------------------------------------------------
     def on_mount(self) -> None:
         if self.services.sampler is not None:
             try:
                 self.services.sampler.start()
-            except Exception as exc:  # telemetry is a view; the console still controls the engine
+            except Exception as exc:  # noqa: BLE001 -- telemetry is a view; the console still controls the engine
                 self.notify(f"telemetry did not start: {exc}", severity="error")
         self._update_title()
         self.switch_mode("dashboard")
         for note in self.startup_notes:
             self.notify(note, severity="warning", timeout=10)
-        self.set_interval(self.settings.refresh_s, self.tick)
-        if self.poll_status:
-            self.poll_engine()
-            self.poll_jobs()
-            from frank.console.screens.campaign import install_watch  # campaign (issue 15): fired rules on any screen
-
-            install_watch(self)
+        for source in self.sources:
+            source.start()
 
     def on_unmount(self) -> None:
+        for source in self.sources:  # daemon threads: a read in flight ends on its own, its post is dropped
+            source.stop(timeout=0.2)
         if self.services.sampler is not None:
             self.services.sampler.stop(timeout=2.0)
 
-    def tick(self) -> None:
-        """Apply the newest snapshot to the visible screen, only if it changed."""
-        sampler = self.services.sampler
-        snap = sampler.latest() if sampler is not None else None
-        if snap is not None:
-            self.snapshot = snap
-            self._note_request(snap)
-            # The sampler reads the controller's state every refresh: a change it sees polls status at once
-            # (the status poll itself is slow while steady).
-            seen = getattr(getattr(snap, "engine", None), "state", None)
-            if seen != self._sampler_state:
-                if self._sampler_state is not None and seen in CONTROLLER_STATES and seen != self.engine_state:
-                    self.refresh_status_now()
-                self._sampler_state = seen
-        key = (getattr(snap, "seq", None), self.engine_status, len(self.log_tail) and self.log_tail[-1], self.busy)
-        if key == self._drawn_seq:
-            return
-        self._drawn_seq = key
-        self.redraw()
+    def switch_mode(self, mode: str) -> Any:
+        """Switch screens, and tell the sources which of them a screen now looks at (they read faster)."""
+        result = super().switch_mode(mode)
+        self.log_source.want(mode == "logs")
+        self.jobs_source.want(mode == "replays")
+        self.episodes_source.want(mode == "episodes")
+        self.experiments_source.want(mode == "experiments")
+        self.campaign_source.want(mode == "campaign")
+        return result
 
-    def redraw(self) -> None:
-        screen = self.active_screen()
-        if hasattr(screen, "refresh_view"):
+    # -- the one data path: a source's message -> state -> the screen on top ----------------------------
+    def apply(self, **views: Any) -> None:
+        """Replace parts of the state and render it once the messages waiting now are handled."""
+        self.state = replace(self.state, **views)
+        if not self._render_due:
+            self._render_due = True
+            self.call_next(self._render)
+
+    def _render(self) -> None:
+        self._render_due = False
+        screen = self.screen_stack[-1] if self.screen_stack else None
+        render = getattr(screen, "render_state", None)
+        if render is not None and screen.is_mounted:
             with self.batch_update():
-                screen.refresh_view()
+                render(self.state)
 
-    def _note_request(self, snap: Any) -> None:
-        last = getattr(getattr(snap, "engine", None), "last_request", None)
-        if last is not None and last is not self._last_request_obj:
-            self._last_request_obj = last
-            self.requests.append((time.strftime("%H:%M:%S", time.localtime(snap.wall_time)), last))
-            del self.requests[:-8]
+    def on_telemetry_sampled(self, message: TelemetrySampled) -> None:
+        self.apply(telemetry=message.view)
+        snap = message.view.snapshot
+        # The sampler reads the controller's state every sample: a change it sees asks for a status read now
+        # (while steady, the engine source reads only every few refreshes).
+        seen = snap.engine.state if snap is not None else None
+        if seen != self._seen_engine_state:
+            if self._seen_engine_state is not None and seen in CONTROLLER_STATES and seen != self.engine_state:
+                self.refresh_engine()
+            self._seen_engine_state = seen
 
-    # -- engine status polling (thread; re-armed after each poll) ----------------------------------
-    @work(thread=True, exclusive=True, group="status", exit_on_error=False)
-    def poll_engine(self) -> None:
-        controller = self.services.controller
-        # /health while starting (it decides "ready") and otherwise rarely: each check is a new HTTP client
-        # and an access-log line, and the sampler's 1 Hz /metrics scrape already shows an unreachable engine.
-        now = time.monotonic()
-        check = now - self._last_health >= HEALTH_EVERY_S or self.engine_state not in ("ready", "stopped")
-        status = controller.status(check_health=check)
-        if check:
-            self._last_health = now
-        tail = self._tail(status) if self.settings.log_tail_lines else []
-        self.post_message(EngineStateChanged(status, tail))
-        folded = self.read_experiment()
-        if folded is not None:
-            self.post_message(folded)
-
-    def _tail(self, status: Any) -> list[str]:
-        """The log's last lines; each poll reads only what was appended since the last one."""
-        path = getattr(status, "log_path", None) or str(self.services.controller.log_path())
-        return self._log_follower.lines(path)
-
-    def on_engine_state_changed(self, message: EngineStateChanged) -> None:
-        changed = getattr(self.engine_status, "state", None) != message.status.state
-        self.engine_status = message.status
-        self.log_tail = message.log_tail
+    def on_engine_read(self, message: EngineRead) -> None:
+        self.apply(engine=message.view)
         self._update_title()
-        if changed:
-            self.tick()  # a state change shows at once; the rest on the next refresh tick
-        self.forward(message)
+        self._note_log_path()
 
-    def forward(self, message: Any) -> None:
-        """Pass a worker's message on to the active screen when it reacts to that kind of message."""
-        screen = self.active_screen()
-        if screen is not None and hasattr(screen, message.handler_name):
-            screen.post_message(message)
+    def _note_log_path(self) -> None:
+        status = self.state.engine.status
+        path = status.log_path if status is not None and status.log_path else str(self.services.controller.log_path())
+        if path != self.log_source.path:
+            self.log_source.path = path
+            self.log_source.poll_now()
 
-    def active_screen(self) -> Any:
-        """The screen on top, or None while there is none (starting up, shutting down)."""
-        return self.screen_stack[-1] if self.screen_stack else None
+    def on_log_read(self, message: LogRead) -> None:
+        self.apply(log=message.view)
+
+    def on_jobs_read(self, message: JobsRead) -> None:
+        old, new = self.state.jobs.followed, message.view.followed
+        self.apply(jobs=message.view)
+        if new is not None and new.adopted and (old is None or old.run_id != new.run_id):
+            self.notify(f"following the running job {new.run_id}", timeout=6)
+        if old is not None and new is not None and old.run_id == new.run_id and old.running and not new.running:
+            st = new.status
+            self.notify(f"{st.kind} {new.run_id}: {st.state} ({st.done}/{st.planned or '?'})", timeout=8)
+
+    def on_experiments_read(self, message: ExperimentsRead) -> None:
+        old, new = self.state.experiments.followed, message.view.followed
+        self.apply(experiments=message.view)
+        if new is not None and new.state is None:
+            self.notify(f"experiment: {new.error or 'unreadable'}", severity="error")
+        elif new is not None and old is None and new.state is not None and new.state.status == "running":
+            self.notify(f"following the running experiment {new.run_id}", timeout=6)
+
+    def on_episodes_read(self, message: EpisodesRead) -> None:
+        self.apply(episodes=message.view)
+
+    def on_campaign_read(self, message: CampaignRead) -> None:
+        old = self.state.campaign
+        self.apply(campaign=message.view)
+        if message.view.fired and message.view.read != old.read:
+            for line in message.view.fired:
+                self.notify(line, title="revert rule fired", severity="error", timeout=30)
+
+    def on_source_failed(self, message: SourceFailed) -> None:
+        self.notify(message.error, title=message.source, severity="error", timeout=8)
 
     def _update_title(self) -> None:
-        status = self.engine_status
+        status = self.state.engine.status
         if status is not None:
-            self.sub_title = f"{status.profile or self.profile_for_start()} · {status.state}" + (
+            self.sub_title = f"{status.profile or self.state.engine.profile} · {status.state}" + (
                 " · read-only" if self.read_only else ""
             )
 
-    def _rearm_status(self) -> None:
-        """Poll at the refresh rate while something changes; every STEADY_POLLS refreshes while steady (the
-        sampler's snapshots carry the engine's state in between, and a change they show polls at once)."""
-        if self.poll_status and self.is_running:
-            steady = self.engine_state in ("ready", "stopped") and not self.busy and self.services.sampler is not None
-            self._status_timer = self.set_timer(
-                self.settings.refresh_s * (STEADY_POLLS if steady else 1), self.poll_engine
-            )
+    # -- what screens and actions ask (frank.console.host.Host) ----------------------------------------
+    def set_busy(self, busy: str) -> None:
+        self.apply(busy=busy)
 
-    def refresh_status_now(self) -> None:
-        if self._status_timer is not None:
-            self._status_timer.stop()
-        self.poll_engine()
+    def guard(self, what: str) -> bool:
+        """False (with a notification) when the console may not act now."""
+        if self.read_only:
+            self.notify(f"read-only console: {what} is disabled", severity="warning")
+            return False
+        if self.state.busy:
+            self.notify(f"wait: the engine is {self.state.busy}", severity="warning")
+            return False
+        return True
+
+    def refresh_engine(self) -> None:
+        if self.engine_source is not None:
+            self.engine_source.poll_now()
+
+    def follow_job(self, run_id: str) -> None:
+        self.jobs_source.follow(run_id)
+
+    def reload_jobs(self) -> None:
+        self.jobs_source.reload()
+
+    def follow_run(self, run_id: str | None) -> None:
+        followed = self.state.experiments.followed
+        if followed is None or followed.run_id != run_id:
+            self.experiments_source.follow(run_id)
+
+    def reload_experiments(self) -> None:
+        self.experiments_source.reload()
+
+    def follow_episodes(self, run_id: str) -> None:
+        self.episodes_source.follow(run_id)
+
+    def launch_episodes(self, suite: str | None) -> None:
+        self.episodes.launch(suite)
+
+    def read_campaign(self) -> None:
+        self.campaign_source.want(True)
+        self.campaign_source.poll_now()
+
+    def campaign_action(self, call: str, part: CampaignPart | None) -> None:
+        self.campaign.act(call, part)
+
+    def search_log(
+        self, index: LogIndex, pattern: str, start: int, backwards: bool, then: Callable[[int | None], None]
+    ) -> None:
+        self.logs.search(index, pattern, start, backwards, then)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed action is a notification with its reason, never a traceback."""
         worker = event.worker
-        if worker.group == "status" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
-            if event.state == WorkerState.ERROR:
-                self.notify(f"engine status: {worker.error}", severity="error", timeout=4)
-            self._rearm_status()
-        elif worker.group == "jobs" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
-            if event.state == WorkerState.ERROR:
-                self.notify(f"jobs: {_reason(worker.error)}", severity="error", timeout=4)
-            self._rearm_jobs()
-        elif worker.group in ("experiment", "replay", "exp-lists") and event.state == WorkerState.ERROR:
-            self.notify(_reason(worker.error), title=worker.group, severity="error", timeout=12)
-        elif worker.group == "engine-action" and event.state == WorkerState.ERROR:
-            self.busy = ""
+        if event.state != WorkerState.ERROR:
+            return
+        if worker.group == "engine-action":
+            self.set_busy("")
             self.notify(_reason(worker.error), title=f"{worker.name} failed", severity="error", timeout=12)
-            self.refresh_status_now()
+            self.refresh_engine()
+        else:
+            self.notify(_reason(worker.error), title=worker.group, severity="error", timeout=12)
 
-    # -- app actions -------------------------------------------------------------------------------
+    # -- app actions (keys and the palette name them) ----------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.read_only and action in MUTATING:
             return None  # shown greyed out in the footer; the key does nothing
         return True
+
+    def action_engine_start(self) -> None:
+        self.engine.start()
+
+    def action_engine_stop(self) -> None:
+        self.engine.stop()
+
+    def action_engine_restart(self) -> None:
+        self.engine.restart()
+
+    def action_toggle_region_cache(self) -> None:
+        self.engine.toggle_region_cache()
+
+    def action_knobs(self) -> None:
+        self.engine.knobs()
+
+    def set_knob(self, name: str, value: Any) -> None:
+        self.engine.set_knob(name, value)
+
+    def action_quit_stop(self) -> None:
+        self.engine.quit_stop()
+
+    def action_replay_launch(self) -> None:
+        self.jobs.replay_launch()
+
+    def action_replay_cancel(self) -> None:
+        self.jobs.replay_cancel()
+
+    def action_experiment_register(self) -> None:
+        self.experiments.register()
+
+    def action_experiment_run(self) -> None:
+        self.experiments.run()
+
+    def action_experiment_stop(self) -> None:
+        self.experiments.stop()
+
+    def action_fidelity(self) -> None:
+        self.experiments.fidelity()
+
+    def action_episodes_launch(self) -> None:
+        self.switch_mode("episodes")
+        self.episodes.launch(None)
 
     def confirm(self, title: str, body: str, then: Callable[[], Any], yes: str = "Yes") -> None:
         self.push_screen(ConfirmDialog(title, body, yes=yes), lambda ok: then() if ok else None)

@@ -25,6 +25,9 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Go: experiments", "designs, registered runs, live block board", "switch_mode('experiments')"),
     ("Go: logs", "the engine log, searchable", "switch_mode('logs')"),
     ("Go: campaign", "parts, evidence, revert rules and their last check", "switch_mode('campaign')"),
+    ("Go: episodes", "task suites, launch draws, the live episode", "switch_mode('episodes')"),
+    ("Episodes: launch…", "asks for the suite and the draws; a detached job", "episodes_launch"),
+    ("Fidelity: measure the running engine", "a detached job (frank jobs list); again to cancel it", "fidelity"),
     ("Replay: launch selected workload", "a detached job: survives the console and SSH", "replay_launch"),
     ("Job: cancel the followed job", "it stops after the request in flight; resumable (asks first)", "replay_cancel"),
     ("Experiment: register selected design", "freeze a design and draw its order", "experiment_register"),
@@ -42,7 +45,8 @@ def _entries(app: Any) -> Iterator[tuple[str, str, Any]]:
     for name in themes.THEMES:
         yield f"Theme: {name}", "switch theme (remembered)", partial(app.set_theme, name)
     status_knobs = dict(getattr(app.engine_status, "knobs", None) or {})
-    for name, knob in app.profile_knobs().items():
+    for knob in app.state.engine.knobs:
+        name = knob.name
         how = "restart" if knob.needs_restart else "live"
         for value in knob.values:
             current = " (current)" if str(status_knobs.get(name, knob.default)) == str(value) else ""

@@ -1,7 +1,7 @@
 """The engine log's last lines for the dashboard, read incrementally: stat the file, read only the bytes
 appended since the last call (the whole tail only on the first read, a rotation or a truncation).
 
-Plain Python, no Textual: the app calls `lines()` from its status thread.
+Plain Python, no Textual: the engine source (frank.console.sources.engine) calls `lines()` in its thread.
 """
 
 from __future__ import annotations

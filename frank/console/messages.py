@@ -1,51 +1,86 @@
-"""Typed messages from the console's background workers to its screens (memray live view / harlequin style).
+"""Typed messages from the console's sources to the app (memray's live view; toolong's `can_replace`).
 
-Workers (threads) never touch widgets: they post one of these to the app, which keeps the newest in its
-state (ConsoleState) and passes the message on to the active screen; a screen that is not shown catches up
-from the state when it is shown again. None bubbles, so a screen's handler is the end of the road.
+Each source (frank/console/sources/) owns one thread and posts one kind of message: a dataclass with one
+field, the source's complete frozen view (frank/console/state.py). A message is sealed once built: its
+fields cannot be reassigned. Because every message carries the whole view, a newer one makes an older
+one still waiting in the app's queue stale, and Textual drops it (`can_replace`).
 """
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
 from textual.message import Message
 
-from frank.jobs import JobStatus
+from frank.console.state import (
+    CampaignView,
+    EngineReading,
+    EpisodesView,
+    ExperimentsView,
+    JobsView,
+    LogIndexed,
+    TelemetryView,
+)
 
 
-class EngineStateChanged(Message, bubble=False):
-    """A status poll finished: the controller's EngineStatus and the log's last lines."""
+class SourceMessage(Message, bubble=False):
+    """A dataclass message whose fields are fixed after construction; the newest of a kind wins."""
 
-    def __init__(self, status: Any, log_tail: list[str]) -> None:
-        super().__init__()
-        self.status = status
-        self.log_tail = log_tail
+    def __post_init__(self) -> None:
+        super().__post_init__()  # Message's own bookkeeping (sender, time)
+        object.__setattr__(self, "_sealed", True)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False) and name in getattr(self, "__dataclass_fields__", {}):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super().__setattr__(name, value)
 
-class JobsListed(Message, bubble=False):
-    """The jobs running now (every kind), newest first."""
-
-    def __init__(self, running: list[JobStatus]) -> None:
-        super().__init__()
-        self.running = running
-
-
-class JobProgressed(Message, bubble=False):
-    """The followed job's status and the records appended since the previous poll."""
-
-    def __init__(self, status: JobStatus, records: list[dict[str, Any]]) -> None:
-        super().__init__()
-        self.status = status
-        self.records = records
+    def can_replace(self, message: Message) -> bool:
+        return type(message) is type(self)
 
 
-class ExperimentFolded(Message, bubble=False):
-    """The followed experiment's journal folded again: its state, the frozen rule and (once ended) the report."""
+@dataclass(eq=False)
+class TelemetrySampled(SourceMessage):
+    view: TelemetryView
 
-    def __init__(self, state: Any, rule: Any, report: dict[str, Any] | None, error: str | None = None) -> None:
-        super().__init__()
-        self.state = state
-        self.rule = rule
-        self.report = report
-        self.error = error
+
+@dataclass(eq=False)
+class EngineRead(SourceMessage):
+    view: EngineReading
+
+
+@dataclass(eq=False)
+class JobsRead(SourceMessage):
+    view: JobsView
+
+
+@dataclass(eq=False)
+class ExperimentsRead(SourceMessage):
+    view: ExperimentsView
+
+
+@dataclass(eq=False)
+class EpisodesRead(SourceMessage):
+    view: EpisodesView
+
+
+@dataclass(eq=False)
+class CampaignRead(SourceMessage):
+    view: CampaignView
+
+
+@dataclass(eq=False)
+class LogRead(SourceMessage):
+    view: LogIndexed
+
+
+@dataclass(eq=False)
+class SourceFailed(SourceMessage):
+    """A source's read raised: shown once as a notification; the source keeps its loop."""
+
+    source: str
+    error: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SourceFailed) and message.source == self.source

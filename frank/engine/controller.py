@@ -1,11 +1,12 @@
-"""The engine process controller: start, adopt, watch, flip knobs, restart and stop one vLLM server.
+"""The engine process controller: start, adopt, watch, flip knobs, restart and stop one engine server
+(vLLM or llama.cpp: frank.engine.kinds says how each kind's profile becomes a launch).
 
 One engine per state dir. Every controller instance reads the state files, so a console (or CLI) started
 later adopts the running engine; nothing is kept only in memory. The process tree is:
 
     supervisor (session + process-group leader, frank/engine/supervisor.py)
-      └─ vLLM API server (python -m vllm.entrypoints.openai.api_server ...)
-           └─ engine-core and other children
+      └─ the server: vLLM's API server (python -m vllm.entrypoints.openai.api_server ...) or llama.cpp's
+           └─ engine-core and other children (vLLM)
 
 Stop sends SIGTERM to the group, then SIGKILL to the group after the profile's grace period, and waits
 until no process of the group is left.
@@ -29,7 +30,8 @@ import httpx
 import psutil
 
 from frank import paths
-from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, ProfileError, build_launch, load_profile
+from frank.engine.kinds import build_launch, kind_of
+from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, load_profile
 from frank.engine.state import StateFiles, tail_lines
 from frank.errors import FrankError
 
@@ -45,6 +47,7 @@ class EngineError(FrankError):
 class EngineStatus:
     state: str  # one of STATES
     profile: str | None = None
+    kind: str | None = None  # the engine kind: vllm or llamacpp (frank.engine.kinds)
     pid: int | None = None  # the vLLM API server
     pgid: int | None = None  # the supervisor's process group (the whole engine)
     host: str | None = None
@@ -98,6 +101,12 @@ class EngineController:
         record = self.files.read_json(self.files.record)
         return record.get("token") if record else None
 
+    @property
+    def client_api_key(self) -> str | None:
+        """The bearer key clients send to the running engine (llama.cpp: the control token), or None."""
+        record = self.files.read_json(self.files.record)
+        return (record.get("api_key") or None) if record else None
+
     def log_path(self) -> Path:
         return self.files.log
 
@@ -110,6 +119,7 @@ class EngineController:
             return EngineStatus(state="stopped", log_path=str(self.files.log))
         base = dict(
             profile=record.get("profile"),
+            kind=record.get("kind", "vllm"),
             pgid=record.get("pgid"),
             host=record.get("host"),
             port=record.get("port"),
@@ -201,6 +211,8 @@ class EngineController:
         )
         record = {
             "profile": prof.name,
+            "kind": prof.kind,
+            "api_key": kind_of(prof).client_api_key(prof, token),
             "knobs": values,
             "host": spec.host,
             "port": port,
@@ -242,7 +254,7 @@ class EngineController:
                         f"engine {prof.name} exited during start ({why}); log {record['log_path']}, last lines:\n{tail}"
                     )
                 try:
-                    if client.get(record["url"] + "/health").status_code == 200:
+                    if client.get(record["url"] + kind_of(prof).health_path).status_code == 200:
                         return
                 except httpx.HTTPError:
                     pass
@@ -264,26 +276,7 @@ class EngineController:
         return prof.resolve_knobs({**saved, **(overrides or {})})
 
     def _preflight(self, prof: Profile) -> None:
-        python = prof.python_path()
-        if not python.exists():
-            hint = " (run `make setup` to build the engine venv)" if prof.python == "@engine-venv" else ""
-            raise ProfileError(f"{prof.source}: python: {python} does not exist{hint}")
-        model = prof.model_path()
-        if (model.startswith("/") or prof.model.startswith("@models/")) and not Path(model).exists():
-            name = prof.model.removeprefix("@models/")
-            hint = f" (run `frank model build --model {name}`)" if prof.model.startswith("@models/") else ""
-            raise ProfileError(f"{prof.source}: model: {model} does not exist{hint}")
-        probe = subprocess.run(
-            [str(python), "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if probe.returncode != 0:
-            raise ProfileError(
-                f"{prof.source}: python: vLLM is not importable by {python} "
-                f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no vllm package'})"
-            )
+        kind_of(prof).preflight(prof)
 
     def _choose_port(self, prof: Profile) -> int:
         if prof.port == "auto":

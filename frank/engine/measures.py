@@ -34,6 +34,12 @@ def ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or den is None or den == 0 else num / den
 
 
+def busy_throughput(tokens: float | None, busy_s: float | None) -> float | None:
+    """Tokens per second of the engine's own prefill (or decode) time, not of wall time: prompt tokens
+    computed (cache hits left out) / prefill seconds, or generated tokens / decode seconds."""
+    return ratio(tokens, busy_s)
+
+
 def front_end_s(ttft_s: float | None, queue_s: float | None, prefill_s: float | None) -> float | None:
     """TTFT - queue - prefill (None when one of them is missing). With means over a window it is the mean
     front-end time of the requests whose first token came in the window."""

@@ -5,15 +5,20 @@ one `model_name`). Two samples give either the values of ONE request (`request_d
 flight, the change of a histogram's `_sum` is that request's value when its `_count` rose by exactly 1) or
 rates over a window (`window_rates`) for the dashboard.
 
-Metric names are vLLM 0.32's (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py). A server that is
+Metric names are vLLM 0.32's (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py). llama.cpp's
+`llamacpp:*` counters are mapped onto those names where they mean the same thing (`_from_llamacpp`); what
+llama.cpp does not export stays absent, and `not_available(sample)` says why (docs/measures.md). A server that is
 down gives a sample with state `unreachable`, never an exception; a server that restarted (counters went
 down) gives deltas that say so instead of negative numbers.
 """
 
 from __future__ import annotations
 
+import functools
+import http.client
 import math
 import time
+import urllib.parse
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -49,6 +54,48 @@ RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = "vllm:kv_cache_usage_perc"
 
+# llama.cpp's server (tools/server: server-context.cpp), counters without `_total`.
+LC_PROMPT_TOKENS = "llamacpp:prompt_tokens"  # processed, EXCLUDING tokens reused from the cache
+LC_PROMPT_CACHED = "llamacpp:prompt_tokens_cached"
+LC_PROMPT_SECONDS = "llamacpp:prompt_seconds"
+LC_PREDICTED = "llamacpp:tokens_predicted"
+LC_PREDICTED_SECONDS = "llamacpp:tokens_predicted_seconds"
+LC_DECODES = "llamacpp:n_decode"  # llama_decode() calls, speculative verification passes left out
+LC_SPEC_DRAFTS = "llamacpp:spec_decode_num_drafts"
+LC_SPEC_DRAFT_TOKENS = "llamacpp:spec_decode_num_draft_tokens"
+LC_SPEC_ACCEPTED = "llamacpp:spec_decode_num_accepted_tokens"
+LC_PROCESSING = "llamacpp:requests_processing"
+LC_DEFERRED = "llamacpp:requests_deferred"
+LLAMACPP_FAMILIES = frozenset(
+    {
+        LC_PROMPT_TOKENS,
+        LC_PROMPT_CACHED,
+        LC_PROMPT_SECONDS,
+        LC_PREDICTED,
+        LC_PREDICTED_SECONDS,
+        LC_DECODES,
+        LC_SPEC_DRAFTS,
+        LC_SPEC_DRAFT_TOKENS,
+        LC_SPEC_ACCEPTED,
+        LC_PROCESSING,
+        LC_DEFERRED,
+    }
+)
+# Measures llama.cpp's /metrics cannot give, and why (shown instead of a value, never as 0).
+LLAMACPP_NOT_EXPORTED: Mapping[str, str] = MappingProxyType(
+    {
+        "mean_ttft_s": "llama.cpp's /metrics has no time-to-first-token histogram (replays time TTFT on the client)",
+        "mean_queue_s": "llama.cpp's /metrics has no queue-time histogram",
+        "mean_prefill_s": "llama.cpp's /metrics counts no finished requests, so no per-request mean",
+        "mean_front_end_s": "needs per-request TTFT, queue and prefill times, which llama.cpp's /metrics lacks",
+        "requests_finished": "llama.cpp's /metrics counts no finished requests",
+        "kv_cache_usage": "llama.cpp's /metrics has no KV-cache usage gauge",
+        "window_verify_step_s": "llama.cpp's n_decode_total leaves speculative verification passes out, so the "
+        "decode passes of a window are not known",
+        "acceptance_per_position": "llama.cpp's /metrics has no per-position acceptance counters",
+    }
+)
+
 # What parse_metrics keeps by default. The prometheus_client parser costs ~30 us a line here and vLLM's
 # /metrics has ~670 lines (312 of them histogram buckets we never use), so lines of other families, buckets
 # and `_created` series are dropped before parsing: 9.6 ms -> ~2 ms per scrape on this 2-core box.
@@ -78,6 +125,7 @@ DEFAULT_FAMILIES = frozenset(
         "vllm:prompt_tokens_cached",
         "vllm:num_preemptions",
         "vllm:request_time_per_output_token_seconds",
+        *LLAMACPP_FAMILIES,
     }
 )
 _SAMPLE_SUFFIXES = ("_sum", "_count", "_total")
@@ -143,6 +191,40 @@ class MetricsSample:
     def names(self) -> list[str]:
         return sorted({*self._hists, *self._counters, *self._gauges})
 
+    @property
+    def kind(self) -> str:
+        """The engine that answered: llamacpp when its counters are there, else vllm."""
+        return "llamacpp" if LC_DECODES in self._counters else "vllm"
+
+
+def not_available(sample: MetricsSample) -> dict[str, str]:
+    """Measures this engine's /metrics does not export -> why (empty for vLLM)."""
+    return dict(LLAMACPP_NOT_EXPORTED) if sample.ok and sample.kind == "llamacpp" else {}
+
+
+def _from_llamacpp(counters: dict[str, float], gauges: dict[str, float]) -> None:
+    """Add frank's (vLLM-named) counters and gauges that llama.cpp's mean the same thing. vLLM counts every
+    prompt token, cached or not, and its prefix-cache queries and hits in tokens: llama.cpp's processed +
+    cached tokens are the former, its cached tokens the hits."""
+    if LC_DECODES not in counters:
+        return
+    processed, cached = counters.get(LC_PROMPT_TOKENS), counters.get(LC_PROMPT_CACHED, 0.0)
+    if processed is not None:
+        counters[PROMPT_TOKENS] = processed + cached
+        counters[PREFIX_QUERIES] = processed + cached
+        counters[PREFIX_HITS] = cached
+    for ours, theirs in (
+        (GENERATION_TOKENS, LC_PREDICTED),
+        (SPEC_DRAFTS, LC_SPEC_DRAFTS),
+        (SPEC_DRAFT_TOKENS, LC_SPEC_DRAFT_TOKENS),
+        (SPEC_ACCEPTED, LC_SPEC_ACCEPTED),
+    ):
+        if theirs in counters:
+            counters[ours] = counters[theirs]
+    for ours, theirs in ((RUNNING, LC_PROCESSING), (WAITING, LC_DEFERRED)):
+        if theirs in gauges:
+            gauges[ours] = gauges[theirs]
+
 
 def unreachable(reason: str, state: str = "unreachable", scrape_s: float = 0.0) -> MetricsSample:
     return MetricsSample(time.monotonic(), time.time(), state=state, error=reason, scrape_s=scrape_s)
@@ -158,8 +240,31 @@ def _wanted(name: str, families: Collection[str] | None) -> bool:
 
 def _select_lines(text: str, families: Collection[str] | None) -> str:
     """Keep the lines of the wanted families (by metric name only: the parsing is prometheus_client's)."""
+    return _select_each_line(_wanted_blocks(text, families).split("\n"), families)
+
+
+def _wanted_blocks(text: str, families: Collection[str] | None) -> str:
+    """The text of the wanted families, whole. The exposition groups each family under its `# HELP` line,
+    so a family not wanted is skipped without looking at its lines (most of vLLM's are others' buckets)."""
+    if not text.startswith("# HELP ") or families is None:
+        return text
+    names = _wanted_names(families if isinstance(families, frozenset) else frozenset(families))
+    return "".join(
+        "# HELP " + block + "\n"
+        for block in text[len("# HELP ") :].split("\n# HELP ")
+        if block[: block.find(" ")] in names
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _wanted_names(families: frozenset[str]) -> frozenset[str]:
+    """Every name a wanted family's HELP line can carry (`_wanted` as one set lookup)."""
+    return frozenset(families) | {f + suffix for f in families for suffix in _SAMPLE_SUFFIXES}
+
+
+def _select_each_line(lines: list[str], families: Collection[str] | None) -> str:
     keep = []
-    for line in text.split("\n"):
+    for line in lines:
         if line.startswith("#"):
             parts = line.split(" ", 3)
             name = parts[2] if len(parts) > 2 else ""
@@ -167,7 +272,7 @@ def _select_lines(text: str, families: Collection[str] | None) -> str:
             name = line.split("{", 1)[0].split(" ", 1)[0]
         if name and _wanted(name, families):
             keep.append(line)
-    return "\n".join(keep) + "\n"
+    return "\n".join(keep) + "\n" if keep else ""
 
 
 def parse_metrics(
@@ -184,13 +289,25 @@ def parse_metrics(
     `gauge`) limits what is parsed, for speed; None parses everything. Raises ValueError on malformed text."""  # noqa: E501
     taken_at = time.monotonic() if taken_at is None else taken_at
     wall_time = time.time() if wall_time is None else wall_time
+    frozen = families if families is None or isinstance(families, frozenset) else frozenset(families)
+    fields = _parse_wanted(_wanted_blocks(text, frozen), model_name, engine, frozen)
+    return MetricsSample(taken_at=taken_at, wall_time=wall_time, **fields)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_wanted(
+    text: str, model_name: str | None, engine: str | None, families: frozenset[str] | None
+) -> dict[str, Any]:
+    """The sample's values from the wanted families' text. Cached: an idle engine's wanted families do not
+    change between scrapes, so a 1 Hz scraper parses only when something happened (values are read-only)."""
+    text = _select_each_line(text.split("\n"), families)
     hists: dict[str, list[float]] = {}
     counters: dict[str, float] = {}
     gauges: dict[str, float] = {}
     positions: dict[str, dict[int, float]] = {}
     models: set[str] = set()
     engines: set[str] = set()
-    for family in text_string_to_metric_families(_select_lines(text, families)):
+    for family in text_string_to_metric_families(text):
         kind = family.type
         for s in family.samples:
             labels = s.labels
@@ -222,16 +339,17 @@ def parse_metrics(
                     counters[family.name] = counters.get(family.name, 0.0) + value
             elif kind == "gauge":
                 gauges[family.name] = gauges.get(family.name, 0.0) + value
-    return MetricsSample(
-        taken_at=taken_at,
-        wall_time=wall_time,
-        model_names=frozenset(models),
-        engines=frozenset(engines),
-        _hists=MappingProxyType({k: (v[0], v[1]) for k, v in hists.items()}),
-        _counters=MappingProxyType(counters),
-        _gauges=MappingProxyType(gauges),
-        _positions=MappingProxyType({k: tuple(v.get(i, 0.0) for i in range(max(v) + 1)) for k, v in positions.items()}),
-    )
+    _from_llamacpp(counters, gauges)
+    return {
+        "model_names": frozenset(models),
+        "engines": frozenset(engines),
+        "_hists": MappingProxyType({k: (v[0], v[1]) for k, v in hists.items()}),
+        "_counters": MappingProxyType(counters),
+        "_gauges": MappingProxyType(gauges),
+        "_positions": MappingProxyType(
+            {k: tuple(v.get(i, 0.0) for i in range(max(v) + 1)) for k, v in positions.items()}
+        ),
+    }
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
@@ -271,6 +389,56 @@ def fetch_metrics(
     return _from_response(resp, model_name, t0, wall)
 
 
+class MetricsScraper:
+    """GET one engine's /metrics again and again over one kept-alive connection: the telemetry sampler's
+    scraper. The standard library's http.client costs about a sixth of httpx's CPU per scrape, which matters
+    at 1 Hz for a console that must idle cheaply. Never raises for a down or broken server; a connection the
+    server closed while idle is opened again once, at once."""
+
+    def __init__(
+        self, base_url: str, api_key: str | None = None, model_name: str | None = None, timeout_s: float = 2.0
+    ) -> None:
+        url = urllib.parse.urlsplit(base_url)
+        self.base_url, self.api_key, self.model_name = base_url, api_key, model_name
+        self._path = url.path.rstrip("/") + "/metrics"
+        cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        self._conn = cls(url.hostname or "127.0.0.1", url.port, timeout=timeout_s)
+        self._headers = _headers(api_key)
+        self._fresh = True  # the connection has not served a request yet
+
+    def fetch(self) -> MetricsSample:
+        t0, wall = time.monotonic(), time.time()
+        try:
+            status, body = self._get()
+        except (OSError, http.client.HTTPException) as exc:
+            self._conn.close()
+            if self._fresh:
+                return unreachable(
+                    f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, scrape_s=time.monotonic() - t0
+                )
+            self._fresh = True  # a kept-alive connection the server dropped: one new try
+            return self.fetch()
+        if status != 200:
+            return unreachable(f"HTTP {status} from /metrics", state="error", scrape_s=time.monotonic() - t0)
+        try:
+            sample = parse_metrics(body.decode("utf-8", "replace"), self.model_name, taken_at=t0, wall_time=wall)
+        except ValueError as exc:
+            return unreachable(f"unparsable /metrics: {exc}", state="error", scrape_s=time.monotonic() - t0)
+        return _with_scrape_s(sample, time.monotonic() - t0)
+
+    def _get(self) -> tuple[int, bytes]:
+        self._conn.request("GET", self._path, headers=self._headers)
+        resp = self._conn.getresponse()
+        body = resp.read()
+        self._fresh = resp.will_close  # a server that closes (HTTP/1.0) gets a new connection, not a retry
+        if resp.will_close:
+            self._conn.close()
+        return resp.status, body
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 async def afetch_metrics(
     client: httpx.AsyncClient, base_url: str, api_key: str | None = None, model_name: str | None = None
 ) -> MetricsSample:
@@ -285,6 +453,8 @@ async def afetch_metrics(
 
 
 def _settled(before: MetricsSample, sample: MetricsSample, expected: int) -> bool:
+    if sample.ok and sample.kind == "llamacpp":
+        return True  # llama.cpp counts a request's tokens before it answers; it has no e2e histogram to wait for
     return sample.ok and sample.hist(E2E)[1] - before.hist(E2E)[1] >= expected
 
 
@@ -388,6 +558,8 @@ def request_delta(before: MetricsSample, after: MetricsSample) -> RequestDelta:
     if reason is not None:
         return RequestDelta(False, reason)
     counts = {name: after.hist(name)[1] - before.hist(name)[1] for name in _PER_REQUEST_HISTOGRAMS if after.has(name)}
+    if after.kind == "llamacpp":
+        return RequestDelta(False, "llama.cpp's /metrics has no per-request histograms (its response has timings)")
     if E2E not in counts:
         return RequestDelta(False, f"no {E2E} in /metrics")
     off = {name: c for name, c in counts.items() if c != 1}
@@ -437,6 +609,49 @@ SOURCE_DELTA = "metrics-delta"  # /metrics deltas around the request (request_de
 SOURCE_RESPONSE = "response"  # the response's own `metrics` (--enable-per-request-metrics)
 SOURCE_DERIVED = "response-derived"  # computed from response values (decode steps: see response_values)
 SOURCE_CLIENT = "client+response"  # the client's TTFT with the response's queue and prefill
+SOURCE_TIMINGS = "llamacpp-timings"  # llama.cpp's `timings` object in its response
+SOURCE_CLIENT_ONLY = "client"  # timed on the client
+
+
+def timings_values(
+    timings: Mapping[str, Any] | None, client_ttft_s: float | None
+) -> tuple[RequestDelta, dict[str, str]] | None:
+    """A request's server values from the `timings` object llama.cpp puts in its response (the last chunk
+    when streamed): prompt_n tokens computed in prompt_ms, cache_n reused from the cache, predicted_n tokens
+    generated in predicted_ms (after the prompt's step), draft_n proposed and draft_n_accepted accepted draft
+    tokens. Decode steps are derived as for vLLM's response (generated - 1 - accepted). llama.cpp reports no
+    queue time, so front-end time (TTFT - queue - prefill) is not available; the drafted-step count is not
+    in the timings either."""
+    if not timings or timings.get("prompt_ms") is None:
+        return None
+    prefill = float(timings["prompt_ms"]) / 1000.0
+    decode = None if timings.get("predicted_ms") is None else float(timings["predicted_ms"]) / 1000.0
+    generated = timings.get("predicted_n")
+    accepted = timings.get("draft_n_accepted")
+    steps = None if generated is None else float(max(generated - 1 - (accepted or 0), 0))
+    cached = timings.get("cache_n")
+    values = RequestDelta(
+        attributed=True,
+        reason="from llama.cpp's response timings",
+        ttft_s=client_ttft_s,
+        prefill_s=prefill,
+        decode_s=decode,
+        inference_s=None if decode is None else prefill + decode,
+        verify_step_s=measures.time_per_verify_step(decode, steps),
+        draft_tokens=None if timings.get("draft_n") is None else float(timings["draft_n"]),
+        accepted_tokens=None if accepted is None else float(accepted),
+        decode_steps=steps,
+        prompt_tokens=float(timings.get("prompt_n", 0) + (cached or 0)),
+        generation_tokens=None if generated is None else float(generated),
+        cached_tokens=None if cached is None else float(cached),
+    )
+    sources = {
+        k: SOURCE_TIMINGS for k, v in values.__dict__.items() if v is not None and k not in ("attributed", "reason")
+    }
+    sources.update(inference_s=SOURCE_DERIVED, decode_steps=SOURCE_DERIVED, verify_step_s=SOURCE_DERIVED)
+    if client_ttft_s is not None:
+        sources["ttft_s"] = SOURCE_CLIENT_ONLY
+    return values, {k: v for k, v in sources.items() if getattr(values, k) is not None}
 
 
 def response_values(
@@ -547,6 +762,9 @@ class WindowRates:
     mean_acceptance_length: float | None = None  # measures.acceptance_length over the window's drafts
     draft_acceptance_rate: float | None = None  # accepted / draft tokens
     acceptance_per_position: tuple[float, ...] | None = None  # measures.per_position_acceptance, window
+    prefill_tokens_per_s: float | None = None  # measures.busy_throughput: prompt tokens computed / prefill s
+    decode_tokens_per_s: float | None = None  # measures.busy_throughput: generated tokens / decode seconds
+    not_available: Mapping[str, str] = field(default_factory=dict)  # measure -> why this engine lacks it
 
 
 def _hist_mean(before: MetricsSample, after: MetricsSample, name: str) -> float | None:
@@ -563,7 +781,7 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
     if reason is None and window <= 0:
         reason = "empty window"
     if reason is not None:
-        return WindowRates(False, reason, window, **gauges)
+        return WindowRates(False, reason, window, **gauges, not_available=not_available(after))
     ttft, queue, prefill = (_hist_mean(before, after, n) for n in (TTFT, QUEUE, PREFILL))
     drafts = _counter_delta(before, after, SPEC_DRAFTS)
     accepted = _counter_delta(before, after, SPEC_ACCEPTED)
@@ -595,7 +813,40 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
             accepted, _counter_delta(before, after, SPEC_DRAFT_TOKENS)
         ),
         acceptance_per_position=measures.per_position_acceptance(_per_position_delta(before, after), drafts),
+        **_busy_rates(before, after),
+        not_available=not_available(after),
     )
+
+
+def _busy_rates(before: MetricsSample, after: MetricsSample | None = None) -> dict[str, float | None]:
+    """Tokens per second of prefill and of decode time (not of wall time), over a window (before -> after)
+    or, with one sample, over the server's life. vLLM: its prefill/decode histogram sums; llama.cpp: its
+    prompt_seconds and tokens_predicted_seconds counters."""
+
+    def d(get: Any, name: str) -> float | None:
+        if after is None:
+            return get(before, name)
+        a, b = get(after, name), get(before, name)
+        return None if a is None or b is None else a - b
+
+    def counter(x: MetricsSample, name: str) -> float | None:
+        return x.counter(name)
+
+    def hist_sum(x: MetricsSample, name: str) -> float | None:
+        return x.hist(name)[0] if x.has(name) else None
+
+    last = after or before
+    if last.kind == "llamacpp":
+        computed, prefill_s = d(counter, LC_PROMPT_TOKENS), d(counter, LC_PROMPT_SECONDS)
+        generated, decode_s = d(counter, LC_PREDICTED), d(counter, LC_PREDICTED_SECONDS)
+    else:
+        prompt, hits = d(counter, PROMPT_TOKENS), d(counter, PREFIX_HITS)
+        computed = None if prompt is None else prompt - (hits or 0.0)
+        prefill_s, generated, decode_s = d(hist_sum, PREFILL), d(counter, GENERATION_TOKENS), d(hist_sum, DECODE)
+    return {
+        "prefill_tokens_per_s": measures.busy_throughput(computed, prefill_s),
+        "decode_tokens_per_s": measures.busy_throughput(generated, decode_s),
+    }
 
 
 def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
@@ -628,4 +879,7 @@ def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
         "mean_acceptance_length": measures.acceptance_length(accepted, drafts),
         "acceptance_per_position": measures.per_position_acceptance(sample.per_position(SPEC_ACCEPTED_PER_POS), drafts),
         "spec_decode": sample.has(SPEC_DRAFTS),
+        **_busy_rates(sample),
+        "engine_kind": sample.kind,
+        "not_available": not_available(sample),
     }

@@ -1,6 +1,7 @@
-"""Engine profiles (TOML) and their knobs, and how a profile plus knob values becomes a command line.
+"""Engine profiles (TOML) and their knobs; the engine kind (frank.engine.kinds) turns them into a command line.
 
-A profile names the python that runs vLLM, the model, where to listen, the parallelism, quantization,
+A profile names its engine kind (`vllm`, the default, or `llamacpp`), the python that runs the server (or,
+for llama.cpp, a `llama-server` binary), the model, where to listen, the parallelism, quantization,
 speculative decoding, extra arguments, environment, and knobs. A knob is applied one of three ways:
 
 - `env`: sets an environment variable (`target`); needs a restart.
@@ -15,7 +16,7 @@ Every validation error names the file and the field.
 
 from __future__ import annotations
 
-import json
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from frank.errors import FrankError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 APPLY_KINDS = ("env", "arg", "live")
-API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+ENGINE_KINDS = ("vllm", "llamacpp")
 
 
 class ProfileError(FrankError, ValueError):
@@ -77,17 +78,45 @@ class Profile:
     api_key: str = ""
     startup_timeout_s: float = 600.0
     stop_grace_s: float = 10.0
+    kind: str = "vllm"  # one of ENGINE_KINDS
+    binary: str = ""  # llama.cpp only: a llama-server executable ("@env:VAR" reads its path from VAR)
 
     # -- resolution of placeholders -------------------------------------------------------------
     def python_path(self) -> Path:
         if self.python == "@engine-venv":
             return paths.engine_venv_python()
+        if self.python == "@llamacpp-venv":
+            return paths.llamacpp_venv_python()
         return Path(self.python).expanduser()
+
+    def binary_path(self) -> Path:
+        """The llama-server executable; "@env:VAR" reads it from the environment at launch."""
+        if self.binary.startswith("@env:"):
+            var = self.binary.removeprefix("@env:")
+            value = os.environ.get(var, "")
+            if not value:
+                raise ProfileError(
+                    f"{self.source}: binary: the environment variable {var} is not set "
+                    f"(the path of a llama-server executable)"
+                )
+            return Path(value).expanduser()
+        return Path(self.binary).expanduser()
 
     def model_path(self) -> str:
         if self.model.startswith("@models/"):
             return str(paths.models_dir() / self.model.removeprefix("@models/"))
         return self.model
+
+    def resolved_extra_args(self) -> list[str]:
+        """extra_args with "@models/PATH" (the models dir) and "@frank/PATH" (this package) made absolute."""
+        out = []
+        for arg in self.extra_args:
+            if arg.startswith("@models/"):
+                arg = str(paths.models_dir() / arg.removeprefix("@models/"))
+            elif arg.startswith("@frank/"):
+                arg = str(Path(__file__).resolve().parent.parent / arg.removeprefix("@frank/"))
+            out.append(arg)
+        return out
 
     # -- knob values ----------------------------------------------------------------------------
     def default_knobs(self) -> dict[str, Any]:
@@ -119,10 +148,19 @@ class LaunchSpec:
         return f"http://{host}:{self.port}"
 
 
-def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_token: str) -> LaunchSpec:
-    spec_config = dict(profile.speculative_config) if profile.speculative_config else None
-    env = dict(profile.env)
-    flag_overrides: dict[str, str] = {}
+@dataclass(frozen=True)
+class KnobSettings:
+    """What knob values change at launch: environment variables, flag values, speculative_config keys."""
+
+    env: dict[str, str]
+    flags: dict[str, str]
+    speculative: dict[str, Any]
+
+
+def knob_settings(profile: Profile, knobs: dict[str, Any]) -> KnobSettings:
+    env: dict[str, str] = {}
+    flags: dict[str, str] = {}
+    speculative: dict[str, Any] = {}
     for name, value in knobs.items():
         knob = profile.knobs[name]
         if knob.apply == "env":
@@ -131,45 +169,23 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
             if knob.env:
                 env[knob.env] = str(value)
         elif knob.target.startswith("speculative_config."):
-            if spec_config is None:
+            if profile.speculative_config is None:
                 raise ProfileError(f"{profile.source}: knobs.{name}.target: the profile has no speculative_config")
-            spec_config[knob.target.split(".", 1)[1]] = value
+            speculative[knob.target.split(".", 1)[1]] = value
         else:
-            flag_overrides[knob.target] = str(value)
-    env["FRANK_CONTROL_TOKEN"] = control_token
+            flags[knob.target] = str(value)
+    return KnobSettings(env=env, flags=flags, speculative=speculative)
 
-    argv = [
-        str(profile.python_path()),
-        "-m",
-        API_SERVER_MODULE,
-        "--model",
-        profile.model_path(),
-        "--served-model-name",
-        profile.served_model_name,
-        "--host",
-        profile.host,
-        "--port",
-        str(port),
-        "--tensor-parallel-size",
-        str(profile.tensor_parallel_size),
-    ]
-    if profile.quantization:
-        argv += ["--quantization", profile.quantization]
-    if profile.dtype:
-        argv += ["--dtype", profile.dtype]
-    if profile.max_model_len:
-        argv += ["--max-model-len", str(profile.max_model_len)]
-    if spec_config:
-        argv += ["--speculative-config", json.dumps(spec_config, sort_keys=True, separators=(",", ":"))]
-    if profile.api_key:
-        argv += ["--api-key", profile.api_key]
-    argv += list(profile.extra_args)
-    for flag, value in flag_overrides.items():
-        if flag in argv:  # a knob replaces the profile's own value (e.g. dtype), never repeats the flag
-            argv[argv.index(flag) + 1] = value
+
+def with_flags(argv: list[str], flags: dict[str, str]) -> list[str]:
+    """argv with each knob's flag value: a knob replaces the profile's own value, never repeats the flag."""
+    out = list(argv)
+    for flag, value in flags.items():
+        if flag in out:
+            out[out.index(flag) + 1] = value
         else:
-            argv += [flag, value]
-    return LaunchSpec(argv=argv, env=env, host=profile.host, port=port)
+            out += [flag, value]
+    return out
 
 
 # -- loading and validation -------------------------------------------------------------------------
@@ -178,7 +194,9 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     # field: (type, required)
     "name": (str, True),
     "description": (str, False),
-    "python": (str, True),
+    "kind": (str, False),
+    "binary": (str, False),
+    "python": (str, False),
     "model": (str, True),
     "served_model_name": (str, True),
     "host": (str, False),
@@ -215,6 +233,8 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
     for key in data:
         if key not in _FIELDS:
             raise ProfileError(f"{where}: {key}: unknown field (known: {', '.join(_FIELDS)})")
+    if "python" not in data and "binary" not in data:
+        raise ProfileError(f"{where}: python: missing required field (or, for a llamacpp profile, binary)")
     for key, (kind, required) in _FIELDS.items():
         if key not in data:
             if required:
@@ -222,6 +242,13 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
             continue
         if not _is(data[key], kind):
             raise ProfileError(f"{where}: {key}: expected {_type_name(kind)}, got {data[key]!r}")
+    kind = data.get("kind", "vllm")
+    if kind not in ENGINE_KINDS:
+        raise ProfileError(f"{where}: kind: {kind!r} is not one of: {', '.join(ENGINE_KINDS)}")
+    if "binary" in data and kind != "llamacpp":
+        raise ProfileError(f"{where}: binary: only a llamacpp profile runs a binary (vLLM runs under python)")
+    if "speculative_config" in data and kind != "vllm":
+        raise ProfileError(f"{where}: speculative_config: vLLM's; a {kind} profile sets speculation by flags")
     port = data.get("port", "auto")
     if isinstance(port, str) and port != "auto":
         raise ProfileError(f'{where}: port: expected an integer or "auto", got {port!r}')
@@ -242,7 +269,7 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
         name=data["name"],
         source=source,
         description=data.get("description", ""),
-        python=data["python"],
+        python=data.get("python", ""),
         model=data["model"],
         served_model_name=data["served_model_name"],
         host=data.get("host", "127.0.0.1"),
@@ -258,6 +285,8 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
         api_key=data.get("api_key", ""),
         startup_timeout_s=float(data.get("startup_timeout_s", 600.0)),
         stop_grace_s=float(data.get("stop_grace_s", 10.0)),
+        kind=kind,
+        binary=data.get("binary", ""),
     )
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frank.paths import append_private_line, private_dir, write_private
+from frank import jsonl
+from frank.paths import private_dir, write_private
 
 LOGS_KEPT = 5
 
@@ -83,7 +84,7 @@ class StateFiles:
             path.unlink(missing_ok=True)
 
     def append_knob_change(self, change: dict[str, Any]) -> None:
-        append_private_line(self.knob_changes, json.dumps({"at": time.time(), **change}, sort_keys=True))
+        jsonl.append(self.knob_changes, {"at": time.time(), **change}, sort_keys=True)
 
     def rotate_logs(self) -> Path:
         """Shift engine.log -> engine.log.1 -> ... (LOGS_KEPT kept) and return the fresh log path."""

@@ -36,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from frank import jsonl
 from frank.episodes.grade import run_grader
 from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from frank.episodes.sandbox import check_available, prepare_workspace
@@ -43,7 +44,7 @@ from frank.episodes.suite import Suite, load_suite
 from frank.episodes.tasks import answer_path, draw_seed, materialize
 from frank.errors import FrankError
 from frank.jobs import lock_holder
-from frank.paths import append_private_line, private_dir, runs_dir, write_private
+from frank.paths import private_dir, runs_dir, write_private
 
 RESULTS = "results.jsonl"
 EVENTS = "events.jsonl"
@@ -114,16 +115,8 @@ def read_run(folder: Path) -> dict[str, Any]:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every whole line (a torn last line, from a kill mid-write, is ignored)."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    """Every whole record (frank.jsonl: a torn last line is skipped, a damaged one is an error)."""
+    return jsonl.read(path)
 
 
 def engine_endpoint(url: str | None) -> str:
@@ -241,7 +234,7 @@ def _run(
 ) -> RunOutcome:
     def note(event: str, **fields: Any) -> None:
         record = {"event": event, "t": round(time.time(), 3), **fields}
-        append_private_line(folder / EVENTS, json.dumps(record))
+        jsonl.append(folder / EVENTS, record)
         if on_event is not None:
             on_event(record)
 
@@ -294,7 +287,7 @@ def _run(
                 note("episode_cut", draw=draw, task=task.id, reason=result["detail"])
                 outcome.status, outcome.reason = "stopped", "stopped by the operator"
                 break
-            append_private_line(folder / RESULTS, json.dumps(result, sort_keys=True))
+            jsonl.append(folder / RESULTS, result, sort_keys=True)
             note("episode_done", **{k: result.get(k) for k in (*EPISODE_FIELDS, "detail")})
             outcome.ran += 1
             outcome.episodes.append(result)

@@ -3,9 +3,9 @@
 Every event carries `seq` (its line number, from 1), `t` (UTC wall clock) and `event`. The journal is the
 record: the runner's progress, the console's live view and the report are all read back from it.
 
-A runner killed mid-write leaves at most a torn last line (no newline, or not valid JSON). Readers skip it;
-the next writer moves it to `journal.torn` (kept, never silently dropped) and appends after the last whole
-event. A damaged line anywhere else is an error naming file:line.
+A runner killed mid-write leaves at most a torn last line. It is read and healed as every record file is
+(frank.jsonl): readers skip it, the next writer moves it to `journal.torn` (kept, never silently dropped)
+and appends after the last whole event; a damaged line anywhere else is an error naming file:line.
 """
 
 from __future__ import annotations
@@ -18,11 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from frank.errors import FrankError
-
-
-class JournalError(FrankError):
-    pass
+from frank import jsonl
 
 
 def _now() -> str:
@@ -30,36 +26,8 @@ def _now() -> str:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    events, _ = _read(path)
-    return events
-
-
-def _read(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Whole events, and the byte length they occupy (anything after it is a torn tail)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return [], 0
-    events: list[dict[str, Any]] = []
-    good = 0
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        last = number == len(lines)
-        if last:  # bytes after the final newline: empty, or a torn event
-            break
-        try:
-            event = json.loads(raw)
-            if not isinstance(event, dict):
-                raise ValueError("not an object")
-        except ValueError as exc:
-            if number == len(lines) - 1 and lines[-1] == b"":
-                # the last newline-terminated line is bad: a torn write that got its newline is impossible
-                # with one os.write per event, but tolerate it as torn rather than lose the run
-                break
-            raise JournalError(f"{path}:{number}: damaged journal line ({exc})") from None
-        events.append(event)
-        good += len(raw) + 1
-    return events, good
+    """Every whole event; a damaged line before the end raises frank.jsonl.JsonlError naming file:line."""
+    return jsonl.read(path)
 
 
 class Journal:
@@ -67,30 +35,9 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        events, good = _read(path)
-        self._heal(good)
-        self.seq = len(events)
+        jsonl.heal(path)
+        self.seq = len(read_events(path))
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-
-    def _heal(self, good: int) -> None:
-        if not self.path.exists() or self.path.stat().st_size == good:
-            return
-        with open(self.path, "rb") as handle:
-            handle.seek(good)
-            torn = handle.read()
-        torn_path = self.path.with_name(self.path.name.replace(".jsonl", "") + ".torn")
-        fd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(
-                fd, json.dumps({"t": _now(), "offset": good, "bytes": torn.decode(errors="replace")}).encode() + b"\n"
-            )
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        with open(self.path, "r+b") as handle:
-            handle.truncate(good)
-            handle.flush()
-            os.fsync(handle.fileno())
 
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
         self.seq += 1

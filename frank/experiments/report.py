@@ -21,7 +21,8 @@ from frank.errors import FrankError
 from frank.experiments import exact
 from frank.experiments.design import Design
 from frank.experiments.journal import read_events
-from frank.experiments.runner import effect_pct, fold, wins
+from frank.experiments.runner import fold
+from frank.experiments.tally import effect_pct, tally_blocks
 
 
 @dataclass(frozen=True)
@@ -194,43 +195,32 @@ def analyze(
 def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[str, Any]) -> tuple[str, str]:
     rule = design.rule
     k = int(design.blocks or 0)
-    blocks, effects = [], []
-    w = l = t = 0
-    for block in range(1, k + 1):
-        values = {o.arm: o.value for o in obs if o.block == block}
-        tv, cv = values.get(rule.treatment), values.get(rule.control)
-        entry: dict[str, Any] = {
-            "block": block,
-            "values": values,
-            "voided": block in voided,
-            "effect_pct": None,
-            "sign": None,
-        }
-        if tv is not None and cv is not None and block not in voided:
-            sign, eff = wins(design, tv, cv), effect_pct(tv, cv)
-            entry.update(effect_pct=eff, sign=sign)
-            if eff is not None:
-                effects.append(eff)
-            w, l, t = w + (sign == "+"), l + (sign == "-"), t + (sign == "=")
-        blocks.append(entry)
-    complete = w + l + t
-    missing = k - complete - len(voided)
-    res = exact.sign_test(w, complete)
+    values: dict[int, dict[str, float | None]] = {}
+    for o in obs:
+        if o.block is not None:
+            values.setdefault(o.block, {})[o.arm] = o.value
+    tally = tally_blocks(design, values, voided)
+    w, complete, missing = tally.wins, tally.complete, tally.missing
+    tested = tally.test
     out.update(
-        blocks=blocks,
-        wins=w,
-        losses=l,
-        ties=t,
+        blocks=[
+            {"block": b.block, "values": b.values, "voided": b.voided, "effect_pct": b.effect_pct, "sign": b.sign}
+            for b in tally.blocks
+        ],
+        wins=tally.wins,
+        losses=tally.losses,
+        ties=tally.ties,
         complete_blocks=complete,
-        voided_blocks=sorted(voided),
-        mean_effect_pct=mean(effects) if effects else None,
-        p_value=res.p_value if complete else None,
-        p_fraction=exact.fraction(res.p_value, res.null_size) if complete else None,
-        tested_null_size=res.null_size if complete else None,
+        voided_blocks=list(tally.voided),
+        mean_effect_pct=tally.mean_effect_pct,
+        p_value=tested.p_value if tested else None,
+        p_fraction=exact.fraction(tested.p_value, tested.null_size) if tested else None,
+        tested_null_size=tested.null_size if tested else None,
     )
     word = "lower" if rule.direction == "lower" else "higher"
     if missing > 0:
         return "incomplete", f"{missing} of {k} blocks not measured yet"
+    res = tested or exact.sign_test(0, 0)  # every block voided: nothing tested, p = 1
     reasons = []
     if rule.require_all and w < k:
         reasons.append(f"{rule.treatment} was {word} in {w} of {k} blocks, the rule needs all {k}")

@@ -19,7 +19,6 @@ per-block values and signs, running tally, and whether the rule can still be met
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import socket
@@ -35,6 +34,7 @@ from frank.experiments.errors import RunError
 from frank.experiments.journal import Journal, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
+from frank.experiments.tally import BlockResult, BlockTally, tally_blocks
 from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
 CLOSING = ("cell_done", "cell_failed", "cell_interrupted")
@@ -326,15 +326,6 @@ class CellView:
 
 
 @dataclass(frozen=True)
-class BlockView:
-    block: int
-    values: dict[str, float | None]  # arm -> value
-    effect_pct: float | None  # treatment against control, percent
-    sign: str | None  # "+" the treatment wins, "-" it loses, "=" a tie, None not yet
-    voided: bool = False
-
-
-@dataclass(frozen=True)
 class ExperimentState:
     run_id: str
     name: str
@@ -344,30 +335,18 @@ class ExperimentState:
     runner_pid: int | None
     current: CellView | None
     cells: tuple[CellView, ...]
-    blocks: tuple[BlockView, ...]  # blocks designs
-    wins: int
+    blocks: tuple[BlockResult, ...]  # blocks designs
+    wins: int  # the tally (tally.py), the same the decision counts: a voided block is in none of these
     losses: int
     ties: int
     remaining: int  # blocks (or starts) still to measure
     can_still_meet: bool
     best_possible_p: float | None
     smallest_p: float | None
+    p_value: float | None = None  # the sign test over the blocks complete so far (blocks designs)
     stopped_reason: str | None = None
     events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def effect_pct(treatment: float, control: float) -> float | None:
-    if control == 0 or math.isnan(control):
-        return None
-    return (treatment - control) / control * 100.0
-
-
-def wins(design: Design, treatment: float, control: float) -> str:
-    if treatment == control:
-        return "="
-    better = treatment < control if design.rule.direction == "lower" else treatment > control
-    return "+" if better else "-"
 
 
 def load_state(run: Run) -> ExperimentState:
@@ -401,9 +380,14 @@ def load_state(run: Run) -> ExperimentState:
             )
         )
     current = next((c for c in cells if c.status == "running"), None)
-    blocks, w, l, t, remaining = _tally(design, cells, progress.voided)
-    best = _best_possible_p(design, cells, progress.voided)
-    can_meet = _can_still_meet(design, w, l, t, progress.voided, best)
+    tally = _tally(design, cells, progress.voided)
+    if tally is None:
+        blocks, w, l, t, p = (), 0, 0, 0, None
+        remaining = sum(1 for c in cells if c.value is None)
+    else:
+        blocks, w, l, t, p, remaining = tally.blocks, tally.wins, tally.losses, tally.ties, tally.p_value, tally.missing
+    best = _best_possible_p(design, cells, tally)
+    can_meet = _can_still_meet(design, l, t, progress.voided, best)
     stopped = progress.stopped_reason
     if holder is not None:
         status = "running"
@@ -424,7 +408,7 @@ def load_state(run: Run) -> ExperimentState:
         runner_pid=holder,
         current=current,
         cells=tuple(cells),
-        blocks=tuple(blocks),
+        blocks=blocks,
         wins=w,
         losses=l,
         ties=t,
@@ -432,47 +416,31 @@ def load_state(run: Run) -> ExperimentState:
         can_still_meet=can_meet,
         best_possible_p=best,
         smallest_p=exact.smallest_p(design),
+        p_value=p,
         stopped_reason=stopped,
         events=len(events),
     )
 
 
-def _tally(design: Design, cells: list[CellView], voided: frozenset[int]) -> tuple[list[BlockView], int, int, int, int]:
-    rule = design.rule
+def _tally(design: Design, cells: list[CellView], voided: frozenset[int]) -> BlockTally | None:
+    """The decision's own tally over the cells measured so far (None: not a blocks design)."""
     if design.kind != "blocks":
-        remaining = sum(1 for c in cells if c.value is None)
-        return [], 0, 0, 0, remaining
-    blocks: list[BlockView] = []
-    w = l = t = remaining = 0
-    for block in range(1, int(design.blocks or 0) + 1):
-        values = {c.arm: c.value for c in cells if c.block == block}
-        tv, cv = values.get(rule.treatment), values.get(rule.control)
-        sign = eff = None
-        if tv is not None and cv is not None:
-            sign, eff = wins(design, tv, cv), effect_pct(tv, cv)
-            w, l, t = w + (sign == "+"), l + (sign == "-"), t + (sign == "=")
-        elif block not in voided:
-            remaining += 1
-        blocks.append(BlockView(block=block, values=values, effect_pct=eff, sign=sign, voided=block in voided))
-    return blocks, w, l, t, remaining
+        return None
+    values: dict[int, dict[str, float | None]] = {}
+    for c in cells:
+        if c.block is not None:
+            values.setdefault(c.block, {})[c.arm] = c.value
+    return tally_blocks(design, values, voided)
 
 
-def _best_possible_p(design: Design, cells: list[CellView], voided: frozenset[int]) -> float | None:
+def _best_possible_p(design: Design, cells: list[CellView], tally: BlockTally | None) -> float | None:
     """The p-value if every unmeasured cell came out as favourably as possible (None: a criteria rule)."""
     rule = design.rule
     if rule.test == "criteria":
         return None
-    if design.kind == "blocks":
-        k = int(design.blocks or 0) - len(voided)
-        lost = 0
-        for block in range(1, int(design.blocks or 0) + 1):
-            if block in voided:
-                continue
-            values = {c.arm: c.value for c in cells if c.block == block}
-            tv, cv = values.get(rule.treatment), values.get(rule.control)
-            if tv is not None and cv is not None and wins(design, tv, cv) != "+":
-                lost += 1
-        return exact.sign_test(k - lost, k).p_value if k > 0 else None
+    if tally is not None:
+        k = tally.complete + tally.missing  # voided blocks are out of the test
+        return exact.sign_test(k - tally.losses - tally.ties, k).p_value if k > 0 else None
     if design.kind == "balanced":
         big = 1e18
         good, bad = (-big, big) if rule.direction == "lower" else (big, -big)
@@ -482,7 +450,7 @@ def _best_possible_p(design: Design, cells: list[CellView], voided: frozenset[in
     return None
 
 
-def _can_still_meet(design: Design, w: int, l: int, t: int, voided: frozenset[int], best: float | None) -> bool:
+def _can_still_meet(design: Design, l: int, t: int, voided: frozenset[int], best: float | None) -> bool:
     rule = design.rule
     if design.kind == "blocks" and rule.require_all and (l or t or voided):
         return False

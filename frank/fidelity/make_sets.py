@@ -3,7 +3,8 @@
     python -m frank.fidelity.make_sets            rewrite the shipped sets
     python -m frank.fidelity.make_sets --check    exit 1 if regenerating would change a shipped byte
 
-- code: Python, JSON, shell sessions and tracebacks from the tiny model's corpus generators (engine/tiny_corpus).
+- code: Python, JSON, shell sessions and tracebacks from the tiny model's corpus generators
+  (frank/engine/models/tiny_corpus.py).
 - agent: transcripts of synthetic W01 conversations (frank/workloads/w01.py, mini, seed 1): the task, the assistant's
   tool calls and the tool results, as an agent's context carries them.
 - prose: sentences and paragraphs from the corpus's prose generator.

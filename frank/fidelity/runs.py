@@ -63,6 +63,13 @@ def running_target(controller=None) -> Target:
     if status.state != "ready":
         raise FrankError(f"fidelity needs a running engine (it is {status.state}): `frank engine start` first")
     prof = load_profile(status.profile)
+    if prof.kind != "vllm":
+        # llama.cpp's server gives log-probabilities of generated tokens only ("Only no echo is supported"):
+        # teacher forcing needs one request per position, which frank does not do yet
+        raise FrankError(
+            f"fidelity measures vLLM engines only for now; {prof.name} is {prof.kind}, whose server returns no "
+            "prompt log-probabilities"
+        )
     return Target(
         url=status.url,
         served_model=prof.served_model_name,
@@ -70,7 +77,7 @@ def running_target(controller=None) -> Target:
         python=prof.python_path(),
         profile=prof.name,
         knobs=dict(status.knobs),
-        api_key=prof.api_key,
+        api_key=controller.client_api_key or prof.api_key,
     )
 
 

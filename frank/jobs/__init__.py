@@ -6,7 +6,7 @@ A job is one run folder worked on by one process at a time:
   folder's job.log), so SIGHUP from a dropped SSH connection and the console's exit never reach it;
 - one lock per run: the job process holds an exclusive flock on the run's lock file (the kernel drops it
   when the process dies, even by SIGKILL), so two processes never work on one run;
-- records: each kind appends its records with an fsync (frank.workloads.replay, the experiment journal);
+- records: each kind appends its records through frank.jsonl (fsynced, a torn last line skipped);
 - status: running while the lock is held (or the launched pid is still starting); otherwise the state the
   run's own files say it ended in, and `interrupted` when they say nothing (killed, machine down);
 - follow: `Follower.poll()` reads the status and only the bytes appended to the run's record files since
@@ -28,14 +28,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from frank import paths
+from frank import jsonl, paths
 from frank.errors import FrankError
 
 JOB_FILE = "job.json"  # who works on the run: kind, pid (+ process start time), launched_at
@@ -48,6 +48,7 @@ KIND_MODULES = {
     "replay": "frank.workloads.replay_job",
     "experiment": "frank.experiments.job",
     "episodes": "frank.episodes.job",
+    "fidelity": "frank.fidelity.job",
 }
 
 
@@ -417,13 +418,13 @@ class JobProcess:
 
 class Follower:
     """Follow one run: each poll() gives its status and the whole records appended to its record files
-    since the previous poll (a torn last line waits for its end)."""
+    since the previous poll (frank.jsonl: a torn last line waits for its end, a damaged line raises)."""
 
     def __init__(self, run: str, backlog: int = 200) -> None:
         self.kind, self.run_dir = find(run)
         self.run_id = self.run_dir.name
         self.backlog = backlog
-        self._offsets: dict[Path, int] = {}
+        self._offsets: dict[Path, tuple[int, int]] = {}  # path -> (bytes read, number of the next line)
 
     def poll(self) -> tuple[JobStatus, list[dict[str, Any]]]:
         st = status_of(self.kind, self.run_dir)
@@ -432,33 +433,35 @@ class Follower:
             records.extend(self._new_records(path))
         return st, records[-self.backlog :]
 
-    def _new_records(self, path: Path) -> Iterator[dict[str, Any]]:
-        offset = self._offsets.get(path, 0)
+    def _new_records(self, path: Path) -> list[dict[str, Any]]:
+        offset, line = self._offsets.get(path, (0, 1))
         try:
             size = path.stat().st_size
         except FileNotFoundError:
-            return
-        if size < offset:
-            offset = 0
+            return []
+        if size < offset:  # rewritten from scratch
+            offset, line = 0, 1
         if size == offset:
-            return
+            return []
         with open(path, "rb") as handle:
             if offset == 0 and size > 1 << 20:  # a big file on first sight: only its tail
-                offset = size - (1 << 20)
-                handle.seek(offset)
-                skipped = handle.readline()
-                offset += len(skipped)
+                handle.seek(size - (1 << 20))
+                handle.readline()
+                offset = handle.tell()
+                line = 1 + _count_newlines(path, offset)
             handle.seek(offset)
             data = handle.read(size - offset)
-        end = data.rfind(b"\n") + 1
-        self._offsets[path] = offset + end
-        for line in data[:end].splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                yield rec
+        records, whole = jsonl.parse(data, path, line)  # a torn last line waits for its end
+        self._offsets[path] = (offset + whole, line + data.count(b"\n", 0, whole))
+        return records
+
+
+def _count_newlines(path: Path, end: int) -> int:
+    count = 0
+    with open(path, "rb") as handle:
+        while handle.tell() < end:
+            count += handle.read(min(1 << 20, end - handle.tell())).count(b"\n")
+    return count
 
 
 def main_run_dir(argv: list[str] | None, kind_name: str) -> Path:

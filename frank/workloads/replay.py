@@ -32,9 +32,16 @@ from typing import Any
 
 import httpx
 
-from frank import paths
+from frank import jsonl, paths
 from frank.engine import measures
-from frank.engine.metrics import afetch_metrics, afetch_settled, delta_sources, request_delta, response_values
+from frank.engine.metrics import (
+    afetch_metrics,
+    afetch_settled,
+    delta_sources,
+    request_delta,
+    response_values,
+    timings_values,
+)
 from frank.errors import FrankError
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
 
@@ -158,24 +165,18 @@ def resolve_run_dir(run: str | Path) -> Path:
 
 
 def _append(path: Path, record: Mapping[str, Any]) -> None:
-    paths.append_private_line(path, json.dumps(record, separators=(",", ":"), default=str))
+    jsonl.append(path, record, separators=(",", ":"))
 
 
 RESTART = "__restart__"  # a marker line: records before it belong to an abandoned pass over the draw
 
 
 def read_records(path: Path, current: bool = True) -> list[dict[str, Any]]:
-    """The whole records of a draw's results file (a torn last line, from a kill mid-write, is skipped).
-    With `current`, only those after the last restart marker; the file itself always keeps everything."""
-    if not path.is_file():
-        return []
+    """The whole records of a draw's results file (frank.jsonl: a torn last line is skipped, a damaged one
+    is an error). With `current`, only those after the last restart marker; the file keeps everything."""
     out: list[dict[str, Any]] = []
-    for line in path.read_bytes().splitlines():
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if not isinstance(rec, dict) or "id" not in rec:
+    for rec in jsonl.read(path):
+        if "id" not in rec:
             continue
         if rec["id"] == RESTART:
             if current:
@@ -283,6 +284,7 @@ class _Response:
     error: str | None = None
     chunks: int = 0
     metrics: dict[str, Any] | None = None  # the response's own timings (--enable-per-request-metrics)
+    timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
     text: list[str] = field(default_factory=list)  # generated text, chunk by chunk
     output_ids: list[int] | None = None  # generated token IDs (return_token_ids)
 
@@ -548,6 +550,8 @@ class ReplayRunner:
             out.prompt_ids = list(payload["prompt_token_ids"])
         if payload.get("metrics"):
             out.metrics = payload["metrics"]
+        if payload.get("timings"):
+            out.timings = payload["timings"]
         usage = payload.get("usage")
         if usage:
             out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
@@ -626,6 +630,8 @@ class ReplayRunner:
                 resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}"
             )
         )
+        if fallback is None and not delta.attributed and ok:
+            fallback = timings_values(resp.timings, resp.ttft_s)  # llama.cpp: its response's timings
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
             server, sources = asdict(fallback[0]), fallback[1]
         server["sources"] = sources

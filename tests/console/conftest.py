@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from frank.console.app import FrankApp, Services
+from frank.console.state import ConsoleState, EngineReading
 from frank.engine.controller import EngineController, EngineStatus
+from frank.engine.profiles import load_profile
 from tests.console.recorded import RecordedSampler
 
 READY = EngineStatus(
@@ -48,19 +50,25 @@ def make_app(tmp_path, monkeypatch):
         log_tail: list[str] | None = None,
     ) -> FrankApp:
         controller = EngineController()
-        app = FrankApp(
+        state = None
+        if status is not None:  # a fixed engine status instead of the engine source's reads
+            state = ConsoleState(engine=fixed_engine(status, LOG_TAIL if log_tail is None else log_tail))
+        return FrankApp(
             Services(controller=controller, sampler=sampler if sampler is not None else RecordedSampler()),
             read_only=read_only,
             theme=theme,
             poll_status=poll,
             remember_theme=True,
+            state=state,
         )
-        if status is not None:
-            app.engine_status = status
-            app.log_tail = list(LOG_TAIL if log_tail is None else log_tail)
-        return app
 
     return factory
+
+
+def fixed_engine(status: EngineStatus, log_tail: list[str] | None = None) -> EngineReading:
+    """An engine reading as the engine source would post it: the status, a log tail, the profile's knobs."""
+    profile = status.profile or "embedded-cpu"
+    return EngineReading(status, tuple(log_tail or ()), profile, tuple(load_profile(profile).knobs.values()))
 
 
 async def wait_until(pilot, predicate, timeout_s: float = 2.0, step_s: float = 0.05) -> bool:

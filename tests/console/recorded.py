@@ -1,6 +1,6 @@
 """Deterministic telemetry for Pilot and snapshot tests: real frank.engine.telemetry / frank.engine.metrics types filled
 from a recorded workstation shape (two GPUs, a 64-core pool, an engine mid-replay), so screenshots do not
-change from run to run. `RecordedSampler` has the Sampler's read API (start/stop/latest/history)."""
+change from run to run. `RecordedSampler` has the Sampler's read API (start/stop/latest/history/subscribe)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ class RecordedSampler:
         self.snapshots = [snapshot(i + 1, **shape) for i in range(count)]
         self.position = count
         self.started = False
+        self.subscribers: list = []
 
     def start(self) -> RecordedSampler:
         self.started = True
@@ -119,6 +120,12 @@ class RecordedSampler:
         items = self.snapshots[: self.position]
         return items[-int(seconds) :] if seconds else items
 
+    def subscribe(self, callback):
+        self.subscribers.append(callback)
+        return lambda: self.subscribers.remove(callback) if callback in self.subscribers else None
+
     def advance(self, shape: dict | None = None) -> None:
         self.snapshots.append(snapshot(len(self.snapshots) + 1, **(shape or {})))
         self.position = len(self.snapshots)
+        for callback in list(self.subscribers):  # as the real sampler does, after each sample
+            callback(self.snapshots[-1])

@@ -51,8 +51,7 @@ async def test_dashboard_adopts_the_controllers_view_of_a_stopped_engine(make_ap
 async def test_dashboard_renders_recorded_telemetry(make_app):
     app = make_app(status=READY)
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.2)
-        app.tick()
+        await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
         await pilot.pause(0.1)
         screen = app.screen
         gpu_panel = screen.query_one(GpuPanel)
@@ -71,15 +70,19 @@ async def test_request_rows_are_updated_by_key_not_refilled(make_app):
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause(0.1)
         sampler = app.services.sampler
-        for _ in range(10):
+
+        async def next_sample() -> None:  # the telemetry source posts it; the screen renders it
             sampler.advance()
-            app.tick()
+            seq = sampler.latest().seq
+            assert await wait_until(pilot, lambda: app.state.telemetry.snapshot.seq == seq)
+
+        for _ in range(10):
+            await next_sample()
         await pilot.pause(0.1)
         table = app.screen.query_one(MetricsPanel).query_one(DataTable)
         keys_before = [k.value for k in table.rows]
         assert len(keys_before) == 8  # the newest 8 requests
-        sampler.advance()
-        app.tick()
+        await next_sample()
         await pilot.pause(0.05)
         keys_after = [k.value for k in table.rows]
         assert keys_after[:-1] == keys_before[1:]  # one dropped, one added; the rest kept in place

@@ -10,6 +10,7 @@ from frank.campaign.ledger import history_path, read_history
 from frank.console.screens.campaign import CampaignScreen
 from frank.console.screens.confirm import ConfirmDialog
 from tests.console.conftest import wait_until
+from tests.unit.test_campaign import served_part_and_two_fidelity_runs
 
 
 async def test_the_board_shows_the_seeds_parts_and_a_refused_adoption(make_app):
@@ -53,3 +54,18 @@ async def test_read_only_disables_the_actions(make_app):
             await pilot.pause(0.1)
             assert isinstance(app.screen, CampaignScreen), f"{key} asked nothing in read-only mode"
         assert "read-only" in str(app.screen.query_one("#campaign-status").content)
+
+
+async def test_a_read_only_console_shows_a_fired_rule_and_writes_nothing(make_app):
+    app = make_app(read_only=True, poll=True)  # poll: the app-wide revert watch runs too
+    path = served_part_and_two_fidelity_runs(actions.default_path())
+    history = history_path(path)
+    before = history.read_bytes()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("5")
+        status = app.screen.query_one("#campaign-status")
+        assert await wait_until(pilot, lambda: "REVERT RULE FIRED" in str(status.content), timeout_s=20)
+        assert await wait_until(
+            pilot, lambda: any("rule kl" in str(n.message) for n in app._notifications), timeout_s=30
+        ), "the watch did not notify the fired rule"
+    assert history.read_bytes() == before, "a read-only console appended to the campaign history"

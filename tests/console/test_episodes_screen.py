@@ -10,6 +10,7 @@ from textual.widgets import DataTable
 from frank import jobs
 from frank.console.app import FrankApp, Services
 from frank.console.screens.episodes import EpisodesScreen
+from frank.console.screens.launch_episodes import EpisodesLaunch
 from frank.engine.telemetry.sampler import Sampler, controller_target
 from frank.episodes.runner import list_runs, read_jsonl, run_path
 from tests.console.conftest import wait_until
@@ -36,7 +37,9 @@ async def test_episodes_launched_from_the_menu_are_followed_live(engine):
         suites = screen.query_one("#ep-suites", DataTable)
         assert await wait(pilot, lambda: "w01-mini" in suites.rows, 5)
         suites.move_cursor(row=list(suites.rows).index("w01-mini"))
-        await pilot.press("L")
+        await pilot.press("L")  # asks for the suite (the highlighted one) and the draws (1)
+        assert await wait(pilot, lambda: isinstance(app.screen, EpisodesLaunch), 5)
+        await pilot.press("enter")
         assert await wait(pilot, lambda: screen.followed is not None, 15)
         run_id = screen.followed
         episodes = screen.query_one("#ep-episodes", DataTable)

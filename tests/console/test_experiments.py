@@ -12,6 +12,16 @@ from frank.experiments.runner import RunLock
 from tests.console.conftest import wait_until
 
 
+def followed_run(app) -> str | None:
+    followed = app.state.experiments.followed
+    return followed.run_id if followed is not None else None
+
+
+def experiment_state(app):
+    followed = app.state.experiments.followed
+    return followed.state if followed is not None else None
+
+
 async def select_design(pilot, app, name: str) -> None:
     table = app.screen.query_one("#designs", DataTable)
     await wait_until(pilot, lambda: table.row_count)
@@ -38,16 +48,15 @@ async def test_register_from_the_menu_shows_hash_order_and_smallest_p(make_app):
         await pilot.press("y")
         for _ in range(60):
             await pilot.pause(0.05)
-            if app.experiment_state is not None:
+            if experiment_state(app) is not None:
                 break
         runs = registry.list_runs()
         assert len(runs) == 1 and runs[0]["name"] == "seed-schedule-2"
         # the order shown before confirming is the order that was frozen
         frozen = " ".join(f"{s['arm']}(b{s['block']})" for s in runs[0]["order"]["slots"])
         assert frozen in dialog.body.replace("\n", " ")
-        state = app.experiment_state
+        state = experiment_state(app)
         assert state.run_id == runs[0]["run_id"] and state.status == "registered"
-        app.tick()
         await pilot.pause(0.1)
         board = app.screen.query_one("#board", DataTable)
         assert board.row_count == 5  # five blocks
@@ -72,7 +81,7 @@ async def test_cancelled_registration_registers_nothing(make_app):
 
 async def test_console_adopts_a_running_experiment(make_app):
     make_app()  # sets FRANK_HOME
-    from frank.console.screens.experiments import design_files
+    from frank.console.sources.experiments import design_files
 
     path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
     run = registry.register(path, seed=7)
@@ -80,19 +89,19 @@ async def test_console_adopts_a_running_experiment(make_app):
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: app.followed_run is not None, timeout_s=4.0)
-            assert app.followed_run == run.run_id
-            assert app.experiment_state.status == "running"
+            await wait_until(pilot, lambda: followed_run(app) is not None, timeout_s=4.0)
+            assert followed_run(app) == run.run_id
+            assert experiment_state(app).status == "running"
             assert any("following the running experiment" in str(n.message) for n in app._notifications)
     finally:
         lock.release()
 
 
 async def test_a_running_experiment_owns_the_engine(make_app):
-    from tests.console.conftest import READY
+    from tests.console.conftest import READY, fixed_engine
 
     make_app()
-    from frank.console.screens.experiments import design_files
+    from frank.console.sources.experiments import design_files
 
     path = [p for p in design_files() if p.stem == "seed-schedule-2"][0]
     run = registry.register(path, seed=3)
@@ -100,8 +109,8 @@ async def test_a_running_experiment_owns_the_engine(make_app):
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: app.experiment_state is not None, timeout_s=4.0)
-            app.engine_status = READY
+            await wait_until(pilot, lambda: experiment_state(app) is not None, timeout_s=4.0)
+            app.apply(engine=fixed_engine(READY))
             await pilot.press("x")
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmDialog)

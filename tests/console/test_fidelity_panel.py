@@ -1,14 +1,16 @@
-"""Fidelity on the Experiments screen: `f` runs `frank fidelity run` (here with no engine: its error is
-shown), and the panel renders a run's per-set KL with the floor beside it."""
+"""Fidelity on the Experiments screen: `f` with no engine asks for one (nothing is launched), and the panel
+renders the newest run's per-set KL with the floor beside it, and the fidelity job's state."""
 
 from __future__ import annotations
 
+from frank import jobs
 from frank.console.screens.experiments import ExperimentsScreen
-from frank.console.widgets.fidelity_panel import FidelityPanel, fidelity_markup
+from frank.console.state import FidelityRun, FidelitySet, FidelityView
+from frank.console.widgets.fidelity_panel import FidelityPanel, fidelity_markup, job_line
 from tests.console.conftest import wait_until
 
 
-async def test_f_runs_fidelity_and_shows_the_clis_error(make_app):
+async def test_f_without_an_engine_launches_nothing(make_app):
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("3")
@@ -17,25 +19,32 @@ async def test_f_runs_fidelity_and_shows_the_clis_error(make_app):
         panel = app.screen.query_one(FidelityPanel)
         assert await wait_until(pilot, lambda: "no fidelity run yet" in panel.markup_text)
         await pilot.press("f")
-        assert await wait_until(pilot, lambda: "needs a running engine" in panel.markup_text, timeout_s=30)
-        assert "running fidelity" not in panel.markup_text
+        assert await wait_until(
+            pilot, lambda: any("needs a running engine" in str(n.message) for n in app._notifications)
+        )
+    assert jobs.list_jobs(of=("fidelity",)) == []
 
 
 def test_markup_puts_the_floor_beside_each_sets_kl():
-    run = {
-        "id": "20261130-1200-run-ab12",
-        "kind": "run",
-        "knobs": {"dtype": "bfloat16"},
-        "sets": [
-            {"name": "code", "kl": 6.6e-9, "floor": {"value": 4.5e-16}, "kl_over_floor": 1.47e7},
-            {"name": "prose", "kl": 7.0e-16, "floor": {"value": 4.5e-16}, "kl_over_floor": 1.56},
-        ],
-    }
-    text = fidelity_markup(run, running=True)
+    run = FidelityRun(
+        "20261130-1200-run-ab12",
+        "run",
+        (("dtype", "bfloat16"),),
+        (FidelitySet("code", 6.6e-9, 4.5e-16, 1.47e7), FidelitySet("prose", 7.0e-16, 4.5e-16, 1.56)),
+    )
+    text = fidelity_markup(run, "[$frank-warn]fidelity job x running[/]")
     lines = text.splitlines()
-    assert lines[0].startswith("[$frank-warn]running fidelity")
+    assert lines[0].startswith("[$frank-warn]fidelity job")
     assert "dtype=bfloat16" in lines[1]
     code = next(line for line in lines if line.startswith("code"))
     assert "[$frank-bad] 6.60e-09[/]  4.50e-16  1.47e+07" in code
     prose = next(line for line in lines if line.startswith("prose"))
     assert "[$frank-ok] 7.00e-16[/]  4.50e-16      1.56" in prose
+
+
+def test_job_line_names_a_running_or_failed_job():
+    running = jobs.JobStatus("r1", "fidelity", "running", 0, 3, 42, "/x", detail="code: reference")
+    assert "r1 running: code: reference" in job_line(FidelityView(None, running))
+    failed = jobs.JobStatus("r2", "fidelity", "failed", 0, 3, None, "/x", detail="FrankError: no engine")
+    assert "failed: FrankError: no engine" in job_line(FidelityView(None, failed))
+    assert job_line(FidelityView()) == ""

@@ -18,9 +18,12 @@ STATUS = dataclasses.replace(READY, log_path="/var/lib/frank/state/logs/engine.l
 
 
 async def settle(pilot) -> None:
+    app = pilot.app
+    for _ in range(40):  # the telemetry source posts the recorded snapshot; the screen renders it
+        await pilot.pause(0.05)
+        if app.state.telemetry.snapshot is not None:
+            break
     await pilot.pause(0.3)
-    pilot.app.tick()
-    await pilot.pause(0.2)
 
 
 @pytest.mark.parametrize("theme", ["frank-dark", "frank-light"])
@@ -62,9 +65,10 @@ def test_replays(snap_compare, make_app, size):
 
 @pytest.mark.parametrize("theme", ["frank-dark", "frank-light"])
 def test_experiments(snap_compare, make_app, theme, monkeypatch):
-    from frank.console.screens import experiments
+    from frank.console.sources import experiments
+    from frank.experiments.registry import BUILTIN_DESIGNS
 
-    seeds = sorted(experiments.BUILTIN_DESIGNS.glob("seed-*.toml"))  # the shipped seed designs only
+    seeds = sorted(BUILTIN_DESIGNS.glob("seed-*.toml"))  # the shipped seed designs only
     monkeypatch.setattr(experiments, "design_files", lambda: seeds)
 
     async def go(pilot):

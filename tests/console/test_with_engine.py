@@ -63,11 +63,11 @@ async def test_console_drives_the_real_engine(engine):
         assert job.status.state == "finished", job.status
         assert job.status.pid is None and (job.status.done, job.status.planned) == (2, 2)
         planned = load_workload(resolve_workload("w01-mini"), ["draw-1"]).requests["draw-1"][:2]
-        assert [r["id"] for r in job.records] == [r.id for r in planned]
+        assert [r.id for r in job.records] == [r.id for r in planned]
         await pilot.pause(0.2)
         table = screen.query_one("#rep-requests", DataTable)
         assert table.row_count == 2
-        assert all(r["status"] == "ok" and r["server"]["attributed"] for r in job.records)
+        assert all(r.status == "ok" and r.timed and r.front_end_s is not None for r in job.records)
         totals = str(screen.query_one("#rep-totals").content)
         assert "2/2 ok" in totals and "0 failed" in totals
         await pilot.press("1")

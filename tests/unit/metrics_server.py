@@ -10,14 +10,21 @@ class FaultyMetricsServer:
     """Serves fixture text, but only with the right bearer token, and a 500 or garbage on demand: faults the
     real engine cannot produce on demand (its /metrics never asks for the API key)."""
 
-    def __init__(self, body: str, token: str | None = None) -> None:
+    def __init__(self, body: str, token: str | None = None, keep_alive_s: float | None = None) -> None:
+        """`keep_alive_s`: speak HTTP/1.1 and keep a connection open until it idles that long (as uvicorn
+        does); without it, HTTP/1.0 and one request a connection."""
         outer = self
         self.body, self.token, self.status, self.seen_auth = body, token, 200, []
+        self.connections: list[int] = []  # the client port of each request: one per connection reused
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive_s else "HTTP/1.0"
+            timeout = keep_alive_s
+
             def do_GET(self) -> None:  # noqa: N802
                 auth = self.headers.get("Authorization")
                 outer.seen_auth.append(auth)
+                outer.connections.append(self.client_address[1])
                 code = outer.status
                 if outer.token and auth != f"Bearer {outer.token}":
                     code = 401

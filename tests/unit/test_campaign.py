@@ -237,9 +237,22 @@ def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home:
     ]
     assert cells_fidelity(cells) == pytest.approx(0.2) and cells_fidelity([{"value": 1.0}]) is None
 
-    # `frank fidelity run` results, in the fidelity layer's own storage (issue 12; skipped without it)
-    runs = pytest.importorskip("frank.fidelity.runs")
+    path = served_part_and_two_fidelity_runs(tmp_path / "c.toml")
     from frank.campaign.watch import sweep
+
+    checks = sweep(open_ledger(path))
+    assert [(c["run_kind"], c["run_id"], c["control"]["run_id"], c["fired"]) for c in checks] == [
+        ("fidelity", "f2-bfloat16", "f1-float32", ["kl"])
+    ]
+    assert checks[0]["rules"][0]["detail"] == "KL 0.2 with the part, 0.01 without (floor 0.05)"
+
+
+def served_part_and_two_fidelity_runs(path: Path) -> Path:
+    """A served part (dtype bfloat16) with a KL rule, and two `frank fidelity run` results after it was
+    served, the part's worse than its control's: the watch has one fired check to make."""
+    import time
+
+    from frank.fidelity import runs
 
     def saved(run_id: str, knobs: dict, kl: float, at: float) -> None:
         runs.save_run(
@@ -257,7 +270,7 @@ def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home:
             }
         )
 
-    path = tmp_path / "c.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         PART.format(
             state="candidate",
@@ -268,13 +281,42 @@ def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home:
         .replace('region_cache = "on"', 'dtype = "bfloat16"')
     )
     actions.init(path)
-    import time as _time
-
-    now = _time.time()
+    now = time.time()
     saved("f1-float32", {"dtype": "float32", "num_speculative_tokens": 4}, 0.010, now)
     saved("f2-bfloat16", {"dtype": "bfloat16", "num_speculative_tokens": 4}, 0.200, now + 5)
-    checks = sweep(open_ledger(path))
-    assert [(c["run_kind"], c["run_id"], c["control"]["run_id"], c["fired"]) for c in checks] == [
-        ("fidelity", "f2-bfloat16", "f1-float32", ["kl"])
-    ]
-    assert checks[0]["rules"][0]["detail"] == "KL 0.2 with the part, 0.01 without (floor 0.05)"
+    return path
+
+
+def _files(*roots: Path) -> dict[str, bytes]:
+    return {str(f): f.read_bytes() for root in roots for f in sorted(root.rglob("*")) if f.is_file()}
+
+
+def test_status_is_a_read_it_shows_a_fired_rule_and_writes_nothing(fresh_frank_home: Path, tmp_path: Path) -> None:
+    path = served_part_and_two_fidelity_runs(tmp_path / "c.toml")
+    history = path.with_name("c.history.jsonl")
+    before, everything = history.read_bytes(), _files(fresh_frank_home, tmp_path)
+
+    status = frank("campaign", "status", "--file", str(path), "--json", home=fresh_frank_home)
+    assert status.returncode == 0, status.stderr
+    shown = json.loads(status.stdout)
+    assert history.read_bytes() == before, "a status read appended to the history"
+    assert _files(fresh_frank_home, tmp_path) == everything, "a status read wrote a file"
+    assert [(c["run_id"], c["fired"]) for c in shown["pending_checks"]] == [("f2-bfloat16", ["kl"])]
+    assert any("rule kl on fidelity f2-bfloat16" in line for line in shown["alerts"])
+    part = shown["parts"][0]
+    assert (
+        part["up_next"].startswith("revert: rule kl fired")
+        and part["revert_rules"][0]["last_check"]["outcome"] == "fired"
+    )
+    assert actions.status(path)["alerts"] == shown["alerts"] and history.read_bytes() == before
+
+    watch = frank("campaign", "watch", "--file", str(path), "--json", home=fresh_frank_home)
+    assert watch.returncode == 0, watch.stderr
+    assert [e["event"] for e in read_history(history)][-1] == "check"  # the watch is what records
+    recorded = history.read_bytes()
+    again = json.loads(frank("campaign", "status", "--file", str(path), "--json", home=fresh_frank_home).stdout)
+    assert again["pending_checks"] == [] and again["alerts"] == shown["alerts"]
+    assert history.read_bytes() == recorded
+
+    reverted = actions.revert("cache", path)  # the recorded fired rule is its reason
+    assert reverted["rule"]["rules"] == ["kl"]

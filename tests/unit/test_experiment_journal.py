@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from frank.experiments.journal import Journal, JournalError, read_events
+from frank.experiments.journal import Journal, read_events
+from frank.jsonl import JsonlError
 
 
 def test_append_read_and_sequence(tmp_path: Path) -> None:
@@ -46,7 +47,7 @@ def test_damage_before_the_end_names_the_line(tmp_path: Path) -> None:
     lines = path.read_text().splitlines()
     lines[1] = "not json"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(JournalError, match=rf"{path}:2: damaged journal line"):
+    with pytest.raises(JsonlError, match=rf"{path}:2: damaged line \(bad JSON"):
         read_events(path)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from frank.experiments import registry
-from frank.experiments.journal import read_events
+from frank.experiments.journal import Journal, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.report import report_for_run
 from frank.experiments.runner import CellError, RunLock, RunnerInterrupted, load_state, lock_holder, run_experiment
@@ -284,3 +284,43 @@ def test_detached_runner_is_its_own_session_and_records_why_it_stopped(
     assert events[2]["reason"] == "error" and "workload.name: no workload 'no-such-workload'" in events[2]["message"]
     assert "workload.name" in run.log_path.read_text()
     assert lock_holder(run.lock_path) is None
+
+
+def _same_tally(run: registry.Run) -> tuple[int, int, int, float | None]:
+    """The live board's tally and the report's, which must agree."""
+    state, report = load_state(run), report_for_run(run)
+    live = (state.wins, state.losses, state.ties, state.p_value)
+    decided = (report["wins"], report["losses"], report["ties"], report["p_value"])
+    assert live == decided, f"live board {live} != report {decided}"
+    assert [b.sign for b in state.blocks] == [b["sign"] for b in report["blocks"]]
+    assert [b.voided for b in state.blocks] == [b["voided"] for b in report["blocks"]]
+    return live
+
+
+def test_live_board_and_report_tally_a_voided_block_alike(tmp_path: Path) -> None:
+    # a journal in which block 2's cells both finished (the treatment lost) and the block was then voided:
+    # under the frozen rule it counts in neither tally, on the board as in the decision
+    run = _register(tmp_path)
+    with Journal(run.journal_path) as journal:
+        journal.append("runner_started", pid=1, resumed=False)
+        for slot in run.slots:
+            journal.append("cell_started", slot=slot.slot, attempt=1, arm=slot.arm, block=slot.block)
+            value = fake_value(slot) if slot.block != 2 else (2.0 if slot.arm == "spec-2" else 1.0)
+            journal.append(
+                "cell_done", slot=slot.slot, attempt=1, arm=slot.arm, block=slot.block, value=value, failed=0
+            )
+        journal.append("block_voided", block=2, slot=run.slots[-1].slot, reason="voided by hand")
+        journal.append("runner_stopped", reason="finished")
+    assert _same_tally(run) == (2, 0, 0, pytest.approx(1 / 4))
+    assert load_state(run).remaining == 0 and report_for_run(run)["decision"] == "not confirmed"  # 2 of 3
+
+
+def test_live_board_and_report_agree_at_every_point_of_a_run_with_a_voided_block(tmp_path: Path) -> None:
+    text = BLOCKS_DESIGN.replace('action = "retry"\nmax_retries = 1', 'action = "void_block"')
+    run = _register(tmp_path, text)
+    second_of_block_2 = [s.slot for s in run.slots if s.block == 2][1]
+    assert run_experiment(run, FakeCellExecutor(fail={(second_of_block_2, 1): CellError("crash")})).reason == "finished"
+    lines = run.journal_path.read_bytes().splitlines(keepends=True)
+    for keep in range(1, len(lines) + 1):  # the board as it was after each event, against the report then
+        _same_tally(_truncated_copy(run, lines, keep, torn=False))
+    assert _same_tally(run) == (2, 0, 0, pytest.approx(1 / 4)) and load_state(run).blocks[1].voided

@@ -24,6 +24,7 @@ FLOORS = [
     "reports",
     "engine",
     "paths",
+    "jsonl",
     "errors",
 ]
 

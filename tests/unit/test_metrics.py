@@ -258,3 +258,66 @@ def test_response_values_from_a_real_response_and_their_sources():
     assert m.response_values(None, 3, 3, 0.1) is None
     d = m.request_delta(sample("before.txt"), sample("after.txt"))
     assert set(m.delta_sources(d).values()) == {m.SOURCE_DELTA} and "decode_s" in m.delta_sources(d)
+
+
+# -- the sampler's scraper: one kept-alive connection, the wanted families parsed only when they change ----
+
+
+def test_the_family_blocks_select_what_a_line_by_line_pass_selects():
+    for name in ("before.txt", "after.txt", "after_restart.txt", "no_spec_decode.txt"):
+        body = text(name)
+        assert body.startswith("# HELP ")  # prometheus_client's exposition: a block per family
+        by_line = m._select_each_line(body.split("\n"), m.DEFAULT_FAMILIES)
+        assert (
+            m._select_lines(body, m.DEFAULT_FAMILIES) == by_line and "vllm:e2e_request_latency_seconds_sum" in by_line
+        )
+    bare = '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0"} 2.0\n'  # no HELP lines
+    assert m.parse_metrics(bare).gauge(m.RUNNING) == 2.0
+
+
+def test_a_cached_parse_never_returns_stale_values():
+    body = text("after.txt")
+    m._parse_wanted.cache_clear()
+    first, again = m.parse_metrics(body), m.parse_metrics(body)
+    assert m._parse_wanted.cache_info().hits == 1 and first.counter(m.PROMPT_TOKENS) == again.counter(m.PROMPT_TOKENS)
+    assert again.taken_at >= first.taken_at  # a new sample each time, only the parse is shared
+    busy = body.replace(
+        'vllm:num_requests_running{engine="0",model_name="tiny-frank"} 0.0',
+        'vllm:num_requests_running{engine="0",model_name="tiny-frank"} 3.0',
+    )
+    assert busy != body and m.parse_metrics(busy).gauge(m.RUNNING) == 3.0
+    assert m.parse_metrics(body).gauge(m.RUNNING) == 0.0
+    # a change outside the wanted families (the process's own metrics change every scrape) reuses the parse
+    hits = m._parse_wanted.cache_info().hits
+    m.parse_metrics(body.replace("process_cpu_seconds_total 9.8", "process_cpu_seconds_total 9.9"))
+    assert m._parse_wanted.cache_info().hits == hits + 1
+
+
+def test_scraper_sends_the_api_key_and_reports_errors(faulty):
+    ok = m.MetricsScraper(faulty.url, api_key="sekrit")
+    assert ok.fetch().counter(m.PROMPT_TOKENS) == sample("after.txt").counter(m.PROMPT_TOKENS)
+    denied = m.MetricsScraper(faulty.url).fetch()
+    assert denied.state == "error" and "401" in denied.error
+    faulty.status = 500
+    assert ok.fetch().state == "error"
+    faulty.status, faulty.body = 200, 'vllm:num_requests_running{engine="0" 1\n'
+    bad = ok.fetch()
+    assert bad.state == "error" and "unparsable" in bad.error
+    down = m.MetricsScraper(f"http://127.0.0.1:{_closed_port()}", timeout_s=1).fetch()
+    assert down.state == "unreachable" and "ConnectionRefusedError" in down.error
+
+
+def test_scraper_keeps_one_connection_and_reopens_one_the_server_closed():
+    server = FaultyMetricsServer(text("after.txt"), keep_alive_s=0.3)
+    try:
+        scraper = m.MetricsScraper(server.url)
+        assert all(scraper.fetch().ok for _ in range(3))
+        assert len(server.connections) == 3 and len(set(server.connections)) == 1  # one connection, kept
+        import time
+
+        time.sleep(0.6)  # the server drops the idle connection, as uvicorn does after its keep-alive
+        after = scraper.fetch()
+        assert after.ok and len(set(server.connections)) == 2, after.error  # reopened at once, no error shown
+        scraper.close()
+    finally:
+        server.close()

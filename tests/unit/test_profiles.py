@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from frank.engine.profiles import ProfileError, build_launch, list_profiles, load_profile, load_profile_file
+from frank.engine.kinds import build_launch
+from frank.engine.profiles import ProfileError, list_profiles, load_profile, load_profile_file
 
 GOOD = """
 name = "mine"

@@ -254,3 +254,48 @@ def test_cli_export(server):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_controller_target_rereads_status_only_when_something_can_have_changed(tmp_path):
+    """The sampler asks for the target every second: the controller's status (three JSON files and a process
+    check) is read again only when its state files change, the engine's process group is gone, or the
+    recheck time passed."""
+    from types import SimpleNamespace
+
+    from frank.engine.controller import EngineStatus
+
+    files = SimpleNamespace(record=tmp_path / "engine.json", run=tmp_path / "run.json", exit=tmp_path / "exit.json")
+    files.record.write_text("{}")
+    group = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    calls = []
+
+    class Controller:
+        files = None
+        client_api_key = None
+
+        def status(self, check_health: bool = True) -> EngineStatus:
+            calls.append(check_health)
+            return EngineStatus(state="ready", pid=group.pid, pgid=group.pid, url="http://127.0.0.1:1", profile=None)
+
+    controller = Controller()
+    controller.files = files
+    try:
+        source = controller_target(controller, recheck_s=0.5)
+        targets = [source() for _ in range(5)]
+        assert len(calls) == 1 and calls == [False] and targets[0].pid == group.pid and len(set(targets)) == 1
+        files.record.write_text('{"ready_s": 1.0}')  # the controller wrote its state: read it again
+        source()
+        assert len(calls) == 2
+        files.exit.write_text("{}")
+        source()
+        assert len(calls) == 3
+        time.sleep(0.6)
+        source()
+        assert len(calls) == 4  # the recheck time passed
+        group.kill()
+        group.wait()
+        source()
+        assert len(calls) == 5  # the engine's group is gone: at once, not at the next recheck
+    finally:
+        group.kill()
+        group.wait()

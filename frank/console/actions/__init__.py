@@ -1,5 +1,4 @@
-"""FrankApp's actions, one module per concern: the engine, jobs (replays and other detached runs), experiments.
-
-Each is a mixin of FrankApp: it turns keys into calls on the headless layers, runs slow calls in thread
-workers, and reports back through typed messages (frank.console.messages) or notifications.
+"""The console's actions, one plain object per concern (engine, jobs, experiments and fidelity, episodes,
+campaign, logs), each holding the app as a Host (frank.console.host). They turn keys into calls on the
+headless layers, run slow calls in thread workers, and report back through notifications and the sources.
 """

@@ -1,187 +1,104 @@
-"""Experiment actions: register a design (the drawn order shown before confirming), run or resume it as a
-detached job (frank.experiments.job), stop it (asks first), and follow a run's journal.
-
-The status poll folds the followed run's journal (`read_experiment`, in the poll's thread) and posts
-ExperimentFolded; a console started while a runner is alive adopts that run.
-"""
+"""Experiment actions: register a design (its drawn order, hash and smallest p shown before confirming), run
+or resume a registered run detached, stop it; and fidelity: measure the running engine as a job (f), or
+cancel the fidelity job that runs (f again). The experiments source reads the runs and fidelity."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from textual import work
-
-from frank.console.messages import ExperimentFolded
-from frank.errors import FrankError
-
-if TYPE_CHECKING:
-    from frank.console.app import FrankApp
-
-    _Base = FrankApp
-else:
-    _Base = object
-
-ENDED = ("finished", "failed", "stopped")
+from frank.console.actions.base import Actions
+from frank.console.actions.jobs import JobActions
+from frank.console.host import Host
 
 
-class ExperimentActions(_Base):
-    def follow_run(self, run_id: str | None) -> None:
-        if run_id != self.followed_run:
-            self.followed_run = run_id
-            self.experiment_state = self.experiment_rule = self.experiment_report = None
-            self._report_events = None
-            self.refresh_status_now()
+class ExperimentActions(Actions):
+    def __init__(self, host: Host, jobs: JobActions) -> None:
+        super().__init__(host)
+        self.jobs = jobs
 
-    def read_experiment(self) -> ExperimentFolded | None:
-        """The followed run's journal folded (in the status poll's thread); on the first poll adopt a run
-        whose runner is alive."""
-        from frank.experiments import registry
-        from frank.experiments.runner import load_state
-
-        run_id = self.followed_run
-        if run_id is None and not self._adopt_checked:
-            self._adopt_checked = True
-            run_id = running_experiment()
-        if run_id is None:
-            return None
-        try:
-            run = registry.load_run(run_id)
-        except FrankError as exc:
-            return ExperimentFolded(None, None, None, error=str(exc))
-        state = load_state(run)
-        report = None
-        if state.status in ENDED and state.events != self._report_events:
-            from frank.experiments.report import report_for_run
-
-            try:
-                report = report_for_run(run)
-            except FrankError as exc:
-                report = {"decision": f"no report: {exc}"}
-            self._report_events = state.events
-        elif state.status in ENDED:
-            report = self.experiment_report
-        return ExperimentFolded(state, run.design.rule, report)
-
-    def on_experiment_folded(self, message: ExperimentFolded) -> None:
-        if message.state is None:
-            self.notify(f"experiment: {message.error or 'unreadable'}", severity="error")
-            self.followed_run = None
-            return
-        if self.followed_run is None:
-            self.notify(f"following the running experiment {message.state.run_id}", timeout=6)
-        self.followed_run = message.state.run_id
-        self.experiment_state, self.experiment_rule = message.state, message.rule
-        self.experiment_report = message.report
-        self.forward(message)
-
-    def _experiments_screen(self) -> Any:
+    def _screen(self) -> Any:
+        """The experiments screen when it is up (its selection names the design or run)."""
         from frank.console.screens.experiments import ExperimentsScreen
 
-        return self.screen if isinstance(self.screen, ExperimentsScreen) else None
+        return self.host.screen if isinstance(self.host.screen, ExperimentsScreen) else None
 
-    def action_experiment_register(self) -> None:
-        if not self.guard("register"):
+    def register(self) -> None:
+        if not self.host.guard("register"):
             return
-        screen = self._experiments_screen()
+        screen = self._screen()
         path = screen.selected_design() if screen else None
         if path is None:
-            self.notify("open the experiments screen (3) and select a design first", severity="warning")
+            self.host.notify("open the experiments screen (3) and select a design first", severity="warning")
             return
-        self._preview_registration(path)
+        self.in_thread("experiment", lambda: preview_registration(path), self._ask_to_register)
 
-    @work(thread=True, exclusive=True, group="experiment", exit_on_error=False)
-    def _preview_registration(self, path: str) -> None:
-        """Draw the order now with a fresh seed and show it; registering with that seed gives this order."""
-        from frank.experiments import exact
-        from frank.experiments.design import load_design
-        from frank.experiments.randomize import draw_order, new_seed
-
-        design = load_design(path, check_profiles=True)
-        exact.check_reachable(design, path)
-        seed = new_seed()
-        lines = [f"design   {design.name} ({design.kind})", f"question {design.question}", f"sha256   {design.sha256}"]
-        if design.runnable:
-            order = draw_order(design, seed)
-            text = " ".join(f"{s.arm}" + (f"(b{s.block})" if s.block else "") for s in order.slots)
-            lines.append(f"order    #{order.index} of {order.count}: {text}")
-        size = exact.null_size(design)
-        low = exact.smallest_p(design)
-        lines.append(
-            f"smallest p this design can reach: {exact.fraction(low, size) if low else '–'}"
-            + (f" (alpha {design.rule.alpha:g})" if design.rule.alpha is not None else "")
-        )
-        # -- power from measured noise (issue 13): frank/console/power_preview.py
-        from frank.console.power_preview import power_lines
-
-        lines.extend(power_lines(design))
-        # --
-        lines.append("Registering freezes the design and this order; it cannot be edited afterwards.")
-        self.call_from_thread(
-            self.confirm,
-            f"Register {design.name}?",
-            "\n".join(lines),
-            lambda: self._register_design(path, seed),
+    def _ask_to_register(self, preview: tuple[str, str, str, int]) -> None:
+        path, name, text, seed = preview
+        self.host.confirm(
+            f"Register {name}?",
+            text,
+            lambda: self.in_thread("experiment", lambda: _register(path, seed), self._registered),
             "Register",
         )
 
-    @work(thread=True, exclusive=True, group="experiment", exit_on_error=False)
-    def _register_design(self, path: str, seed: int) -> None:
-        from frank.experiments import registry
+    def _registered(self, registered: tuple[str, str]) -> None:
+        run_id, sha = registered
+        self.host.notify(f"registered {run_id} (sha256 {sha[:12]}…)", timeout=8)
+        self.host.reload_experiments()
+        self.host.follow_run(run_id)
+        screen = self._screen()
+        if screen is not None:
+            screen.select_run(run_id)
 
-        run = registry.register(path, seed=seed)
-
-        def done() -> None:
-            self.notify(f"registered {run.run_id} (sha256 {run.meta['design_sha256'][:12]}…)", timeout=8)
-            screen = self._experiments_screen()
-            if screen:
-                screen.add_run(run.run_id)
-            self.follow_run(run.run_id)
-
-        self.call_from_thread(done)
-
-    def action_experiment_run(self) -> None:
-        if not self.guard("run"):
+    def run(self) -> None:
+        if not self.host.guard("run"):
             return
-        screen = self._experiments_screen()
-        run_id = (screen.selected_run() if screen else None) or self.followed_run
+        screen = self._screen()
+        followed = self.host.state.experiments.followed
+        run_id = (screen.selected_run() if screen else None) or (followed.run_id if followed else None)
         if run_id is None:
-            self.notify("select a registered run first (experiments screen, 3)", severity="warning")
+            self.host.notify("select a registered run first (experiments screen, 3)", severity="warning")
             return
-        if self.engine_state in ("ready", "starting"):
-            self.confirm(
+        if self.host.state.engine.state in ("ready", "starting"):
+            self.host.confirm(
                 "Run the experiment?",
                 "The runner starts and stops the engine for every cell: the engine "
                 "running now is stopped first, with any request in flight.",
-                lambda: self._launch_run(run_id, stop_first=True),
+                lambda: self._launch(run_id, stop_first=True),
                 "Run",
             )
         else:
-            self._launch_run(run_id, stop_first=False)
+            self._launch(run_id, stop_first=False)
 
-    @work(thread=True, exclusive=True, group="experiment", exit_on_error=False)
-    def _launch_run(self, run_id: str, stop_first: bool) -> None:
-        from frank.experiments import job, registry
+    def _launch(self, run_id: str, stop_first: bool) -> None:
+        controller = self.host.services.controller
 
-        run = registry.load_run(run_id)  # refuses an altered frozen copy before anything stops
-        if stop_first:
-            self.services.controller.stop()
-        st = job.launch(run)
+        def launch() -> tuple[int | None, str]:
+            from frank.experiments import job, registry
 
-        def done() -> None:
-            self.notify(f"runner started (pid {st.pid}); it survives this console. Log: {run.log_path}", timeout=8)
-            self.follow_run(run_id)
+            run = registry.load_run(run_id)  # refuses an altered frozen copy before anything stops
+            if stop_first:
+                controller.stop()
+            st = job.launch(run)
+            return st.pid, str(run.log_path)
 
-        self.call_from_thread(done)
+        def done(started: tuple[int | None, str]) -> None:
+            pid, log = started
+            self.host.notify(f"runner started (pid {pid}); it survives this console. Log: {log}", timeout=8)
+            self.host.follow_run(run_id)
 
-    def action_experiment_stop(self) -> None:
-        if not self.guard("stop the run"):
+        self.in_thread("experiment", launch, done)
+
+    def stop(self) -> None:
+        if not self.host.guard("stop the run"):
             return
-        state = self.experiment_state
+        followed = self.host.state.experiments.followed
+        state = followed.state if followed is not None else None
         if state is None or not state.runner_pid:
-            self.notify("no runner is running for the followed experiment", severity="warning")
+            self.host.notify("no runner is running for the followed experiment", severity="warning")
             return
         # SIGTERM: the runner records the cell in flight as interrupted
-        self.cancel_job(
+        self.jobs.cancel(
             state.run_id,
             "Stop the experiment runner?",
             "The cell in flight is recorded as interrupted and redone from its engine start on resume, "
@@ -190,9 +107,67 @@ class ExperimentActions(_Base):
             f"asked the runner of {state.run_id} to stop; `r` resumes it later",
         )
 
+    # -- fidelity -------------------------------------------------------------------------------------------
+    def fidelity(self) -> None:
+        """Measure the running engine as a fidelity job, or (while one runs) cancel it after asking."""
+        if not self.host.guard("fidelity"):
+            return
+        job = self.host.state.experiments.fidelity.job
+        if job is not None and job.state == "running":
+            self.jobs.cancel(
+                job.run_id,
+                "Cancel the fidelity run?",
+                f"{job.run_id} stops now; nothing of it is saved (a fidelity run is saved whole or not at all).",
+                "Cancel run",
+                f"asked fidelity {job.run_id} to stop",
+            )
+            return
+        if self.host.state.engine.state != "ready":
+            self.host.notify("fidelity needs a running engine: start it first (s)", severity="warning")
+            return
 
-def running_experiment() -> str | None:
-    """The id of a registered run whose runner is alive (the console adopts it at start)."""
-    from frank import jobs
+        def launch() -> tuple[str, int | None]:
+            from frank.fidelity import job as fidelity_job
 
-    return next((j.run_id for j in jobs.list_jobs(running_only=True, of=("experiment",))), None)
+            st = fidelity_job.launch(fidelity_job.prepare())
+            return st.run_id, st.pid
+
+        def done(started: tuple[str, int | None]) -> None:
+            run_id, pid = started
+            self.host.notify(f"fidelity {run_id} started (pid {pid}); `frank jobs list` shows it", timeout=6)
+            self.host.reload_experiments()
+
+        self.in_thread("fidelity", launch, done)
+
+
+def preview_registration(path: str) -> tuple[str, str, str, int]:
+    """Draw the order now with a fresh seed and describe it; registering with that seed gives this order."""
+    from frank.console.power_preview import power_lines
+    from frank.experiments import exact
+    from frank.experiments.design import load_design
+    from frank.experiments.randomize import draw_order, new_seed
+
+    design = load_design(path, check_profiles=True)
+    exact.check_reachable(design, path)
+    seed = new_seed()
+    lines = [f"design   {design.name} ({design.kind})", f"question {design.question}", f"sha256   {design.sha256}"]
+    if design.runnable:
+        order = draw_order(design, seed)
+        text = " ".join(f"{s.arm}" + (f"(b{s.block})" if s.block else "") for s in order.slots)
+        lines.append(f"order    #{order.index} of {order.count}: {text}")
+    size = exact.null_size(design)
+    low = exact.smallest_p(design)
+    lines.append(
+        f"smallest p this design can reach: {exact.fraction(low, size) if low else '–'}"
+        + (f" (alpha {design.rule.alpha:g})" if design.rule.alpha is not None else "")
+    )
+    lines.extend(power_lines(design))
+    lines.append("Registering freezes the design and this order; it cannot be edited afterwards.")
+    return path, design.name, "\n".join(lines), seed
+
+
+def _register(path: str, seed: int) -> tuple[str, str]:
+    from frank.experiments import registry
+
+    run = registry.register(path, seed=seed)
+    return run.run_id, run.meta["design_sha256"]

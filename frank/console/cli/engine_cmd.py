@@ -8,11 +8,11 @@ import time
 
 from frank.console.cli.common import emit, parse_key_values
 from frank.engine.controller import EngineController
-from frank.engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles
+from frank.engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles, load_profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    engine = sub.add_parser("engine", help="start, stop and watch the vLLM engine")
+    engine = sub.add_parser("engine", help="start, stop and watch the engine (vLLM or llama.cpp)")
     esub = engine.add_subparsers(dest="engine_command", metavar="ACTION", required=True)
 
     start = esub.add_parser("start", help="start the engine and wait until it is ready")
@@ -58,7 +58,7 @@ def _human_status(st: dict) -> str:
     lines = [f"state    {st['state']}"]
     if st.get("profile"):
         lines += [
-            f"profile  {st['profile']}",
+            f"profile  {st['profile']}  ({_kind_label(st.get('kind'))})",
             f"pid      {st.get('pid')}  (group {st.get('pgid')})",
             f"url      {st.get('url')}",
         ]
@@ -74,6 +74,12 @@ def _human_status(st: dict) -> str:
         lines += ["last log lines:"] + [f"  {line}" for line in st.get("log_tail") or []]
     lines.append(f"log      {st.get('log_path')}")
     return "\n".join(lines)
+
+
+def _kind_label(kind: str | None) -> str:
+    from frank.engine.kinds import KINDS
+
+    return KINDS[kind].label if kind in KINDS else str(kind)
 
 
 def _progress(elapsed: float, line: str) -> None:
@@ -92,6 +98,7 @@ def cmd_start(args: argparse.Namespace) -> int:
             "host": spec.host,
             "port": spec.port,
             "profile": args.profile or DEFAULT_PROFILE,
+            "kind": load_profile(args.profile or DEFAULT_PROFILE).kind,
         }
         emit(
             args.json,
@@ -190,6 +197,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         items.append(
             {
                 "name": entry.name,
+                "kind": entry.kind,
                 "description": entry.description,
                 "source": str(entry.source),
                 "knobs": {
@@ -212,7 +220,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
             if "error" in item:
                 out.append(f"! {item['error']}")
                 continue
-            out.append(f"{item['name']}: {item['description']}")
+            out.append(f"{item['name']} [{_kind_label(item['kind'])}]: {item['description']}")
             for name, knob in item["knobs"].items():
                 how = "live" if not knob["needs_restart"] else f"restart ({knob['apply']} {knob['target']})"
                 out.append(

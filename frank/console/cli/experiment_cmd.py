@@ -238,7 +238,8 @@ def _human_state(s: dict[str, Any]) -> str:
         for b in s["blocks"]:
             eff = "" if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}%"
             lines.append(f"  block {b['block']}: {eff} {'void' if b['voided'] else (b['sign'] or '')}")
-        lines.append(f"  tally: {s['wins']} wins, {s['losses']} losses, {s['ties']} ties, {s['remaining']} to go")
+        p = "" if s.get("p_value") is None else f", p so far {s['p_value']:.4g}"
+        lines.append(f"  tally: {s['wins']} wins, {s['losses']} losses, {s['ties']} ties, {s['remaining']} to go{p}")
     best = s.get("best_possible_p")
     lines.append(
         f"  rule can still be met: {'yes' if s['can_still_meet'] else 'no'}"

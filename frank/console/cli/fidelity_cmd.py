@@ -16,6 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = fsub.add_parser("run", help="measure the running engine over text sets (default: code agent prose)")
     run.add_argument("--sets", nargs="+", metavar="SET", help="shipped names, user set names or folders")
     run.add_argument("--label", default="", help="a note kept with the saved run")
+    run.add_argument(
+        "--detach", action="store_true", help="run as a detached job (follow: frank jobs status RUN --follow)"
+    )
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=cmd_run)
 
@@ -72,9 +75,25 @@ def format_run(run: dict[str, Any]) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from frank.fidelity.runs import run_fidelity
+    """A fidelity run is a job (frank.fidelity.job): in the foreground it holds the run's lock, so it shows in
+    `frank jobs list` and `frank jobs cancel RUN` stops it; with --detach it outlives the terminal."""
+    from frank.fidelity import job
+    from frank.fidelity.runs import running_target
 
-    run = run_fidelity(args.sets, progress=_progress(args), label=args.label)
+    running_target()  # refuses at once, before a run folder exists, when no engine is ready
+    run_dir = job.prepare(args.sets, args.label)
+    if args.detach:
+        st = job.launch(run_dir)
+        emit(
+            args.json,
+            {"run_id": st.run_id, "pid": st.pid, "run_dir": st.run_dir},
+            lambda p: f"{p['run_id']} (pid {p['pid']})",
+        )
+        return 0
+    run = job.run(run_dir, echo=_progress(args))
+    if run is None:
+        print(f"frank: fidelity run {run_dir.name} cancelled; nothing saved", file=sys.stderr)
+        return 3
     emit(args.json, run, format_run)
     return 0
 

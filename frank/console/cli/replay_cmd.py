@@ -101,6 +101,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from frank.workloads.replay import ReplayOptions, resolve_run_dir
 
     api_key = args.api_key or os.environ.get("FRANK_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    if not api_key and not args.url:
+        from frank.engine.controller import EngineController
+
+        api_key = EngineController().client_api_key  # the running engine's own key (llama.cpp: its token)
     if args.resume:
         run_dir = resolve_run_dir(args.resume)
         if args.restart and args.detach:

@@ -2,8 +2,8 @@
 
 Wide terminals show every panel; below 110 columns or 30 rows the panels other than the engine's are
 tabbed (m metrics, g gpu, p cpu pool, o log; or left/right on the tab bar) so nothing is cut off at 80x24.
-`refresh_view` maps the app's latest snapshot and status to plain view objects: the only place that
-knows the telemetry types.
+`render_state` maps the app's state (the newest snapshot, status, followed job) to the panels' view objects:
+the only place that knows the telemetry types.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from textual.containers import Vertical
 from textual.widgets import Header, Tab, Tabs
 
 from frank.console.screens.base import NARROW_WIDTH, SHORT_HEIGHT, FrankScreen
+from frank.console.screens.jobs_text import job_progress
+from frank.console.state import ConsoleState
 from frank.console.widgets.cpu_panel import CpuPanel, CpuView
 from frank.console.widgets.engine_panel import EnginePanel
 from frank.console.widgets.footer import FrankFooter
@@ -25,7 +27,6 @@ from frank.console.widgets.metrics_panel import MetricsPanel, MetricsView, Reque
 from frank.console.widgets.progress import RunProgress
 
 TABBED = ("metrics", "gpu", "cpu", "log")
-SPARK_POINTS = 60
 
 
 class DashboardScreen(FrankScreen):
@@ -58,7 +59,7 @@ class DashboardScreen(FrankScreen):
 
     def on_mount(self) -> None:
         self._layout(self.size.width, self.size.height)
-        self.refresh_view()
+        self.render_state(self.host.state)
 
     def on_resize(self, event) -> None:
         super().on_resize(event)
@@ -89,37 +90,40 @@ class DashboardScreen(FrankScreen):
             self.query_one(f"#{name}").focus() if self.query_one(f"#{name}").can_focus else None
 
     # -- rendering -------------------------------------------------------------------------------
-    def refresh_view(self) -> None:
-        app = self.frank
+    def render_state(self, state: ConsoleState) -> None:
+        engine, telemetry = state.engine, state.telemetry
+        shown = (engine, telemetry, state.jobs.followed, state.experiments.followed, state.busy, self.size)
+        if shown == getattr(self, "_shown", None):
+            return  # a change elsewhere (campaign, episodes): nothing here to draw
+        self._shown = shown
         narrow = self.has_class("-narrow")
+        read_only = self.host.read_only
         self.query_one(EnginePanel).show(
-            app.engine_status,
-            app.profile_knobs() if app.engine_status else None,
-            busy=app.busy,
-            read_only=app.read_only,
+            engine.status,
+            {k.name: k for k in engine.knobs} if engine.status else None,
+            busy=state.busy,
+            read_only=read_only,
             compact=narrow,
-            next_profile=app.profile_for_start(),
+            next_profile=engine.profile,
         )
-        snap = app.snapshot
-        history = app.services.sampler.history(SPARK_POINTS * snap.period_s) if snap is not None else []
+        snap, history = telemetry.snapshot, list(telemetry.history)
         self.query_one(MetricsPanel).show(
-            metrics_view(snap, history, request_rows(app)), table=self.size.height >= SHORT_HEIGHT
+            metrics_view(snap, history, request_rows(state)), table=self.size.height >= SHORT_HEIGHT
         )
         gpus, gpu_error = gpu_views(snap, history)
         self.query_one(GpuPanel).show(gpus, gpu_error)
         self.query_one(CpuPanel).show(cpu_view(snap, history))
-        self.query_one(RunProgress).show(*app_run_progress(app))
-        self.query_one(LogTail).show(app.log_tail, getattr(app.engine_status, "log_path", None))
+        self.query_one(RunProgress).show(*run_progress(state))
+        self.query_one(LogTail).show(list(engine.log_tail), engine.status.log_path if engine.status else None)
 
 
-def app_run_progress(app: Any) -> tuple:
+def run_progress(state: ConsoleState) -> tuple:
     """(title, done, total, totals, state) of the followed job (a replay) or the followed experiment."""
-    from frank.console.screens.replays import job_progress
-
-    job = app.job
+    job = state.jobs.followed
     if job is not None and job.status is not None and job.status.kind != "experiment":
         return job_progress(job)
-    exp = app.experiment_state
+    followed = state.experiments.followed
+    exp = followed.state if followed is not None else None
     if exp is not None:
         done = sum(1 for c in exp.cells if c.status in ("done", "voided"))
         cur = exp.current
@@ -131,36 +135,25 @@ def app_run_progress(app: Any) -> tuple:
     return (None,)
 
 
-def request_rows(app: Any) -> tuple[RequestRow, ...]:
+def request_rows(state: ConsoleState) -> tuple[RequestRow, ...]:
     """The last requests: the followed replay's own records when it has some (every request, attributed by
     the runner), else the requests the sampler saw running alone."""
-    job = app.job
-    records = [r for r in job.records if "server" in r] if job is not None else []
+    job = state.jobs.followed
+    records = [r for r in job.records if r.timed] if job is not None else []
     if records:
-        rows = []
-        for rec in records[-8:]:
-            srv = rec.get("server") or {}
-            rows.append(
-                RequestRow(
-                    str(rec.get("id")),
-                    srv.get("ttft_s"),
-                    srv.get("queue_s"),
-                    srv.get("prefill_s"),
-                    srv.get("front_end_s"),
-                    rec.get("prompt_tokens"),
-                )
-            )
-        return tuple(rows)
+        return tuple(
+            RequestRow(r.id, r.ttft_s, r.queue_s, r.prefill_s, r.front_end_s, r.prompt_tokens) for r in records[-8:]
+        )
     return tuple(
         RequestRow(
-            key,
-            d.ttft_s,
-            d.queue_s,
-            d.prefill_s,
-            d.front_end_s,
-            None if d.prompt_tokens is None else int(d.prompt_tokens),
+            seen.at,
+            seen.delta.ttft_s,
+            seen.delta.queue_s,
+            seen.delta.prefill_s,
+            seen.delta.front_end_s,
+            None if seen.delta.prompt_tokens is None else int(seen.delta.prompt_tokens),
         )
-        for key, d in app.requests
+        for seen in state.telemetry.requests
     )
 
 
@@ -198,6 +191,11 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
         accept_by_pos_stale=not by_pos and last_by_pos is not None,
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
         requests=rows,
+        not_available=tuple(
+            (name, why)
+            for name, why in m.not_available(ms).items()
+            if name in ("kv_cache_usage", "window_verify_step_s", "acceptance_per_position")
+        ),  # of the measures shown here, those this engine kind does not export (llama.cpp), with the reason
     )
 
 

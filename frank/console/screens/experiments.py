@@ -3,7 +3,8 @@ confirming), run or resume detached, and a live per-block board of the selected 
 
 A run launched here is a job (frank.experiments.job, the same as `frank experiment run RUN_ID --detach`):
 its own session, output to the run folder, so quitting the console or an SSH drop never touches it. The
-board is rebuilt from the run's journal by the app's status poll, which posts ExperimentFolded.
+board renders the experiments source's view (the followed run's journal folded); f measures fidelity as a
+job (`frank fidelity run --detach`), f again cancels it.
 """
 
 from __future__ import annotations
@@ -11,18 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Header, Static
 
-from frank.console.messages import ExperimentFolded
 from frank.console.screens.base import FrankScreen
-from frank.console.widgets.fidelity_panel import FidelityPanel  # fidelity hook [issue 12]
+from frank.console.state import ConsoleState, DesignRow, ExperimentsView, ReportLine
+from frank.console.widgets.fidelity_panel import FidelityPanel
 from frank.console.widgets.footer import FrankFooter
-from frank.experiments.registry import BUILTIN_DESIGNS, design_files  # noqa: F401  (tests patch design_files)
 
 
 def fmt_p(p: float | None, size: int | None = None) -> str:
@@ -40,7 +39,7 @@ class ExperimentsScreen(FrankScreen):
         Binding("r", "app.experiment_run", "run", id="experiments.run"),
         Binding("X", "app.experiment_stop", "stop run", id="experiments.stop"),
         Binding("tab", "app.focus_next", "next table", id="experiments.focus_next", show=False),
-        Binding("f", "fidelity_run", "fidelity", id="experiments.fidelity"),  # fidelity hook [issue 12]
+        Binding("f", "app.fidelity", "fidelity", id="experiments.fidelity"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -57,12 +56,8 @@ class ExperimentsScreen(FrankScreen):
                 yield Static("", id="exp-head")
                 yield DataTable(id="board", cursor_type="none")
                 yield Static("", id="exp-tally")
-                yield FidelityPanel(id="fidelity")  # fidelity hook [issue 12]
+                yield FidelityPanel(id="fidelity")
         yield FrankFooter()
-
-    def action_fidelity_run(self) -> None:  # fidelity hook [issue 12]
-        if not getattr(self.app, "read_only", False):
-            self.query_one(FidelityPanel).start_run()
 
     def on_mount(self) -> None:
         designs = self.query_one("#designs", DataTable)
@@ -71,37 +66,29 @@ class ExperimentsScreen(FrankScreen):
         runs.add_column("run", key="run")
         runs.add_column("status", key="status")
         self._board_kind: str | None = None
-        self.load_lists()
-        self.query_one("#designs", DataTable).focus()
+        self._seen: Any = None
+        self._lists_seen: Any = None
+        self._design_rows: dict[str, DesignRow] = {}
+        designs.focus()
+        self.render_state(self.host.state)
 
-    @work(thread=True, exclusive=True, group="exp-lists", exit_on_error=False)
-    def load_lists(self) -> None:
-        from frank.experiments import registry
-        from frank.experiments.design import load_design
-
-        designs = []
-        for path in design_files():
-            try:
-                d = load_design(path)
-                designs.append((str(path), d.name, d.kind, d.question))  # noqa: PERF401
-            except Exception as exc:  # a broken design is listed with its error, never hides the others
-                designs.append((str(path), path.stem, "error", str(exc)))
-        runs = registry.list_runs()
-        self.app.call_from_thread(self._show_lists, designs, runs)
-
-    def _show_lists(self, designs: list[tuple], runs: list[dict[str, Any]]) -> None:
+    def _show_lists(self, view: ExperimentsView) -> None:
+        if (view.designs, view.runs) == self._lists_seen:
+            return
+        self._lists_seen = (view.designs, view.runs)
         table = self.query_one("#designs", DataTable)
-        for path, name, kind, question in designs:
-            if path not in table.rows:
-                table.add_row(name, kind, question[:48] + ("…" if len(question) > 48 else ""), key=path)
+        for row in view.designs:
+            self._design_rows[row.path] = row
+            if row.path not in table.rows:
+                q = row.question
+                table.add_row(row.name, row.kind, q[:48] + ("…" if len(q) > 48 else ""), key=row.path)
         runs_table = self.query_one("#runs", DataTable)
-        for meta in sorted(runs, key=lambda m: m.get("registered_at", ""), reverse=True):
-            rid = meta["run_id"]
+        for rid in view.runs:
             if rid not in runs_table.rows:
                 runs_table.add_row(rid, "…", key=rid)
-        app = self.frank
-        if app.followed_run and app.followed_run in runs_table.rows:
-            runs_table.move_cursor(row=runs_table.get_row_index(app.followed_run))
+        followed = view.followed
+        if followed and followed.run_id in runs_table.rows:
+            runs_table.move_cursor(row=runs_table.get_row_index(followed.run_id))
 
     def selected_design(self) -> str | None:
         table = self.query_one("#designs", DataTable)
@@ -118,60 +105,48 @@ class ExperimentsScreen(FrankScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None:
             return
-        app = self.frank
         if event.data_table.id == "runs":
-            app.follow_run(event.row_key.value)
-        elif event.data_table.id == "designs" and app.experiment_state is None:
+            self.host.follow_run(event.row_key.value)
+        elif event.data_table.id == "designs" and self.host.state.experiments.followed is None:
             self.describe_design(event.row_key.value)
 
-    @work(thread=True, exclusive=True, group="exp-design", exit_on_error=False)
     def describe_design(self, path: str) -> None:
         """The highlighted design in full (while no run is followed): question, arms, design and rule."""
-        from frank.experiments import exact
-        from frank.experiments.design import load_design
-
-        d = load_design(path)
-        arms = "  ".join(f"[bold]{escape(a.name)}[/] {escape(str(a.knob_dict or a.profile))}" for a in d.arms)
-        shape = (
-            f"{d.blocks} blocks of one start per arm"
-            if d.kind == "blocks"
-            else f"{d.starts_per_arm}+{d.starts_per_arm} starts in one balanced order"
-            if d.kind == "balanced"
-            else "measures taken elsewhere (frank experiment analyze)"
-        )
-        low = exact.smallest_p(d)
+        d = self._design_rows.get(path)
+        if d is None:
+            return
+        arms = "  ".join(f"[bold]{escape(name)}[/] {escape(what)}" for name, what in d.arms)
+        low = d.smallest_p
         lines = [
             f"[bold]{escape(d.name)}[/]  [$frank-idle]{escape(Path(path).name)}[/]",
             escape(d.question),
             "",
             f"[$frank-idle]arms[/] {arms}",
-            f"[$frank-idle]design[/] {shape}",
+            f"[$frank-idle]design[/] {d.shape}",
             f"[$frank-idle]measure[/] {escape(d.measure)}   [$frank-idle]profile[/] {escape(d.profile)}",
             f"[$frank-idle]smallest p[/] {fmt_p(low, round(1 / low) if low else None)}",
             "",
             "[$frank-idle]g registers it: the order is drawn and shown before you confirm[/]",
         ]
-        self.app.call_from_thread(self._show_design, "\n".join(lines))
+        self.query_one("#exp-head", Static).update("\n".join(lines))
 
-    def _show_design(self, markup: str) -> None:
-        app = self.frank
-        if app.experiment_state is None:
-            self.query_one("#exp-head", Static).update(markup)
-
-    def add_run(self, run_id: str) -> None:
+    def select_run(self, run_id: str) -> None:
         table = self.query_one("#runs", DataTable)
         if run_id not in table.rows:
             table.add_row(run_id, "registered", key=run_id)
         table.move_cursor(row=table.get_row_index(run_id))
         table.focus()
 
-    def on_experiment_folded(self, message: ExperimentFolded) -> None:
-        self.refresh_view()
-
     # -- the board -------------------------------------------------------------------------------
-    def refresh_view(self) -> None:
-        app = self.frank
-        state = app.experiment_state
+    def render_state(self, console: ConsoleState) -> None:
+        view = console.experiments
+        if view is self._seen:
+            return
+        self._seen = view
+        self._show_lists(view)
+        self.query_one(FidelityPanel).show(view.fidelity)
+        followed = view.followed
+        state = followed.state if followed is not None else None
         if state is None:
             if not str(self.query_one("#exp-head", Static).content):
                 self.query_one("#exp-head", Static).update(
@@ -182,7 +157,7 @@ class ExperimentsScreen(FrankScreen):
         if state.run_id in runs.rows and runs.get_cell(state.run_id, "status") != state.status:
             runs.update_cell(state.run_id, "status", state.status)
         self._head(state)
-        self._board(state)
+        self._board(state, followed.rule, followed.report)
 
     def _head(self, s: Any) -> None:
         style = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad"}.get(s.status, "$frank-warn")
@@ -205,10 +180,8 @@ class ExperimentsScreen(FrankScreen):
         ]
         self.query_one("#exp-head", Static).update("\n".join(lines))
 
-    def _board(self, s: Any) -> None:
+    def _board(self, s: Any, rule: Any, report: ReportLine | None) -> None:
         board = self.query_one("#board", DataTable)
-        app = self.frank
-        rule = app.experiment_rule
         control, treatment = (rule.control, rule.treatment) if rule else ("control", "treatment")
         columns = (
             ("block", "control", "treatment", "effect", "sign")
@@ -250,11 +223,9 @@ class ExperimentsScreen(FrankScreen):
             f"[$frank-idle]best p still possible[/] {fmt_p(s.best_possible_p, size)}   "
             f"[$frank-idle]design's smallest p[/] {fmt_p(s.smallest_p, size)}",
         ]
-        report = app.experiment_report
-        if report:
+        if report is not None:
             lines.append(
-                f"[bold]p = {fmt_p(report.get('p_value'), report.get('null_size'))}   "
-                f"decision: {escape(str(report.get('decision')))}[/]"
+                f"[bold]p = {fmt_p(report.p_value, report.null_size)}   decision: {escape(report.decision)}[/]"
             )
         self.query_one("#exp-tally", Static).update("\n".join(lines))
 

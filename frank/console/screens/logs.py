@@ -1,17 +1,19 @@
 """Logs: the engine log, scrollable and searchable (/ search, n / N next / previous, G end, g top).
 
-Indexing and searching run in thread workers; the view reads only the lines on screen (LogView)."""
+The log source indexes the log in its thread while this screen is up (its view carries the index);
+a search runs in a thread worker of the app (LogActions); the view reads only the lines on screen."""
 
 from __future__ import annotations
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header, Input, Static
 
+from frank.console.log_index import LogIndex
 from frank.console.screens.base import FrankScreen
+from frank.console.state import ConsoleState
 from frank.console.widgets.footer import FrankFooter
-from frank.console.widgets.log_view import LogIndex, LogView
+from frank.console.widgets.log_view import LogView
 
 
 class LogsScreen(FrankScreen):
@@ -40,28 +42,22 @@ class LogsScreen(FrankScreen):
     def on_mount(self) -> None:
         self.query_one("#log-search", Input).display = False
         self.query_one(LogView).focus()
-        self.refresh_view()
+        self._lines = -1
+        self.render_state(self.host.state)
 
-    def refresh_view(self) -> None:
-        app = self.frank
-        path = getattr(app.engine_status, "log_path", None)
-        if path is None:
-            try:
-                path = str(app.services.controller.log_path())
-            except Exception:
-                path = None
+    def render_state(self, state: ConsoleState) -> None:
+        indexed = state.log
+        index = indexed.index
+        if index is None:
+            return  # the log source indexes the log once it knows this screen is up
         view = self.query_one(LogView)
-        if path != self._path:
-            self._path = path
-            view.set_index(LogIndex(path))
-        self.reindex()
-
-    @work(thread=True, exclusive=True, group="log-index", exit_on_error=False)
-    def reindex(self) -> None:
-        view = self.query_one(LogView)
-        index = view.index
-        if index.refresh() or index.line_count == 0:
-            self.app.call_from_thread(self._indexed, index)
+        if index is not view.index:
+            self._path = str(index.path) if index.path else None
+            view.set_index(index)
+            self._lines = -1
+        if indexed.lines != self._lines:
+            self._lines = indexed.lines
+            self._indexed(index)
 
     def _indexed(self, index: LogIndex) -> None:
         view = self.query_one(LogView)
@@ -95,15 +91,13 @@ class LogsScreen(FrankScreen):
     def action_prev_match(self) -> None:
         self.find(True)
 
-    @work(thread=True, exclusive=True, group="log-search", exit_on_error=False)
     def find(self, backwards: bool) -> None:
         if not self.pattern:
-            self.app.call_from_thread(self.app.notify, "press / to search first", severity="warning")
+            self.app.notify("press / to search first", severity="warning")
             return
         view = self.query_one(LogView)
         start = view.match_line if view.match_line is not None else int(view.scroll_offset.y)
-        line = view.index.search(self.pattern, start, backwards)
-        self.app.call_from_thread(self._found, line)
+        self.host.search_log(view.index, self.pattern, start, backwards, self._found)
 
     def _found(self, line: int | None) -> None:
         if line is None:

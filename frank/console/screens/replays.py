@@ -3,46 +3,28 @@ draws and mode; every run as a job (frank.jobs), running ones first; the followe
 bars, live per-request table (updated by row key) and draw totals.
 
 A replay launched here runs detached (frank.workloads.replay_job): quitting the console or an SSH drop never stops
-it, and a new console finds it in the jobs table and follows it. The screen reacts to the app's typed
-messages: JobsListed (the running jobs), JobProgressed (the followed job's status and new records).
+it, and a new console finds it in the jobs table and follows it. The screen renders the jobs source's view
+(frank.console.state.JobsView): the jobs, the workloads and the followed job.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Header, Input, Label, ProgressBar, Select, Static
 
-from frank.console.messages import JobProgressed, JobsListed
 from frank.console.screens.base import FrankScreen
-from frank.console.services import FollowedJob
+from frank.console.screens.jobs_text import job_title, totals_text
+from frank.console.state import ConsoleState, JobsView
 from frank.console.widgets.base import update_text
 from frank.console.widgets.fmt import secs
 from frank.console.widgets.footer import FrankFooter
-from frank.jobs import JobStatus
 
 STATE_STYLE = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad", "interrupted": "$frank-bad"}
-
-
-def workload_rows() -> list[tuple[str, str, str, str]]:
-    """(key, name, draws × requests, source) from the one catalog, for the workloads table."""
-    from frank.workloads.catalog import list_workloads
-
-    rows = []
-    for e in list_workloads():
-        shape = f"{e.draws} × {e.requests // e.draws}" if e.draws and e.requests else "–"
-        if e.error:
-            rows.append((e.name, e.name, "–", f"error: {e.error}"[:60]))
-        elif e.source == "builtin":
-            rows.append((e.name, e.name, shape, "synthetic W01" + ("" if e.generated else " (made on first use)")))
-        else:
-            rows.append((e.name, e.name, shape, "recording"))
-    return rows
 
 
 class ReplaysScreen(FrankScreen):
@@ -105,30 +87,25 @@ class ReplaysScreen(FrankScreen):
         self._job_seen: Any = None
         self._rows_drawn = 0  # the followed job's records already in the table
         self._job_run: str | None = None
-        self._running_seen: set[str] | None = None
-        self.action_reload()
+        self._lists_seen: Any = None
         w.focus()
-        self.refresh_view()
+        self.render_state(self.host.state)
 
-    @work(thread=True, exclusive=True, group="replay-lists", exit_on_error=False)
     def action_reload(self) -> None:
-        from frank import jobs
+        self.host.reload_jobs()
 
-        workloads, runs = workload_rows(), jobs.list_jobs()
-        self.app.call_from_thread(self._show_lists, workloads, runs)
-
-    def _show_lists(self, workloads: list[tuple[str, str, str, str]], runs: list[JobStatus]) -> None:
+    def _show_lists(self, view: JobsView) -> None:
+        if (view.workloads, view.jobs) == self._lists_seen:
+            return
+        self._lists_seen = (view.workloads, view.jobs)
         w = self.query_one("#workloads", DataTable)
-        for key, name, draws, source in workloads:
-            if key in w.rows:
-                w.update_cell(key, "source", source)
+        for row in view.workloads:
+            if row.name in w.rows:
+                w.update_cell(row.name, "source", row.source)
             else:
-                w.add_row(name, draws, source, key=key)
-        self._show_jobs(sorted(runs, key=lambda j: (j.state != "running", j.run_id), reverse=False))
-
-    def _show_jobs(self, runs: list[JobStatus]) -> None:
+                w.add_row(row.name, row.shape, row.source, key=row.name)
         r = self.query_one("#rep-runs", DataTable)
-        for j in runs:
+        for j in view.jobs:
             cells = (j.run_id, j.kind, j.state, f"{j.done}/{j.planned or '?'}")
             if j.run_id in r.rows:
                 for col, value in zip(("run", "kind", "state", "done"), cells):
@@ -136,17 +113,6 @@ class ReplaysScreen(FrankScreen):
                         r.update_cell(j.run_id, col, value)
             else:
                 r.add_row(*cells, key=j.run_id)
-
-    def on_jobs_listed(self, message: JobsListed) -> None:
-        running = {j.run_id for j in message.running}
-        if running != self._running_seen:
-            self._running_seen = running
-            self.action_reload()  # a job started or ended: its row's state changes
-        else:
-            self._show_jobs(message.running)
-
-    def on_job_progressed(self, message: JobProgressed) -> None:
-        self.refresh_view()
 
     # -- what the app's launch action reads ------------------------------------------------------
     def selected_workload(self) -> str | None:
@@ -164,9 +130,9 @@ class ReplaysScreen(FrankScreen):
             "mode": self.query_one("#rep-mode", Select).value,
         }
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "workloads":
-            self.app.action_replay_launch()  # type: ignore[attr-defined]
+            await self.app.run_action("replay_launch")
         elif event.data_table.id == "rep-runs":
             self.action_open_run()
 
@@ -175,20 +141,20 @@ class ReplaysScreen(FrankScreen):
         if r.row_count == 0:
             self.app.notify("no jobs yet", severity="warning")
             return
-        self.frank.follow_job(r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value)
+        self.host.follow_job(r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value)
 
     # -- the followed job ------------------------------------------------------------------------
-    def refresh_view(self) -> None:
-        job = self.frank.job
+    def render_state(self, state: ConsoleState) -> None:
+        self._show_lists(state.jobs)
+        job = state.jobs.followed
         if job is None or job.status is None:
             return
         if job.run_id != self._job_run:  # another job is followed now: start its view afresh
             self.reset_job_view()
             self._job_run = job.run_id
-        key = (job.run_id, job.version)
-        if key == self._job_seen:
+        if job is self._job_seen:
             return
-        self._job_seen = key
+        self._job_seen = job
         st = job.status
         head = f"[{STATE_STYLE.get(st.state, '$frank-warn')}]● {escape(st.state)}[/] [bold]{escape(job_title(st))}[/]"
         head += f"\n[$frank-idle]{escape(st.run_id)}" + (f" · pid {st.pid}" if st.pid else "") + "[/]"
@@ -208,18 +174,15 @@ class ReplaysScreen(FrankScreen):
         fresh = min(len(job.records), job.received - self._rows_drawn)
         self._rows_drawn = job.received
         for rec in job.records[len(job.records) - fresh :]:  # only the records not drawn yet
-            if "draw" not in rec or "status" not in rec:
-                continue  # not a request record (another kind's journal line)
-            key = f"{rec.get('draw')}/{rec.get('id')}"
-            server = rec.get("server") or {}
+            key = f"{rec.draw}/{rec.id}"
             cells = {
-                "id": str(rec.get("id")),
-                "status": rec.get("status", "?"),
-                "ttft": secs(server.get("ttft_s")),
-                "queue": secs(server.get("queue_s")),
-                "prefill": secs(server.get("prefill_s")),
-                "front_end": secs(server.get("front_end_s")),
-                "tokens": str(rec.get("prompt_tokens") or "–"),
+                "id": rec.id,
+                "status": rec.status,
+                "ttft": secs(rec.ttft_s),
+                "queue": secs(rec.queue_s),
+                "prefill": secs(rec.prefill_s),
+                "front_end": secs(rec.front_end_s),
+                "tokens": str(rec.prompt_tokens or "–"),
             }
             if key in table.rows:
                 for col, value in cells.items():
@@ -236,40 +199,3 @@ class ReplaysScreen(FrankScreen):
         self._bars = {}
         self._job_seen = None
         self._rows_drawn = 0
-
-
-def job_title(st: JobStatus) -> str:
-    extra = st.extra or {}
-    if st.kind == "replay" and extra.get("workload"):
-        return f"replay {extra['workload']} · {extra.get('mode')}"
-    return st.kind
-
-
-def totals_text(st: JobStatus) -> str:
-    lines = []
-    for draw, t in ((st.extra or {}).get("draws") or {}).items():
-        lines.append(
-            f"[bold]{escape(draw)}[/] {t.get('ok')}/{t.get('planned')} ok · {t.get('failed')} failed · "
-            f"front-end {secs(t.get('front_end_s'))} · prefill {secs(t.get('prefill_s'))} · "
-            f"queue {secs(t.get('queue_s'))} · TTFT {secs(t.get('ttft_s'))}"
-            + (f" · verify step {secs(t['verify_step_s'])}" if t.get("verify_step_s") else "")
-        )
-    if not lines and st.detail:
-        lines.append(escape(st.detail))
-    return "\n".join(lines)
-
-
-def job_progress(job: FollowedJob) -> tuple:
-    """(title, done, total, totals, state) of the followed job, for the dashboard's progress strip."""
-    st = job.status
-    if st is None:
-        return (f"job {job.run_id}", 0, None, "", "starting")
-    now = next(
-        (f"draw {d} ({i}/{len(st.parts)})" for i, (d, (done, total)) in enumerate(st.parts.items(), 1) if done < total),
-        "",
-    )
-    draws = (st.extra or {}).get("draws") or {}
-    fe = sum(t.get("front_end_s") or 0.0 for t in draws.values())
-    failed = sum(t.get("failed") or 0 for t in draws.values())
-    totals = f"{now}  front-end {secs(fe)}  failed {failed}" if st.kind == "replay" else st.detail
-    return (job_title(st), st.done, st.planned, totals.strip(), st.state)

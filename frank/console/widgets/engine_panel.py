@@ -8,6 +8,7 @@ from textual.markup import escape
 
 from frank.console.widgets.base import Panel
 from frank.console.widgets.fmt import secs
+from frank.engine.kinds import KINDS
 
 STATE_STYLE = {
     "ready": "$frank-ok",
@@ -52,7 +53,12 @@ class EnginePanel(Panel):
         profile = getattr(status, "profile", None) or (f"{next_profile} (next start)" if next_profile else "–")
         pid = getattr(status, "pid", None)
         url = getattr(status, "url", None)
-        lines.append(f"[$frank-idle]profile[/] {escape(str(profile))}   [$frank-idle]pid[/] {pid or '–'}")
+        kind = getattr(KINDS.get(getattr(status, "kind", None) or ""), "label", "")
+        lines.append(
+            f"[$frank-idle]profile[/] {escape(str(profile))}"
+            + (f" [$frank-idle]({kind})[/]" if kind else "")
+            + f"   [$frank-idle]pid[/] {pid or '–'}"
+        )
         if url:
             lines.append(f"[$frank-idle]url[/] {escape(str(url))}")
         ready = getattr(status, "ready_s", None)

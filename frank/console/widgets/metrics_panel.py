@@ -41,6 +41,7 @@ class MetricsView:
     accept_by_pos_stale: bool = False  # no drafts this window: the last window's values, dimmed
     tokens_hist: tuple[float | None, ...] = ()
     requests: tuple[RequestRow, ...] = ()
+    not_available: tuple[tuple[str, str], ...] = ()  # (measure, why this engine does not export it)
 
 
 COLUMNS = (
@@ -123,6 +124,7 @@ class MetricsPanel(Vertical):
                     f"[$frank-idle]KV[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
                     f"[$frank-idle]prefix hits[/] {pct(None if view.prefix_hit is None else view.prefix_hit * 100, 1)}",
                 ]
+                + [f"[$frank-idle]n/a {escape(name)}: {escape(why)}[/]" for name, why in view.not_available]
             )
         if markup != self._markup:
             layout = markup.count("\n") != self._markup.count("\n") or not self._markup

@@ -215,7 +215,11 @@ def read_manifest(model_dir: Path) -> dict[str, Any] | None:
 
 def check_build(model_dir: Path, name: str = MODEL_NAME) -> str | None:
     """None if `model_dir` holds a complete build of model `name`'s current build version, else why not."""
-    version = spec_for(name).build_version
+    return check_build_version(model_dir, spec_for(name).build_version)
+
+
+def check_build_version(model_dir: Path, version: str) -> str | None:
+    """None if `model_dir` holds a complete build of builder version `version` (every model frank builds)."""
     if not model_dir.exists():
         return f"{model_dir}: not built yet"
     manifest = read_manifest(model_dir)
@@ -249,21 +253,31 @@ def build_via_engine_venv(
     Returns {"path", "model", "built", "reason", "builder_version", "manifest_sha256", "build_s"}. Raises
     FrankError if the engine python is missing or the build fails.
     """
+    return run_builder(
+        "frank.engine.models.tiny_model", out or default_dir(name), force, python, timeout_s, name,
+        spec_for(name).build_version,
+    )  # fmt: skip
+
+
+def run_builder(
+    module: str, out: Path, force: bool, python: Path | None, timeout_s: float, name: str, version: str
+) -> dict[str, Any]:
+    """Run `python -m MODULE build --model NAME --out OUT` in the engine venv unless a current build is there."""
     from frank import paths
     from frank.errors import FrankError
 
-    out = (out or default_dir(name)).expanduser().resolve()
+    out = out.expanduser().resolve()
     started = time.monotonic()
-    reason = "forced" if force else check_build(out, name)
+    reason = "forced" if force else check_build_version(out, version)
     if reason is None:
-        return _result(out, name, built=False, reason="up to date", build_s=0.0)
+        return result(out, name, version, built=False, reason="up to date", build_s=0.0)
     python = python or paths.engine_venv_python()
     if not Path(python).exists():
         raise FrankError(f"engine python {python} not found: run `make setup` (or set FRANK_ENGINE_PYTHON)")
     env = dict(os.environ)
     # Until the project is installed into the engine venv, `engine` comes from this checkout.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.REPO_ROOT), env.get("PYTHONPATH")]))
-    cmd = [str(python), "-m", "frank.engine.models.tiny_model", "build", "--model", name, "--out", str(out)]
+    cmd = [str(python), "-m", module, "build", "--model", name, "--out", str(out)]
     cmd += ["--force"] if force else []
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
@@ -272,22 +286,26 @@ def build_via_engine_venv(
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise FrankError(f"model build failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
-    problem = check_build(out, name)
+    problem = check_build_version(out, version)
     if problem is not None:
         raise FrankError(f"model build finished but the result does not verify: {problem}")
-    return _result(out, name, built=True, reason=reason, build_s=round(time.monotonic() - started, 2))
+    return result(out, name, version, built=True, reason=reason, build_s=time.monotonic() - started)
 
 
-def _result(out: Path, name: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
+def result(out: Path, name: str, version: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
     return {
         "path": str(out),
         "model": name,
         "built": built,
         "reason": reason,
-        "builder_version": spec_for(name).build_version,
+        "builder_version": version,
         "manifest_sha256": manifest_digest(out),
-        "build_s": build_s,
+        "build_s": round(build_s, 2),
     }
+
+
+def _result(out: Path, name: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
+    return result(out, name, spec_for(name).build_version, built, reason, build_s)
 
 
 # ---------------------------------------------------------------- builder half (engine venv)
@@ -347,8 +365,8 @@ def _train_tokenizer(out: Path) -> None:
         "added_tokens_decoder": added,
         "chat_template": CHAT_TEMPLATE,
     }
-    _write_json(out / "tokenizer_config.json", config)
-    _write_json(out / "special_tokens_map.json", {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD})
+    write_json(out / "tokenizer_config.json", config)
+    write_json(out / "special_tokens_map.json", {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD})
     expected = {BOS: 0, EOS: 1, PAD: 2}
     if ids != expected:
         raise RuntimeError(f"control token ids {ids} != {expected}")
@@ -379,9 +397,9 @@ def _write_weights(out: Path, c: dict[str, Any]) -> None:
         tensors[p + "mlp.up_proj.weight"] = normal(inter, hidden)
         tensors[p + "mlp.down_proj.weight"] = normal(hidden, inter)
     tensors["model.norm.weight"] = torch.ones(hidden)
-    _save_safetensors(tensors, out / "model.safetensors")
-    _write_json(out / "config.json", c)
-    _write_json(
+    save_safetensors(tensors, out / "model.safetensors")
+    write_json(out / "config.json", c)
+    write_json(
         out / "generation_config.json",
         {
             "bos_token_id": c["bos_token_id"],
@@ -391,7 +409,7 @@ def _write_weights(out: Path, c: dict[str, Any]) -> None:
     )
 
 
-def _save_safetensors(tensors: dict[str, Any], path: Path) -> None:
+def save_safetensors(tensors: dict[str, Any], path: Path) -> None:
     """Write float32 tensors in the safetensors format ourselves, so the bytes never depend on the library's
     header ordering (the safetensors package writes `__metadata__` from a hash map)."""
     names = sorted(tensors)
@@ -415,17 +433,21 @@ def _save_safetensors(tensors: dict[str, Any], path: Path) -> None:
             handle.write(blob)
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _write_manifest(out: Path, spec: ModelSpec) -> None:
+    write_manifest(out, spec.name, spec.build_version)
+
+
+def write_manifest(out: Path, name: str, version: str) -> None:
     files = {
         p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size}
         for p in sorted(out.iterdir())
         if p.is_file() and p.name != MANIFEST
     }
-    _write_json(out / MANIFEST, {"builder_version": spec.build_version, "name": spec.name, "files": files})
+    write_json(out / MANIFEST, {"builder_version": version, "name": name, "files": files})
 
 
 def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> dict[str, Any]:

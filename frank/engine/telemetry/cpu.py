@@ -1,20 +1,30 @@
-"""CPU-pool telemetry through psutil: per-core load, host RAM, and the engine's process tree.
+"""CPU-pool telemetry: per-core load, host RAM, and the engine's process tree.
 
 The workstation's CPU experts run as threads of the engine, so the engine is shown as its process tree's
 CPU use (percent of one core, so 6400 is 64 busy cores), thread count and busiest threads. Rates come from
 our own deltas of cumulative CPU times between two samples, so one `CpuSampler` must be used by one thread.
-The children of the engine are looked up again only every `tree_refresh_s` (a /proc scan), not every second.
+
+What it reads each sample is kept to what can have changed (procfs.py: one /proc read per fact):
+- per core and RAM: /proc/stat and /proc/meminfo (psutil where they cannot be read);
+- per engine process: its /proc/PID/stat (CPU time, threads, RSS and start time in one read);
+- per thread: only while the tree is busy (at least `busy_percent` of one core since the last sample).
+  An idle engine's busiest threads are none, and its 70 or 7000 threads are not read every second; a tree
+  that turns busy shows its busiest threads from the second busy sample on (a rate needs two reads).
+- the tree itself (a scan of every process's parent): every `tree_refresh_s`, doubling while it stays the
+  same, up to `tree_refresh_max_s`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 
+from frank.engine.telemetry import procfs
+
 BUSIEST_THREADS = 5
+BUSY_PERCENT = 10.0  # of one core: below it the tree is idle and its threads are not read
 
 
 @dataclass(frozen=True)
@@ -47,36 +57,44 @@ class CpuSample:
     cost_s: float
 
 
-def _thread_name(pid: int, tid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-    except OSError:
-        return "?"
-
-
 class CpuSampler:
-    def __init__(self, tree_refresh_s: float = 5.0, busiest: int = BUSIEST_THREADS) -> None:
+    def __init__(
+        self,
+        tree_refresh_s: float = 5.0,
+        busiest: int = BUSIEST_THREADS,
+        busy_percent: float = BUSY_PERCENT,
+        tree_refresh_max_s: float = 60.0,
+    ) -> None:
         self.tree_refresh_s = tree_refresh_s
+        self.tree_refresh_max_s = max(tree_refresh_s, tree_refresh_max_s)
         self.busiest = busiest
-        psutil.cpu_percent(percpu=True)  # prime: the next call measures since now
-        self._root: psutil.Process | None = None
-        self._tree: list[psutil.Process] = []
+        self.busy_percent = busy_percent
+        self._cores = procfs.core_ticks()
+        if self._cores is None:
+            psutil.cpu_percent(percpu=True)  # prime: the next call measures since now
+        self._root: tuple[int, int] | None = None  # (pid, start ticks)
+        self._tree: tuple[int, ...] = ()
         self._tree_at = 0.0
+        self._tree_every = tree_refresh_s
         self._prev_t: float | None = None
         self._prev_proc: dict[int, float] = {}  # pid -> cumulative cpu seconds
-        self._prev_threads: dict[tuple[int, int], float] = {}  # (pid, tid) -> cumulative cpu seconds
+        self._prev_threads: dict[tuple[int, int], float] = {}  # (pid, tid) -> cpu seconds, at the last sample
 
     def sample(self, engine_pid: int | None) -> CpuSample:
         t0 = time.perf_counter()
-        per_core = tuple(psutil.cpu_percent(percpu=True))
-        vm = psutil.virtual_memory()
+        per_core = self._per_core()
+        mem = procfs.memory()
+        if mem is None:
+            vm = psutil.virtual_memory()
+            mem = (vm.total, vm.available)
+        total, available = mem
         engine, error = (None, "no engine process") if engine_pid is None else self._engine(engine_pid)
         return CpuSample(
             per_core=per_core,
             total_percent=sum(per_core) / len(per_core) if per_core else 0.0,
-            ram_total=vm.total,
-            ram_used=vm.total - vm.available,
-            ram_available=vm.available,
+            ram_total=total,
+            ram_used=total - available,
+            ram_available=available,
             engine=engine,
             engine_error=error,
             cost_s=time.perf_counter() - t0,
@@ -84,74 +102,85 @@ class CpuSampler:
 
     def engine_pids(self) -> tuple[int, ...]:
         """The engine tree as last seen (for the GPU per-process memory)."""
-        return tuple(p.pid for p in self._tree)
+        return self._tree
 
-    def _refresh_tree(self, pid: int, now: float) -> None:
-        if self._root is None or self._root.pid != pid or not self._root.is_running():
-            self._root = psutil.Process(pid)
-            self._tree_at = 0.0
+    def _per_core(self) -> tuple[float, ...]:
+        now = procfs.core_ticks()
+        if now is None:
+            return tuple(psutil.cpu_percent(percpu=True))
+        before, self._cores = self._cores, now
+        if before is None or len(before) != len(now):
+            return tuple(0.0 for _ in now)
+        out = []
+        for (b0, t0), (b1, t1) in zip(before, now):
+            dt = t1 - t0
+            out.append(min(100.0, max(0.0, 100.0 * (b1 - b0) / dt)) if dt > 0 else 0.0)
+        return tuple(out)
+
+    def _refresh_tree(self, pid: int, root: procfs.ProcStat, now: float) -> None:
+        if self._root != (pid, root.start_ticks):  # a new engine (or the pid reused): start over
+            self._root = (pid, root.start_ticks)
+            self._tree, self._tree_at, self._tree_every = (pid,), 0.0, self.tree_refresh_s
             self._prev_t = None
             self._prev_proc.clear()
             self._prev_threads.clear()
-        if now - self._tree_at >= self.tree_refresh_s:
-            try:
-                children = self._root.children(recursive=True)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                children = []
-            # keep the Process objects we already have: psutil caches their create time
-            known = {p.pid: p for p in self._tree}
-            self._tree = [self._root] + [known.get(c.pid, c) for c in children]
-            self._tree_at = now
+        if now - self._tree_at < self._tree_every:
+            return
+        try:
+            children = tuple(c.pid for c in psutil.Process(pid).children(recursive=True))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            children = ()
+        tree = (pid, *children)
+        unchanged = tree == self._tree
+        self._tree, self._tree_at = tree, now
+        self._tree_every = min(self.tree_refresh_max_s, self._tree_every * 2) if unchanged else self.tree_refresh_s
 
     def _engine(self, pid: int) -> tuple[EngineProcesses | None, str | None]:
         now = time.monotonic()
-        try:
-            self._refresh_tree(pid, now)
-        except psutil.NoSuchProcess:
-            self._root, self._tree = None, []
+        root = procfs.proc_stat(pid)
+        if root is None:
+            self._root, self._tree = None, ()
             return None, f"engine process {pid} is gone"
-        except psutil.AccessDenied:
-            return None, f"engine process {pid}: access denied"
-        proc_cpu: dict[int, float] = {}
-        thread_cpu: dict[tuple[int, int], float] = {}
-        rss = 0
-        nthreads = 0
-        alive: list[psutil.Process] = []
-        for proc in self._tree:
-            try:
-                with proc.oneshot():
-                    times = proc.cpu_times()
-                    rss += proc.memory_info().rss
-                    threads = proc.threads()
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                continue
-            except psutil.AccessDenied:
-                alive.append(proc)
-                continue
-            alive.append(proc)
-            proc_cpu[proc.pid] = times.user + times.system
-            nthreads += len(threads)
-            for th in threads:
-                thread_cpu[(proc.pid, th.id)] = th.user_time + th.system_time
-        self._tree = alive
-        if not alive:
-            return None, f"engine process {pid} is gone"
+        self._refresh_tree(pid, root, now)
+        stats = {pid: root}
+        for child in self._tree[1:]:
+            stat = procfs.proc_stat(child)
+            if stat is not None:
+                stats[child] = stat
+        self._tree = tuple(stats)
+        proc_cpu = {p: s.cpu_s for p, s in stats.items()}
         dt = None if self._prev_t is None else now - self._prev_t
         cpu_percent = None
-        busiest: list[ThreadUse] = []
         if dt and dt > 0:
-            # a process or thread first seen now counts from the next sample (its lifetime total is no rate)
+            # a process first seen now counts from the next sample (its lifetime total is no rate)
             used = sum(v - self._prev_proc[p] for p, v in proc_cpu.items() if p in self._prev_proc)
             cpu_percent = max(0.0, 100.0 * used / dt)
-            deltas = sorted(
-                ((v - self._prev_threads[k], k) for k, v in thread_cpu.items() if k in self._prev_threads), reverse=True
-            )
-            busiest = [
-                ThreadUse(tid, p, _thread_name(p, tid), max(0.0, 100.0 * d / dt))
-                for d, (p, tid) in deltas[: self.busiest]
-                if d > 0
-            ]
+        busiest: list[ThreadUse] = []
+        if cpu_percent is None or cpu_percent >= self.busy_percent:
+            threads = {(p, tid): t for p in stats for tid, t in procfs.thread_stats(p).items()}
+            if dt and dt > 0 and self._prev_threads:
+                deltas = sorted(
+                    ((t.cpu_s - self._prev_threads[k], k) for k, t in threads.items() if k in self._prev_threads),
+                    reverse=True,
+                )
+                busiest = [
+                    ThreadUse(tid, p, threads[(p, tid)].name, max(0.0, 100.0 * d / dt))
+                    for d, (p, tid) in deltas[: self.busiest]
+                    if d > 0
+                ]
+            self._prev_threads = {k: t.cpu_s for k, t in threads.items()}
+        else:
+            self._prev_threads = {}  # idle: no thread baseline to keep fresh
         self._prev_t = now
         self._prev_proc = proc_cpu
-        self._prev_threads = thread_cpu
-        return EngineProcesses(pid, tuple(p.pid for p in alive), cpu_percent, nthreads, rss, tuple(busiest)), None
+        return (
+            EngineProcesses(
+                pid,
+                self._tree,
+                cpu_percent,
+                sum(s.num_threads for s in stats.values()),
+                sum(s.rss_bytes for s in stats.values()),
+                tuple(busiest),
+            ),
+            None,
+        )

@@ -1,27 +1,30 @@
 """One thread samples CPU, GPUs and the engine's /metrics every period and publishes immutable Snapshots.
 
-The thread owns the loop and its samplers (psutil deltas, NVML handles, the HTTP client), so nothing is
-shared but the finished snapshots. It never overlaps itself: the next sample is due one period after the
+The thread owns the loop and its samplers (/proc deltas, NVML handles, the kept-alive /metrics connection),
+so nothing is shared but the finished snapshots. It never overlaps itself: the next sample is due one period after the
 previous one was due; a slow read pushes the schedule forward instead of stacking reads. Snapshots go into a
 bounded ring buffer (history for sparklines) and to subscribers, which are called on the sampler thread and
 must only hand the snapshot over (the console posts a message; latest wins).
 
 The engine to watch comes from a `target` callable returning a `Target` (url, pid, api key, model name) or
 None when no engine runs; `controller_target()` adapts frank.engine.controller.EngineController.
+
+A console idles with the sampler running, so a sample does only the work that can have changed: the
+controller's state is re-read when its files change, /metrics is parsed only when the wanted families
+changed (metrics.py), an idle engine's threads are not read (cpu.py), NVML is given up once when there is
+no GPU (gpu.py). `benchmarks/bench_console.py` measures what that costs beside the peer vllm-htop.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-import httpx
 
 from frank.engine import metrics as m
 from frank.engine.telemetry.cpu import CpuSample, CpuSampler
@@ -72,10 +75,13 @@ class Snapshot:
     cost_metrics_s: float
 
 
-def controller_target(controller: Any = None) -> TargetSource:
+def controller_target(controller: Any = None, recheck_s: float = 10.0) -> TargetSource:
     """A target source backed by frank.engine.controller (imported lazily: the controller may land later).
-    The served model name and API key come from the running engine's profile."""
+    The served model name and API key come from the running engine's profile. The controller's full status
+    (three JSON files and a process check) is read again only when its state files change, its process
+    group is gone, or `recheck_s` passed: between those, the last target stands (a 1 Hz sampler)."""
     profiles: dict[str, tuple[str | None, str | None]] = {}
+    last: dict[str, Any] = {"key": None, "at": -1e18, "target": None, "pgid": None}
 
     def profile_bits(name: str | None) -> tuple[str | None, str | None]:
         if name not in profiles:
@@ -88,17 +94,44 @@ def controller_target(controller: Any = None) -> TargetSource:
                 profiles[name] = (None, None)
         return profiles[name]
 
+    def files_key(files: Any) -> tuple[Any, ...]:
+        out = []
+        for path in (files.record, files.run, files.exit):
+            try:
+                st = os.stat(path)
+                out.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def alive(pgid: int | None) -> bool:
+        if not pgid:
+            return True  # stopped: nothing to lose
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
     def source() -> Target | None:
         nonlocal controller
         if controller is None:
             from frank.engine.controller import EngineController
 
             controller = EngineController()
+        key, now = files_key(controller.files), time.monotonic()
+        if key == last["key"] and now - last["at"] < recheck_s and alive(last["pgid"]):
+            return last["target"]
         st = controller.status(check_health=False)  # /metrics answers for health; no second request
-        if st.state == "stopped":
-            return None
-        model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
-        return Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
+        target = None
+        if st.state != "stopped":
+            model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
+            api_key = controller.client_api_key or api_key  # the key the engine was started with (llama.cpp's)
+            target = Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
+        last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in ("starting", "ready") else None)
+        return target
 
     return source
 
@@ -134,9 +167,8 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._gpu = gpu_sampler or (GpuSampler() if gpu else None)
         self._cpu = cpu_sampler
-        self._client = httpx.Client(timeout=scrape_timeout_s)
-        # The engine renders /metrics in about 8 ms: the scrape waits on it while psutil and NVML run.
-        self._scraper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank-scrape")
+        self._scrape_timeout_s = scrape_timeout_s
+        self._metrics: m.MetricsScraper | None = None  # one kept-alive connection to the watched engine
         self._seq = 0
         self._metrics_hist: deque[m.MetricsSample] = deque()
         self._idle_base: m.MetricsSample | None = None
@@ -221,8 +253,8 @@ class Sampler:
     def _close(self) -> None:
         if self._gpu is not None:
             self._gpu.close()
-        self._scraper.shutdown(wait=True)
-        self._client.close()
+        if self._metrics is not None:
+            self._metrics.close()
 
     def _sample(self) -> Snapshot:
         t0 = time.perf_counter()
@@ -234,18 +266,23 @@ class Sampler:
             target_error = None
         except Exception as exc:  # the controller's state files can be mid-write; say so, keep sampling
             target, target_error = None, f"engine status: {exc}"
-        scrape = self._start_scrape(target)
-        cpu = self._cpu.sample(target.pid if target else None)
+        # The scrape first, on this thread: a second thread to overlap the engine's ~8 ms /metrics render
+        # with the /proc reads saved latency nobody sees, and cost two thread hand-offs a sample.
+        scrape = self._scrape(target)
         t1 = time.perf_counter()
+        cpu = self._cpu.sample(target.pid if target else None)
+        t2 = time.perf_counter()
         if self._gpu is not None:
             gpu = self._gpu.sample(self._cpu.engine_pids() if target else ())
         else:
             gpu = GpuReading((), "no GPU telemetry (disabled)", 0.0)
-        t2 = time.perf_counter()
-        engine = self._engine_view(target, target_error, scrape)
         t3 = time.perf_counter()
+        engine = self._engine_view(target, target_error, scrape)
+        t4 = time.perf_counter()
         self._seq += 1
-        snap = Snapshot(self._seq, taken_at, wall, self.period_s, cpu, gpu, engine, t3 - t0, t2 - t1, t1 - t0, t3 - t2)
+        snap = Snapshot(
+            self._seq, taken_at, wall, self.period_s, cpu, gpu, engine, t4 - t0, t3 - t2, t2 - t1, t1 - t0 + t4 - t3
+        )
         with self._lock:
             self._history.append(snap)
             subscribers = list(self._subscribers)
@@ -256,18 +293,28 @@ class Sampler:
                 self.errors += 1
         return snap
 
-    def _start_scrape(self, target: Target | None) -> Future | None:
+    def _scrape(self, target: Target | None) -> m.MetricsSample | None:
         if target is None or not target.url:
             return None
-        return self._scraper.submit(m.fetch_metrics, self._client, target.url, target.api_key, target.model_name)
+        scraper = self._metrics
+        if scraper is None or (scraper.base_url, scraper.api_key, scraper.model_name) != (
+            target.url,
+            target.api_key,
+            target.model_name,
+        ):
+            if scraper is not None:
+                scraper.close()
+            scraper = self._metrics = m.MetricsScraper(
+                target.url, target.api_key, target.model_name, self._scrape_timeout_s
+            )
+        return scraper.fetch()
 
-    def _engine_view(self, target: Target | None, error: str | None, scrape: Future | None) -> EngineView:
-        if target is None or not target.url or scrape is None:
+    def _engine_view(self, target: Target | None, error: str | None, sample: m.MetricsSample | None) -> EngineView:
+        if target is None or not target.url or sample is None:
             self._forget_metrics()
             return EngineView(
                 "stopped" if error is None else "error", None, None, None, None, self._last_request, error
             )
-        sample = scrape.result()
         if not sample.ok:
             self._forget_metrics()
             # while the controller says starting, a refused connection is expected

@@ -1,0 +1,48 @@
+"""Campaign actions (frank.campaign.actions, the CLI's `frank campaign` twin): adopt, serve, revert the
+selected part, each after asking; a refusal shows its reason. `w` reads the campaign (and its watch) now."""
+
+from __future__ import annotations
+
+from frank.console.actions.base import Actions
+from frank.console.host import Host
+from frank.console.state import CampaignPart
+
+ASK = {
+    "adopt": "Adopt needs a confirmed registered run of its design ({design}); the newest one is "
+    "recorded in the campaign's history.",
+    "serve": "Its knob values {knobs} become the defaults of profile {profile} (a user profile "
+    "override) for the next engine start. A passed part served on a policy call: use "
+    "`frank campaign serve NAME --policy WHY`.",
+    "revert": "Revert needs a revert rule that fired since it was served (with no fired rule: "
+    "`frank campaign revert NAME --reason WHY`). Served defaults are put back.",
+}
+
+
+class CampaignActions(Actions):
+    def __init__(self, host: Host, path: str | None = None) -> None:
+        super().__init__(host)
+        self.path = path
+
+    def act(self, call: str, part: CampaignPart | None) -> None:
+        if part is None or not self.host.guard(f"{call} a part"):
+            return
+        body = ASK[call].format(design=part.design, knobs=part.knobs, profile=part.profile)
+        self.host.confirm(f"{call} {part.name}?", body, lambda: self._run(call, part.name), call.capitalize())
+
+    def _run(self, call: str, name: str) -> None:
+        path = self.path
+
+        def run() -> str:
+            from frank.campaign import actions
+
+            out = getattr(actions, call)(name, path)  # a refusal raises: the app notifies it
+            message = f"{name}: {out['state']}"
+            if call == "serve":
+                message += f" — takes effect on {out['takes_effect']['starts']}"
+            return message
+
+        def done(message: str) -> None:
+            self.host.notify(message, title=f"campaign {call}", timeout=10)
+            self.host.read_campaign()
+
+        self.in_thread("campaign-action", run, done)

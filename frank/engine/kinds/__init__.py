@@ -1,0 +1,25 @@
+"""Engine kinds: vLLM and llama.cpp. One controller and supervisor run either; a kind says how a profile
+becomes a launch (argv and environment), what must exist before it starts, and which key clients send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frank.engine.kinds.base import EngineKind
+from frank.engine.kinds.llamacpp import LLAMACPP
+from frank.engine.kinds.vllm import VLLM
+from frank.engine.profiles import LaunchSpec, Profile
+
+KINDS: dict[str, EngineKind] = {kind.name: kind for kind in (VLLM, LLAMACPP)}
+
+
+def kind_of(profile: Profile) -> EngineKind:
+    return KINDS[profile.kind]
+
+
+def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_token: str) -> LaunchSpec:
+    """The exact command line and environment of `profile` with these knob values."""
+    return kind_of(profile).build_launch(profile, knobs, port, control_token)
+
+
+__all__ = ["KINDS", "EngineKind", "build_launch", "kind_of"]

@@ -1,0 +1,48 @@
+"""What an engine kind is: how a profile becomes a launch, what must exist before it starts, the key its
+clients send. The controller and supervisor are the same for every kind (own session, loopback, a token);
+readiness is GET /health answering 200 for both servers frank runs."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frank.engine.profiles import LaunchSpec, Profile, ProfileError
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    name: str  # a profile's `kind`
+    label: str  # as the console and CLI show it
+    build_launch: Callable[[Profile, dict[str, Any], int, str], LaunchSpec]
+    preflight: Callable[[Profile], None]  # raises ProfileError naming the file and field
+    client_api_key: Callable[[Profile, str], str]  # (profile, control token) -> bearer key clients send, or ""
+    health_path: str = "/health"
+
+
+def check_model(profile: Profile) -> None:
+    model = profile.model_path()
+    if (model.startswith("/") or profile.model.startswith("@models/")) and not Path(model).exists():
+        name = profile.model.removeprefix("@models/").split("/", 1)[0]
+        hint = f" (run `frank model build --model {name}`)" if profile.model.startswith("@models/") else ""
+        raise ProfileError(f"{profile.source}: model: {model} does not exist{hint}")
+
+
+def check_python_module(profile: Profile, module: str, venv_hint: str) -> None:
+    """The profile's python exists and can import `module` (probed in a child: never imported here)."""
+    python = profile.python_path()
+    if not python.exists():
+        hint = f" (run `make setup` to build {venv_hint})" if profile.python.startswith("@") else ""
+        raise ProfileError(f"{profile.source}: python: {python} does not exist{hint}")
+    probe = subprocess.run(
+        [str(python), "-c", f"import importlib.util, sys; sys.exit(0 if importlib.util.find_spec({module!r}) else 3)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if probe.returncode != 0:
+        why = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"no {module} package"
+        raise ProfileError(f"{profile.source}: python: {module} is not importable by {python} ({why})")

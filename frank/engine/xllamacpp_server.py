@@ -1,0 +1,89 @@
+"""llama.cpp's own HTTP server in this process, through xllamacpp, taking llama-server's flag names.
+
+Runs in the llama.cpp venv (xllamacpp and the standard library only). `xllamacpp.Server(params)` loads the
+model and starts llama.cpp's C++ server on its own threads; this process then only waits for SIGTERM (the
+supervisor's stop), which ends it and the server with it. The API key comes from LLAMA_API_KEY, as for
+llama-server, so it is not in the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+SPEC_TYPES = {
+    "none": "COMMON_SPECULATIVE_TYPE_NONE",
+    "ngram-simple": "COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE",
+    "ngram-map-k": "COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K",
+}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="xllamacpp_server", description=__doc__)
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("-a", "--alias", default="")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("-c", "--ctx-size", type=int, default=4096)
+    p.add_argument("-t", "--threads", type=int, default=-1)
+    p.add_argument("-np", "--parallel", type=int, default=1)
+    p.add_argument("--cache-reuse", type=int, default=0, help="min chunk size to reuse from the cache by KV shifting")
+    p.add_argument("--spec-type", choices=sorted(SPEC_TYPES), default="none")
+    p.add_argument("--spec-ngram-simple-size-n", type=int, default=None, help="n-gram length looked up in the context")
+    p.add_argument("--spec-ngram-simple-size-m", type=int, default=None, help="draft tokens taken after a match")
+    p.add_argument("--metrics", action="store_true")
+    p.add_argument("--jinja", action="store_true")
+    p.add_argument("--chat-template-file", default="", help="a Jinja chat template instead of the GGUF's")
+    p.add_argument("-ngl", "--n-gpu-layers", type=int, default=None, help="accepted for parity; the wheel is CPU")
+    return p.parse_args(argv)
+
+
+def params_for(args: argparse.Namespace):
+    import xllamacpp
+
+    p = xllamacpp.CommonParams()
+    p.model.path = args.model
+    if args.alias:
+        p.model_alias = {args.alias}
+    p.hostnames = [args.host]
+    p.port = args.port
+    p.n_ctx = args.ctx_size
+    p.n_parallel = args.parallel
+    p.cpuparams.n_threads = args.threads
+    p.cpuparams_batch.n_threads = args.threads
+    p.n_cache_reuse = args.cache_reuse
+    p.endpoint_metrics = args.metrics
+    p.use_jinja = args.jinja
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as handle:
+            p.chat_template = handle.read()
+    key = os.environ.get("LLAMA_API_KEY", "")
+    if key:
+        p.api_keys = [key]
+    if args.spec_type != "none":
+        p.speculative.types = [getattr(xllamacpp.common_speculative_type, SPEC_TYPES[args.spec_type])]
+        ngram = p.speculative.ngram_simple
+        if args.spec_ngram_simple_size_n is not None:
+            ngram.size_n = args.spec_ngram_simple_size_n
+        if args.spec_ngram_simple_size_m is not None:
+            ngram.size_m = args.spec_ngram_simple_size_m
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    import xllamacpp
+
+    t0 = time.monotonic()
+    server = xllamacpp.Server(params_for(args))  # returns once the model is loaded and the port listens
+    print(f"[xllamacpp_server] listening on {server.listening_address} after {time.monotonic() - t0:.1f} s", flush=True)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the supervisor's stop ends the process, server included
+    while True:
+        signal.pause()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

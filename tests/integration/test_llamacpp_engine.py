@@ -1,0 +1,122 @@
+"""llama.cpp as the second engine kind, real (xllamacpp's CPU wheel serving SmolLM2's GGUF; ready in
+seconds): the same controller and supervisor start, adopt, guard with the token, and stop it; the CLI names
+its kind. One engine for the module, in its own FRANK_HOME (the session's vLLM engine may run beside it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from frank.engine.controller import EngineController, EngineError, _group_members
+
+pytestmark = pytest.mark.engine
+
+
+def frank(home, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "FRANK_HOME": str(home)},
+    )
+
+
+@pytest.fixture(scope="module")
+def llamacpp(tmp_path_factory):
+    """(home, status JSON of the started engine); stopped at the end of the module."""
+    home = tmp_path_factory.mktemp("llamacpp-home")
+    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--json")
+    assert started.returncode == 0, started.stderr
+    status = json.loads(started.stdout)
+    assert _group_members(status["pgid"])
+    yield home, status
+    stopped = frank(home, "engine", "stop", "--json")
+    assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
+    assert _group_members(status["pgid"]) == []  # the supervisor's group, xllamacpp's server in it, is gone
+
+
+def test_start_status_adopt_and_the_token(llamacpp):
+    home, status = llamacpp
+    assert status["state"] == "ready" and status["kind"] == "llamacpp" and status["profile"] == "llamacpp-cpu"
+    assert status["url"].startswith("http://127.0.0.1:")
+    shown = frank(home, "engine", "status", "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["kind"] == "llamacpp"
+    assert "llamacpp-cpu  (llama.cpp)" in frank(home, "engine", "status").stdout
+    controller = EngineController(state_dir=home / "state")  # a later process adopts the running engine
+    assert controller.status().state == "ready" and controller.status().pid == status["pid"]
+    key = controller.client_api_key
+    assert key and key == controller.token  # llama.cpp's api key is the control token
+    body = {"model": "smollm2-135m", "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4}
+    assert httpx.post(status["url"] + "/v1/chat/completions", json=body, timeout=60).status_code == 401
+    assert httpx.get(status["url"] + "/metrics", timeout=10).status_code == 401
+    reply = httpx.post(
+        status["url"] + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=120
+    )
+    assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] > 0
+    assert reply.json()["model"] == "smollm2-135m"
+    metrics = httpx.get(status["url"] + "/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=10).text
+    assert "llamacpp:tokens_predicted_total" in metrics
+    with pytest.raises(EngineError, match="already running"):
+        controller.start("llamacpp-cpu")
+
+
+def _short_workload(path) -> None:
+    """One conversation of two turns that fits SmolLM2's 8192-token context (W01 mini's prompts do not)."""
+    from frank.workloads.format import write_workload
+
+    system = {"role": "system", "content": "You are a terse coding assistant. " * 20}
+    first = [system, {"role": "user", "content": "Write a Python function that adds two numbers."}]
+    second = [*first, {"role": "assistant", "content": "def add(a, b):\n    return a + b"}]
+    second.append({"role": "user", "content": "Now one that multiplies them."})
+    records = [
+        {"id": f"r{i}", "task": "t", "episode": "e", "turn": i, "offset_s": 0.0, "body": {"messages": msgs}}
+        for i, msgs in enumerate((first, second), 1)
+    ]
+    write_workload(path, "short", "two turns of one conversation", [("draw-1", records)])
+
+
+def test_replay_runs_on_llamacpp_with_its_response_timings(llamacpp, tmp_path):
+    home, _ = llamacpp
+    _short_workload(tmp_path / "short")
+    out = frank(home, "replay", str(tmp_path / "short"), "--draws", "draw-1", "--mode", "full", "--max-tokens", "8",
+                "--json", "--quiet")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["state"] == "finished" and summary["draws"]["draw-1"]["ok"] == 2, out.stderr
+    records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
+    first, second = (r["server"] for r in records)
+    assert first["sources"]["prefill_s"] == "llamacpp-timings" and first["prefill_s"] > 0
+    assert first["queue_s"] is None  # llama.cpp reports no queue time: absent, not 0
+    assert second["cached_tokens"] > 0  # the second turn reuses the first one's prompt from the slot's cache
+    assert all(r["client"]["ttft_s"] > 0 for r in records)
+
+
+def test_w01_mini_prompts_exceed_smollm2s_context_and_say_so(llamacpp):
+    home, _ = llamacpp
+    out = frank(home, "replay", "w01-mini", "--draws", "draw-1", "--limit", "1", "--json", "--quiet")
+    assert out.returncode == 1, out.stderr  # the replay ran; its one request failed
+    summary = json.loads(out.stdout)
+    records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
+    assert records[0]["status"] == "failed" and "exceeds the available context size" in records[0]["error"]
+
+
+def test_the_derived_tokenizer_matches_llamacpps_on_the_gguf(llamacpp):
+    """The checkpoint vLLM and the fidelity reference load tokenizes as llama.cpp does the GGUF."""
+    from tokenizers import Tokenizer
+
+    from frank.engine.models import smollm2
+
+    home, status = llamacpp
+    key = EngineController(state_dir=home / "state").client_api_key
+    text = "def add(a, b):\n    return a + b  # naïve 😀\n<|im_start|>user"
+    ours = Tokenizer.from_file(str(smollm2.default_dir() / "tokenizer.json")).encode(text, add_special_tokens=False)
+    theirs = httpx.post(
+        status["url"] + "/tokenize", json={"content": text}, headers={"Authorization": f"Bearer {key}"}, timeout=30
+    )
+    assert theirs.status_code == 200 and theirs.json()["tokens"] == ours.ids

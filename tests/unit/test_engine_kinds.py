@@ -1,0 +1,153 @@
+"""Engine kinds: a llama.cpp profile becomes llama-server's flags (through xllamacpp on the CPU, or a
+llama-server binary on the GPU), the token travels in LLAMA_API_KEY, and wrong profiles name their field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from frank import paths
+from frank.engine.kinds import build_launch, kind_of
+from frank.engine.profiles import ProfileError, load_profile, load_profile_file
+
+
+def test_llamacpp_gpu_exact_command_line_and_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile("llamacpp-gpu")
+    spec = build_launch(prof, prof.default_knobs(), 8091, "TOKEN")
+    assert spec.argv == [
+        "/opt/llama.cpp/build/bin/llama-server",
+        "--model",
+        str(tmp_path / "tiny-frank.gguf"),
+        "--alias",
+        "tiny-frank",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8091",
+        "--metrics",
+        "--jinja",
+        "--ctx-size",
+        "32768",
+        "--n-gpu-layers",
+        "99",
+        "--parallel",
+        "1",
+    ]
+    assert spec.env == {"LLAMA_API_KEY": "TOKEN"}  # the key is never in argv, where `ps` shows it
+    assert "TOKEN" not in " ".join(spec.argv)
+    assert spec.url == "http://127.0.0.1:8091"
+    assert kind_of(prof).client_api_key(prof, "TOKEN") == "TOKEN"
+    cpu_layers = build_launch(prof, prof.resolve_knobs({"gpu_layers": "0"}), 8091, "T").argv
+    assert cpu_layers[cpu_layers.index("--n-gpu-layers") + 1] == "0" and cpu_layers.count("--n-gpu-layers") == 1
+
+
+def test_llamacpp_gpu_without_its_binary_variable_says_which(monkeypatch):
+    monkeypatch.delenv("FRANK_LLAMA_SERVER", raising=False)
+    prof = load_profile("llamacpp-gpu")
+    with pytest.raises(ProfileError, match="llamacpp-gpu.toml: binary: the environment variable FRANK_LLAMA_SERVER"):
+        build_launch(prof, prof.default_knobs(), 8091, "T")
+
+
+def test_llamacpp_cpu_runs_xllamacpp_with_its_knobs():
+    prof = load_profile("llamacpp-cpu")
+    assert prof.kind == "llamacpp"
+    spec = build_launch(prof, prof.resolve_knobs({"threads": "2", "speculative": "none", "cache_reuse": "0"}), 9, "K")
+    assert spec.argv[:3] == [str(paths.llamacpp_venv_python()), "-m", "frank.engine.xllamacpp_server"]
+    flags = dict(zip(spec.argv[3::2], spec.argv[4::2], strict=False))
+    assert spec.argv[spec.argv.index("--threads") + 1] == "2"
+    assert spec.argv[spec.argv.index("--spec-type") + 1] == "none"
+    assert spec.argv[spec.argv.index("--cache-reuse") + 1] == "0"
+    assert spec.argv[spec.argv.index("--ctx-size") + 1] == "8192"
+    assert flags["--model"].endswith("smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert spec.env["LLAMA_API_KEY"] == "K" and spec.env["PYTHONPATH"] == str(paths.REPO_ROOT)
+
+
+def test_vllm_stays_the_default_kind():
+    prof = load_profile("embedded-cpu")
+    assert prof.kind == "vllm" and kind_of(prof).label == "vLLM"
+    assert kind_of(prof).client_api_key(prof, "control-token") == ""  # vLLM's /v1 takes the profile's key
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ('kind = "tgi"\npython = "/p"', "kind: 'tgi' is not one of: vllm, llamacpp"),
+        ('binary = "/b/llama-server"\npython = "/p"', "binary: only a llamacpp profile runs a binary"),
+        ('kind = "llamacpp"\nbinary = "/b"\nspeculative_config = { method = "ngram" }', "speculative_config: vLLM's"),
+        ('kind = "llamacpp"', "python: missing required field (or, for a llamacpp profile, binary)"),
+    ],
+)
+def test_bad_llamacpp_profiles_name_file_and_field(tmp_path: Path, text: str, field: str):
+    path = tmp_path / "mine.toml"
+    path.write_text(f'name = "mine"\nmodel = "/m.gguf"\nserved_model_name = "m"\n{text}\n')
+    with pytest.raises(ProfileError) as err:
+        load_profile_file(path)
+    assert str(path) in str(err.value) and field in str(err.value)
+
+
+def test_the_xllamacpp_launcher_takes_llama_server_flag_names():
+    from frank.engine.xllamacpp_server import parse_args
+
+    args = parse_args(["--model", "m.gguf", "--port", "1", "--threads", "1", "--spec-type", "ngram-simple"])
+    assert (args.model, args.port, args.threads, args.spec_type, args.ctx_size) == (
+        "m.gguf",
+        1,
+        1,
+        "ngram-simple",
+        4096,
+    )
+    with pytest.raises(SystemExit):
+        parse_args(["--model", "m.gguf", "--port", "1", "--spec-type", "eagle"])
+
+
+def test_fidelity_refuses_a_llamacpp_engine_and_says_why():
+    from types import SimpleNamespace
+
+    from frank.errors import FrankError
+    from frank.fidelity.runs import running_target
+
+    status = SimpleNamespace(state="ready", profile="llamacpp-cpu", kind="llamacpp", url="http://127.0.0.1:1")
+    controller = SimpleNamespace(status=lambda: status, client_api_key="k")
+    with pytest.raises(FrankError, match="llamacpp-cpu is llamacpp, whose server returns no prompt log-prob"):
+        running_target(controller)
+
+
+def _longest_w01_mini_prompt(tokenizer) -> tuple[int, int]:
+    """(tokens, max_tokens) of the longest W01 mini request over all draws: its messages, tool calls and tool
+    schemas tokenized as JSON text, which counts a little over what the chat template renders (18,915
+    against llama.cpp's 18,880 for draw-1 on the H200, docs/gpu-run.md)."""
+    import json
+
+    from frank.workloads import w01
+
+    longest, max_tokens = 0, 0
+    for _draw, records in w01.generate("mini", 1):
+        for rec in records:
+            body = rec["body"]
+            parts = [m.get("content") or "" for m in body["messages"]]
+            parts += [json.dumps(tc) for m in body["messages"] for tc in m.get("tool_calls") or []]
+            parts += [json.dumps(t) for t in body.get("tools") or []]
+            n = len(tokenizer.encode("".join(map(str, parts)), add_special_tokens=False).ids)
+            longest, max_tokens = max(longest, n), max(max_tokens, body.get("max_tokens") or 0)
+    return longest, max_tokens
+
+
+def test_llamacpp_gpu_context_holds_every_w01_mini_prompt(monkeypatch, tmp_path):
+    """llama.cpp refuses a prompt longer than the slot's --ctx-size (HTTP 400): the GPU profile's default
+    context must hold W01 mini's longest prompt with its answer, or `frank replay w01-mini` fails there."""
+    import tokenizers
+
+    from frank.engine.models import tiny_model
+
+    model_dir = tiny_model.default_dir()
+    if tiny_model.check_build(model_dir) is not None:
+        tiny_model.build_via_engine_venv(model_dir)
+    longest, max_tokens = _longest_w01_mini_prompt(tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json")))
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
+    prof = load_profile("llamacpp-gpu")
+    argv = build_launch(prof, prof.default_knobs(), 8091, "T").argv
+    context = int(argv[argv.index("--ctx-size") + 1])
+    assert 15_000 < longest < context - max_tokens - 256, (longest, max_tokens, context)
