@@ -4,22 +4,19 @@
     GET  /frank/parts/NAME     -> one part
     POST /frank/parts/NAME     -> body {"enabled": true|false}; returns the part
 
-Same token rule as the region cache's control (X-Frank-Token = FRANK_CONTROL_TOKEN; none set: all
-refused). Engine-core parts are set at start (their knob restarts the engine), so they are not here.
+Same token rule as the region cache's control (frank.engine.control_asgi: X-Frank-Token =
+FRANK_CONTROL_TOKEN; none set: all refused). Engine-core parts are set at start (their knob restarts the
+engine), so they are not here.
 The profile adds it with `--middleware frank.engine.front_end.control.PartsControlMiddleware`.
 """
 
 from __future__ import annotations
 
-import hmac
-import json
-import os
 from typing import Any
 
-from frank.engine.region_cache.control import Receive, Scope, Send, _read_body, _send_json
+from frank.engine.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_enabled
 
 PREFIX = "/frank/parts"
-TOKEN_HEADER = b"x-frank-token"
 ENGINE_CORE_PART = "block-hash-memo"
 
 
@@ -37,34 +34,14 @@ async def _engine_core_stats(scope: Scope) -> tuple[int, dict[str, Any]]:
         return 502, {"error": f"engine core: {type(exc).__name__}: {exc}"}
 
 
-class PartsControlMiddleware:
-    def __init__(self, app: Any, token: str | None = None) -> None:
-        self.app = app
-        self._token = (os.environ.get("FRANK_CONTROL_TOKEN", "") if token is None else token).encode()
+class PartsControlMiddleware(TokenControlMiddleware):
+    prefix = PREFIX
+    what = "front-end part control"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("type") != "http":
-            await self.app(scope, receive, send)
-            return
-        path = scope.get("path", "").removeprefix(scope.get("root_path", "")).rstrip("/")
-        if path != PREFIX and not path.startswith(PREFIX + "/"):
-            await self.app(scope, receive, send)
-            return
-        status, payload = await self._handle(scope, receive, path)
-        await _send_json(send, status, payload)
-
-    async def _handle(self, scope: Scope, receive: Receive, path: str) -> tuple[int, dict[str, Any]]:
+    async def answer(self, scope: Scope, receive: Receive, path: str, method: str) -> Reply:
         from frank.engine.front_end.metrics import api_server_switches
 
-        if not self._token:
-            return 403, {"error": "front-end part control is off: the server has no FRANK_CONTROL_TOKEN"}
-        given = dict(scope.get("headers") or []).get(TOKEN_HEADER)
-        if given is None:
-            return 401, {"error": "missing X-Frank-Token header"}
-        if not hmac.compare_digest(given, self._token):
-            return 403, {"error": "wrong X-Frank-Token"}
         switches = {s.name: s for s in api_server_switches()}
-        method = scope.get("method", "GET")
         if path == PREFIX:
             if method != "GET":
                 return 405, {"error": f"method {method} not allowed on {path}"}
@@ -81,11 +58,8 @@ class PartsControlMiddleware:
             return 200, switch.snapshot()
         if method != "POST":
             return 405, {"error": f"method {method} not allowed on {path}"}
-        try:
-            body = json.loads(await _read_body(receive) or b"{}")
-        except ValueError as exc:
-            return 400, {"error": f"body: {exc}"}
-        if not isinstance(body, dict) or not isinstance(body.get("enabled"), bool):
-            return 400, {"error": 'body: expected {"enabled": true|false}'}
-        switch.set_enabled(body["enabled"])
+        enabled = await read_enabled(receive)
+        if not isinstance(enabled, bool):
+            return enabled
+        switch.set_enabled(enabled)
         return 200, switch.snapshot()
