@@ -163,7 +163,7 @@ def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
     (user_dir / "novllm.toml").write_text(
         base.replace('name = "embedded-cpu"', 'name = "novllm"').replace('"@engine-venv"', f'"{sys.executable}"')
     )
-    with pytest.raises(ProfileError, match="python: vLLM is not importable"):
+    with pytest.raises(ProfileError, match="python: vllm is not importable"):
         EngineController().start("novllm")
     # a missing python, the frankenstein profile here
     result = frank("engine", "start", "--profile", "frankenstein")
