@@ -156,7 +156,7 @@ def register() -> None:
         install()
         from frank.engine.front_end.metrics import register_metrics
 
-        register_metrics()
+        register_metrics(switch)
     except Exception:  # a broken hook must never stop the server
         logger.exception("frank detok-tail: not installed")
 

@@ -7,14 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 logger = logging.getLogger("frank.front_end")
+_switches: list[Any] = []  # the API-server parts installed in this process, in the order they registered
 _registered = False
 
 
 def api_server_switches() -> list[Any]:
-    """The switches of the parts that run in the API server (the only ones this process can see)."""
-    from frank.engine.front_end import detok_tail
-
-    return [detok_tail.switch]
+    """The switches of the parts installed in this API server (the only ones this process can see)."""
+    return list(_switches)
 
 
 class FrontEndCollector:
@@ -39,8 +38,12 @@ class FrontEndCollector:
         return iter(())  # collect() runs only on scrapes, never at register time
 
 
-def register_metrics() -> None:
+def register_metrics(switch: Any) -> None:
+    """A part installed in this API server: its switch joins the control and the /metrics series (the
+    collector itself is registered once)."""
     global _registered
+    if all(s is not switch for s in _switches):
+        _switches.append(switch)
     if _registered:
         return
     try:
