@@ -18,8 +18,18 @@ def _region_cache(value: Any, url: str, token: str) -> None:
     RegionCacheClient(url, token).set_enabled(str(value).lower() == "on")
 
 
+def _front_end_part(part: str) -> Callable[[Any, str, str], None]:
+    def handler(value: Any, url: str, token: str) -> None:
+        from frank.engine.front_end.client import PartsClient
+
+        PartsClient(url, token).set_enabled(part, str(value).lower() == "on")
+
+    return handler
+
+
 HANDLERS: dict[str, Callable[[Any, str, str], None]] = {
     "region_cache": _region_cache,
+    "detok_tail": _front_end_part("detok-tail"),
 }
 
 

@@ -44,15 +44,18 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
     client = out_tokens = 0.0
     servers: list[dict[str, Any]] = []
     front_by_draw: dict[str, float] = {}
+    client_by_draw: dict[str, float] = {}
     measured = failed = unattributed = 0
     hashes: dict[str, str | None] = {}
+    output_hashes: dict[str, str | None] = {}
     for draw, records in records_by_draw.items():
         latest: dict[str, dict[str, Any]] = {}
         for rec in records:
             latest[rec["id"]] = rec
-        front_by_draw[draw] = 0.0
+        front_by_draw[draw] = client_by_draw[draw] = 0.0
         for rec in sorted(latest.values(), key=lambda r: r.get("index", 0)):
             hashes[f"{draw}/{rec['id']}"] = rec.get("prompt_ids_sha256")
+            output_hashes[f"{draw}/{rec['id']}"] = rec.get("output_sha256")
             if rec.get("status") != "ok":
                 failed += 1
                 continue
@@ -66,6 +69,7 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
             front_by_draw[draw] += server.get("front_end_s") or 0.0
             servers.append(server)
             client += (rec.get("client") or {}).get("total_s") or 0.0
+            client_by_draw[draw] += (rec.get("client") or {}).get("total_s") or 0.0
             out_tokens += rec.get("completion_tokens") or 0
     fronts = list(front_by_draw.values())
     decode, steps = measures.verify_step_totals(servers)
@@ -73,6 +77,7 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
         "time_per_verify_step": measures.time_per_verify_step(decode, steps),
         "front_end_per_draw": sum(fronts) / len(fronts) if fronts else None,
         "total_replay_time": client,
+        "client_time_per_draw": sum(client_by_draw.values()) / len(client_by_draw) if client_by_draw else None,
         "tokens_per_s": out_tokens / client if client else None,
         "decode_steps": steps,
         "decode_s": decode,
@@ -81,6 +86,7 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
         "failed": failed,
         "unattributed": unattributed,
         "prompt_hashes": hashes,
+        "output_hashes": output_hashes,
     }
 
 
@@ -165,6 +171,7 @@ class EngineCellExecutor:
                 draws=tuple(str(d) for d in design.workload.draws) or None,
                 limit=design.workload.requests,
                 max_tokens=design.workload.max_tokens,
+                output_tokens=design.workload.output_tokens,
                 token_ids=True,
             )
             runner = start_replay(workload, st.url or "", options, out=replay_dir)
@@ -202,12 +209,14 @@ class EngineCellExecutor:
             "failed": m["failed"],
             "requests": m["measured_requests"],
             "prompt_hashes": m["prompt_hashes"],
+            "output_hashes": m["output_hashes"],
             "measures": {
                 k: m[k]
                 for k in (
                     "time_per_verify_step",
                     "front_end_per_draw",
                     "total_replay_time",
+                    "client_time_per_draw",
                     "tokens_per_s",
                     "decode_steps",
                     "decode_s",

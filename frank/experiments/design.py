@@ -37,6 +37,7 @@ MEASURES = {
     "front_end_per_draw": "seconds outside queueing and prefill (TTFT - queue - prefill), summed per draw, "
     "mean over the start's draws",
     "total_replay_time": "seconds of client time (send to last byte) summed over the start's requests",
+    "client_time_per_draw": "seconds of client time (send to last byte) summed per draw, mean over the start's draws",
     "tokens_per_s": "output tokens per second of client time over the start's requests",
 }
 # Measures of an engine start that runs graded agent episodes ([episodes] instead of [workload]).
@@ -67,6 +68,7 @@ class Workload:
     requests: int | None  # replay only the first N requests of each draw
     warmup_requests: int  # the first N requests of each draw are replayed but not measured
     max_tokens: int | None = None  # full mode: cap the recorded max_tokens
+    output_tokens: int = 1  # engine mode: output tokens per request (more than 1: greedy, outputs compared)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class Guards:
     prompt_token_ids_identical: bool
     no_failed_requests: bool
     checks: tuple[str, ...]  # named checks whose outcome comes with the measures (analyze)
+    outputs_identical: bool = False  # generated text and token IDs equal across starts (greedy engine mode)
 
 
 @dataclass(frozen=True)
@@ -319,7 +322,9 @@ def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
 
 
 def _parse_workload(raw: Any, where: str) -> Workload:
-    table = Table(raw, "workload", where, ("name", "draws", "mode", "requests", "warmup_requests", "max_tokens"))
+    table = Table(
+        raw, "workload", where, ("name", "draws", "mode", "requests", "warmup_requests", "max_tokens", "output_tokens")
+    )
     draws = table.get("draws", list, [])
     for i, draw in enumerate(draws):
         if isinstance(draw, bool) or not isinstance(draw, (int, str)):
@@ -332,6 +337,9 @@ def _parse_workload(raw: Any, where: str) -> Workload:
     max_tokens = table.count("max_tokens", None)
     if max_tokens is not None and mode != "full":
         raise table.error("max_tokens", 'only mode "full" sends recorded max_tokens (engine mode asks for 1)')
+    output_tokens = table.count("output_tokens", 1)
+    if output_tokens != 1 and mode != "engine":
+        raise table.error("output_tokens", 'only mode "engine" asks for a set number of output tokens')
     return Workload(
         name=table.get("name", str),
         draws=tuple(draws),
@@ -339,6 +347,7 @@ def _parse_workload(raw: Any, where: str) -> Workload:
         requests=requests,
         warmup_requests=warmup,
         max_tokens=max_tokens,
+        output_tokens=output_tokens,
     )
 
 
@@ -413,7 +422,9 @@ def _parse_rule(
 
 
 def _parse_guards(raw: Any, where: str) -> Guards:
-    table = Table(raw, "guards", where, ("prompt_token_ids_identical", "no_failed_requests", "checks"))
+    table = Table(
+        raw, "guards", where, ("prompt_token_ids_identical", "no_failed_requests", "checks", "outputs_identical")
+    )
     checks = table.get("checks", list, [])
     for i, check in enumerate(checks):
         if not isinstance(check, str) or not check:
@@ -422,6 +433,7 @@ def _parse_guards(raw: Any, where: str) -> Guards:
         prompt_token_ids_identical=table.get("prompt_token_ids_identical", bool, False),
         no_failed_requests=table.get("no_failed_requests", bool, True),
         checks=tuple(checks),
+        outputs_identical=table.get("outputs_identical", bool, False),
     )
 
 
@@ -504,6 +516,8 @@ def canonical_dict(design: Design) -> dict[str, Any]:
             "requests": design.workload.requests,
             "warmup_requests": design.workload.warmup_requests,
             "max_tokens": design.workload.max_tokens,
+            # only when set, so designs registered before these keys existed freeze to the same JSON
+            **({"output_tokens": design.workload.output_tokens} if design.workload.output_tokens != 1 else {}),
         },
         "measure": design.measure,
         "rule": {
@@ -522,6 +536,7 @@ def canonical_dict(design: Design) -> dict[str, Any]:
             "prompt_token_ids_identical": design.guards.prompt_token_ids_identical,
             "no_failed_requests": design.guards.no_failed_requests,
             "checks": list(design.guards.checks),
+            **({"outputs_identical": True} if design.guards.outputs_identical else {}),
         },
         "failure": {"action": design.failure.action, "max_retries": design.failure.max_retries},
         "revert": None

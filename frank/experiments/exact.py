@@ -12,6 +12,7 @@ Attainable significance is discrete: k blocks never give p below 1/2^k, n+n star
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ def permutation_test(treatment: Sequence[float], control: Sequence[float], direc
     t, c = np.asarray(treatment, dtype=float), np.asarray(control, dtype=float)
     if len(t) == 0 or len(c) == 0:
         return TestResult(p_value=1.0, null_size=1, statistic=float("nan"))
+    if min(len(t), len(c)) < 2:  # scipy needs two per arm; a 1+n design is enumerated here, the same test
+        return _enumerated(t, c, direction)
     res = stats.permutation_test(
         (t, c),
         _mean_diff,
@@ -56,6 +59,21 @@ def permutation_test(treatment: Sequence[float], control: Sequence[float], direc
     return TestResult(
         p_value=float(res.pvalue), null_size=int(len(res.null_distribution)), statistic=float(res.statistic)
     )
+
+
+def _enumerated(t: np.ndarray, c: np.ndarray, direction: str) -> TestResult:
+    """Every relabelling of the pooled values into a treatment of len(t), the statistic's share at or beyond
+    the observed one (the observed labelling counts): what scipy's exact test computes."""
+    pooled = np.concatenate([t, c])
+    observed = float(np.mean(t) - np.mean(c))
+    diffs = []
+    for idx in itertools.combinations(range(len(pooled)), len(t)):
+        mask = np.zeros(len(pooled), dtype=bool)
+        mask[list(idx)] = True
+        diffs.append(float(np.mean(pooled[mask]) - np.mean(pooled[~mask])))
+    eps = 1e-12 * max(1.0, abs(observed))  # scipy's tolerance for ties of the statistic
+    beyond = sum(1 for d in diffs if (d <= observed + eps if direction == "lower" else d >= observed - eps))
+    return TestResult(p_value=beyond / len(diffs), null_size=len(diffs), statistic=observed)
 
 
 def null_size(design: Design) -> int | None:

@@ -35,6 +35,7 @@ class Observation:
     failed_requests: int | None = None
     prompt_hashes: dict[str, str | None] | None = None
     checks: dict[str, bool] = field(default_factory=dict)
+    output_hashes: dict[str, str | None] | None = None
     fidelity: dict[str, Any] | None = None  # a cell's fidelity result (frank/experiments/fidelity.py)
 
 
@@ -341,6 +342,8 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
             )
     if g.prompt_token_ids_identical:
         out.append(_identical_prompts(obs, source))
+    if g.outputs_identical:
+        out.append(_identical_outputs(obs, source))
     for name in g.checks:
         rows = [c for c in checks if c.measure == f"check:{name}"]
         if not rows:
@@ -389,26 +392,35 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
 
 
 def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
-    name = "prompt_token_ids_identical"
-    if not obs or any(o.prompt_hashes is None for o in obs):
+    return _identical_hashes("prompt_token_ids_identical", "prompt token IDs", [o.prompt_hashes for o in obs], source)
+
+
+def _identical_outputs(obs: list[Observation], source: str) -> dict[str, Any]:
+    return _identical_hashes("outputs_identical", "outputs", [o.output_hashes for o in obs], source)
+
+
+def _identical_hashes(
+    name: str, what: str, per_start: list[dict[str, str | None] | None], source: str
+) -> dict[str, Any]:
+    """Every request's hash the same in every start (a request's hash: its prompt IDs, or its outputs)."""
+    if not per_start or any(h is None for h in per_start):
         return {
             "name": name,
             "status": "unchecked",
-            "detail": "no prompt token hashes" + (": measures taken elsewhere" if source == "external" else ""),
+            "detail": f"no {what} hashes" + (": measures taken elsewhere" if source == "external" else ""),
         }
-    keys = set().union(*(o.prompt_hashes or {} for o in obs))
-    missing = sum(1 for o in obs for k in keys if not (o.prompt_hashes or {}).get(k))
+    keys = set().union(*(h or {} for h in per_start))
+    missing = sum(1 for h in per_start for k in keys if not (h or {}).get(k))
     if missing:
-        return {"name": name, "status": "unchecked", "detail": f"the engine gave no token IDs for {missing} request(s)"}
-    differ = [k for k in sorted(keys) if len({(o.prompt_hashes or {})[k] for o in obs}) > 1]
+        return {"name": name, "status": "unchecked", "detail": f"the engine gave no {what} for {missing} request(s)"}
+    differ = [k for k in sorted(keys) if len({(h or {})[k] for h in per_start}) > 1]
     if differ:
         return {
             "name": name,
             "status": "fail",
-            "detail": f"{len(differ)} of {len(keys)} requests had different prompt token IDs across starts "
-            f"(first: {differ[0]})",
+            "detail": f"{len(differ)} of {len(keys)} requests had different {what} across starts (first: {differ[0]})",
         }
-    return {"name": name, "status": "pass", "detail": f"{len(keys)} requests identical in all {len(obs)} starts"}
+    return {"name": name, "status": "pass", "detail": f"{len(keys)} requests identical in all {len(per_start)} starts"}
 
 
 def _revert(
@@ -492,6 +504,7 @@ def report_for_run(run: Any) -> dict[str, Any]:
                 prompt_hashes=done.get("prompt_hashes"),
                 checks=done.get("checks") or {},
                 fidelity=done.get("fidelity"),
+                output_hashes=done.get("output_hashes"),
             )
         )
     order = [s.to_json() for s in run.slots]

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frank import jobs, paths
+from frank import jobs, jsonl, paths
+from frank.errors import FrankError
 from frank.fidelity.runs import fidelity_runs_dir, run_fidelity, save_run
 
 PROGRESS = "progress.jsonl"
@@ -37,8 +38,8 @@ def progress(run_dir: Path) -> jobs.Progress:
     planned = len(spec.get("sets") or []) or None
     steps = []
     try:
-        steps = [json.loads(line) for line in (run_dir / PROGRESS).read_text().splitlines() if line.strip()]
-    except (OSError, ValueError):
+        steps = jsonl.read(run_dir / PROGRESS)
+    except (OSError, FrankError):
         pass
     detail = jobs.read_job_file(run_dir).get("error") or (steps[-1]["line"] if steps else "")
     if (run_dir / RESULT).is_file():
@@ -93,7 +94,7 @@ def run(run_dir: Path, echo: Any = None) -> dict[str, Any] | None:
     (run_dir / CANCELLED).unlink(missing_ok=True)
 
     def step(line: str) -> None:
-        paths.append_private_line(run_dir / PROGRESS, json.dumps({"t": time.time(), "line": line}))
+        jsonl.append(run_dir / PROGRESS, {"t": time.time(), "line": line})
         if echo is not None:
             echo(line)
 

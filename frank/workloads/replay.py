@@ -62,6 +62,9 @@ class ReplayOptions:
     token_ids: bool = True  # ask for the prompt token IDs (return_token_ids) and hash them
     timeout_s: float = 900.0  # one request, end to end
     settle_timeout_s: float = 2.0  # how long to wait for vLLM to record a finished request's histograms
+    # engine mode: output tokens per request (1: the seed's front-end test). More than 1 also samples
+    # greedily (temperature 0), so two engine starts must give the same outputs: their hash is recorded.
+    output_tokens: int = 1
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,6 +73,8 @@ class ReplayOptions:
             raise FrankError(f"--limit {self.limit}: expected 1 or more")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise FrankError(f"--max-tokens {self.max_tokens}: expected 1 or more")
+        if self.output_tokens < 1:
+            raise FrankError(f"output tokens {self.output_tokens}: expected 1 or more")
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class DrawTotals:
     cold_requests: int = 0  # requests that start a conversation (turn 1)
     cold_front_end_s: float = 0.0
     prompt_ids_sha256: str | None = None  # over every request's prompt-ID hash, in order (None: some missing)
+    outputs_sha256: str | None = None  # over every request's output hash (text and token IDs), likewise
 
     @property
     def complete(self) -> bool:
@@ -131,6 +137,12 @@ ProgressFn = Callable[[ReplayProgress], None]
 def ids_sha256(ids: Iterable[int]) -> str:
     """The hash of a prompt's token IDs: sha256 of the decimal IDs joined by commas."""
     return hashlib.sha256(",".join(str(int(i)) for i in ids).encode()).hexdigest()
+
+
+def output_sha256(text: str, ids: Iterable[int] | None, finish_reason: str | None) -> str:
+    """The hash of what a request generated: its text, output token IDs and finish reason."""
+    payload = json.dumps([text, [int(i) for i in ids] if ids is not None else None, finish_reason])
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def new_run_id(workload_name: str, mode: str) -> str:
@@ -205,6 +217,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
     accepted = 0.0
     servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
+    out_hashes: list[str | None] = []
     for rid in planned:
         rec = latest.get(rid)
         if rec is None:
@@ -213,6 +226,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
         if rec.get("status") != "ok":
             counts["failed"] += 1
             hashes.append(None)
+            out_hashes.append(None)
             continue
         counts["ok"] += 1
         client = rec.get("client") or {}
@@ -220,6 +234,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
         sums["client_total_s"] += client.get("total_s") or 0.0
         counts["prompt_tokens"] += int(rec.get("prompt_tokens") or 0)
         hashes.append(rec.get("prompt_ids_sha256"))
+        out_hashes.append(rec.get("output_sha256"))
         server = rec.get("server") or {}
         cold = rec.get("turn") == 1
         counts["cold_requests"] += int(cold)
@@ -241,6 +256,8 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
     t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
     if hashes and len(hashes) == len(planned) and all(hashes):
         t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
+    if out_hashes and len(out_hashes) == len(planned) and all(out_hashes):
+        t["outputs_sha256"] = hashlib.sha256("\n".join(out_hashes).encode()).hexdigest()  # type: ignore[arg-type]
     return DrawTotals(**t)
 
 
@@ -268,6 +285,8 @@ class _Response:
     chunks: int = 0
     metrics: dict[str, Any] | None = None  # the response's own timings (--enable-per-request-metrics)
     timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
+    text: list[str] = field(default_factory=list)  # generated text, chunk by chunk
+    output_ids: list[int] | None = None  # generated token IDs (return_token_ids)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -420,8 +439,10 @@ class ReplayRunner:
         body["model"] = model
         body["cache_salt"] = salt
         if self.options.mode == "engine":
-            body["max_tokens"] = 1
+            body["max_tokens"] = self.options.output_tokens
             body.pop("max_completion_tokens", None)
+            if self.options.output_tokens > 1:
+                body["temperature"] = 0.0  # greedy: two engine starts must generate the same tokens
             body["stream"] = self.options.stream
         else:
             body["stream"] = True
@@ -538,6 +559,14 @@ class ReplayRunner:
         for choice in payload.get("choices") or ():
             if choice.get("finish_reason"):
                 out.finish_reason = choice["finish_reason"]
+            message = choice.get("delta") or choice.get("message") or {}
+            for key in ("reasoning_content", "reasoning", "content"):
+                if isinstance(message.get(key), str):
+                    out.text.append(message[key])
+            for call in message.get("tool_calls") or ():
+                out.text.append(json.dumps(call.get("function") or {}, sort_keys=True))
+            if choice.get("token_ids"):
+                out.output_ids = (out.output_ids or []) + [int(i) for i in choice["token_ids"]]
 
     async def _healthy(self, client: httpx.AsyncClient) -> bool:
         try:
@@ -620,6 +649,7 @@ class ReplayRunner:
             prompt_ids_sha256=ids_sha256(resp.prompt_ids) if resp.prompt_ids is not None else None,
             completion_tokens=resp.completion_tokens,
             finish_reason=resp.finish_reason,
+            output_sha256=output_sha256("".join(resp.text), resp.output_ids, resp.finish_reason) if ok else None,
             metrics_scrape_s=[before.scrape_s, after.scrape_s],
         )
         return record, alive

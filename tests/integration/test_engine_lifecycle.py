@@ -163,10 +163,19 @@ def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
     (user_dir / "novllm.toml").write_text(
         base.replace('name = "embedded-cpu"', 'name = "novllm"').replace('"@engine-venv"', f'"{sys.executable}"')
     )
-    with pytest.raises(ProfileError, match="python: vLLM is not importable"):
+    with pytest.raises(ProfileError, match="python: vllm is not importable"):
         EngineController().start("novllm")
-    # a missing python, the frankenstein profile here
+    # a missing python
+    (user_dir / "nopython.toml").write_text(
+        base.replace('name = "embedded-cpu"', 'name = "nopython"').replace(
+            '"@engine-venv"', '"/nonexistent/bin/python"'
+        )
+    )
+    result = frank("engine", "start", "--profile", "nopython")
+    assert result.returncode != 0
+    assert "nopython.toml: python: /nonexistent/bin/python does not exist" in result.stderr
+    # the frankenstein profile here: its model is not on this machine
     result = frank("engine", "start", "--profile", "frankenstein")
     assert result.returncode != 0
-    assert "frankenstein.toml: python: /opt/frankenstein/venv/bin/python does not exist" in result.stderr
+    assert "frankenstein.toml: model: /models/DeepSeek-V4.1-Flash-1017-EXL3-3.0bpw does not exist" in result.stderr
     assert EngineController().status().state == "stopped"

@@ -51,3 +51,18 @@ def test_smallest_p_and_fraction() -> None:
     assert exact.fraction(1 / 32, 32) == "1/32"
     assert exact.fraction(2 / 70, 70) == "2/70"
     assert exact.fraction(0.0123, 70) == "0.0123"
+
+
+def test_one_start_per_arm_is_enumerated_like_scipy_does_two():
+    from frank.experiments.exact import _enumerated, permutation_test
+
+    one = permutation_test([1.0], [2.0], "lower")
+    assert (one.p_value, one.null_size) == (0.5, 2)  # 1+1: two labellings, the observed one is the best
+    assert permutation_test([3.0], [2.0], "lower").p_value == 1.0
+    assert permutation_test([1.0], [2.0, 3.0], "lower").p_value == pytest.approx(1 / 3)
+    import numpy as np
+
+    for t, c in (([1.0, 1.5], [2.0, 3.0]), ([1.0, 2.5], [2.0, 3.0]), ([2.0, 2.0], [2.0, 1.0])):
+        for direction in ("lower", "higher"):
+            ours = _enumerated(np.array(t), np.array(c), direction)
+            assert ours.p_value == pytest.approx(permutation_test(t, c, direction).p_value)

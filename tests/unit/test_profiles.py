@@ -71,6 +71,8 @@ def test_frankenstein_exact_command_line_and_environment():
         "deepseek_v41",
         "--middleware",
         "frank.engine.region_cache.control.ControlMiddleware",
+        "--middleware",
+        "frank.engine.front_end.control.PartsControlMiddleware",
         "--disable-access-log-for-endpoints",
         "/metrics,/health",
     ]
@@ -86,6 +88,8 @@ def test_frankenstein_exact_command_line_and_environment():
         "EXL3_MOE_CPU_SPLIT": "85",  # a third of DeepSeek-V4's 256 routed experts per layer
         "EXL3_MOE_CPU_THREADS": "63",
         "FRANK_REGION_CACHE": "off",
+        "FRANK_DETOK_TAIL": "off",
+        "FRANK_BLOCK_HASH_MEMO": "off",
         "FRANK_CONTROL_TOKEN": "TOKEN",
     }
     # the default schedule is the served one (schedule 2 since 1 November)

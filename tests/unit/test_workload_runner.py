@@ -50,6 +50,27 @@ def test_engine_mode_asks_for_one_token_in_a_fresh_namespace(workload, tmp_path)
     assert body["stream"] is False and "stream_options" not in body and "return_token_ids" not in body
 
 
+def test_engine_mode_with_output_tokens_is_greedy_and_hashes_what_came_back(workload):
+    from frank.workloads.replay import _Response, output_sha256
+
+    req = workload.requests["d"][0]
+    body = ReplayRunner(workload, "http://x", ReplayOptions(output_tokens=4))._body(req, "m", "s")
+    assert (body["max_tokens"], body["temperature"]) == (4, 0.0)  # greedy: two starts must agree
+    with pytest.raises(FrankError, match="output tokens 0"):
+        ReplayOptions(output_tokens=0)
+    out = _Response(status=200)
+    for chunk in (
+        {"choices": [{"delta": {"content": "Hel"}, "token_ids": [7, 8]}]},
+        {"choices": [{"delta": {"content": "lo"}, "token_ids": [9], "finish_reason": "length"}]},
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3}},
+    ):
+        ReplayRunner._on_payload(chunk, out)
+    assert ("".join(out.text), out.output_ids, out.finish_reason) == ("Hello", [7, 8, 9], "length")
+    same = output_sha256("Hello", [7, 8, 9], "length")
+    assert output_sha256("".join(out.text), out.output_ids, out.finish_reason) == same
+    assert len({same, output_sha256("Hello", [7, 8, 10], "length"), output_sha256("Hello", [7, 8, 9], "stop")}) == 3
+
+
 def test_full_mode_streams_the_recorded_parameters_with_an_optional_cap(workload):
     req = workload.requests["d"][0]
     body = ReplayRunner(workload, "http://x", ReplayOptions(mode="full"))._body(req, "m", "s")

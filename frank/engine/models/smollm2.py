@@ -92,21 +92,13 @@ def build(out: Path, force: bool = False) -> dict[str, Any]:
     if not force and check_build(out) is None:
         return tiny_model.result(out, MODEL_NAME, BUILD_VERSION, built=False, reason="up to date", build_s=0.0)
     started = time.monotonic()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.build-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+
+    def fill(tmp: Path) -> None:
         shutil.copyfile(source_gguf(), tmp / GGUF_NAME)
         _derive_checkpoint(tmp)
         tiny_model.write_manifest(tmp, MODEL_NAME, BUILD_VERSION)
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    tiny_model.build_dir_atomically(out, fill)
     return tiny_model.result(
         out, MODEL_NAME, BUILD_VERSION, built=True, reason="built", build_s=time.monotonic() - started
     )

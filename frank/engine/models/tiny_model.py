@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -457,14 +458,24 @@ def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> dict[str, A
     if not force and check_build(out, name) is None:
         return _result(out, name, built=False, reason="up to date", build_s=0.0)
     started = time.monotonic()
+
+    def fill(tmp: Path) -> None:
+        _train_tokenizer(tmp)
+        _write_weights(tmp, spec.config)
+        _write_manifest(tmp, spec)
+
+    build_dir_atomically(out, fill)
+    return _result(out, name, built=True, reason="built", build_s=round(time.monotonic() - started, 2))
+
+
+def build_dir_atomically(out: Path, fill: Callable[[Path], None]) -> None:
+    """Fill a temporary sibling of `out`, then swap it in: a reader sees the old model or the new, never half."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.build-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        _train_tokenizer(tmp)
-        _write_weights(tmp, spec.config)
-        _write_manifest(tmp, spec)
+        fill(tmp)
         old = out.parent / f".{out.name}.old-{os.getpid()}"
         if out.exists():
             os.replace(out, old)
@@ -472,7 +483,6 @@ def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> dict[str, A
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return _result(out, name, built=True, reason="built", build_s=round(time.monotonic() - started, 2))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,268 @@
+"""The front end's per-request work on a full-scale prompt, engine-free: what each exact cut would save.
+
+Runs in the engine venv (re-runs itself there from the console venv) and times, per request of a synthetic
+W01-like conversation (turns growing from about 105K to 170K tokens, each extending the last one, one
+cache_salt per draw as vLLM's first-block extra key):
+
+- detokenizer: vLLM's own `IncrementalDetokenizer` for the request (set-up and the first output tokens'
+  `update`, where the whole prompt is decoded) with `frank.engine.front_end.detok_tail` off and on, using
+  the tiny model's tokenizer (`--model-dir`); the output texts must be identical;
+
+- hand-off: msgspec decode of the prompt IDs as vLLM sends them (an EngineCoreRequest's `list[int]`), against
+  sending them as packed bytes and rebuilding the list (`array.tolist`, `numpy.frombuffer(...).tolist`).
+  Every variant must rebuild a list of the same ints (checked), because vLLM's Request keeps one;
+- block hashes: vLLM's own `get_request_block_hasher` (pickle + SHA-256 per block, `--prefix-caching-hash-algo`
+  sha256) against the same hasher through `frank.engine.front_end.block_hash_memo` (a bounded memo keyed by
+  the hash function's whole input: parent hash, block token tuple, extra keys). The hashes are compared
+  block by block: they must be identical.
+
+    .venv/bin/python benchmarks/bench_front_end_parts.py [--turns 8] [--repeat 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+BLOCK = 128  # the embedded profiles' block size on the CPU backend (vLLM's CPU default)
+VOCAB = 8192
+
+
+def _conversation(turns: int, seed: int) -> list[list[int]]:
+    """Prompts of one conversation: the first about 105K tokens, each next one the last plus about 9K."""
+    rng = random.Random(seed)
+    prompt = [rng.randrange(VOCAB) for _ in range(105_000)]
+    out = [list(prompt)]
+    for _ in range(turns - 1):
+        prompt = prompt + [rng.randrange(VOCAB) for _ in range(65_000 // max(1, turns - 1))]
+        out.append(list(prompt))
+    return out
+
+
+def _median_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def _handoff(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
+    import msgspec
+    import numpy as np
+
+    class Req(msgspec.Struct, array_like=True):  # the shape vLLM's EngineCoreRequest gives the IDs
+        request_id: str
+        prompt_token_ids: list[int]
+
+    class ReqBytes(msgspec.Struct, array_like=True):
+        request_id: str
+        prompt_token_ids: bytes
+
+    enc = msgspec.msgpack.Encoder()
+    dec = msgspec.msgpack.Decoder(Req)
+    dec_bytes = msgspec.msgpack.Decoder(ReqBytes)
+    rows = {"msgpack_list": [], "bytes_array_tolist": [], "bytes_numpy_tolist": [], "encode_list": []}
+    for prompt in prompts:
+        wire = enc.encode(Req("r", prompt))
+        wire_b = enc.encode(ReqBytes("r", array.array("i", prompt).tobytes()))
+        assert dec.decode(wire).prompt_token_ids == prompt
+        assert array.array("i", dec_bytes.decode(wire_b).prompt_token_ids).tolist() == prompt
+        assert np.frombuffer(dec_bytes.decode(wire_b).prompt_token_ids, dtype=np.int32).tolist() == prompt
+        rows["encode_list"].append(_median_ms(lambda p=prompt: enc.encode(Req("r", p)), repeat))
+        rows["msgpack_list"].append(_median_ms(lambda w=wire: dec.decode(w), repeat))
+        rows["bytes_array_tolist"].append(
+            _median_ms(lambda w=wire_b: array.array("i", dec_bytes.decode(w).prompt_token_ids).tolist(), repeat)
+        )
+        rows["bytes_numpy_tolist"].append(
+            _median_ms(
+                lambda w=wire_b: np.frombuffer(dec_bytes.decode(w).prompt_token_ids, dtype=np.int32).tolist(),
+                repeat,
+            )
+        )
+    return {k: statistics.mean(v) for k, v in rows.items()}
+
+
+def _hashes(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core import kv_cache_utils
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+
+    from frank.engine.front_end import block_hash_memo
+
+    init_none_hash(sha256)
+    hasher = get_request_block_hasher(BLOCK, sha256)
+
+    class _Req:  # what the hasher reads from a vLLM Request
+        def __init__(self, ids: list[int], salt: str) -> None:
+            self.block_hashes: list[Any] = []
+            self.all_token_ids = ids
+            self.num_tokens = len(ids)
+            self.mm_features: list[Any] = []
+            self.lora_request = None
+            self.cache_salt = salt
+            self.prompt_embeds = None
+            self.prompt_is_token_ids = None
+
+    def run_all(salt: str) -> tuple[list[float], list[list[Any]]]:
+        times, out = [], []
+        for prompt in prompts:
+            t0 = time.perf_counter()
+            out.append(hasher(_Req(prompt, salt)))
+            times.append((time.perf_counter() - t0) * 1000)
+        return times, out
+
+    plain_runs, plain_hashes = [], None
+    for k in range(repeat):
+        times, plain_hashes = run_all(f"salt-{k}")
+        plain_runs.append(times)
+    original = kv_cache_utils.hash_block_tokens
+    block_hash_memo.install()
+    block_hash_memo.set_enabled(True)
+    try:
+        memo_runs, first_turn, rest, identical = [], [], [], True
+        for k in range(repeat):
+            block_hash_memo.clear()
+            times, hashes = run_all(f"salt-{k}")
+            memo_runs.append(times)
+            first_turn.append(times[0])
+            rest.extend(times[1:])
+            if k == repeat - 1:
+                _, again = run_all(f"salt-{k}")  # check against the same salt's plain hashes
+        _, check = run_all(f"salt-{repeat - 1}")
+        identical = check == plain_hashes and again == plain_hashes
+    finally:
+        block_hash_memo.set_enabled(False)
+        kv_cache_utils.hash_block_tokens = original
+    plain = [statistics.median(col) for col in zip(*plain_runs)]
+    memo = [statistics.median(col) for col in zip(*memo_runs)]
+    return {
+        "blocks_per_request": [len(p) // BLOCK for p in prompts],
+        "vllm_ms_per_request": statistics.mean(plain),
+        "memo_ms_per_request": statistics.mean(memo),
+        "memo_first_turn_ms": statistics.median(first_turn),
+        "memo_later_turns_ms": statistics.median(rest),
+        "vllm_first_turn_ms": plain[0],
+        "vllm_later_turns_ms": statistics.median(plain[1:]),
+        "hashes_identical": identical,
+        "memo_stats": block_hash_memo.snapshot(),
+    }
+
+
+def _detok(prompts: list[list[int]], repeat: int, model_dir: str) -> dict[str, Any]:
+    from vllm.sampling_params import SamplingParams
+    from vllm.tokenizers import get_tokenizer
+    from vllm.v1.engine import EngineCoreRequest
+    from vllm.v1.engine.detokenizer import IncrementalDetokenizer
+
+    from frank.engine.front_end import detok_tail
+
+    tok = get_tokenizer(model_dir)
+    outs = tok.encode(" the answer is 42 🙂", add_special_tokens=False)[:4]
+
+    def first_tokens(prompt: list[int]) -> str:
+        request = EngineCoreRequest(
+            request_id="r",
+            prompt_token_ids=prompt,
+            mm_features=None,
+            sampling_params=SamplingParams(max_tokens=8),
+            pooling_params=None,
+            arrival_time=0.0,
+            lora_request=None,
+            cache_salt=None,
+            data_parallel_rank=None,
+        )
+        detok = IncrementalDetokenizer.from_new_request(tok, request)
+        for t in outs:
+            detok.update([t], stop_terminated=False)
+        return detok.output_text
+
+    detok_tail.install()
+    rows: dict[str, list[float]] = {"off": [], "on": []}
+    texts: dict[str, list[str]] = {"off": [], "on": []}
+    for prompt in prompts:
+        for arm in ("off", "on"):
+            detok_tail.switch.set_enabled(arm == "on")
+            texts[arm].append(first_tokens(prompt))
+            rows[arm].append(_median_ms(lambda p=prompt: first_tokens(p), repeat))
+    detok_tail.switch.set_enabled(False)
+    return {
+        "vllm_ms_per_request": statistics.mean(rows["off"]),
+        "tail_ms_per_request": statistics.mean(rows["on"]),
+        "texts_identical": texts["on"] == texts["off"],
+        "counts": detok_tail.switch.snapshot()["counts"],
+    }
+
+
+def _inner(args: argparse.Namespace) -> dict[str, Any]:
+    prompts = _conversation(args.turns, args.seed)
+    return {
+        "prompt_tokens": [len(p) for p in prompts],
+        "detokenizer_ms": _detok(prompts, args.repeat, args.model_dir),
+        "handoff_ms": _handoff(prompts, args.repeat),
+        "block_hashes": _hashes(prompts, args.repeat),
+        "load_avg": os.getloadavg(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--model-dir", default=None, help="the tiny model (default: the models dir's tiny-frank)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if not args.inner:
+        from frank import paths
+
+        model_dir = args.model_dir or str(paths.models_dir() / "tiny-frank")
+        engine_python = REPO / ".venv-engine" / "bin" / "python"
+        cmd = [str(engine_python), __file__, "--inner", "--turns", str(args.turns), "--repeat", str(args.repeat)]
+        cmd += ["--model-dir", model_dir]
+        cmd += ["--seed", str(args.seed)] + (["--json"] if args.json else [])
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        return subprocess.call(cmd, env=env)
+    result = _inner(args)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0 if result["block_hashes"]["hashes_identical"] and result["detokenizer_ms"]["texts_identical"] else 1
+    h, b, d = result["handoff_ms"], result["block_hashes"], result["detokenizer_ms"]
+    print(f"prompts: {result['prompt_tokens'][0]:,}-{result['prompt_tokens'][-1]:,} tokens, {args.turns} turns")
+    print(f"load average {result['load_avg'][0]:.1f} (1 min)")
+    print("detokenizer set-up and first 4 output tokens, ms per request (mean over turns, median of repeats):")
+    print(f"  vLLM (DecodeStream primed with the whole prompt)  {d['vllm_ms_per_request']:.2f}")
+    print(f"  detok-tail (primed with the tail)                 {d['tail_ms_per_request']:.2f}")
+    print(f"  output texts identical: {d['texts_identical']}")
+    print("hand-off, ms per request (mean over turns, median of repeats):")
+    print(f"  API server msgpack encode of list[int]  {h['encode_list']:.2f}")
+    print(f"  engine core msgpack decode of list[int] {h['msgpack_list']:.2f}   (vLLM today)")
+    print(f"  packed bytes -> array.tolist            {h['bytes_array_tolist']:.2f}")
+    print(f"  packed bytes -> numpy.tolist            {h['bytes_numpy_tolist']:.2f}")
+    print("block hashes, ms per request:")
+    print(
+        f"  vLLM (pickle + SHA-256 per block)  first turn {b['vllm_first_turn_ms']:.2f}, "
+        f"later {b['vllm_later_turns_ms']:.2f}"
+    )
+    print(
+        f"  memo                               first turn {b['memo_first_turn_ms']:.2f}, "
+        f"later {b['memo_later_turns_ms']:.2f}"
+    )
+    print(f"  hashes identical: {b['hashes_identical']}")
+    return 0 if b["hashes_identical"] and d["texts_identical"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

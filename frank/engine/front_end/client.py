@@ -1,0 +1,26 @@
+"""The controller's client for the front-end parts' live control (served by control.PartsControlMiddleware)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frank.engine.control_client import ControlClient
+
+PATH = "/frank/parts"
+
+
+class PartsClient(ControlClient):
+    what = "front-end part control"
+    middleware = "frank.engine.front_end.control.PartsControlMiddleware"
+
+    def not_found_is_ours(self, payload: dict[str, Any]) -> bool:
+        return "no live front-end part" in str(payload.get("error", ""))
+
+    def parts(self) -> list[dict[str, Any]]:
+        return self.call("GET", PATH)["parts"]
+
+    def part(self, name: str) -> dict[str, Any]:
+        return self.call("GET", f"{PATH}/{name}")
+
+    def set_enabled(self, name: str, enabled: bool) -> dict[str, Any]:
+        return self.call("POST", f"{PATH}/{name}", {"enabled": bool(enabled)})

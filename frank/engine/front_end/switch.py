@@ -1,0 +1,59 @@
+"""One part's process-wide state: its switch, its verify sampling and its counters (thread-safe)."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from collections import Counter
+from typing import Any
+
+_ON = ("on", "1", "true", "yes")
+
+
+def parse_verify(name: str, raw: str) -> float:
+    """A verify setting: off/0 (default), on/all/1 (every request) or a fraction such as 0.05."""
+    text = raw.strip().lower()
+    if text in ("", "off", "0", "no", "false"):
+        return 0.0
+    if text in ("on", "all", "1", "yes", "true"):
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected off, all or a fraction in (0, 1]") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}={raw!r}: a fraction must be within [0, 1]")
+    return value
+
+
+class PartSwitch:
+    def __init__(self, name: str, env: str, verify_env: str) -> None:
+        self.name = name
+        self.enabled = os.environ.get(env, "off").strip().lower() in _ON
+        self.verify_error: str | None = None
+        try:
+            self.verify = parse_verify(verify_env, os.environ.get(verify_env, ""))
+        except ValueError as exc:  # a bad value must not fail requests: verify everything and say why
+            self.verify, self.verify_error = 1.0, str(exc)
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._rng = random.Random()
+
+    def set_enabled(self, value: bool) -> None:
+        self.enabled = bool(value)
+
+    def should_verify(self) -> bool:
+        return self.verify >= 1.0 or (self.verify > 0.0 and self._rng.random() < self.verify)
+
+    def count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += n
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            counts = dict(self._counts)
+        out: dict[str, Any] = {"name": self.name, "enabled": self.enabled, "verify": self.verify, "counts": counts}
+        if self.verify_error:
+            out["verify_error"] = self.verify_error
+        return out

@@ -1,0 +1,196 @@
+"""Runs in the engine venv (tests/unit/test_front_end_parts.py starts it): vLLM's own detokenizer and block
+hasher driven directly with the tiny model's tokenizer, each front-end part off and on. Prints one JSON object.
+
+    .venv-engine/bin/python tests/unit/front_end_engine_check.py MODEL_DIR WHAT
+
+WHAT: detok (the part off vs on), detok-verify (on, verifying every request), detok-naive (a wrong cut with
+verify on: caught and corrected), detok-naive-noverify (a wrong cut alone: outputs differ), hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from typing import Any
+
+
+def _tokenizer(model_dir: str) -> Any:
+    from vllm.tokenizers import get_tokenizer
+    from vllm.v1.engine.detokenizer import uses_fast_detokenizer
+
+    tok = get_tokenizer(model_dir)
+    assert uses_fast_detokenizer(tok), type(tok)
+    return tok
+
+
+def _prompts(tok: Any, rng: random.Random) -> list[list[int]]:
+    """Chat prompts as the server builds them, plus raw ones ending in stray UTF-8 bytes."""
+    text = "Repository context:\n" + "".join(f"def f_{i}(x):  # ünï 🙂 {i}\n    return x * {i}\n" for i in range(400))
+    prompts = []
+    for question in ("Fix f_7.", "Wörter? 🙂", "Why\n\n", " trailing space "):
+        messages = [{"role": "system", "content": text}, {"role": "user", "content": question}]
+        rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompts.append(tok.encode(rendered, add_special_tokens=False))
+    byte_ids = [tok.convert_tokens_to_ids(c) for c in _byte_alphabet()]
+    vocab = len(tok)
+    for _ in range(40):  # random tails: bytes that start, continue or break UTF-8 characters, specials
+        base = list(prompts[rng.randrange(len(prompts))])
+        base += [
+            rng.choice(byte_ids) if rng.random() < 0.7 else rng.randrange(vocab) for _ in range(rng.randint(1, 40))
+        ]
+        prompts.append(base)
+    return prompts
+
+
+def _byte_alphabet() -> list[str]:
+    from frank.engine.front_end.detok_tail import CHAR_BYTES
+
+    return sorted(CHAR_BYTES)
+
+
+def _outputs(tok: Any, rng: random.Random) -> list[list[int]]:
+    byte_ids = [tok.convert_tokens_to_ids(c) for c in _byte_alphabet()]
+    vocab = len(tok)
+    emoji = tok.encode("🙂 ü € 漢字", add_special_tokens=False)
+    outs = [emoji, list(reversed(emoji))]
+    for _ in range(30):
+        n = rng.randint(1, 12)
+        outs.append([rng.choice(byte_ids + emoji) if rng.random() < 0.6 else rng.randrange(vocab) for _ in range(n)])
+    return outs
+
+
+def _run(tok: Any, prompt: list[int], out: list[int], params: dict[str, Any]) -> dict[str, Any]:
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.engine import EngineCoreRequest
+    from vllm.v1.engine.detokenizer import IncrementalDetokenizer
+
+    request = EngineCoreRequest(
+        request_id="r",
+        prompt_token_ids=list(prompt),
+        mm_features=None,
+        sampling_params=SamplingParams(max_tokens=len(out) + 1, **params),
+        pooling_params=None,
+        arrival_time=0.0,
+        lora_request=None,
+        cache_salt=None,
+        data_parallel_rank=None,
+    )
+    detok = IncrementalDetokenizer.from_new_request(tok, request)
+    deltas, stop = [], None
+    for i, token in enumerate(out):
+        stop = detok.update([token], stop_terminated=False)
+        deltas.append(detok.get_next_output_text(finished=stop is not None or i == len(out) - 1, delta=True))
+        if stop is not None:
+            break
+    return {"deltas": deltas, "text": detok.output_text, "ids": list(detok.output_token_ids), "stop": stop}
+
+
+def check_detok(model_dir: str, verify: bool, naive: bool) -> dict[str, Any]:
+    import tokenizers.decoders  # noqa: F401  (vLLM's module-level lookup)
+
+    from frank.engine.front_end import detok_tail
+
+    tok = _tokenizer(model_dir)
+    rng = random.Random(7)
+    prompts, outs = _prompts(tok, rng), _outputs(tok, rng)
+    cases = []
+    for prompt in prompts:
+        for out in rng.sample(outs, 6):
+            for skip in (True, False):
+                cases.append((prompt, out, {"skip_special_tokens": skip}))
+    # stop strings: cut from vLLM's own text of the case, held back or included
+    detok_tail.switch.set_enabled(False)
+    for prompt, out, params in list(cases[:120]):
+        text = _run(tok, prompt, out, params)["text"]
+        if len(text) >= 3:
+            k = rng.randrange(len(text) - 2)
+            for include in (False, True):
+                cases.append(
+                    (prompt, out, {**params, "stop": [text[k : k + 2], "never"], "include_stop_str_in_output": include})
+                )
+    detok_tail.install()
+    if verify:
+        detok_tail.switch.verify = 1.0
+    if naive:  # a cut that ignores the continuation-byte rule: verify must catch what it gets wrong
+        detok_tail.TailPlanner.tail_start = lambda self, ids, skip: (max(1, len(ids) - 2), "tail")
+    results_off, results_on = [], []
+    for prompt, out, params in cases:
+        detok_tail.switch.set_enabled(False)
+        results_off.append(_run(tok, prompt, out, params))
+        detok_tail.switch.set_enabled(True)
+        results_on.append(_run(tok, prompt, out, params))
+    differing = [i for i, (a, b) in enumerate(zip(results_off, results_on)) if a != b]
+    counts = detok_tail.switch.snapshot()["counts"]
+    return {
+        "cases": len(cases),
+        "stop_cases": sum(1 for _, _, p in cases if p.get("stop")),
+        "stops_hit": sum(1 for r in results_off if r["stop"]),
+        "differing": len(differing),
+        "example": [results_off[differing[0]], results_on[differing[0]]] if differing else None,
+        "counts": counts,
+    }
+
+
+def check_hashes(model_dir: str) -> dict[str, Any]:
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core import kv_cache_utils
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+
+    from frank.engine.front_end import block_hash_memo
+
+    init_none_hash(sha256)
+    rng = random.Random(3)
+    base = [rng.randrange(8192) for _ in range(128 * 40 + 17)]
+    turns = [base, base + [rng.randrange(8192) for _ in range(128 * 5 + 3)], base[: 128 * 20] + [1, 2, 3] * 100]
+
+    class _Req:  # what vLLM's request hasher reads from a Request
+        def __init__(self, ids: list[int], salt: str | None) -> None:
+            self.block_hashes: list[Any] = []
+            self.all_token_ids = ids
+            self.num_tokens = len(ids)
+            self.mm_features: list[Any] = []
+            self.lora_request = None
+            self.cache_salt = salt
+            self.prompt_embeds = None
+            self.prompt_is_token_ids = None
+
+    def all_hashes() -> list[list[bytes]]:
+        hasher = get_request_block_hasher(128, sha256)
+        return [hasher(_Req(t, salt)) for salt in (None, "salt-a", "salt-b") for t in turns for _ in range(2)]
+
+    plain = all_hashes()
+    block_hash_memo.install()
+    block_hash_memo.set_enabled(True)
+    memo = all_hashes()
+    stats = block_hash_memo.snapshot()
+    # a corrupted entry: verify must count it, hand out vLLM's hash and turn the memo off
+    block_hash_memo.switch.verify = 1.0
+    key = next(iter(block_hash_memo._memo))
+    block_hash_memo._memo[key] = b"\x00" * 32
+    verified = all_hashes()
+    after = block_hash_memo.snapshot()
+    return {
+        "identical": memo == plain,
+        "verified_identical": verified == plain,
+        "hits": stats["counts"]["hits"],
+        "misses": stats["counts"]["misses"],
+        "mismatches_after_corruption": after["counts"].get("mismatches", 0),
+        "enabled_after_corruption": after["enabled"],
+        "blocks": sum(len(h) for h in plain),
+        "hooked": getattr(kv_cache_utils.hash_block_tokens, "_frank_block_hash_memo", False),
+    }
+
+
+def main() -> int:
+    model_dir, what = sys.argv[1], sys.argv[2]
+    if what == "hashes":
+        result = check_hashes(model_dir)
+    else:
+        result = check_detok(model_dir, verify=what in ("detok-verify", "detok-naive"), naive="naive" in what)
+    print(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

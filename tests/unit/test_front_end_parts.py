@@ -1,0 +1,182 @@
+"""The front-end parts, engine-free: outputs identical with each part off and on.
+
+- The tail planner with the tiny model's real tokenizer (console venv, `tokenizers` only): tokenizers'
+  own DecodeStream primed with the whole prompt against the planned tail, on random byte-level prompts and
+  outputs; a cut that ignores the rule differs (so the comparison can fail), and a non-ByteLevel decoder is
+  refused.
+- vLLM's own FastIncrementalDetokenizer and block hasher, driven in the engine venv
+  (tests/unit/front_end_engine_check.py): text, deltas, output token IDs and stop strings identical; verify
+  catches a wrong cut and hands out vLLM's text; block hashes identical, a corrupted memo entry is caught.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+import tokenizers
+from tokenizers.decoders import DecodeStream
+
+from frank import paths
+from frank.engine.front_end.catalog import PARTS
+from frank.engine.front_end.detok_tail import CHAR_BYTES, TailPlanner
+from frank.engine.front_end.switch import parse_verify
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_PYTHON = paths.engine_venv_python()
+needs_engine_venv = pytest.mark.skipif(not ENGINE_PYTHON.exists(), reason=f"no engine venv at {ENGINE_PYTHON}")
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    d = paths.models_dir() / "tiny-frank"
+    if not (d / "tokenizer.json").exists():
+        pytest.skip(f"no tiny model at {d} (make test-model)")
+    return d
+
+
+@pytest.fixture(scope="module")
+def tok(model_dir) -> tokenizers.Tokenizer:
+    return tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+
+
+def _steps(tok, stream: DecodeStream, outs: list[int]) -> list[str | None]:
+    got: list[str | None] = []
+    for t in outs:
+        try:
+            got.append(stream.step(tok, t))
+        except Exception as exc:  # an error is an outcome too: it must be the same one
+            got.append(f"error: {exc}")
+    return got
+
+
+def _random_cases(tok, n: int, seed: int):
+    rng = random.Random(seed)
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    byte_ids = [tok.token_to_id(c) for c in CHAR_BYTES]
+    specials = list(range(32))
+    for _ in range(n):
+
+        def pick():
+            r = rng.random()
+            return rng.choice(byte_ids) if r < 0.6 else rng.choice(specials) if r < 0.7 else rng.randrange(vocab)
+
+        yield [pick() for _ in range(rng.randint(1, 90))], [pick() for _ in range(rng.randint(1, 8))]
+
+
+def test_tail_priming_gives_tokenizers_own_outputs(tok):
+    planner = TailPlanner(tok)
+    assert planner.refused is None
+    used = 0
+    for prompt, outs in _random_cases(tok, 1500, seed=1):
+        for skip in (True, False):
+            start, _why = planner.tail_start(prompt, skip)
+            used += start > 0
+            full = _steps(tok, DecodeStream(ids=prompt, skip_special_tokens=skip), outs)
+            tail = _steps(tok, DecodeStream(ids=prompt[start:], skip_special_tokens=skip), outs)
+            assert tail == full, (prompt, outs, skip, start)
+    assert used > 1000  # most prompts do get a short tail
+
+
+def test_a_cut_that_ignores_the_rule_differs(tok):
+    """The comparison above can fail: cutting at a fixed distance breaks characters and the U+FFFD case."""
+    differing = 0
+    for prompt, outs in _random_cases(tok, 600, seed=2):
+        start = max(1, len(prompt) - 3)
+        full = _steps(tok, DecodeStream(ids=prompt, skip_special_tokens=True), outs)
+        differing += _steps(tok, DecodeStream(ids=prompt[start:], skip_special_tokens=True), outs) != full
+    assert differing > 20
+
+
+def test_a_prompt_ending_mid_character_takes_the_whole_prompt(tok):
+    planner = TailPlanner(tok)
+    text_ids = tok.encode("plain ascii words " * 10, add_special_tokens=False).ids
+    euro = "€".encode()  # three bytes: the prompt ends after the first two
+    prompt = text_ids + [tok.token_to_id(_char_of(b)) for b in euro[:2]]
+    assert planner.tail_start(prompt, True) == (0, "fallback_replacement_end")
+    outs = [tok.token_to_id(_char_of(euro[2])), tok.token_to_id("a")]
+    full = _steps(tok, DecodeStream(ids=prompt, skip_special_tokens=True), outs)
+    assert full[0] and full[0].startswith("plain ascii words")  # tokenizers emits the whole primed text here
+    naive = _steps(tok, DecodeStream(ids=prompt[-20:], skip_special_tokens=True), outs)
+    assert naive != full
+
+
+def test_a_cut_lands_before_continuation_bytes(tok):
+    planner = TailPlanner(tok)
+    text_ids = tok.encode("x " * 40, add_special_tokens=False).ids
+    emoji = "🙂".encode()  # lead byte + three continuation bytes, one token each, just where the cut would go
+    tail = [tok.token_to_id(_char_of(b)) for b in emoji] + tok.encode(" y" * 14, add_special_tokens=False).ids[:13]
+    prompt = text_ids + tail
+    start, why = planner.tail_start(prompt, True)
+    assert why == "tail"
+    assert start <= len(text_ids)  # moved back past the continuation bytes to the lead byte or before
+
+
+def test_other_decoders_are_refused(model_dir):
+    data = json.loads((model_dir / "tokenizer.json").read_text())
+    data["decoder"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}
+    planner = TailPlanner(tokenizers.Tokenizer.from_str(json.dumps(data)))
+    assert planner.refused and "Metaspace" in planner.refused
+    assert planner.tail_start(list(range(100, 200)), True) == (0, "fallback_decoder")
+
+
+def test_verify_setting_is_parsed_strictly():
+    assert parse_verify("X", "") == 0.0 and parse_verify("X", "all") == 1.0 and parse_verify("X", "0.25") == 0.25
+    for bad in ("sometimes", "1.5", "-0.1"):
+        with pytest.raises(ValueError, match="X="):
+            parse_verify("X", bad)
+
+
+def test_every_part_has_a_knob_in_the_full_scale_profile():
+    from frank.engine.profiles import load_profile
+
+    profile = load_profile("embedded-cpu-swa")
+    for part in PARTS.values():
+        knob = profile.knobs[part.knob]
+        assert list(knob.values) == ["off", "on"] and knob.default == "off"
+        assert (knob.env or knob.target) == part.env
+        assert knob.apply == ("live" if part.process == "api-server" else "env")
+
+
+def _engine_check(model_dir: Path, what: str) -> dict:
+    proc = subprocess.run(
+        [str(ENGINE_PYTHON), str(REPO / "tests" / "unit" / "front_end_engine_check.py"), str(model_dir), what],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@needs_engine_venv
+def test_vllm_detokenizer_outputs_identical_with_the_part_on(model_dir):
+    r = _engine_check(model_dir, "detok")
+    assert r["differing"] == 0, r["example"]
+    assert r["cases"] > 500 and r["stops_hit"] > 100  # stop strings held back and included, both
+    assert r["counts"]["tail"] > 300 and r["counts"]["prompt_tokens_skipped"] > 1_000_000
+
+
+@needs_engine_venv
+def test_vllm_detokenizer_verify_catches_a_wrong_cut(model_dir):
+    wrong = _engine_check(model_dir, "detok-naive-noverify")
+    assert wrong["differing"] > 0  # a wrong cut does change vLLM's outputs...
+    caught = _engine_check(model_dir, "detok-naive")
+    assert caught["differing"] == 0  # ...and verify hands out vLLM's own text instead
+    assert caught["counts"]["mismatches"] > 0 and caught["counts"]["verified"] > 0
+
+
+@needs_engine_venv
+def test_vllm_block_hashes_identical_through_the_memo(model_dir):
+    r = _engine_check(model_dir, "hashes")
+    assert r["hooked"] and r["identical"], r
+    assert r["hits"] > r["misses"] > 0
+    assert r["mismatches_after_corruption"] == 1 and r["verified_identical"] and r["enabled_after_corruption"] is False
+
+
+def _char_of(byte: int) -> str:
+    return next(c for c, b in CHAR_BYTES.items() if b == byte)
