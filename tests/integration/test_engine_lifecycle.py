@@ -50,7 +50,13 @@ def test_engine_lifecycle(fresh_frank_home):
     status = json.loads(started.stdout)
     assert status["state"] == "ready" and status["profile"] == "embedded-cpu"
     assert status["url"].startswith("http://127.0.0.1:") and status["ready_s"] > 0
-    assert status["knobs"] == {"num_speculative_tokens": 4, "region_cache": "off", "dtype": "float32"}
+    assert status["knobs"] == {
+        "num_speculative_tokens": 4,
+        "region_cache": "off",
+        "dtype": "float32",
+        "detok_tail": "off",
+        "block_hash_memo": "off",
+    }
     pgid = status["pgid"]
     try:
         # the state dir and the record holding the token are private to the user
