@@ -2,12 +2,16 @@
 
 llama.cpp's server scores no prompt positions (`echo` is refused), so each scored position t of a document
 is one `POST /completion` whose prompt is the reference's token IDs up to t (a list of IDs: no tokenizer
-runs), `n_predict` 1 and `n_probs` k. With `post_sampling_probs` false the server answers the top k of a
-softmax over the whole vocabulary of that position's logits, before any sampler: temperature, top-k,
-top-p and min-p do not touch them (tests check it; we still send neutral ones). `cache_prompt` keeps the
-slot's KV cache, so a request prefills only what differs from the previous one: the newest token (and the
-token the previous request generated, which it drops). The one-token steps are llama.cpp's own decode
-path, the one generation uses.
+runs, no BOS is added), `n_predict` 1 and `n_probs` k. With `post_sampling_probs` false the server answers
+the top k of a softmax over the whole vocabulary of that position's logits, before any sampler runs.
+
+- Every position is computed the same way: one token decoded on top of the slot's cached prefix
+  (`cache_prompt`), llama.cpp's generation path. A batched prefill of the same position gives slightly
+  different numbers (its matrix kernels differ), so an answer that prefilled more than one token (another
+  client took the slot's cache) is asked again, now from the cache.
+- The one token generated is forced to a plain ASCII one (greedy, `logit_bias`; samplers run after the
+  probabilities are read): llama.cpp withholds a generated token that ends inside a UTF-8 character, and
+  its probabilities with it.
 """
 
 from __future__ import annotations
@@ -18,13 +22,12 @@ import httpx
 
 from frank.errors import FrankError
 
-# neutral samplers; the probabilities asked for are pre-sampling anyway
-_SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "post_sampling_probs": False}
+_FORCED = {"temperature": 0.0, "logit_bias": [["x", 1000.0]], "post_sampling_probs": False}
+_RETRIES = 3
 
 
-def next_token_logprobs(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict[int, float]:
-    """llama.cpp's top k (token ID -> natural-log probability) for the token after `prompt`."""
-    body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True, "stream": False, **_SAMPLING}
+def _ask(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict:
+    body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True, "stream": False, **_FORCED}
     try:
         response = client.post(f"{base_url}/completion", json=body)
     except httpx.HTTPError as exc:
@@ -32,10 +35,24 @@ def next_token_logprobs(client: httpx.Client, base_url: str, prompt: list[int], 
     if response.status_code != 200:
         raise FrankError(f"fidelity: the engine answered {response.status_code}: {response.text[:400]}")
     answer = response.json()
-    if answer.get("tokens_evaluated") not in (None, len(prompt)):
-        # the server added or cut tokens: the position would not be the reference's
+    if answer.get("tokens_evaluated") != len(prompt):  # the server added or cut tokens: not the reference's
         raise FrankError(
-            f"fidelity: llama.cpp evaluated {answer['tokens_evaluated']} tokens for a {len(prompt)}-token prompt"
+            f"fidelity: llama.cpp evaluated {answer.get('tokens_evaluated')} tokens for a {len(prompt)}-token prompt"
+        )
+    return answer
+
+
+def next_token_logprobs(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict[int, float]:
+    """llama.cpp's top k (token ID -> natural-log probability) for the token after `prompt`, computed as one
+    token decoded on top of the cached prefix."""
+    for _ in range(_RETRIES):
+        answer = _ask(client, base_url, prompt, k)
+        if answer["timings"]["prompt_n"] <= 1:
+            break
+    else:
+        raise FrankError(
+            f"fidelity: llama.cpp recomputed {answer['timings']['prompt_n']} tokens of a {len(prompt)}-token prompt "
+            f"{_RETRIES} times in a row: is another client using the engine?"
         )
     probs = answer.get("completion_probabilities") or []
     top = probs[0].get("top_logprobs") if probs else None
