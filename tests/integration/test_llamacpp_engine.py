@@ -102,16 +102,15 @@ def _key(home) -> str:
     return EngineController(state_dir=home / "state").client_api_key
 
 
-def test_w01_minis_longest_opening_prompt_runs_in_the_yarn_stretched_context(llamacpp):
-    """W01 mini's prompts (11.6K-21.3K SmolLM2 tokens) pass SmolLM2's trained 8192: the default context
-    (32768, YaRN 4x) takes them: draw-1's first request, 11.6K tokens."""
+def test_the_default_slot_holds_w01_minis_prompts_in_a_yarn_stretched_context(llamacpp):
+    """W01 mini's prompts (11.6K-21.3K SmolLM2 tokens) pass SmolLM2's trained 8192: llama.cpp gives the one
+    slot the whole 32768 (it does not cap it at the GGUF's context_length) and applies YaRN. A real W01 mini
+    draw takes half an hour of prefill on one thread here: it is measured in benchmarks/, not in the suite."""
     home, status = llamacpp
-    out = frank(home, "replay", "w01-mini", "--draws", "draw-1", "--limit", "1", "--max-tokens", "4", "--json",
-                "--quiet")  # fmt: skip
-    assert out.returncode == 0, out.stdout + out.stderr
-    summary = json.loads(out.stdout)
-    [record] = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
-    assert record["status"] == "ok" and record["server"]["prompt_tokens"] > 8192, record
+    props = httpx.get(status["url"] + "/props", headers={"Authorization": f"Bearer {_key(home)}"}, timeout=30).json()
+    assert props["default_generation_settings"]["n_ctx"] == 32768
+    log = (home / "state" / "logs" / "engine.log").read_text()
+    assert "--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192" in log and "n_ctx_slot = 32768" in log
 
 
 def test_llamacpps_top_k_is_the_whole_vocabularys_softmax_before_any_sampler(llamacpp):
@@ -140,38 +139,27 @@ TEXT = (
 )
 
 
-def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(llamacpp, tmp_path):
-    """`frank fidelity run` teacher-forces llama.cpp on the reference's IDs: Q4_1 with 8-bit activations and
-    the YaRN stretch against the float32 reference is far above the reference's own noise, yet a few
-    tenths of a nat at most: a shifted position (off by one token) would cost nats."""
+def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(tmp_path):
+    """`frank fidelity run` teacher-forces llama.cpp (as trained: context 8192, no YaRN; its own engine, ready
+    in a second) on the reference's IDs. Q4_1 weights with 8-bit activations and a float16 KV cache against
+    the float32 reference of the same weights: far above the reference's own noise, yet thousandths of a
+    nat (the shipped sets: 2-3e-3); a position shifted by one token would cost nats."""
     from frank.fidelity.sets import Document, write_set
 
-    home, _ = llamacpp
-    texts = [TEXT * 3, "Tool output:\n  File \"app.py\", line 12, in main\n    run()\nKeyError: 'port'\n" * 4]
-    docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
-    path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=64)
-    out = frank(home, "fidelity", "run", "--sets", str(path), "--json")
+    home = tmp_path / "home"
+    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--knob", "context=8192", "--json")
+    assert started.returncode == 0, started.stderr
+    try:
+        texts = [TEXT * 3, "Tool output:\n  File \"app.py\", line 12, in main\n    run()\nKeyError: 'port'\n" * 4]
+        docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
+        path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=64)
+        out = frank(home, "fidelity", "run", "--sets", str(path), "--json")
+    finally:
+        assert frank(home, "engine", "stop").returncode == 0
     assert out.returncode == 0, out.stderr[-2000:]
     run = json.loads(out.stdout)
     [entry] = run["sets"]
-    assert run["profile"] == "llamacpp-cpu" and run["top_k"] == 64 and entry["positions"] == 2 * 63
-    assert run["knobs"]["context"] == 32768
-    floor = entry["floor"]["value"]
-    assert math.isfinite(entry["kl"]) and 1000 * floor < entry["kl"] < 0.5, entry
-    assert entry["kl_over_floor"] > 1000
-
-
-def test_the_derived_tokenizer_matches_llamacpps_on_the_gguf(llamacpp):
-    """The checkpoint vLLM and the fidelity reference load tokenizes as llama.cpp does the GGUF."""
-    from tokenizers import Tokenizer
-
-    from frank.engine.models import smollm2
-
-    home, status = llamacpp
-    key = EngineController(state_dir=home / "state").client_api_key
-    text = "def add(a, b):\n    return a + b  # naïve 😀\n<|im_start|>user"
-    ours = Tokenizer.from_file(str(smollm2.default_dir() / "tokenizer.json")).encode(text, add_special_tokens=False)
-    theirs = httpx.post(
-        status["url"] + "/tokenize", json={"content": text}, headers={"Authorization": f"Bearer {key}"}, timeout=30
-    )
-    assert theirs.status_code == 200 and theirs.json()["tokens"] == ours.ids
+    assert run["profile"] == "llamacpp-cpu" and run["knobs"]["context"] == 8192 and run["top_k"] == 64
+    assert entry["positions"] == 2 * 63
+    assert math.isfinite(entry["kl"]) and 1000 * entry["floor"]["value"] < entry["kl"] < 0.05, entry
+    assert entry["max_kl"] < 0.5 and entry["kl_over_floor"] > 1000
