@@ -40,7 +40,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frank.engine.metrics import fetch_metrics  # noqa: E402
-from frank.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes, served_model  # noqa: E402
+from frank.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes  # noqa: E402
+from frank.episodes.target import served_model  # noqa: E402
 
 E2E = "vllm:e2e_request_latency_seconds"
 

@@ -5,16 +5,19 @@
 
 SPEC.json (written by frank.episodes.harness) names the task, its instruction, the workspace folder, the
 tools, the limits, the OpenAI-compatible endpoint (the recorder in front of the engine) and the sampling
-settings. The episode is one inspect Task with one Sample, solved by inspect's ReAct agent with its bash,
-python and text-editor tools in the `frank-bwrap` sandbox (frank.episodes.inspect_sandbox): bubblewrap
+settings. The episode is one inspect Task with one Sample, solved with inspect's bash, python and
+text-editor tools in the `frank-bwrap` sandbox (frank.episodes.inspect_sandbox) by inspect's ReAct agent
+(the engine's own tool calls: `tool_calls` "native") or by frank's loop of constrained calls
+(frank.episodes.schema_agent: "schema", for a model that cannot call tools on its own): bubblewrap
 namespaces that see the episode's workspace at /workspace and nothing of the project, the run folder or
 the hidden answers. The finished workspace stays behind for the suite's grader. Grading happens in
 frank, not here: one grader home for episodes and for `frank episodes check --references`.
 
 The result (the path in the spec's `result`) is one JSON object: the sample's client times from inspect's
-log (total and working), token use, the number of model requests, turns, tool calls, the last tool call,
-and the error if the sample or the eval failed. Imports: the standard library, inspect-ai and the
-sandbox (frank.episodes.inspect_sandbox, which adds only the standard-library frank.episodes.sandbox).
+log (total and working), token use, the number of model requests, turns, tool calls (and how many reached
+the sandbox), refused answers, the last tool call, and the error if the sample or the eval failed. Imports:
+the standard library, inspect-ai, jsonschema and frank's agent-venv modules (the sandbox, which adds only
+the standard-library frank.episodes.sandbox, and the schema agent).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from inspect_ai.tool import bash, python, text_editor
 from inspect_ai.util import SandboxEnvironmentSpec
 
 from frank.episodes import inspect_sandbox  # noqa: F401 -- registers the frank-bwrap sandbox
+from frank.episodes.schema_agent import schema_agent
+from frank.episodes.schema_calls import SUBMIT
 
 TOOLS = {"bash": bash, "python": python, "text_editor": text_editor}
 
@@ -44,7 +49,12 @@ def build_task(spec: dict[str, Any]) -> Task:
         TOOLS[name](timeout=spec["tool_timeout_s"]) if name != "text_editor" else TOOLS[name]()
         for name in spec["tools"]
     ]
-    agent = react(prompt=AgentPrompt(instructions=spec["system_prompt"]), tools=tools)
+    if spec.get("tool_calls", "native") == "schema":
+        agent = schema_agent(
+            spec["system_prompt"], tools, spec["max_turns"], spec["max_tokens"], spec.get("context_tokens")
+        )
+    else:
+        agent = react(prompt=AgentPrompt(instructions=spec["system_prompt"]), tools=tools)
     sample = Sample(id=spec["task"], input=spec["instruction"], target="graded by frank")
     return Task(
         name=spec["task"],
@@ -54,8 +64,25 @@ def build_task(spec: dict[str, Any]) -> Task:
     )
 
 
+def _tool_spans(events: list[Any]) -> list[dict[str, Any]]:
+    """Each tool execution's span (inspect opens one per call) with the sandbox actions inside it."""
+    parent = {e.id: e.parent_id for e in events if e.event == "span_begin"}
+    spans = {e.id: {"function": e.name, "sandbox": 0} for e in events if e.event == "span_begin" and e.type == "tool"}
+    for event in events:
+        if event.event != "sandbox":
+            continue
+        span = event.span_id
+        while span is not None and span not in spans:
+            span = parent.get(span)
+        if span is not None:
+            spans[span]["sandbox"] += 1
+    return list(spans.values())
+
+
 def summarize(log: Any) -> dict[str, Any]:
-    """What frank needs from the eval log: times, tokens, requests, turns, tool calls, errors."""
+    """What frank needs from the eval log: times, tokens, requests, turns, tool calls, refused answers,
+    errors. `tool_calls` counts calls of the task's tools that inspect ran (submit and refused answers are
+    not among them); `calls_in_sandbox` those whose execution reached the sandbox."""
     out: dict[str, Any] = {"eval_status": log.status, "error": None}
     if log.error is not None:
         out["error"] = f"eval: {log.error.message}"
@@ -65,9 +92,11 @@ def summarize(log: Any) -> dict[str, Any]:
         return out
     sample = samples[0]
     usage_in = usage_out = 0
-    requests = model_errors = 0
+    requests = model_errors = longest_prompt = 0
     model_s = tool_s = 0.0
     call_s: list[float | None] = []  # per model call; None for a call whose time inspect did not record
+    tool_calls = tool_errors = outputs_cut = 0
+    refused: list[str] = []
     for event in sample.events:
         if event.event == "model":  # every call reached the engine, the one a limit then cut off included
             requests += 1
@@ -78,16 +107,29 @@ def summarize(log: Any) -> dict[str, Any]:
             if event.output is not None and event.output.usage is not None:
                 usage_in += event.output.usage.input_tokens
                 usage_out += event.output.usage.output_tokens
+                longest_prompt = max(longest_prompt, event.output.usage.input_tokens)
         elif event.event == "tool":
             tool_s += float(event.working_time or 0.0)
-    turns = tool_calls = 0
+            if event.function == SUBMIT:
+                continue
+            if event.error is not None and event.error.type == "parsing":  # native: inspect refused the call
+                refused.append(f"{event.function}: {event.error.message}"[:200])
+                continue
+            tool_calls += 1
+            tool_errors += event.error is not None
+            outputs_cut += event.truncated is not None
+    turns = 0
+    submitted = False
     last_tool = None
     for msg in sample.messages:
         if msg.role == "assistant":
             turns += 1
             for call in msg.tool_calls or []:
-                tool_calls += 1
+                submitted = submitted or call.function == SUBMIT
                 last_tool = {"function": call.function, "arguments": json.dumps(call.arguments)[:200]}
+        elif msg.role == "user" and (msg.metadata or {}).get("frank_refused"):
+            refused.append(msg.metadata["frank_refused"][:200])
+    spans = [s for s in _tool_spans(sample.events) if s["function"] != SUBMIT]
     out.update(
         {
             "client_s": sample.total_time,
@@ -99,8 +141,15 @@ def summarize(log: Any) -> dict[str, Any]:
             "model_errors": model_errors,
             "prompt_tokens": usage_in,
             "completion_tokens": usage_out,
+            "longest_prompt_tokens": longest_prompt,
             "turns": turns,
             "tool_calls": tool_calls,
+            "calls_in_sandbox": sum(s["sandbox"] > 0 for s in spans),
+            "tool_errors": tool_errors,
+            "outputs_cut": outputs_cut,
+            "invalid_answers": len(refused),
+            "invalid_reasons": refused[:5],
+            "submitted": submitted,
             "last_tool": last_tool,
             "limit": sample.limit.type if sample.limit is not None else None,
         }
