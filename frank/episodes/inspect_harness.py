@@ -121,9 +121,12 @@ def summarize(log: Any) -> dict[str, Any]:
     turns = 0
     submitted = False
     last_tool = None
+    bounds = []  # schema mode: each request's upper bound on prompt tokens (frank.episodes.schema_agent)
     for msg in sample.messages:
         if msg.role == "assistant":
             turns += 1
+            if (msg.metadata or {}).get("frank_prompt_bound") is not None:
+                bounds.append(msg.metadata["frank_prompt_bound"])
             for call in msg.tool_calls or []:
                 submitted = submitted or call.function == SUBMIT
                 last_tool = {"function": call.function, "arguments": json.dumps(call.arguments)[:200]}
@@ -142,6 +145,7 @@ def summarize(log: Any) -> dict[str, Any]:
             "prompt_tokens": usage_in,
             "completion_tokens": usage_out,
             "longest_prompt_tokens": longest_prompt,
+            "longest_prompt_bound": max(bounds) if bounds else None,
             "turns": turns,
             "tool_calls": tool_calls,
             "calls_in_sandbox": sum(s["sandbox"] > 0 for s in spans),

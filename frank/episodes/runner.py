@@ -385,6 +385,7 @@ def _run_episode(
         "invalid_reasons": harness.get("invalid_reasons", []),
         "outputs_cut": harness.get("outputs_cut", 0),
         "longest_prompt_tokens": harness.get("longest_prompt_tokens"),
+        "longest_prompt_bound": harness.get("longest_prompt_bound"),
         "submitted": harness.get("submitted", False),
         "last_tool": harness.get("last_tool"),
         "limit": harness.get("limit"),

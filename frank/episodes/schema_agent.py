@@ -13,7 +13,8 @@ result as a user message), because the request carries no `tools` for the chat t
 The request must fit the engine's context (`context_tokens`): every byte of text is at most one token
 (byte-level BPE), so a tool output that would still be in a later request is cut to its share of the room
 left after the later turns' reserve; inspect's truncation notice says so in the output itself, and its tool
-event records the original size (`truncated`).
+event records the original size (`truncated`). Each answer's transcript message keeps the bound its
+request was held to (`metadata.frank_prompt_bound`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def schema_agent(
         state.messages.insert(0, system)
         view: list[ChatMessage] = [system, *[ChatMessageUser(content=m.text) for m in state.messages[1:]]]
         for turn in range(1, max_turns + 1):
+            bound = {"frank_prompt_bound": prompt_bound(view)}  # what the answer's request was held to
             output = await get_model().generate(view, config=config)
             state.output = output
             text = output.completion
@@ -92,12 +94,14 @@ def schema_agent(
                 name, arguments = read_answer(text, specs, cut_off=output.stop_reason == "max_tokens")
             except RefusedAnswer as refused:
                 note = f"Refused, nothing ran: {refused.reason}. Answer with one JSON object that calls a tool."
-                state.messages.append(ChatMessageAssistant(content=text, model=output.model))
+                state.messages.append(ChatMessageAssistant(content=text, model=output.model, metadata=bound))
                 state.messages.append(ChatMessageUser(content=note, metadata={"frank_refused": refused.reason}))
                 view.append(ChatMessageUser(content=note))
                 continue
             call = ToolCall(id=f"call_{turn}", function=name, arguments=arguments)
-            state.messages.append(ChatMessageAssistant(content=text, tool_calls=[call], model=output.model))
+            state.messages.append(
+                ChatMessageAssistant(content=text, tool_calls=[call], model=output.model, metadata=bound)
+            )
             if name == SUBMIT:
                 state.output.completion = arguments["answer"]
                 return state

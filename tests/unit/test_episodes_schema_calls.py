@@ -106,6 +106,7 @@ script = [
     '{"tool": "python", "arguments": {"code": "open(\'by-python\', \'w\')"}}',  # not granted: bash only
     '{"tool": "bash", "arguments": {"command": "touch by-extra-arg", "timeout": 1}}',  # off bash's schema
     '{"tool": "bash", "arguments": {"command": "touch by-bash && id -u && pwd"}}',  # valid: runs
+    '{"tool": "bash", "arguments": {"command": "seq 100000 103000"}}',  # 21 KB: cut to fit the next request
     '{"tool": "submit", "arguments": {"answer": "touched"}}',
 ]
 def scripted(text):  # usage given, so that mockllm does not count tokens with tiktoken (a download)
@@ -115,7 +116,7 @@ def scripted(text):  # usage given, so that mockllm does not count tokens with t
 model = get_model("mockllm/model", custom_outputs=[scripted(t) for t in script])
 spec = {"task": "t", "instruction": "Touch a file.", "workspace": ws, "tools": ["bash"], "tool_timeout_s": 30,
         "system_prompt": "You work in a shell.", "tool_calls": "schema", "max_turns": 5, "max_tokens": 48,
-        "context_tokens": 8192}
+        "context_tokens": 6000}
 log = inspect_eval(build_task(spec), model=model, log_dir=log_dir, display="none", score=False,
                    turn_limit=5, log_realtime=False)[0]
 out = summarize(log)
@@ -135,10 +136,15 @@ def test_the_schema_loop_runs_only_valid_calls_in_the_sandbox_and_counts_the_ref
     assert out["error"] is None, out["error"]
     # the two refused answers ran nothing; the valid call ran in the sandbox as nobody, in /workspace
     assert sorted(p.name for p in ws.iterdir()) == ["by-bash"]
-    assert out["results"] == ["65534\n/workspace\n"]
-    assert out["tool_calls"] == out["calls_in_sandbox"] == 1
+    assert out["results"][0] == "65534\n/workspace\n"
+    assert out["tool_calls"] == out["calls_in_sandbox"] == 2
     assert out["invalid_answers"] == 2
     assert "'python' is not granted" in out["invalid_reasons"][0]
     assert "fail its schema" in out["invalid_reasons"][1]
+    # the long output is cut, says so, and the request that carries it fits a 6000-token context with room
+    # for its answer: at most one token per byte, plus the template's few tokens per message
+    assert out["outputs_cut"] == 1
+    assert "too long" in out["results"][1] and "100000" in out["results"][1]
+    assert 4000 < out["longest_prompt_bound"] <= 6000 - 48
     assert out["submitted"] is True and out["limit"] is None
-    assert out["turns"] == out["requests"] == 4
+    assert out["turns"] == out["requests"] == 5
