@@ -91,7 +91,7 @@ def summarize(log: Any) -> dict[str, Any]:
         out["error"] = out["error"] or "eval: no sample in the log"
         return out
     sample = samples[0]
-    usage_in = usage_out = 0
+    usage_in = usage_out = usage_cached = 0
     requests = model_errors = longest_prompt = 0
     model_s = tool_s = 0.0
     call_s: list[float | None] = []  # per model call; None for a call whose time inspect did not record
@@ -105,9 +105,13 @@ def summarize(log: Any) -> dict[str, Any]:
             if event.error:
                 model_errors += 1
             if event.output is not None and event.output.usage is not None:
-                usage_in += event.output.usage.input_tokens
-                usage_out += event.output.usage.output_tokens
-                longest_prompt = max(longest_prompt, event.output.usage.input_tokens)
+                usage = event.output.usage
+                # the engine's prompt_tokens: inspect takes the prompt-cache hits out of input_tokens
+                cached = (usage.input_tokens_cache_read or 0) + (usage.input_tokens_cache_write or 0)
+                usage_in += usage.input_tokens + cached
+                usage_cached += usage.input_tokens_cache_read or 0
+                usage_out += usage.output_tokens
+                longest_prompt = max(longest_prompt, usage.input_tokens + cached)
         elif event.event == "tool":
             tool_s += float(event.working_time or 0.0)
             if event.function == SUBMIT:
@@ -143,6 +147,7 @@ def summarize(log: Any) -> dict[str, Any]:
             "requests": requests,
             "model_errors": model_errors,
             "prompt_tokens": usage_in,
+            "cached_prompt_tokens": usage_cached,
             "completion_tokens": usage_out,
             "longest_prompt_tokens": longest_prompt,
             "longest_prompt_bound": max(bounds) if bounds else None,

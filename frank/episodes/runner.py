@@ -375,6 +375,7 @@ def _run_episode(
         "call_s": harness.get("call_s"),
         "requests": harness.get("requests", 0),
         "prompt_tokens": harness.get("prompt_tokens", 0),
+        "cached_prompt_tokens": harness.get("cached_prompt_tokens", 0),
         "completion_tokens": harness.get("completion_tokens", 0),
         "turns": harness.get("turns", 0),
         "tool_call_mode": target.tool_calls,
