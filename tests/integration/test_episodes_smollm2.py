@@ -20,7 +20,7 @@ from frank.workloads.format import check_workload
 pytestmark = pytest.mark.engine
 
 REPO = Path(__file__).resolve().parents[2]
-TASKS = ("trace-fault", "csv-figure")  # two of w01-mini's six: a log to search, a table to sum
+TASKS = ("trace-fault", "rename-symbol")  # two of w01-mini's six: a log to search, a package to edit
 
 
 def frank(home: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
