@@ -64,25 +64,38 @@ def build_task(spec: dict[str, Any]) -> Task:
     )
 
 
-def _tool_spans(events: list[Any]) -> list[dict[str, Any]]:
-    """Each tool execution's span (inspect opens one per call) with the sandbox actions inside it."""
+def _tool_runs(events: list[Any]) -> list[tuple[Any, int]]:
+    """Each tool event with the sandbox actions of its execution. inspect opens one span per call (named by
+    the function) and logs the call's event beside it, in the same order: the n-th tool span of a function
+    is the n-th call of that function."""
     parent = {e.id: e.parent_id for e in events if e.event == "span_begin"}
-    spans = {e.id: {"function": e.name, "sandbox": 0} for e in events if e.event == "span_begin" and e.type == "tool"}
-    for event in events:
-        if event.event != "sandbox":
-            continue
-        span = event.span_id
-        while span is not None and span not in spans:
-            span = parent.get(span)
-        if span is not None:
-            spans[span]["sandbox"] += 1
-    return list(spans.values())
+    spans: dict[str, list[str]] = {}
+    actions: dict[str, int] = {}
+    for e in events:
+        if e.event == "span_begin" and e.type == "tool":
+            spans.setdefault(e.name, []).append(e.id)
+            actions[e.id] = 0
+    for e in events:
+        if e.event == "sandbox":
+            span = e.span_id
+            while span is not None and span not in actions:
+                span = parent.get(span)
+            if span is not None:
+                actions[span] += 1
+    runs, seen = [], {}
+    for e in events:
+        if e.event == "tool":
+            n = seen[e.function] = seen.get(e.function, -1) + 1
+            ids = spans.get(e.function, [])
+            runs.append((e, actions[ids[n]] if n < len(ids) else 0))
+    return runs
 
 
 def summarize(log: Any) -> dict[str, Any]:
     """What frank needs from the eval log: times, tokens, requests, turns, tool calls, refused answers,
     errors. `tool_calls` counts calls of the task's tools that inspect ran (submit and refused answers are
-    not among them); `calls_in_sandbox` those whose execution reached the sandbox."""
+    not among them: a call inspect refused before it reached the tool); `calls_in_sandbox` those whose
+    execution reached the sandbox; `tool_errors` those that returned an error."""
     out: dict[str, Any] = {"eval_status": log.status, "error": None}
     if log.error is not None:
         out["error"] = f"eval: {log.error.message}"
@@ -95,7 +108,7 @@ def summarize(log: Any) -> dict[str, Any]:
     requests = model_errors = longest_prompt = 0
     model_s = tool_s = 0.0
     call_s: list[float | None] = []  # per model call; None for a call whose time inspect did not record
-    tool_calls = tool_errors = outputs_cut = 0
+    tool_calls = in_sandbox = tool_errors = outputs_cut = 0
     refused: list[str] = []
     for event in sample.events:
         if event.event == "model":  # every call reached the engine, the one a limit then cut off included
@@ -114,14 +127,16 @@ def summarize(log: Any) -> dict[str, Any]:
                 longest_prompt = max(longest_prompt, usage.input_tokens + cached)
         elif event.event == "tool":
             tool_s += float(event.working_time or 0.0)
-            if event.function == SUBMIT:
-                continue
-            if event.error is not None and event.error.type == "parsing":  # native: inspect refused the call
-                refused.append(f"{event.function}: {event.error.message}"[:200])
-                continue
-            tool_calls += 1
-            tool_errors += event.error is not None
-            outputs_cut += event.truncated is not None
+    for event, sandbox_actions in _tool_runs(sample.events):
+        if event.function == SUBMIT:
+            continue
+        if event.error is not None and event.error.type == "parsing" and sandbox_actions == 0:
+            refused.append(f"{event.function}: {event.error.message}"[:200])  # inspect refused it: nothing ran
+            continue
+        tool_calls += 1
+        in_sandbox += sandbox_actions > 0
+        tool_errors += event.error is not None
+        outputs_cut += event.truncated is not None
     turns = 0
     submitted = False
     last_tool = None
@@ -136,7 +151,6 @@ def summarize(log: Any) -> dict[str, Any]:
                 last_tool = {"function": call.function, "arguments": json.dumps(call.arguments)[:200]}
         elif msg.role == "user" and (msg.metadata or {}).get("frank_refused"):
             refused.append(msg.metadata["frank_refused"][:200])
-    spans = [s for s in _tool_spans(sample.events) if s["function"] != SUBMIT]
     out.update(
         {
             "client_s": sample.total_time,
@@ -153,7 +167,7 @@ def summarize(log: Any) -> dict[str, Any]:
             "longest_prompt_bound": max(bounds) if bounds else None,
             "turns": turns,
             "tool_calls": tool_calls,
-            "calls_in_sandbox": sum(s["sandbox"] > 0 for s in spans),
+            "calls_in_sandbox": in_sandbox,
             "tool_errors": tool_errors,
             "outputs_cut": outputs_cut,
             "invalid_answers": len(refused),
