@@ -158,6 +158,8 @@ def test_good_user_profile(tmp_path):
         (ARG + 'with_args = { "3" = ["--x", "1"] }\n', "knobs.ctx.with_args.3: '3' is not one of the values"),
         (ARG + 'with_args = { "2" = ["--x"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (ARG + 'with_args = { "2" = ["x", "1"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
+        (GOOD.replace("port = 8123", 'port = 8123\ntool_calls = "guess"'), "tool_calls: 'guess' is not one of"),
+        (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected string"),
     ],
 )
 def test_bad_profile_names_file_and_field(tmp_path, text, field):
@@ -172,6 +174,13 @@ def test_a_knob_value_brings_its_own_flags_and_only_that_value(tmp_path):
     prof = load_profile_file(write(tmp_path, ARG + 'with_args = { "2" = ["--scale", "4", "--orig", "8"] }\n'))
     assert build_launch(prof, {"ctx": 1}, 8123, "t").argv[-2:] == ["--ctx", "1"]
     assert build_launch(prof, {"ctx": 2}, 8123, "t").argv[-6:] == ["--ctx", "2", "--scale", "4", "--orig", "8"]
+
+
+def test_tool_call_mode_is_declared_by_the_profile_and_native_by_default(tmp_path):
+    assert load_profile_file(write(tmp_path, GOOD)).tool_calls == "native"
+    assert load_profile("embedded-cpu").tool_calls == "native"
+    # SmolLM2 answers in prose when offered tools: both of its engines constrain the calls
+    assert load_profile("embedded-cpu-smollm2").tool_calls == load_profile("llamacpp-cpu").tool_calls == "schema"
 
 
 def test_unknown_knob_and_bad_value_are_named():
