@@ -26,6 +26,7 @@ by their leaf frame (py-spy's own idle test misses waits inside C calls here). p
 the engine venv (`.venv-engine/bin/pip install py-spy`).
 
     .venv/bin/python benchmarks/profile_region_cache_engine.py --arm on [--draws draw-1] [--json]
+        [--with detok_tail=on --with block_hash_memo=on]   # the front-end parts too (docs/front-end-parts.md)
 """
 
 from __future__ import annotations
@@ -173,8 +174,22 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=int, default=500, help="py-spy samples per second (0: no py-spy, the front end alone)"
     )
     parser.add_argument("--keep", type=Path, default=None, help="copy the raw py-spy stacks into this folder")
+    parser.add_argument(
+        "--with",
+        dest="knobs",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="another knob at start, e.g. --with detok_tail=on --with block_hash_memo=on (repeatable)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    knobs = {"region_cache": "on" if args.arm == "on" else "off"}
+    for item in args.knobs:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            parser.error(f"--with {item!r}: expected KNOB=VALUE")
+        knobs[name] = value
 
     py_spy = paths.engine_venv_python().parent / "py-spy"
     if args.rate and not py_spy.exists():
@@ -184,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.arm == "empty":
         workload = _emptied_workload(workload, args.draws, tmp / "workload")
     controller = EngineController(state_dir=tmp / "state")
-    status = controller.start(args.profile, {"region_cache": "on" if args.arm == "on" else "off"})
+    status = controller.start(args.profile, knobs)
     spies: list[subprocess.Popen[bytes]] = []
     raws = {name: tmp / f"{name.replace(' ', '-')}.txt" for name in PROCESS_NAMES}
     try:
@@ -235,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "arm": args.arm,
         "profile": args.profile,
+        "knobs": knobs,
         "draws": args.draws,
         "requests": requests,
         "load_avg": load,
@@ -260,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"arm {args.arm} on {args.profile}, {requests} requests, load average {load[0]:.1f}: front end "
+        f"arm {args.arm} on {args.profile} ({', '.join(f'{k}={v}' for k, v in knobs.items())}), "
+        f"{requests} requests, load average {load[0]:.1f}: front end "
         f"(TTFT - queue - prefill) {result['front_end_ms_per_request']:.1f} ms per request (fresh "
         f"conversations {result['front_end_cold_ms_per_request'] or 0:.1f} ms, the rest "
         f"{result['front_end_warm_ms_per_request']:.1f} ms)"

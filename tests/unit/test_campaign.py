@@ -59,8 +59,9 @@ def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: 
         ("region-cache", "passed"),
         ("detok-tail", "candidate"),
         ("block-hash-memo", "candidate"),
+        ("held-prompt", "candidate"),
     ]
-    for name in ("detok-tail", "block-hash-memo"):  # frank's own parts: a design to run, no evidence yet
+    for name in ("detok-tail", "block-hash-memo", "held-prompt"):  # frank's own parts: a design to run, no evidence yet
         assert parts[name]["evidence"] == [] and parts[name]["design"] == f"@designs/part-{name}.toml"
     body, sched, cache = parts["body"], parts["schedule-2"], parts["region-cache"]
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"

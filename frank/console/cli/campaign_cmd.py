@@ -70,6 +70,7 @@ def _human_status(s: dict[str, Any]) -> str:
                 + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
                 + (f", design {e['design_sha256'][:12]}" if e.get("design_sha256") else "")
                 + (f", run {e['run_id']}" if e.get("run_id") else "")
+                + (f", exported from run {e['results_run_id']}" if e.get("results_run_id") else "")
             )
             mark = "" if e.get("ok") else f"  [PROBLEM: {e.get('problem')}]"
             lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}{mark}")
