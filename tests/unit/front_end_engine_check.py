@@ -252,6 +252,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
         except hp.HeldPromptError as exc:
             errors.append(str(exc))
             rebuilt.append(None)
+    api_counts, core_counts = hp.switch.snapshot()["counts"], hp.core_snapshot()["counts"]
     # a delta against a prompt the engine core does not hold fails the request, never guesses
     hp._core_held.clear()
     number, wire, _ = hp.plan(0, request("lost", sent[-2]))
@@ -266,8 +267,8 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
         "differing": sum(1 for a, b in zip(sent, rebuilt) if b is not None and a != b),
         "errors": errors[:3],
         "error_count": len(errors),
-        "api": hp.switch.snapshot()["counts"],
-        "core": hp.core_snapshot()["counts"],
+        "api": api_counts,
+        "core": core_counts,
         "unpatched_error": unpatched_error,
         "lost_reference": lost,
         "kwargs_left": [k for k in (decoded.reasoning_parser_kwargs or {})],

@@ -223,7 +223,7 @@ def test_vllm_requests_rebuilt_equal_through_the_held_prompt(model_dir):
     assert right["identical"] == right["requests"] == 49 and not right["errors"], right
     assert right["core"]["rebuilt"] == right["api"]["sent_delta"] >= 40  # deltas, not whole prompts
     assert right["api"]["sent_whole"] == right["core"]["received_whole"] == 6  # each conversation's first turn
-    assert right["core"]["tokens_not_decoded"] > 1_000_000
+    assert right["core"]["tokens_not_decoded"] > 300_000
     assert "Neither prompt_token_ids nor prompt_embeds" in right["unpatched_error"]  # fail-closed on the wire
     assert "held with None tokens" in right["lost_reference"] and right["kwargs_left"] == []
     wrong = r["wrong"]  # the part's fault drops a token: prompts change (or fail on a length the core
