@@ -106,6 +106,7 @@ def test_outputs_identical_with_the_held_prompt_on_and_off(engine, parts):
     core = {k: v - before["engine_core"]["counts"].get(k, 0) for k, v in after["engine_core"]["counts"].items()}
     assert api.get("sent_delta", 0) >= 2 and core.get("rebuilt", 0) == api["sent_delta"]  # later turns: deltas
     assert core.get("tokens_not_decoded", 0) > 2 * 1100
+    assert core.get("hashes_reused", 0) == 0  # each request its own cache salt: no block hash reused across salts
     assert after["counts"].get("errors", 0) == 0 and after["engine_core"]["counts"].get("errors", 0) == 0
     # the engine core holds exactly the prompts the API server returned: rebuilt, not just sent
     held = {h["sha256"] for h in after["engine_core"]["held"]}

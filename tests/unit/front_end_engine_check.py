@@ -189,15 +189,28 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
     through the API-server half, msgpack, and the engine-core half: every rebuilt prompt must equal the one
     sent. `wrong` makes the API-server half deliberately wrong with the part's own fault (every delta loses
     the last common token); with verify on, the engine core must catch it and serve the whole list."""
+    import types
+
+    import msgspec
     from vllm import SamplingParams
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
     from vllm.v1.engine import EngineCoreRequest
     from vllm.v1.request import Request
     from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
 
     from frank.engine.front_end import held_prompt as hp
 
+    init_none_hash(sha256)
+    # the engine core as preprocess_add_request sees it: vLLM's own request hasher and Request (less the
+    # multimodal cache and structured output, which these requests do not use)
+    core = types.SimpleNamespace(request_block_hasher=get_request_block_hasher(128, sha256))
+
+    def vllm_preprocess(core: Any, req: Any) -> tuple[Any, int]:
+        return Request.from_engine_core_request(req, core.request_block_hasher), 0
+
     encoder, decoder = MsgpackEncoder(), MsgpackDecoder(EngineCoreRequest)
-    for held in (hp._held, hp._core_held):  # a fresh pair of halves for each scenario
+    for held in (hp._held, hp._core_held, hp._core_hashes):  # a fresh pair of halves for each scenario
         held.clear()
     for sw in (hp.switch, hp.core_switch):
         sw._counts.clear()
@@ -218,7 +231,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
     errors: list[str] = []
     unpatched_error = None
 
-    def request(rid: str, ids: list[int]) -> Any:
+    def request(rid: str, ids: list[int], salt: str | None = None) -> Any:
         return EngineCoreRequest(
             request_id=rid,
             prompt_token_ids=ids,
@@ -227,12 +240,14 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
             pooling_params=None,
             arrival_time=0.0,
             lora_request=None,
-            cache_salt=None,
+            cache_salt=salt,
             data_parallel_rank=None,
         )
 
+    hashes_differ = 0
     for k, ids in enumerate(sent):
-        req = request(f"r{k}", ids)
+        salt = "salt-x" if k % 6 == 3 else None  # one conversation in its own prefix-cache namespace
+        req = request(f"r{k}", ids, salt)
         if not hp._eligible(req):
             wire = req
         else:
@@ -247,8 +262,13 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
                 unpatched_error = f"{type(exc).__name__}: {exc}"
         try:
             if decoded.reasoning_parser_kwargs and hp.KEY in decoded.reasoning_parser_kwargs:
-                hp.rebuild(0, decoded)
+                made, _ = hp.preprocess_delta(core, decoded, vllm_preprocess)
+            else:
+                made, _ = vllm_preprocess(core, decoded)
             rebuilt.append(decoded.prompt_token_ids)
+            # the block hashes vLLM computes for the prompt the client sent, without the part
+            own, _ = vllm_preprocess(core, msgspec.structs.replace(req, prompt_token_ids=list(ids)))
+            hashes_differ += made.block_hashes != own.block_hashes and decoded.prompt_token_ids == ids
         except hp.HeldPromptError as exc:
             errors.append(str(exc))
             rebuilt.append(None)
@@ -267,6 +287,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
         "differing": sum(1 for a, b in zip(sent, rebuilt) if b is not None and a != b),
         "errors": errors[:3],
         "error_count": len(errors),
+        "hashes_differ": hashes_differ,
         "api": api_counts,
         "core": core_counts,
         "unpatched_error": unpatched_error,

@@ -224,6 +224,8 @@ def test_vllm_requests_rebuilt_equal_through_the_held_prompt(model_dir):
     assert right["core"]["rebuilt"] == right["api"]["sent_delta"] >= 40  # deltas, not whole prompts
     assert right["api"]["sent_whole"] == right["core"]["received_whole"] == 6  # each conversation's first turn
     assert right["core"]["tokens_not_decoded"] > 300_000
+    # block hashes of the common prefix taken from the held prompt, equal to vLLM's own for every request
+    assert right["hashes_differ"] == 0 and right["core"]["hashes_reused"] > 2000
     assert "Neither prompt_token_ids nor prompt_embeds" in right["unpatched_error"]  # fail-closed on the wire
     assert "held with None tokens" in right["lost_reference"] and right["kwargs_left"] == []
     wrong = r["wrong"]  # the part's fault drops a token: prompts change (or fail on a length the core
@@ -231,6 +233,7 @@ def test_vllm_requests_rebuilt_equal_through_the_held_prompt(model_dir):
     assert wrong["differing"] + wrong["error_count"] == 42 and wrong["core"].get("mismatches", 0) == 0
     caught = r["wrong_verified"]  # ...and verify serves the whole list instead
     assert caught["identical"] == 49 and caught["core"]["mismatches"] == caught["core"]["verified"] >= 40
+    assert caught["hashes_differ"] == 0 and "hashes_reused" not in caught["core"]
 
 
 def _char_of(byte: int) -> str:

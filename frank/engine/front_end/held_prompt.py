@@ -74,18 +74,18 @@ class HeldPrompts:
 
     def __init__(self, hold: int = HOLD) -> None:
         self.hold = hold
-        self._by_client: dict[int, dict[int, list[int]]] = {}
+        self._by_client: dict[int, dict[int, Any]] = {}
 
-    def put(self, client: int, number: int, ids: list[int]) -> None:
+    def put(self, client: int, number: int, value: Any) -> None:
         held = self._by_client.setdefault(client, {})
-        held[number] = ids
+        held[number] = value
         for old in [n for n in held if n <= number - self.hold]:
             del held[old]
 
-    def get(self, client: int, number: int) -> list[int] | None:
+    def get(self, client: int, number: int) -> Any:
         return self._by_client.get(client, {}).get(number)
 
-    def newest_first(self, client: int) -> list[tuple[int, list[int]]]:
+    def newest_first(self, client: int) -> list[tuple[int, Any]]:
         return sorted(self._by_client.get(client, {}).items(), reverse=True)
 
     def clear(self) -> None:
@@ -232,8 +232,11 @@ class HeldPromptError(ValueError):
     """A delta the engine core cannot rebuild exactly: the request fails with this message."""
 
 
-def rebuild(client: int, request: Any) -> None:
-    """Replace a delta in `request` (an EngineCoreRequest) with its whole prompt, and hold it."""
+def rebuild(client: int, request: Any) -> tuple[int, int, int, bool]:
+    """Replace a delta in `request` (an EngineCoreRequest) with its whole prompt, and hold it.
+
+    Returns (number, ref, common, verified): ref 0 and common 0 when nothing was rebuilt from a held
+    prompt; verified when the API server sent the whole list too."""
     kwargs = dict(request.reasoning_parser_kwargs)
     delta = kwargs.pop(KEY)
     request.reasoning_parser_kwargs = kwargs or None
@@ -244,6 +247,7 @@ def rebuild(client: int, request: Any) -> None:
     if version != VERSION:
         raise HeldPromptError(f"frank held-prompt: delta version {version}, this engine core reads {VERSION}")
     whole = request.prompt_token_ids
+    rebuilt_from = (0, 0)
     if ref_number == 0:
         if not isinstance(whole, list):
             raise HeldPromptError("frank held-prompt: a whole prompt to hold came without its IDs")
@@ -265,6 +269,7 @@ def rebuild(client: int, request: Any) -> None:
         else:
             ids = ref[:common]
             ids += suffix
+            rebuilt_from = (ref_number, common)
             core_switch.count("rebuilt")
             core_switch.count("tokens_not_decoded", common)
         if whole is not None:  # verify: the API server sent the whole list too
@@ -278,8 +283,64 @@ def rebuild(client: int, request: Any) -> None:
                     "not rebuilt" if ids is None else f"{len(ids)} tokens against {len(whole)}",
                 )
                 ids = whole
+                rebuilt_from = (0, 0)
     request.prompt_token_ids = ids
     _core_held.put(client, number, ids)
+    return number, rebuilt_from[0], rebuilt_from[1], whole is not None
+
+
+_core_hashes = HeldPrompts()  # number -> (the Request's block_hashes list, its extra-key signature)
+
+
+def _hash_block_size(hasher: Any) -> int | None:
+    """The block size vLLM's request hasher hashes at (a variable of its closure), or None if unreadable."""
+    try:
+        cells = zip(hasher.__code__.co_freevars, (c.cell_contents for c in hasher.__closure__ or ()))
+        value = dict(cells).get("hash_block_size")
+    except (AttributeError, ValueError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _signature(request: Any) -> tuple[Any, ...] | None:
+    """What a block hash depends on besides the tokens, for the requests whose hashes are reused here: the
+    cache salt (the first block's extra key). None for anything with other extra keys (LoRA, multimodal,
+    prompt embeds): those are hashed by vLLM as usual."""
+    if request.lora_request is not None or request.mm_features or request.prompt_embeds is not None:
+        return None
+    return ("salt", request.cache_salt)
+
+
+def reusable_hashes(client: int, ref: int, common: int, request: Any, hasher: Any) -> list[Any] | None:
+    """The held prompt's block hashes for the blocks wholly inside the common prefix, or None.
+
+    Exact: vLLM's hash of block i is a function of the parent hash, the block's tokens and its extra keys;
+    for i < common // block size the tokens are the same as the held prompt's (rebuilt from them) and the
+    extra keys are equal (the same signature), so by induction from the first block every hash is equal."""
+    if not ref:
+        return None
+    held = _core_hashes.get(client, ref)
+    size = _hash_block_size(hasher)
+    if held is None or size is None:
+        return None
+    hashes, signature = held
+    if signature is None or signature != _signature(request):
+        return None
+    k = min(common // size, len(hashes))
+    return list(hashes[:k]) if k else None
+
+
+def _prefilled(hasher: Any, reused: list[Any]) -> Any:
+    """vLLM's request hasher, with the reused hashes put in place at its first call (in Request.__init__):
+    it then hashes from the first block past them, as it does for every later block of a request."""
+    pending = [reused]
+
+    def request_block_hasher(request: Any) -> list[Any]:
+        if pending:
+            request.block_hashes.extend(pending.pop())
+        return hasher(request)
+
+    return request_block_hasher
 
 
 def install_engine_core(core_module: Any) -> None:
@@ -290,9 +351,9 @@ def install_engine_core(core_module: Any) -> None:
 
     def preprocess_add_request(self: Any, request: Any) -> Any:
         kwargs = request.reasoning_parser_kwargs
-        if kwargs and KEY in kwargs:
-            rebuild(request.client_index, request)
-        return original(self, request)
+        if not (kwargs and KEY in kwargs):
+            return original(self, request)
+        return preprocess_delta(self, request, original)
 
     preprocess_add_request._frank_held_prompt = True  # type: ignore[attr-defined]
     preprocess_add_request.__wrapped__ = original  # type: ignore[attr-defined]
@@ -300,6 +361,32 @@ def install_engine_core(core_module: Any) -> None:
     if not hasattr(cls, STATS_UTILITY):
         setattr(cls, STATS_UTILITY, lambda self: core_snapshot())
     logger.info("frank held-prompt: hooked EngineCore.preprocess_add_request")
+
+
+def preprocess_delta(core: Any, request: Any, original: Any) -> Any:
+    """vLLM's preprocessing of a request that came as a delta: the prompt rebuilt first, and the block
+    hashes of the common prefix taken from the held prompt (verify: computed by vLLM and compared)."""
+    client = request.client_index
+    number, ref, common, verified = rebuild(client, request)
+    hasher = core.request_block_hasher
+    reused = reusable_hashes(client, ref, common, request, hasher) if hasher is not None else None
+    if reused and not verified:
+        core.request_block_hasher = _prefilled(hasher, reused)  # the input thread is the only caller
+    try:
+        result = original(core, request)
+    finally:
+        core.request_block_hasher = hasher
+    req = result[0]
+    if reused:
+        if verified:
+            core_switch.count("hashes_verified", len(reused))
+            if req.block_hashes[: len(reused)] != reused:
+                core_switch.count("hash_mismatches")
+                logger.error("frank held-prompt: request %s: reused block hashes differ from vLLM's", req.request_id)
+        else:
+            core_switch.count("hashes_reused", len(reused))
+    _core_hashes.put(client, number, (req.block_hashes, _signature(request)))
+    return result
 
 
 def prompt_digest(ids: list[int]) -> str:
