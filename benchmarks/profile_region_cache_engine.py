@@ -164,6 +164,22 @@ def _engine_core_pid(server_pid: int) -> int | None:
     return None
 
 
+def _part_counters(url: str, token: str, knobs: dict[str, str]) -> dict[str, Any]:
+    """The counters of the front-end parts switched on (so a figure says the part did act), read before
+    the engine stops."""
+    from frank.engine.front_end.catalog import PARTS
+    from frank.engine.front_end.client import PartsClient
+
+    out: dict[str, Any] = {}
+    for part in PARTS.values():
+        if knobs.get(part.knob) == "on":
+            try:
+                out[part.name] = PartsClient(url, token).part(part.name)
+            except Exception as exc:  # a figure without its counters still prints, saying why
+                out[part.name] = {"error": str(exc)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arm", choices=("on", "off", "empty"), default="on")
@@ -233,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         summary = start_replay(workload, status.url, options, out=tmp / "replay").run_sync()
         duration = time.monotonic() - t0
+        parts = _part_counters(status.url or "", controller.token or "", knobs)
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
@@ -260,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "front_end_warm_ms_per_request": 1000 * (front_end - cold_s) / (requests - cold),
         "cpu_ms_per_request": {},
         "ticks": {},
+        "parts": parts,
     }
     for name, path in raws.items():
         bins, ticks = read_raw(path)
@@ -282,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         f"conversations {result['front_end_cold_ms_per_request'] or 0:.1f} ms, the rest "
         f"{result['front_end_warm_ms_per_request']:.1f} ms)"
     )
+    for name, snap in parts.items():
+        counts = {
+            **snap.get("counts", {}),
+            **{f"core.{k}": v for k, v in snap.get("engine_core", {}).get("counts", {}).items()},
+        }
+        print(f"  part {name}: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or str(snap)))
     print(f"  {'busy ms per request':20} " + " ".join(f"{n:>12}" for n in PROCESS_NAMES))
     for s in STEP_NAMES:
         print(f"  {s:20} " + " ".join(f"{result['cpu_ms_per_request'][n][s]:12.2f}" for n in PROCESS_NAMES))
