@@ -206,14 +206,16 @@ def test_the_longest_held_prefix_is_chosen_and_compared_in_full():
     assert choose_reference(a + [1], [(1, sneaky)])[2] == 12_345
 
 
-def test_both_halves_keep_the_same_newest_prompts():
-    api, core = HeldPrompts(3), HeldPrompts(3)
-    for n in range(1, 8):
+def test_the_engine_core_keeps_every_prompt_the_api_server_may_name():
+    api, core = HeldPrompts(3), HeldPrompts(6)
+    for n in (1, 2, 4, 3, 5, 7, 6, 8):  # held by the API server as sends return: out of order
         api.put(0, n, [n])
-        core.put(0, n, [n])
         api.put(1, n, [-n])
-    assert [k for k, _ in api.newest_first(0)] == [7, 6, 5] == [k for k, _ in core.newest_first(0)]
-    assert core.get(0, 4) is None and api.get(1, 7) == [-7]
+    for n in range(1, 9):  # rebuilt by the engine core in the order they were sent
+        core.put(0, n, [n])
+    assert [k for k, _ in api.newest_first(0)] == [8, 7, 6]
+    assert {k for k, _ in api.newest_first(0)} <= {k for k, _ in core.newest_first(0)} == {3, 4, 5, 6, 7, 8}
+    assert core.get(0, 2) is None and api.get(1, 8) == [-8]
 
 
 @needs_engine_venv

@@ -7,14 +7,14 @@ token: 3.8 ms for a 170K-token prompt, on every turn of a conversation whose pre
 170K tokens a moment ago. A typed array instead of a msgpack list saves nothing: rebuilding the list's int
 objects is the cost, whatever the wire format (measured: docs/front-end-parts.md).
 
-The cut: both processes hold the last few prompts sent (`HOLD` of them, numbered by the API server in the
-order it sends them). A request whose prompt starts with a held prompt's first `common` tokens is sent as
+The cut: both processes hold the last few prompts sent (numbered by the API server in the order it sends
+them; the API server names only its newest `HOLD`, the engine core keeps `CORE_HOLD`). A request whose prompt starts with a held prompt's first `common` tokens is sent as
 (ref, ref length, common, suffix); the engine core rebuilds it as `held[ref][:common] + suffix` (one copy of
 pointers to int objects it already has) before vLLM's own preprocessing sees the request.
 
 Why it is exact. The zmq socket between them delivers in order, and each side applies the same rule on the
 same sequence of numbered prompts: prompt h is held after it was sent (API server) / rebuilt (engine core),
-and a side keeps the prompts numbered above `h - HOLD`. So the engine core's prompt `ref` is the list the
+the API server keeps those numbered above `h - HOLD` and the engine core above `h - CORE_HOLD`. So the engine core's prompt `ref` is the list the
 API server sent as `ref`, and the API server checked `ids[:common] == held[ref][:common]` (a full
 comparison, never a sample or a hash) before choosing the delta. The engine core checks that it holds `ref`
 with the stated length; anything else fails the request with an error (never a guess). Requests that
@@ -49,7 +49,8 @@ logger = logging.getLogger("frank.front_end.held_prompt")
 PART = PARTS["held-prompt"]
 KEY = "__frank_held_prompt__"  # the delta's key in reasoning_parser_kwargs
 VERSION = 1
-HOLD = 8  # prompts held per API-server client, each side (a W01 draw interleaves six conversations)
+HOLD = 8  # prompts the API server holds per client and may name (a W01 draw interleaves six conversations)
+CORE_HOLD = 2 * HOLD  # the engine core keeps more: see HeldPrompts
 MIN_TOKENS = 1024  # shorter prompts go whole and are not held: a delta would save little
 MIN_COMMON = 512  # a delta needs at least this many common tokens
 CHUNK = 8192  # tokens compared per slice while looking for the common prefix
@@ -70,7 +71,11 @@ core_switch.set_enabled(True)  # the core rebuilds any delta it is sent, whateve
 
 
 class HeldPrompts:
-    """Numbered prompts, the newest `HOLD`, keyed by client: the same rule on both sides of the socket."""
+    """Numbered prompts, those above `newest put - hold`, keyed by client: the same rule on both sides of
+    the socket. The API server numbers prompts in the order it sends them, but holds each once its send
+    returned, so concurrent requests can be held out of order; the engine core keeps twice as many
+    (CORE_HOLD), so a prompt the API server may still name has not left it unless more than HOLD requests
+    were in flight at once (and then the request fails on the check; it is never rebuilt wrong)."""
 
     def __init__(self, hold: int = HOLD) -> None:
         self.hold = hold
@@ -225,7 +230,7 @@ def install_api_server() -> None:
 
 # ---- engine core ----
 
-_core_held = HeldPrompts()
+_core_held = HeldPrompts(CORE_HOLD)
 
 
 class HeldPromptError(ValueError):
@@ -289,7 +294,7 @@ def rebuild(client: int, request: Any) -> tuple[int, int, int, bool]:
     return number, rebuilt_from[0], rebuilt_from[1], whole is not None
 
 
-_core_hashes = HeldPrompts()  # number -> (the Request's block_hashes list, its extra-key signature)
+_core_hashes = HeldPrompts(CORE_HOLD)  # number -> (the Request's block_hashes list, its extra-key signature)
 
 
 def _hash_block_size(hasher: Any) -> int | None:
