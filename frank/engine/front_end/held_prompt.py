@@ -8,14 +8,15 @@ token: 3.8 ms for a 170K-token prompt, on every turn of a conversation whose pre
 objects is the cost, whatever the wire format (measured: docs/front-end-parts.md).
 
 The cut: both processes hold the last few prompts sent (numbered by the API server in the order it sends
-them; the API server names only its newest `HOLD`, the engine core keeps `CORE_HOLD`). A request whose prompt starts with a held prompt's first `common` tokens is sent as
-(ref, ref length, common, suffix); the engine core rebuilds it as `held[ref][:common] + suffix` (one copy of
-pointers to int objects it already has) before vLLM's own preprocessing sees the request.
+them; the API server names only its newest `HOLD`, the engine core keeps `CORE_HOLD`). A request whose
+prompt starts with a held prompt's first `common` tokens is sent as (ref, ref length, common, suffix); the
+engine core rebuilds it as `held[ref][:common] + suffix` (one copy of pointers to int objects it already
+has) before vLLM's own preprocessing sees the request.
 
 Why it is exact. The zmq socket between them delivers in order, and each side applies the same rule on the
 same sequence of numbered prompts: prompt h is held after it was sent (API server) / rebuilt (engine core),
-the API server keeps those numbered above `h - HOLD` and the engine core above `h - CORE_HOLD`. So the engine core's prompt `ref` is the list the
-API server sent as `ref`, and the API server checked `ids[:common] == held[ref][:common]` (a full
+the API server keeps those numbered above `h - HOLD` and the engine core above `h - CORE_HOLD`. So the
+engine core's prompt `ref` is the list the API server sent as `ref`, and the API server checked `ids[:common] == held[ref][:common]` (a full
 comparison, never a sample or a hash) before choosing the delta. The engine core checks that it holds `ref`
 with the stated length; anything else fails the request with an error (never a guess). Requests that
 could grow their prompt in place (resumable sessions), multimodal, prompt-embeds, shorter than `MIN_TOKENS`
