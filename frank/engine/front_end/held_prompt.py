@@ -17,10 +17,11 @@ Why it is exact. The zmq socket between them delivers in order, and each side ap
 same sequence of numbered prompts: prompt h is held after it was sent (API server) / rebuilt (engine core),
 the API server keeps those numbered above `h - HOLD` and the engine core above `h - CORE_HOLD`. So the
 engine core's prompt `ref` is the list the API server sent as `ref`, and the API server checked
-`ids[:common] == held[ref][:common]` (a full comparison, never a sample or a hash) before choosing the delta. The engine core checks that it holds `ref`
-with the stated length; anything else fails the request with an error (never a guess). Requests that
-could grow their prompt in place (resumable sessions), multimodal, prompt-embeds, shorter than `MIN_TOKENS`
-or sent by a data-parallel client go whole and are not held.
+`ids[:common] == held[ref][:common]` (a full comparison, never a sample or a hash) before choosing the
+delta. The engine core checks that it holds `ref` with the stated length; anything else fails the request
+with an error (never a guess). Requests that could grow their prompt in place (resumable sessions),
+multimodal, prompt-embeds, shorter than `MIN_TOKENS` or sent by a data-parallel client go whole and are not
+held.
 
 Fail-closed on the wire: a delta travels with `prompt_token_ids = None` and the delta in
 `reasoning_parser_kwargs[KEY]` (an untyped field the engine core's decoder passes through), so an engine
