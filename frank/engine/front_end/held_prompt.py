@@ -105,8 +105,14 @@ def common_prefix(a: list[int], b: list[int], chunk: int = CHUNK) -> int:
     i = 0
     while i < n:
         j = min(i + chunk, n)
-        if a[i:j] != b[i:j]:
-            while a[i] == b[i]:  # the first difference is in this chunk
+        if a[i:j] != b[i:j]:  # the first difference is in this chunk: halve it with slice comparisons
+            while j - i > 16:
+                mid = (i + j) // 2
+                if a[i:mid] == b[i:mid]:
+                    i = mid
+                else:
+                    j = mid
+            while a[i] == b[i]:
                 i += 1
             return i
         i = j
