@@ -24,6 +24,7 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.worker import Worker, WorkerState
 
 from frank.console import config, themes
@@ -174,6 +175,15 @@ class FrankApp(App):
         self._seen_engine_state: str | None = None
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, but on a Unix terminal one whose input thread sleeps while no key comes."""
+        default = super().get_driver_class()
+        if f"{default.__module__}.{default.__name__}" == "textual.drivers.linux_driver.LinuxDriver":
+            from frank.console.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return default
 
     @property
     def sources(self) -> list[Source[Any]]:
