@@ -170,3 +170,19 @@ async def test_the_started_console_keeps_its_heap_out_of_full_collections_until_
         await pilot.pause(0.2)
         assert gc.get_freeze_count() <= frozen  # once, not per sample (frozen objects freed since drop out)
     assert gc.get_freeze_count() == 0  # given back when the app ends
+
+
+def test_the_engine_uptime_reads_in_whole_minutes_below_an_hour():
+    """The engine panel is drawn again only when its text changes: every few seconds no more."""
+    from frank.console.widgets.engine_panel import uptime_text
+
+    assert [uptime_text(s) for s in (None, 42.7, 59.9, 60.0, 318.0, 323.0, 3599.0, 3725.0)] == [
+        "–",
+        "42 s",
+        "59 s",
+        "1 min",
+        "5 min",
+        "5 min",
+        "59 min",
+        "1h02m",
+    ]
