@@ -41,6 +41,7 @@ from frank.episodes.grade import run_grader
 from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from frank.episodes.sandbox import check_available, prepare_workspace
 from frank.episodes.suite import Suite, load_suite
+from frank.episodes.target import EngineTarget, engine_target
 from frank.episodes.tasks import answer_path, draw_seed, materialize
 from frank.errors import FrankError
 from frank.jobs import lock_holder
@@ -60,6 +61,9 @@ EPISODE_FIELDS = (
     "completion_tokens",
     "turns",
     "tool_calls",
+    "tool_call_mode",
+    "calls_in_sandbox",
+    "invalid_answers",
 )
 
 
@@ -127,15 +131,6 @@ def engine_endpoint(url: str | None) -> str:
     if not found:
         raise FrankError("no engine is ready; start one with `frank engine start` or pass --url")
     return found.rstrip("/")
-
-
-def served_model(url: str) -> str:
-    try:
-        resp = httpx.get(url + "/v1/models", timeout=10.0)
-        resp.raise_for_status()
-        return resp.json()["data"][0]["id"]
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-        raise FrankError(f"cannot reach the engine at {url} (/v1/models: {exc})") from None
 
 
 def engine_healthy(url: str) -> bool:
@@ -217,9 +212,7 @@ def run_episodes(
         check_available()
     except RuntimeError as exc:
         raise FrankError(f"cannot sandbox the agent's tools: {exc}") from None
-    base = engine_endpoint(url)
-    model = served_model(base)
-    return _run(folder, meta, suite, settings, base, model, stop or threading.Event(), on_event)
+    return _run(folder, meta, suite, settings, engine_target(url), stop or threading.Event(), on_event)
 
 
 def _run(
@@ -227,8 +220,7 @@ def _run(
     meta: dict[str, Any],
     suite: Suite,
     settings: EpisodeSettings,
-    base: str,
-    model: str,
+    target: EngineTarget,
     stop: threading.Event,
     on_event: Callable[[dict[str, Any]], None] | None,
 ) -> RunOutcome:
@@ -241,7 +233,16 @@ def _run(
     done = {episode_key(r["draw"], r["task"]) for r in read_jsonl(folder / RESULTS)}
     todo = [(d, t) for d in range(1, meta["draws"] + 1) for t in suite.tasks if episode_key(d, t.id) not in done]
     outcome = RunOutcome(folder, "finished")
-    note("run_started", engine=base, model=model, remaining=len(todo))
+    base = target.url
+    note(
+        "run_started",
+        engine=base,
+        model=target.model,
+        profile=target.profile,
+        tool_call_mode=target.tool_calls,
+        context_tokens=target.context_tokens,
+        remaining=len(todo),
+    )
     current: dict[str, Any] = {}
 
     def on_record(record: dict[str, Any]) -> None:
@@ -280,7 +281,7 @@ def _run(
             current.update(draw=draw, task=task.id)
             recorder.recorder.task_hint = task.id
             before = recorder.recorder.recorded
-            result = _run_episode(folder, suite, task, draw, recorder, worker, model, salt, settings, stop, note)
+            result = _run_episode(folder, suite, task, draw, recorder, worker, target, salt, settings, stop, note)
             result["recorded_requests"] = recorder.recorder.recorded - before
             result["recording_draw"] = recorder.recorder.draw_name
             if result.get("error_kind") == "stopped":  # cut off, not finished: a resumed run runs it again
@@ -327,7 +328,7 @@ def _run_episode(
     draw: int,
     recorder: RecorderThread,
     worker: HarnessWorker,
-    model: str,
+    target: EngineTarget,
     salt: str,
     settings: EpisodeSettings,
     stop: threading.Event,
@@ -347,7 +348,18 @@ def _run_episode(
     prepare_workspace(workspace)  # the sandbox's user owns it; the sandbox mounts it and nothing around it
     started = time.time()
     note("episode_started", draw=draw, task=task.id)
-    spec = harness_spec(task, workspace, episode_dir, recorder.url, model, salt, settings)
+    spec = harness_spec(
+        task,
+        workspace,
+        episode_dir,
+        recorder.url,
+        target.model,
+        salt,
+        settings,
+        api_key=target.api_key,
+        tool_calls=target.tool_calls,
+        context_tokens=target.context_tokens,
+    )
     harness = worker.run(spec, episode_dir, stop_check=stop.is_set)
     record: dict[str, Any] = {
         "task": task.id,
@@ -363,9 +375,19 @@ def _run_episode(
         "call_s": harness.get("call_s"),
         "requests": harness.get("requests", 0),
         "prompt_tokens": harness.get("prompt_tokens", 0),
+        "cached_prompt_tokens": harness.get("cached_prompt_tokens", 0),
         "completion_tokens": harness.get("completion_tokens", 0),
         "turns": harness.get("turns", 0),
+        "tool_call_mode": target.tool_calls,
         "tool_calls": harness.get("tool_calls", 0),
+        "calls_in_sandbox": harness.get("calls_in_sandbox", 0),
+        "tool_errors": harness.get("tool_errors", 0),
+        "invalid_answers": harness.get("invalid_answers", 0),
+        "invalid_reasons": harness.get("invalid_reasons", []),
+        "outputs_cut": harness.get("outputs_cut", 0),
+        "longest_prompt_tokens": harness.get("longest_prompt_tokens"),
+        "longest_prompt_bound": harness.get("longest_prompt_bound"),
+        "submitted": harness.get("submitted", False),
         "last_tool": harness.get("last_tool"),
         "limit": harness.get("limit"),
         "harness_wall_s": harness.get("harness_wall_s"),
@@ -454,6 +476,9 @@ def report(run: str | Path) -> dict[str, Any]:
         "draws": draws,
         "total_s": round(sum(d["total_s"] for d in draws), 3),
         "passed": sum(d["passed"] for d in draws),
+        "tool_calls": sum(r.get("tool_calls") or 0 for r in results),
+        "invalid_answers": sum(r.get("invalid_answers") or 0 for r in results),
+        "tool_call_modes": sorted({r["tool_call_mode"] for r in results if r.get("tool_call_mode")}),
         "recording": str(folder / "recording"),
         "settings": meta["settings"],
     }
