@@ -13,7 +13,9 @@ A run folder (`runs_dir()/episodes/<run-id>/`, 0700) holds:
   of the run, one recorder session (one workload draw) per episode draw and run session.
 
 One draw runs every task of the suite in the manifest's order, in one fresh prompt-cache namespace
-(`cache_salt`, fresh per draw and per resumed session). `run_episodes` on an existing folder resumes at the
+(`cache_salt`, fresh per draw and per resumed session). An engine that keys no cache on the salt (llama.cpp)
+shares its cache across draws, unless the caller gives `fresh_draw`, which readies a fresh engine for each
+draw (the experiment runner restarts it) and says how. `run_episodes` on an existing folder resumes at the
 first unfinished episode; an episode cut off half-way (killed, or stopped by SIGTERM/Ctrl-C) is started
 again from a fresh workspace. An episode whose grader crashes is `error` and the run goes on; an engine
 that stops answering marks the episode `error` and stops the run (exit status 3), which a later `run`
@@ -61,6 +63,18 @@ EPISODE_FIELDS = (
     "turns",
     "tool_calls",
 )
+
+
+@dataclass(frozen=True)
+class DrawEngine:
+    """The engine a draw runs on (from a `fresh_draw` hook)."""
+
+    url: str
+    api_key: str | None  # the bearer key the engine wants (llama.cpp: its control token), or None
+    namespace: str  # how the draw's prompt cache is fresh: "cache_salt", "engine restart", ...
+
+
+FreshDraw = Callable[[int], DrawEngine]  # called as each draw begins
 
 
 def episodes_root() -> Path:
@@ -129,6 +143,15 @@ def engine_endpoint(url: str | None) -> str:
     return found.rstrip("/")
 
 
+def _own_engine_key(url: str) -> str | None:
+    """The key of frank's running engine when `url` is that engine (never sent to another server)."""
+    from frank.engine.controller import EngineController
+
+    controller = EngineController()
+    status = controller.status(check_health=False)
+    return controller.client_api_key if status.url and status.url.rstrip("/") == url else None
+
+
 def served_model(url: str) -> str:
     try:
         resp = httpx.get(url + "/v1/models", timeout=10.0)
@@ -155,12 +178,22 @@ class RecorderThread:
         out: Path,
         on_record: Callable[[dict[str, Any]], None],
         meta: dict[str, Any] | None = None,
+        api_key: str | None = None,
     ) -> None:
         from frank.workloads.recorder import Recorder
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="episodes-recorder", daemon=True)
-        self.recorder = Recorder(upstream, out, name="episodes-recording", on_record=on_record, meta=meta)
+        # the harness sends a placeholder key: the engine's own (llama.cpp guards /v1) replaces it here
+        self.recorder = Recorder(
+            upstream,
+            out,
+            name="episodes-recording",
+            on_record=on_record,
+            meta=meta,
+            api_key=api_key,
+            replace_key=True,
+        )
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self.recorder.start(), self.loop).result(10)
 
@@ -202,9 +235,13 @@ def run_episodes(
     *,
     stop: threading.Event | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    fresh_draw: FreshDraw | None = None,
+    api_key: str | None = None,
 ) -> RunOutcome:
     """Run (or resume) a run folder's episodes in order. The caller holds the run's lock (frank.episodes
-    .job.run does, through the job layer)."""
+    .job.run does, through the job layer). `fresh_draw(draw)`, called as each draw begins, gives the
+    engine of the draw and says how its prompt cache is fresh (else: the salt, on the given engine).
+    `api_key` is the engine's (default: frank's running engine's, when the URL is that engine's)."""
     folder = run_path(run)
     meta = read_run(folder)
     suite = load_suite(meta["suite"])
@@ -218,8 +255,9 @@ def run_episodes(
     except RuntimeError as exc:
         raise FrankError(f"cannot sandbox the agent's tools: {exc}") from None
     base = engine_endpoint(url)
-    model = served_model(base)
-    return _run(folder, meta, suite, settings, base, model, stop or threading.Event(), on_event)
+    engine = DrawEngine(base, api_key if api_key is not None else _own_engine_key(base), "cache_salt")
+    model = served_model(engine.url)
+    return _run(folder, meta, suite, settings, engine, model, stop or threading.Event(), on_event, fresh_draw)
 
 
 def _run(
@@ -227,10 +265,11 @@ def _run(
     meta: dict[str, Any],
     suite: Suite,
     settings: EpisodeSettings,
-    base: str,
+    engine: DrawEngine,
     model: str,
     stop: threading.Event,
     on_event: Callable[[dict[str, Any]], None] | None,
+    fresh_draw: FreshDraw | None = None,
 ) -> RunOutcome:
     def note(event: str, **fields: Any) -> None:
         record = {"event": event, "t": round(time.time(), 3), **fields}
@@ -241,7 +280,7 @@ def _run(
     done = {episode_key(r["draw"], r["task"]) for r in read_jsonl(folder / RESULTS)}
     todo = [(d, t) for d in range(1, meta["draws"] + 1) for t in suite.tasks if episode_key(d, t.id) not in done]
     outcome = RunOutcome(folder, "finished")
-    note("run_started", engine=base, model=model, remaining=len(todo))
+    note("run_started", engine=engine.url, model=model, remaining=len(todo))
     current: dict[str, Any] = {}
 
     def on_record(record: dict[str, Any]) -> None:
@@ -266,8 +305,13 @@ def _run(
             if draw != salt_draw:  # a fresh prompt-cache namespace per draw (and per resumed session)
                 if recorder is not None:
                     recorder.close()
+                    recorder = None
+                if fresh_draw is not None:
+                    engine = fresh_draw(draw)
                 graded = {"suite": suite.name, "suite_version": suite.version}
-                recorder = RecorderThread(base, folder / "recording", on_record, meta=graded)
+                recorder = RecorderThread(
+                    engine.url, folder / "recording", on_record, meta=graded, api_key=engine.api_key
+                )
                 salt, salt_draw = f"frank-episodes-{secrets.token_hex(8)}", draw
                 note(
                     "draw_started",
@@ -275,6 +319,8 @@ def _run(
                     seed=draw_seed(suite.seed, draw),
                     suite_version=suite.version,
                     cache_salt=salt,
+                    cache_namespace=engine.namespace,
+                    engine=engine.url,
                     recording_draw=recorder.recorder.draw_name,
                 )
             current.update(draw=draw, task=task.id)
@@ -283,6 +329,7 @@ def _run(
             result = _run_episode(folder, suite, task, draw, recorder, worker, model, salt, settings, stop, note)
             result["recorded_requests"] = recorder.recorder.recorded - before
             result["recording_draw"] = recorder.recorder.draw_name
+            result["cache_namespace"] = engine.namespace
             if result.get("error_kind") == "stopped":  # cut off, not finished: a resumed run runs it again
                 note("episode_cut", draw=draw, task=task.id, reason=result["detail"])
                 outcome.status, outcome.reason = "stopped", "stopped by the operator"
