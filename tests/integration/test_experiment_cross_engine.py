@@ -4,7 +4,7 @@ seconds), each arm one start running two draws of a one-task episode suite throu
 starts each arm's kind through the same controller; vLLM's draws get a fresh `cache_salt` each, llama.cpp's
 a fresh engine start each (it has no per-request cache namespace). The report has per-draw totals and passes
 for both arms, every rule evaluated. (The two arms serve different models: no fidelity rule; the body
-design on one model is benchmarks/run_body_design.sh.)"""
+design on one model is scripts/run_body_design.sh.)"""
 
 from __future__ import annotations
 

