@@ -287,3 +287,15 @@ def test_the_smollm2_example_campaign_takes_a_body_run_as_its_parts_evidence(tmp
     assert "fidelity rule could not be evaluated" in part["runs"][0]["reason"]
     with pytest.raises(CampaignError, match="no confirmed registered run"):
         actions.adopt("body", path)
+
+
+def test_a_cell_whose_engine_cannot_be_measured_keeps_the_reason_not_a_kl(tmp_path: Path) -> None:
+    from frank.engine.controller import EngineController
+    from frank.experiments.cell import EngineCellExecutor
+
+    run = registry.register(BODY, seed=2)
+    notes: list[tuple[str, dict[str, Any]]] = []
+    executor = EngineCellExecutor(EngineController(state_dir=tmp_path / "state"))  # no engine runs there
+    got = executor._fidelity(run, run.slots[0], 1, lambda event, **fields: notes.append((event, fields)))
+    assert got["sets"] == {} and got["unavailable"].startswith("fidelity needs a running engine (it is stopped)")
+    assert notes == [("fidelity_unavailable", {"slot": 0, "attempt": 1, "reason": got["unavailable"]})]
