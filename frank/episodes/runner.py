@@ -152,9 +152,10 @@ def _own_engine_key(url: str) -> str | None:
     return controller.client_api_key if status.url and status.url.rstrip("/") == url else None
 
 
-def served_model(url: str) -> str:
+def served_model(url: str, api_key: str | None = None) -> str:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        resp = httpx.get(url + "/v1/models", timeout=10.0)
+        resp = httpx.get(url + "/v1/models", timeout=10.0, headers=headers)
         resp.raise_for_status()
         return resp.json()["data"][0]["id"]
     except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
@@ -256,7 +257,7 @@ def run_episodes(
         raise FrankError(f"cannot sandbox the agent's tools: {exc}") from None
     base = engine_endpoint(url)
     engine = DrawEngine(base, api_key if api_key is not None else _own_engine_key(base), "cache_salt")
-    model = served_model(engine.url)
+    model = served_model(engine.url, engine.api_key)
     return _run(folder, meta, suite, settings, engine, model, stop or threading.Event(), on_event, fresh_draw)
 
 
