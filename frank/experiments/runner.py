@@ -442,8 +442,12 @@ def _best_possible_p(design: Design, cells: list[CellView], tally: BlockTally | 
         k = tally.complete + tally.missing  # voided blocks are out of the test
         return exact.sign_test(k - tally.losses - tally.ties, k).p_value if k > 0 else None
     if design.kind == "balanced":
-        big = 1e18
-        good, bad = (-big, big) if rule.direction == "lower" else (big, -big)
+        # Far enough out that a pending cell decides its side, near enough that the measured values still
+        # order the relabellings in floating point (1e18 swallowed them: every relabelling tied).
+        measured = [c.value for c in cells if c.value is not None]
+        span = (max(measured) - min(measured) if measured else 0.0) or 1.0
+        low, high = min(measured, default=0.0) - 1000 * span, max(measured, default=0.0) + 1000 * span
+        good, bad = (low, high) if rule.direction == "lower" else (high, low)
         tvals = [c.value if c.value is not None else good for c in cells if c.arm == rule.treatment]
         cvals = [c.value if c.value is not None else bad for c in cells if c.arm == rule.control]
         return exact.permutation_test(tvals, cvals, rule.direction).p_value

@@ -243,6 +243,17 @@ def test_live_state_tracks_signs_and_whether_the_rule_can_be_met(tmp_path: Path)
     assert state.cells[first_block[1] + 1].status == "interrupted"
 
 
+def test_best_possible_p_of_a_balanced_run_keeps_the_measured_order(tmp_path: Path) -> None:
+    # five of six starts measured, every treatment value below every control value: the last start can
+    # still make it the most extreme of the 20 relabellings, so the best possible p is 1/20
+    run = _register(tmp_path, BALANCED_DESIGN)
+    last = run.slots[-1].slot
+    run_experiment(run, FakeCellExecutor(fail={(last, 1): RunnerInterrupted("stop")}))
+    state = load_state(run)
+    assert sum(c.value is not None for c in state.cells) == 5
+    assert state.can_still_meet and state.best_possible_p == pytest.approx(1 / 20)
+
+
 def test_balanced_run_guard_on_prompt_ids(tmp_path: Path) -> None:
     run = _register(tmp_path, BALANCED_DESIGN)
     assert run_experiment(run, FakeCellExecutor()).reason == "finished"
