@@ -23,7 +23,10 @@ def _rule_text(r: dict[str, Any]) -> str:
             f"{r['treatment']} {r.get('direction')} than {r['control']}: one-sided exact permutation test "
             f"over every balanced relabelling, p <= {r.get('alpha')}"
         )
-    return "all criteria hold: " + "; ".join(c["text"] for c in r.get("criteria", []))
+    rules = [c["text"] for c in r.get("criteria", [])]
+    if r.get("fidelity"):
+        rules.append(f"mean KL per set: {r['treatment']} no higher than {r['control']} + floor")
+    return "all hold: " + "; ".join(rules)
 
 
 def experiment_page(r: dict[str, Any]) -> str:
