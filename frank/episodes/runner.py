@@ -71,7 +71,7 @@ class DrawEngine:
 
     url: str
     api_key: str | None  # the bearer key the engine wants (llama.cpp: its control token), or None
-    namespace: str  # how the draw's prompt cache is fresh: "cache_salt", "engine restart", ...
+    namespace: str  # how the draw's prompt cache is fresh: "cache_salt" or "fresh engine start"
 
 
 FreshDraw = Callable[[int], DrawEngine]  # called as each draw begins
