@@ -1,4 +1,6 @@
-"""Harness overhead per turn and the wall time of a w01-mini draw, on the embedded engine.
+"""Harness overhead per turn and the wall time of a w01-mini draw, on the running engine (with the tool
+calls the model made, in the mode its profile declares: on `embedded-cpu-smollm2`, SmolLM2's constrained
+calls on vLLM).
 
     .venv/bin/python benchmarks/bench_episodes.py [--url URL] [--draws 1] [--json]
 
@@ -40,7 +42,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frank.engine.metrics import fetch_metrics  # noqa: E402
-from frank.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes, served_model  # noqa: E402
+from frank.episodes.runner import create_run, engine_endpoint, read_jsonl, run_episodes  # noqa: E402
+from frank.episodes.target import served_model  # noqa: E402
 
 E2E = "vllm:e2e_request_latency_seconds"
 
@@ -132,6 +135,12 @@ def main() -> int:
             {
                 "draw": r["draw"],
                 "task": r["task"],
+                "outcome": r["outcome"],
+                "tool_call_mode": r.get("tool_call_mode"),
+                "tool_calls": r.get("tool_calls"),
+                "calls_in_sandbox": r.get("calls_in_sandbox"),
+                "invalid_answers": r.get("invalid_answers"),
+                "longest_prompt_tokens": r.get("longest_prompt_tokens"),
                 "requests": r["requests"],
                 "turns": r["turns"],
                 "client_s": r["client_s"],
@@ -168,6 +177,9 @@ def main() -> int:
         "loop_ms_per_turn_median": round(statistics.median(x["loop_ms_per_turn"] for x in rows), 2) if rows else None,
         "draw_wall_s": round(wall / args.draws, 2),
         "draw_client_s": round(sum(r["client_s"] or 0 for r in results) / args.draws, 2),
+        "passed": sum(r["outcome"] == "pass" for r in results),
+        "tool_calls": sum(r.get("tool_calls") or 0 for r in results),
+        "invalid_answers": sum(r.get("invalid_answers") or 0 for r in results),
         "target_overhead_ms": 5.0,
         "peer": peer(url, served_model(url)),
     }
@@ -191,6 +203,11 @@ def main() -> int:
         f"{payload['server_outside_e2e_ms_median']} ms; inspect's loop {payload['loop_ms_per_turn_median']} ms/turn"
     )
     print(f"w01-mini draw: wall {payload['draw_wall_s']} s, client total {payload['draw_client_s']} s")
+    modes = sorted({x["tool_call_mode"] for x in rows if x["tool_call_mode"]})
+    print(
+        f"tool calls ({', '.join(modes) or '-'}): {payload['tool_calls']}, refused answers "
+        f"{payload['invalid_answers']}, passed {payload['passed']} of {len(rows)}"
+    )
     p = payload["peer"]
     if "error" in p:
         print(f"peer: failed: {p['error']}")

@@ -28,6 +28,10 @@ from frank.errors import FrankError
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 APPLY_KINDS = ("env", "arg", "live")
 ENGINE_KINDS = ("vllm", "llamacpp")
+# How an agent gets tool calls out of the served model: "native" sends the tools and reads the engine's
+# parsed tool_calls; "schema" constrains each answer to a JSON schema built from the tools (structured
+# output) and turns it into the call, for a model that answers in prose when merely offered tools.
+TOOL_CALL_MODES = ("native", "schema")
 
 
 class ProfileError(FrankError, ValueError):
@@ -80,6 +84,7 @@ class Profile:
     stop_grace_s: float = 10.0
     kind: str = "vllm"  # one of ENGINE_KINDS
     binary: str = ""  # llama.cpp only: a llama-server executable ("@env:VAR" reads its path from VAR)
+    tool_calls: str = "native"  # one of TOOL_CALL_MODES: how the episodes' agent calls tools on this engine
 
     # -- resolution of placeholders -------------------------------------------------------------
     def python_path(self) -> Path:
@@ -212,6 +217,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "api_key": (str, False),
     "startup_timeout_s": ((int, float), False),
     "stop_grace_s": ((int, float), False),
+    "tool_calls": (str, False),
 }
 _KNOB_FIELDS = {"values": list, "default": object, "apply": str, "target": str, "env": str, "description": str}
 
@@ -249,6 +255,9 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
         raise ProfileError(f"{where}: binary: only a llamacpp profile runs a binary (vLLM runs under python)")
     if "speculative_config" in data and kind != "vllm":
         raise ProfileError(f"{where}: speculative_config: vLLM's; a {kind} profile sets speculation by flags")
+    tool_calls = data.get("tool_calls", "native")
+    if tool_calls not in TOOL_CALL_MODES:
+        raise ProfileError(f"{where}: tool_calls: {tool_calls!r} is not one of: {', '.join(TOOL_CALL_MODES)}")
     port = data.get("port", "auto")
     if isinstance(port, str) and port != "auto":
         raise ProfileError(f'{where}: port: expected an integer or "auto", got {port!r}')
@@ -287,6 +296,7 @@ def parse_profile(data: dict[str, Any], source: Path) -> Profile:
         stop_grace_s=float(data.get("stop_grace_s", 10.0)),
         kind=kind,
         binary=data.get("binary", ""),
+        tool_calls=tool_calls,
     )
 
 

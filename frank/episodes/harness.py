@@ -79,7 +79,11 @@ def harness_spec(
     cache_salt: str,
     settings: EpisodeSettings,
     api_key: str = "frank",
+    tool_calls: str = "native",
+    context_tokens: int | None = None,
 ) -> dict[str, Any]:
+    """The episode's spec for the agent venv. `tool_calls`: the engine's mode (its profile's); with
+    "schema", `context_tokens` (the engine's context) bounds what tool output later requests carry."""
     extra: dict[str, Any] = {"cache_salt": cache_salt}
     if settings.thinking:
         extra["chat_template_kwargs"] = {"thinking": True}
@@ -100,6 +104,8 @@ def harness_spec(
         "model": model,
         "base_url": base_url.rstrip("/") + "/v1",
         "api_key": api_key,
+        "tool_calls": tool_calls,
+        "context_tokens": context_tokens,
         "log_dir": str(folder / "inspect"),
         "result": str(folder / "result.json"),
     }

@@ -43,11 +43,15 @@ from frank.episodes.grade import run_grader
 from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from frank.episodes.sandbox import check_available, prepare_workspace
 from frank.episodes.suite import Suite, load_suite
+from frank.episodes.target import EngineTarget, engine_target
 from frank.episodes.tasks import answer_path, draw_seed, materialize
 from frank.errors import FrankError
 from frank.jobs import lock_holder
 from frank.paths import private_dir, runs_dir, write_private
 
+# (draw number) -> (the URL of the engine the draw runs on, how its prompt cache is fresh: "cache_salt" or
+# "fresh engine start"); called as each draw begins
+FreshDraw = Callable[[int], tuple[str, str]]
 RESULTS = "results.jsonl"
 EVENTS = "events.jsonl"
 RUN_FILE = "run.json"
@@ -62,19 +66,10 @@ EPISODE_FIELDS = (
     "completion_tokens",
     "turns",
     "tool_calls",
+    "tool_call_mode",
+    "calls_in_sandbox",
+    "invalid_answers",
 )
-
-
-@dataclass(frozen=True)
-class DrawEngine:
-    """The engine a draw runs on (from a `fresh_draw` hook)."""
-
-    url: str
-    api_key: str | None  # the bearer key the engine wants (llama.cpp: its control token), or None
-    namespace: str  # how the draw's prompt cache is fresh: "cache_salt" or "fresh engine start"
-
-
-FreshDraw = Callable[[int], DrawEngine]  # called as each draw begins
 
 
 def episodes_root() -> Path:
@@ -143,25 +138,6 @@ def engine_endpoint(url: str | None) -> str:
     return found.rstrip("/")
 
 
-def _own_engine_key(url: str) -> str | None:
-    """The key of frank's running engine when `url` is that engine (never sent to another server)."""
-    from frank.engine.controller import EngineController
-
-    controller = EngineController()
-    status = controller.status(check_health=False)
-    return controller.client_api_key if status.url and status.url.rstrip("/") == url else None
-
-
-def served_model(url: str, api_key: str | None = None) -> str:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        resp = httpx.get(url + "/v1/models", timeout=10.0, headers=headers)
-        resp.raise_for_status()
-        return resp.json()["data"][0]["id"]
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-        raise FrankError(f"cannot reach the engine at {url} (/v1/models: {exc})") from None
-
-
 def engine_healthy(url: str) -> bool:
     try:
         return httpx.get(url + "/health", timeout=5.0).status_code == 200
@@ -179,22 +155,12 @@ class RecorderThread:
         out: Path,
         on_record: Callable[[dict[str, Any]], None],
         meta: dict[str, Any] | None = None,
-        api_key: str | None = None,
     ) -> None:
         from frank.workloads.recorder import Recorder
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="episodes-recorder", daemon=True)
-        # the harness sends a placeholder key: the engine's own (llama.cpp guards /v1) replaces it here
-        self.recorder = Recorder(
-            upstream,
-            out,
-            name="episodes-recording",
-            on_record=on_record,
-            meta=meta,
-            api_key=api_key,
-            replace_key=True,
-        )
+        self.recorder = Recorder(upstream, out, name="episodes-recording", on_record=on_record, meta=meta)
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self.recorder.start(), self.loop).result(10)
 
@@ -237,12 +203,10 @@ def run_episodes(
     stop: threading.Event | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     fresh_draw: FreshDraw | None = None,
-    api_key: str | None = None,
 ) -> RunOutcome:
     """Run (or resume) a run folder's episodes in order. The caller holds the run's lock (frank.episodes
-    .job.run does, through the job layer). `fresh_draw(draw)`, called as each draw begins, gives the
-    engine of the draw and says how its prompt cache is fresh (else: the salt, on the given engine).
-    `api_key` is the engine's (default: frank's running engine's, when the URL is that engine's)."""
+    .job.run does, through the job layer). `fresh_draw(draw)`, called as each draw begins, gives the URL of
+    the draw's engine and says how its prompt cache is fresh (else: the salt, on the given engine)."""
     folder = run_path(run)
     meta = read_run(folder)
     suite = load_suite(meta["suite"])
@@ -255,10 +219,7 @@ def run_episodes(
         check_available()
     except RuntimeError as exc:
         raise FrankError(f"cannot sandbox the agent's tools: {exc}") from None
-    base = engine_endpoint(url)
-    engine = DrawEngine(base, api_key if api_key is not None else _own_engine_key(base), "cache_salt")
-    model = served_model(engine.url, engine.api_key)
-    return _run(folder, meta, suite, settings, engine, model, stop or threading.Event(), on_event, fresh_draw)
+    return _run(folder, meta, suite, settings, engine_target(url), stop or threading.Event(), on_event, fresh_draw)
 
 
 def _run(
@@ -266,8 +227,7 @@ def _run(
     meta: dict[str, Any],
     suite: Suite,
     settings: EpisodeSettings,
-    engine: DrawEngine,
-    model: str,
+    target: EngineTarget,
     stop: threading.Event,
     on_event: Callable[[dict[str, Any]], None] | None,
     fresh_draw: FreshDraw | None = None,
@@ -281,7 +241,16 @@ def _run(
     done = {episode_key(r["draw"], r["task"]) for r in read_jsonl(folder / RESULTS)}
     todo = [(d, t) for d in range(1, meta["draws"] + 1) for t in suite.tasks if episode_key(d, t.id) not in done]
     outcome = RunOutcome(folder, "finished")
-    note("run_started", engine=engine.url, model=model, remaining=len(todo))
+    base = target.url
+    note(
+        "run_started",
+        engine=base,
+        model=target.model,
+        profile=target.profile,
+        tool_call_mode=target.tool_calls,
+        context_tokens=target.context_tokens,
+        remaining=len(todo),
+    )
     current: dict[str, Any] = {}
 
     def on_record(record: dict[str, Any]) -> None:
@@ -296,6 +265,7 @@ def _run(
         )
 
     salt_draw = None
+    namespace = "cache_salt"
     recorder: RecorderThread | None = None
     worker = HarnessWorker(folder / "harness.log")
     try:
@@ -307,12 +277,11 @@ def _run(
                 if recorder is not None:
                     recorder.close()
                     recorder = None
-                if fresh_draw is not None:
-                    engine = fresh_draw(draw)
+                if fresh_draw is not None:  # the draw's own engine: its key, model and tool-call mode
+                    url, namespace = fresh_draw(draw)
+                    target = engine_target(url)
                 graded = {"suite": suite.name, "suite_version": suite.version}
-                recorder = RecorderThread(
-                    engine.url, folder / "recording", on_record, meta=graded, api_key=engine.api_key
-                )
+                recorder = RecorderThread(target.url, folder / "recording", on_record, meta=graded)
                 salt, salt_draw = f"frank-episodes-{secrets.token_hex(8)}", draw
                 note(
                     "draw_started",
@@ -320,17 +289,17 @@ def _run(
                     seed=draw_seed(suite.seed, draw),
                     suite_version=suite.version,
                     cache_salt=salt,
-                    cache_namespace=engine.namespace,
-                    engine=engine.url,
+                    cache_namespace=namespace,
+                    engine=target.url,
                     recording_draw=recorder.recorder.draw_name,
                 )
             current.update(draw=draw, task=task.id)
             recorder.recorder.task_hint = task.id
             before = recorder.recorder.recorded
-            result = _run_episode(folder, suite, task, draw, recorder, worker, model, salt, settings, stop, note)
+            result = _run_episode(folder, suite, task, draw, recorder, worker, target, salt, settings, stop, note)
             result["recorded_requests"] = recorder.recorder.recorded - before
             result["recording_draw"] = recorder.recorder.draw_name
-            result["cache_namespace"] = engine.namespace
+            result["cache_namespace"] = namespace
             if result.get("error_kind") == "stopped":  # cut off, not finished: a resumed run runs it again
                 note("episode_cut", draw=draw, task=task.id, reason=result["detail"])
                 outcome.status, outcome.reason = "stopped", "stopped by the operator"
@@ -375,7 +344,7 @@ def _run_episode(
     draw: int,
     recorder: RecorderThread,
     worker: HarnessWorker,
-    model: str,
+    target: EngineTarget,
     salt: str,
     settings: EpisodeSettings,
     stop: threading.Event,
@@ -395,7 +364,18 @@ def _run_episode(
     prepare_workspace(workspace)  # the sandbox's user owns it; the sandbox mounts it and nothing around it
     started = time.time()
     note("episode_started", draw=draw, task=task.id)
-    spec = harness_spec(task, workspace, episode_dir, recorder.url, model, salt, settings)
+    spec = harness_spec(
+        task,
+        workspace,
+        episode_dir,
+        recorder.url,
+        target.model,
+        salt,
+        settings,
+        api_key=target.api_key,
+        tool_calls=target.tool_calls,
+        context_tokens=target.context_tokens,
+    )
     harness = worker.run(spec, episode_dir, stop_check=stop.is_set)
     record: dict[str, Any] = {
         "task": task.id,
@@ -411,9 +391,19 @@ def _run_episode(
         "call_s": harness.get("call_s"),
         "requests": harness.get("requests", 0),
         "prompt_tokens": harness.get("prompt_tokens", 0),
+        "cached_prompt_tokens": harness.get("cached_prompt_tokens", 0),
         "completion_tokens": harness.get("completion_tokens", 0),
         "turns": harness.get("turns", 0),
+        "tool_call_mode": target.tool_calls,
         "tool_calls": harness.get("tool_calls", 0),
+        "calls_in_sandbox": harness.get("calls_in_sandbox", 0),
+        "tool_errors": harness.get("tool_errors", 0),
+        "invalid_answers": harness.get("invalid_answers", 0),
+        "invalid_reasons": harness.get("invalid_reasons", []),
+        "outputs_cut": harness.get("outputs_cut", 0),
+        "longest_prompt_tokens": harness.get("longest_prompt_tokens"),
+        "longest_prompt_bound": harness.get("longest_prompt_bound"),
+        "submitted": harness.get("submitted", False),
         "last_tool": harness.get("last_tool"),
         "limit": harness.get("limit"),
         "harness_wall_s": harness.get("harness_wall_s"),
@@ -502,6 +492,9 @@ def report(run: str | Path) -> dict[str, Any]:
         "draws": draws,
         "total_s": round(sum(d["total_s"] for d in draws), 3),
         "passed": sum(d["passed"] for d in draws),
+        "tool_calls": sum(r.get("tool_calls") or 0 for r in results),
+        "invalid_answers": sum(r.get("invalid_answers") or 0 for r in results),
+        "tool_call_modes": sorted({r["tool_call_mode"] for r in results if r.get("tool_call_mode")}),
         "recording": str(folder / "recording"),
         "settings": meta["settings"],
     }

@@ -275,7 +275,6 @@ class EngineCellExecutor:
         so its engine is started afresh for every draw after the first."""
         from frank.engine.kinds import kind_of
         from frank.episodes.runner import (
-            DrawEngine,
             create_run,
             draw_totals,
             episode_measures,
@@ -291,19 +290,18 @@ class EngineCellExecutor:
         st = self._start(profile, knobs, slot, attempt, note)
         served = False  # whether a draw has run on this engine start
 
-        def fresh_draw(draw: int) -> DrawEngine:
+        def fresh_draw(draw: int) -> tuple[str, str]:
             nonlocal st, served
             if restart and served:
                 self._stop_engine()
                 note("engine_stopped", slot=slot.slot, attempt=attempt, reason=f"a fresh prompt cache for draw {draw}")
                 st = self._start(profile, knobs, slot, attempt, note)
             served = True
-            how = "fresh engine start" if restart else "cache_salt"
-            return DrawEngine(st.url or "", self.controller.client_api_key, how)
+            return st.url or "", "fresh engine start" if restart else "cache_salt"
 
         try:
             create_run(suite, design.episodes.draws, out=folder)
-            outcome = run_episodes(folder, st.url, fresh_draw=fresh_draw, api_key=self.controller.client_api_key)
+            outcome = run_episodes(folder, st.url, fresh_draw=fresh_draw)
             results = read_jsonl(folder / "results.jsonl")
             m = episode_measures(results)
             namespaces = {r["draw"]: r.get("cache_namespace") for r in results}

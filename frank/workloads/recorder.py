@@ -45,17 +45,12 @@ HOP_BY_HOP = frozenset(
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-def forward_headers(
-    raw: list[tuple[bytes, bytes]], api_key: str | None = None, replace_key: bool = False
-) -> list[tuple[str, str]]:
+def forward_headers(raw: list[tuple[bytes, bytes]], api_key: str | None = None) -> list[tuple[str, str]]:
     """The client's headers for the upstream: its own API key kept, hop-by-hop headers dropped, and
-    `api_key` added only when the client sent no Authorization header (or in its place, with `replace_key`:
-    for frank's own harness, whose key is a placeholder)."""
+    `api_key` added only when the client sent no Authorization header."""
     headers = [
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.decode("latin-1").lower() not in HOP_BY_HOP
     ]
-    if api_key and replace_key:
-        headers = [(k, v) for k, v in headers if k.lower() != "authorization"]
     if api_key and not any(k.lower() == "authorization" for k, _ in headers):
         headers.append(("Authorization", f"Bearer {api_key}"))
     return headers
@@ -81,7 +76,6 @@ class Recorder:
         allow_remote: bool = False,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         meta: dict[str, Any] | None = None,
-        replace_key: bool = False,
     ) -> None:
         if host not in LOOPBACK and not allow_remote:
             raise FrankError(
@@ -92,7 +86,6 @@ class Recorder:
         self.out = Path(out).expanduser()
         self.host, self.port = host, port
         self.api_key = api_key
-        self.replace_key = replace_key  # api_key replaces the client's own (see forward_headers)
         self.on_record = on_record  # called with each record once it is on disk (live progress)
         self.task_hint: str | None = None  # set by a harness that knows the task: names new conversations
         self.recorded = 0
@@ -244,7 +237,7 @@ class Recorder:
     ) -> None:
         assert self._client is not None
         target = request.target.decode("latin-1")
-        headers = forward_headers(request.headers, self.api_key, self.replace_key)
+        headers = forward_headers(request.headers, self.api_key)
         method = request.method.decode("ascii")
         started, t0 = time.time(), time.perf_counter()
         try:

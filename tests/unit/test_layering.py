@@ -20,8 +20,14 @@ def _modules() -> list[str]:
 
 
 # region_cache runs inside the vLLM API server (engine venv): it is checked by its own tests there.
-# inspect_harness and inspect_sandbox run in the agent venv (inspect-ai): checked below by what they import.
-AGENT_SIDE = ("frank.episodes.inspect_harness", "frank.episodes.inspect_sandbox")
+# the inspect harness, its sandbox and the schema agent run in the agent venv (inspect-ai): checked below by
+# what they import.
+AGENT_SIDE = (
+    "frank.episodes.inspect_harness",
+    "frank.episodes.inspect_sandbox",
+    "frank.episodes.schema_agent",
+    "frank.episodes.schema_calls",
+)
 HEADLESS = [
     m
     for m in _modules()
@@ -62,19 +68,19 @@ def _imports(module: str) -> set[str]:
 
 
 def test_agent_side_imports_only_stdlib_inspect_ai_and_the_stdlib_only_sandbox():
-    """The inspect harness and its sandbox run in .venv-agent, which has inspect-ai but not this project's
-    dependencies: they import the standard library, inspect-ai and frank.episodes.sandbox, which imports
-    the standard library only."""
+    """The inspect harness, its sandbox and the schema agent run in .venv-agent, which has inspect-ai (and
+    its jsonschema) but not this project's dependencies: they import the standard library, inspect-ai,
+    jsonschema, each other and frank.episodes.sandbox, which imports the standard library only."""
     stdlib = set(sys.stdlib_module_names)
     for module in AGENT_SIDE:
         names = _imports(module)
         roots = {n.split(".")[0] for n in names} - stdlib
-        assert roots <= {"inspect_ai", "frank"}, (module, roots)
-        project = {n for n in names if n.startswith("frank.")}
+        assert roots <= {"inspect_ai", "jsonschema", "frank"}, (module, roots)
+        project = {n for n in names if n.startswith("frank.") and not n.startswith(AGENT_SIDE)}
         assert project <= {
-            "frank.episodes.inspect_sandbox",
             "frank.episodes.sandbox.WORKSPACE",
             "frank.episodes.sandbox.Sandbox",
             "frank.episodes.sandbox.limits_preexec",
         }, (module, project)
+    assert {n.split(".")[0] for n in _imports("frank.episodes.schema_calls")} <= stdlib | {"__future__", "jsonschema"}
     assert {n.split(".")[0] for n in _imports("frank.episodes.sandbox")} <= stdlib | {"__future__"}

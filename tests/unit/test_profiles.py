@@ -151,6 +151,8 @@ def test_good_user_profile(tmp_path):
         (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
         (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
         (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
+        (GOOD.replace("port = 8123", 'port = 8123\ntool_calls = "guess"'), "tool_calls: 'guess' is not one of"),
+        (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected string"),
     ],
 )
 def test_bad_profile_names_file_and_field(tmp_path, text, field):
@@ -159,6 +161,13 @@ def test_bad_profile_names_file_and_field(tmp_path, text, field):
         load_profile_file(path)
     assert str(path) in str(err.value)
     assert field in str(err.value)
+
+
+def test_tool_call_mode_is_declared_by_the_profile_and_native_by_default(tmp_path):
+    assert load_profile_file(write(tmp_path, GOOD)).tool_calls == "native"
+    assert load_profile("embedded-cpu").tool_calls == "native"
+    # SmolLM2 answers in prose when offered tools: both of its engines constrain the calls
+    assert load_profile("embedded-cpu-smollm2").tool_calls == load_profile("llamacpp-cpu").tool_calls == "schema"
 
 
 def test_unknown_knob_and_bad_value_are_named():

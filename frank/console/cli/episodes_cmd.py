@@ -122,7 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.json and ev["event"] == "episode_done":
             print(
                 f"draw {ev['draw']} {ev['task']:<20} {ev['outcome']:<5} {ev['client_s'] or 0:8.2f} s "
-                f"{ev['turns']} turns {ev['tool_calls']} tool calls {ev['requests']} requests",
+                f"{ev['turns']} turns {ev['tool_calls']} tool calls ({ev.get('tool_call_mode')}, "
+                f"{ev.get('invalid_answers') or 0} refused) {ev['requests']} requests",
                 file=sys.stderr,
             )
 
@@ -139,16 +140,18 @@ def _human_report(p: dict) -> str:
     ]
     lines.append(
         f"  {'DRAW':>4} {'TASK':<20} {'OUTCOME':<7} {'CLIENT_S':>9} {'REQ':>4} {'PROMPT':>8} "
-        f"{'COMPL':>6} {'TURNS':>5} {'TOOLS':>5}"
+        f"{'COMPL':>6} {'TURNS':>5} {'TOOLS':>5} {'REFUSED':>7}"
     )
     for e in p["episodes"]:
         lines.append(
             f"  {e['draw']:>4} {e['task']:<20} {e['outcome']:<7} {e['client_s'] or 0:>9.2f} "
             f"{e['requests'] or 0:>4} {e['prompt_tokens'] or 0:>8} {e['completion_tokens'] or 0:>6} "
-            f"{e['turns'] or 0:>5} {e['tool_calls'] or 0:>5}"
+            f"{e['turns'] or 0:>5} {e['tool_calls'] or 0:>5} {e.get('invalid_answers') or 0:>7}"
         )
     for d in p["draws"]:
         lines.append(f"  draw {d['draw']}: total {d['total_s']:.2f} s, passed {d['passed']} of {d['episodes']}")
+    modes = ", ".join(p.get("tool_call_modes") or []) or "-"
+    lines.append(f"  tool calls: {p.get('tool_calls', 0)} ({modes}), refused answers: {p.get('invalid_answers', 0)}")
     lines.append(f"  recording: {p['recording']}")
     return "\n".join(lines)
 

@@ -1,0 +1,89 @@
+"""Live episodes on a real model that says something: SmolLM2-135M on llama.cpp (`llamacpp-cpu`, ready in
+seconds), whose profile declares constrained tool calls. Every answer is held to the JSON schema of the
+task's tools by the engine's grammar; the model's calls run with inspect's real tools in the sandbox, and
+the grader judges the workspace. One engine for the module, in its own FRANK_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from frank.episodes.runner import read_jsonl
+from frank.episodes.suite import BUILTIN_DIR
+from frank.workloads.format import check_workload
+
+pytestmark = pytest.mark.engine
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS = ("trace-fault", "rename-symbol")  # two of w01-mini's six: a log to search, a package to edit
+
+
+def frank(home: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "frank.console.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "FRANK_HOME": str(home), "PYTHONPATH": str(REPO)},
+    )
+
+
+@pytest.fixture(scope="module")
+def smollm2_llamacpp(tmp_path_factory):
+    home = tmp_path_factory.mktemp("smollm2-episodes-home")
+    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--json")
+    assert started.returncode == 0, started.stderr
+    yield home
+    stopped = frank(home, "engine", "stop", "--json")
+    assert stopped.returncode == 0, stopped.stderr
+
+
+def _suite(tmp_path: Path) -> Path:
+    """w01-mini's manifest cut to TASKS (its files, by absolute path)."""
+    text = (BUILTIN_DIR / "w01-mini.toml").read_text()
+    head, *blocks = text.split("[[tasks]]")
+    kept = [b for b in blocks if any(f'id = "{t}"' in b for t in TASKS)]
+    body = head.replace('name = "w01-mini"', 'name = "w01-mini-two"') + "".join(f"[[tasks]]{b}" for b in kept)
+    path = tmp_path / "w01-mini-two.toml"
+    path.write_text(body.replace('"w01/', f'"{BUILTIN_DIR}/w01/'))
+    return path
+
+
+def test_smollm2_on_llamacpp_makes_real_tool_calls_that_run_in_the_sandbox(smollm2_llamacpp, tmp_path):
+    out = frank(smollm2_llamacpp, "episodes", "run", str(_suite(tmp_path)), "--draws", "1", "--json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout)
+    assert report["status"] == "finished" and report["episodes_done"] == len(TASKS)
+    assert report["tool_call_modes"] == ["schema"]
+    assert report["tool_calls"] > 0, report["episodes"]
+    folder = Path(report["folder"])
+    results = read_jsonl(folder / "results.jsonl")
+    for r in results:
+        assert r["outcome"] in ("pass", "fail"), r  # graded from the workspace: the harness did not fail
+        assert r["tool_call_mode"] == "schema"
+        assert r["calls_in_sandbox"] == r["tool_calls"], r  # every call the model made ran in the sandbox
+        assert r["invalid_answers"] == len(r["invalid_reasons"]) or r["invalid_answers"] > 5
+        assert r["turns"] == r["requests"] == r["recorded_requests"] <= 3
+        # every request was held to SmolLM2's 8192-token context with room for its answer, by a bound the
+        # engine's own count of the prompt tokens stays under
+        assert 0 < r["longest_prompt_tokens"] <= r["longest_prompt_bound"] <= 8192 - 48
+    # what went to the engine: no tools, a response_format holding exactly the task's tools and submit
+    workload, errors = check_workload(Path(report["recording"]), keep=True)
+    assert errors == []
+    bodies = [r.body for draw in workload.draws for r in workload.requests[draw.name]]
+    assert len(bodies) == sum(r["requests"] for r in results)
+    for body in bodies:
+        assert "tools" not in body
+        choices = body["response_format"]["json_schema"]["schema"]["anyOf"]
+        assert sorted(c["properties"]["tool"]["enum"][0] for c in choices) == [
+            "bash",
+            "python",
+            "submit",
+            "text_editor",
+        ]
