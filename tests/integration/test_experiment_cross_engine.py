@@ -125,7 +125,7 @@ def test_arms_on_vllm_and_llamacpp_run_register_to_report(fresh_frank_home: Path
     restarts = [e for e in by_arm["llamacpp-smollm2"] if e["event"] == "engine_stopped" and e.get("reason")]
     assert [e["reason"] for e in restarts] == ["a fresh prompt cache for draw 2"]
 
-    # every episode reached its engine (llama.cpp's /v1 takes its key through the recorder) and was graded
+    # every episode reached its engine (llama.cpp's /v1 wants its key: each draw's own) and was graded
     for arm, namespace in (("vllm-tiny", "cache_salt"), ("llamacpp-smollm2", "fresh engine start")):
         [done] = [e for e in by_arm[arm] if e["event"] == "cell_done"]
         results = read_jsonl(Path(done["dir"]) / "results.jsonl")
