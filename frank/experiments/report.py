@@ -206,6 +206,13 @@ def analyze(
         verdict, reason = "not confirmed", f"guard failed: {', '.join(failed_guards)} ({reason})"
     elif verdict == "confirmed" and out.get("fidelity", {}).get("status") == "pass":
         reason += " and the fidelity rule holds"
+    elif out.get("fidelity", {}).get("status") == "unchecked":
+        # the fidelity rule is part of the decision: without its KL a confirmation is not one
+        why = f"the fidelity rule could not be evaluated ({out['fidelity']['detail']})"
+        if verdict == "confirmed":
+            verdict, reason = "incomplete", f"{reason}, but {why}"
+        elif verdict == "not confirmed":
+            reason = f"{reason}; {why}"
     unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
     if unchecked:
         out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
@@ -404,7 +411,7 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
             by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
     starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
     control = design.arm(design.rule.control)
-    return evaluate(
+    result = evaluate(
         design.fidelity,
         starts,
         design.rule.treatment,
@@ -413,6 +420,18 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
         control_knobs=control.knob_dict,
         floors=floors or None,
     )
+    unavailable = [
+        {"start": o.start, "arm": o.arm, "reason": o.fidelity["unavailable"]}
+        for o in obs
+        if o.fidelity and o.fidelity.get("unavailable")
+    ]
+    if unavailable:
+        result["unavailable"] = unavailable
+        if result["status"] == "unchecked":
+            result["detail"] = "no KL measured in " + "; ".join(
+                f"start {u['start']} ({u['arm']}): {u['reason']}" for u in unavailable
+            )
+    return result
 
 
 def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
@@ -558,7 +577,15 @@ def report_for_run(run: Any) -> dict[str, Any]:
             for s in sorted(progress.attempts)
         },
         measures={str(s.slot + 1): (progress.done(s.slot) or {}).get("measures") for s in run.slots},
+        arms=[{"name": a.name, "profile": a.profile, "kind": _engine_kind(a.profile)} for a in run.design.arms],
     )
+    draws = [
+        {"start": s.slot + 1, "arm": s.arm, **d}
+        for s in run.slots
+        for d in ((progress.done(s.slot) or {}).get("measures") or {}).get("draws") or []
+    ]
+    if draws:
+        report["draws"] = draws
     return report
 
 
@@ -587,6 +614,15 @@ def results_csv_for_run(run: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _engine_kind(profile: str) -> str | None:
+    from frank.engine.profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(profile).kind
+    except ProfileError:
+        return None
+
+
 # -- text -----------------------------------------------------------------------------------------------
 
 
@@ -610,6 +646,7 @@ def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[s
             f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
             f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}"
         )
+    lines += [f"  no KL: start {u['start']} ({u['arm']}): {u['reason']}" for u in fid.get("unavailable", [])]
     return lines + [f"  note: {n}" for n in fid.get("notes", [])]
 
 
@@ -652,6 +689,11 @@ def format_report(r: dict[str, Any]) -> str:
         for c in r.get("criteria", []):
             mark = {True: "met", False: "NOT met", None: "no data"}[c["met"]]
             lines.append(f"  {c['text']}: {_num(c['treatment'])} vs {_num(c['control'])}  {mark}")
+    for d in r.get("draws", []):
+        lines.append(
+            f"  start {d['start']:>2}  {d['arm']:<14} draw {d['draw']}: {d['total_s']:.1f} s, "
+            f"{d['passed']} of {d['episodes']} passed, {d['errors']} errors ({d.get('cache_namespace') or '-'})"
+        )
     if r.get("p_value") is not None:
         lines.append(
             f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "

@@ -193,6 +193,10 @@ def _detach(run: registry.Run, as_json: bool) -> int:
     return 0
 
 
+def _num(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
 def _event_line(e: dict[str, Any]) -> str:
     kind = e.get("event", "?")
     where = f"start {e['slot'] + 1}" if "slot" in e else ""
@@ -204,6 +208,10 @@ def _event_line(e: dict[str, Any]) -> str:
         ),
         "engine_ready": lambda: f"pid {e.get('pid')} ready in {e.get('ready_s')} s",
         "replay_done": lambda: f"{e.get('requests')} requests, {e.get('failed')} failed",
+        "episodes_done": lambda: f"{e.get('episodes')} episodes, {e.get('passed')} passed, {e.get('errors')} errors",
+        "engine_stopped": lambda: str(e.get("reason", "")),
+        "fidelity_done": lambda: " ".join(f"{k} {_num(v)}" for k, v in (e.get("kl") or {}).items()),
+        "fidelity_unavailable": lambda: str(e.get("reason", "")),
         "cell_done": lambda: f"value {e.get('value'):.6g}" if isinstance(e.get("value"), (int, float)) else "",
         "cell_failed": lambda: str(e.get("error", "")),
         "cell_interrupted": lambda: str(e.get("reason", "")),
