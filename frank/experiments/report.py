@@ -57,13 +57,37 @@ _COLUMNS = {
 }
 
 
+PROVENANCE_KEYS = ("run", "design", "design-sha256")  # `# key: value` comment lines of an exported run
+
+
+def results_provenance(text: str) -> dict[str, tuple[int, str]]:
+    """The `# run: ...`, `# design: ...`, `# design-sha256: ...` comments of a results CSV: key -> (line,
+    value). Written by `frank experiment report RUN --csv`; absent from measures taken elsewhere."""
+    out: dict[str, tuple[int, str]] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            continue
+        key, sep, value = stripped[1:].strip().partition(":")
+        if sep and key.strip() in PROVENANCE_KEYS and key.strip() not in out:
+            out[key.strip()] = (n, value.strip())
+    return out
+
+
 def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
-    """Rows: start order, block, arm, value (and `measure` for a criteria design). `#` lines are comments."""
+    """Rows: start order, block, arm, value (and `measure` for a criteria design). `#` lines are comments;
+    a `# design-sha256: HEX` comment (an exported registered run) must name this design."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    stated = results_provenance(text).get("design-sha256")
+    if stated and stated[1] != design.sha256:
+        raise ResultsError(
+            f"{path}:{stated[0]}: design-sha256 {stated[1][:12]}… is not the design's ({design.name}, "
+            f"{design.sha256[:12]}…): these results are of another design"
+        )
     lines = [
         (n, line)
         for n, line in enumerate(text.splitlines(), start=1)
@@ -486,9 +510,9 @@ def _revert(
 # -- from a run's journal -------------------------------------------------------------------------------
 
 
-def report_for_run(run: Any) -> dict[str, Any]:
-    events = read_events(run.journal_path)
-    progress = fold(events)
+def run_observations(run: Any, progress: Any = None) -> tuple[list[Observation], dict[str, int], Any]:
+    """(observations, failed attempts per arm, journal progress) of a registered run's finished starts."""
+    progress = progress if progress is not None else fold(read_events(run.journal_path))
     obs = []
     failed_attempts: dict[str, int] = {}
     for slot in run.slots:
@@ -526,6 +550,11 @@ def report_for_run(run: Any) -> dict[str, Any]:
                 output_hashes=done.get("output_hashes"),
             )
         )
+    return obs, failed_attempts, progress
+
+
+def report_for_run(run: Any) -> dict[str, Any]:
+    obs, failed_attempts, progress = run_observations(run)
     order = [s.to_json() for s in run.slots]
     report = analyze(
         run.design, obs, source="run", order=order, failed_attempts=failed_attempts, voided=progress.voided
@@ -558,6 +587,31 @@ def report_for_run(run: Any) -> dict[str, Any]:
     if draws:
         report["draws"] = draws
     return report
+
+
+def results_csv_for_run(run: Any) -> str:
+    """A registered run's values as the CSV `frank experiment analyze` reads, with its provenance in comment
+    lines (run id, design name and canonical sha256, order) and what its own report decided, guards included:
+    the CSV carries only the values, so a guard is `unchecked` when the CSV is analyzed, and the run's own
+    report stays the record of it."""
+    report = report_for_run(run)
+    obs, _, _ = run_observations(run)
+    design = run.design
+    criteria = design.rule.test == "criteria"
+    lines = [
+        f"# frank experiment report {run.run_id} --csv: the values of a registered run, for `frank experiment analyze`",
+        f"# run: {run.run_id}",
+        f"# design: {design.name}",
+        f"# design-sha256: {design.sha256}",
+        f"# order: seed {report.get('seed')}, index {report.get('order_index')} of {report.get('order_count')}",
+        f"# decided in the run: {report.get('decision')}, p = {report.get('p_fraction') or report.get('p_value')}",
+    ]
+    lines += [f"# guard in the run: {g['name']}: {g['status']} ({g['detail']})" for g in report.get("guards", [])]
+    lines.append("start_order,block,arm,value" + (",measure" if criteria else ""))
+    for o in obs:
+        row = [str(o.start), "" if o.block is None else str(o.block), o.arm, repr(float(o.value))]
+        lines.append(",".join(row + ([o.measure] if criteria else [])))
+    return "\n".join(lines) + "\n"
 
 
 def _engine_kind(profile: str) -> str | None:
