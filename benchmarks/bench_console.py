@@ -43,7 +43,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.bench_telemetry import cpu_seconds, ensure_peer  # noqa: E402
 
 CONSOLE = "console"
-PEER = "peer vllm-htop --interval 1"
+PEER_INTERVAL_S = 1.0
+PEER = f"peer vllm-htop --interval {PEER_INTERVAL_S:g}"
 SAMPLER = "telemetry sampler alone"
 
 SAMPLER_ONLY = """
@@ -158,7 +159,7 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
         commands["baseline console"] = (f"{env(baseline_src)} {sys.executable} -m frank.console.cli", baseline_src)
     if peer:
         url = EngineController().status().url
-        commands[PEER] = (f"{peer} --url {url} --interval 1", str(REPO))
+        commands[PEER] = (f"{peer} --url {url} --interval {PEER_INTERVAL_S:g}", str(REPO))
     sessions = {label: _tmux_session(tmux, socket, cmd, cwd) for label, (cmd, cwd) in commands.items()}
     sampler = subprocess.Popen([sys.executable, "-c", SAMPLER_ONLY, str(seconds + 15)], cwd=str(REPO))
     try:
@@ -184,6 +185,18 @@ def idle_cpu(seconds: float, baseline_src: str | None = None, peer: str | None =
         "dashboard_showed_ready": {k: "● ready" in v for k, v in panes.items() if "console" in k},
         "peer_showed": {k: bool(v.strip()) for k, v in panes.items() if k == PEER},
     }
+
+
+def refresh_intervals(with_peer: bool) -> str:
+    """How often each tool redraws in this run: a fair comparison needs the same interval."""
+    from frank.console import config
+
+    every = config.load()[0].refresh_s
+    console = f"console: a sample every {every:g} s, the rows it changed redrawn (refresh_s, {config.config_path()})"
+    if not with_peer:
+        return console
+    peer = PEER.removeprefix("peer ")
+    return f"{console}; {peer}: a /metrics fetch and a full redraw every {PEER_INTERVAL_S:g} s, keys polled every 0.2 s"
 
 
 def verdict(cpu_pct: dict[str, float]) -> str:
@@ -297,6 +310,7 @@ def main() -> int:
                 f"idle, engine ready, side by side over the same {r['wall_s']:.0f} s (load "
                 f"{os.getloadavg()[0]:.2f} on {psutil.cpu_count()} cores; target: the console below the peer):"
             )
+            print(f"  refresh: {refresh_intervals(peer is not None)}")
             for label, value in r["cpu_pct"].items():
                 print(f"  {label:32s} {value:6.2f}% of one core")
             print(f"  dashboards showed ready: {r['dashboard_showed_ready']}; peer drew its screen: {r['peer_showed']}")

@@ -10,7 +10,11 @@ cache_salt per draw as vLLM's first-block extra key):
 
 - hand-off: msgspec decode of the prompt IDs as vLLM sends them (an EngineCoreRequest's `list[int]`), against
   sending them as packed bytes and rebuilding the list (`array.tolist`, `numpy.frombuffer(...).tolist`).
-  Every variant must rebuild a list of the same ints (checked), because vLLM's Request keeps one;
+  Every variant must rebuild a list of the same ints (checked), because vLLM's Request keeps one; and the
+  held-prompt delta (`frank.engine.front_end.held_prompt`): the API server's choice of the held previous
+  turn (a full comparison) and encode of (ref, common, suffix), the engine core's decode and rebuild
+  `held[:common] + suffix` (later turns only: a first turn goes whole). The previous turn's list shares its
+  int objects with the next one, as the region cache's joined chunk lists do;
 - block hashes: vLLM's own `get_request_block_hasher` (pickle + SHA-256 per block, `--prefix-caching-hash-algo`
   sha256) against the same hasher through `frank.engine.front_end.block_hash_memo` (a bounded memo keyed by
   the hash function's whole input: parent hash, block token tuple, extra keys). The hashes are compared
@@ -70,11 +74,43 @@ def _handoff(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
         request_id: str
         prompt_token_ids: bytes
 
+    class ReqDelta(msgspec.Struct, array_like=True):  # the delta in an untyped field, as the part sends it
+        request_id: str
+        prompt_token_ids: list[int] | None
+        reasoning_parser_kwargs: dict[str, Any] | None
+
+    from frank.engine.front_end.held_prompt import KEY, choose_reference
+
     enc = msgspec.msgpack.Encoder()
     dec = msgspec.msgpack.Decoder(Req)
     dec_bytes = msgspec.msgpack.Decoder(ReqBytes)
-    rows = {"msgpack_list": [], "bytes_array_tolist": [], "bytes_numpy_tolist": [], "encode_list": []}
-    for prompt in prompts:
+    dec_delta = msgspec.msgpack.Decoder(ReqDelta)
+    rows: dict[str, list[float]] = {
+        "msgpack_list": [],
+        "bytes_array_tolist": [],
+        "bytes_numpy_tolist": [],
+        "encode_list": [],
+        "held_api_server": [],
+        "held_engine_core": [],
+    }
+
+    def send_delta(prompt: list[int], prev: list[int]) -> bytes:
+        _, ref, common = choose_reference(prompt, [(1, prev)])
+        return enc.encode(ReqDelta("r", None, {KEY: [1, 1, len(ref), common, 2, prompt[common:]]}))
+
+    def rebuild(wire: bytes, prev: list[int]) -> list[int]:
+        delta = dec_delta.decode(wire).reasoning_parser_kwargs[KEY]
+        ids = prev[: delta[3]]
+        ids += delta[5]
+        return ids
+
+    for k, prompt in enumerate(prompts):
+        if k:
+            prev = prompts[k - 1]
+            wire_d = send_delta(prompt, prev)
+            assert rebuild(wire_d, prev) == prompt
+            rows["held_api_server"].append(_median_ms(lambda p=prompt, q=prev: send_delta(p, q), repeat))
+            rows["held_engine_core"].append(_median_ms(lambda w=wire_d, q=prev: rebuild(w, q), repeat))
         wire = enc.encode(Req("r", prompt))
         wire_b = enc.encode(ReqBytes("r", array.array("i", prompt).tobytes()))
         assert dec.decode(wire).prompt_token_ids == prompt
@@ -251,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  engine core msgpack decode of list[int] {h['msgpack_list']:.2f}   (vLLM today)")
     print(f"  packed bytes -> array.tolist            {h['bytes_array_tolist']:.2f}")
     print(f"  packed bytes -> numpy.tolist            {h['bytes_numpy_tolist']:.2f}")
+    print(f"  held-prompt delta, API server (compare + encode)   {h['held_api_server']:.2f}   (later turns)")
+    print(f"  held-prompt delta, engine core (decode + rebuild)  {h['held_engine_core']:.2f}   (later turns)")
     print("block hashes, ms per request:")
     print(
         f"  vLLM (pickle + SHA-256 per block)  first turn {b['vllm_first_turn_ms']:.2f}, "

@@ -26,6 +26,7 @@ by their leaf frame (py-spy's own idle test misses waits inside C calls here). p
 the engine venv (`.venv-engine/bin/pip install py-spy`).
 
     .venv/bin/python benchmarks/profile_region_cache_engine.py --arm on [--draws draw-1] [--json]
+        [--with detok_tail=on --with block_hash_memo=on]   # the front-end parts too (docs/front-end-parts.md)
 """
 
 from __future__ import annotations
@@ -163,6 +164,22 @@ def _engine_core_pid(server_pid: int) -> int | None:
     return None
 
 
+def _part_counters(url: str, token: str, knobs: dict[str, str]) -> dict[str, Any]:
+    """The counters of the front-end parts switched on (so a figure says the part did act), read before
+    the engine stops."""
+    from frank.engine.front_end.catalog import PARTS
+    from frank.engine.front_end.client import PartsClient
+
+    out: dict[str, Any] = {}
+    for part in PARTS.values():
+        if knobs.get(part.knob) == "on":
+            try:
+                out[part.name] = PartsClient(url, token).part(part.name)
+            except Exception as exc:  # a figure without its counters still prints, saying why
+                out[part.name] = {"error": str(exc)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arm", choices=("on", "off", "empty"), default="on")
@@ -173,8 +190,22 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=int, default=500, help="py-spy samples per second (0: no py-spy, the front end alone)"
     )
     parser.add_argument("--keep", type=Path, default=None, help="copy the raw py-spy stacks into this folder")
+    parser.add_argument(
+        "--with",
+        dest="knobs",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="another knob at start, e.g. --with detok_tail=on --with block_hash_memo=on (repeatable)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    knobs = {"region_cache": "on" if args.arm == "on" else "off"}
+    for item in args.knobs:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            parser.error(f"--with {item!r}: expected KNOB=VALUE")
+        knobs[name] = value
 
     py_spy = paths.engine_venv_python().parent / "py-spy"
     if args.rate and not py_spy.exists():
@@ -184,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.arm == "empty":
         workload = _emptied_workload(workload, args.draws, tmp / "workload")
     controller = EngineController(state_dir=tmp / "state")
-    status = controller.start(args.profile, {"region_cache": "on" if args.arm == "on" else "off"})
+    status = controller.start(args.profile, knobs)
     spies: list[subprocess.Popen[bytes]] = []
     raws = {name: tmp / f"{name.replace(' ', '-')}.txt" for name in PROCESS_NAMES}
     try:
@@ -218,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         summary = start_replay(workload, status.url, options, out=tmp / "replay").run_sync()
         duration = time.monotonic() - t0
+        parts = _part_counters(status.url or "", controller.token or "", knobs)
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
@@ -235,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "arm": args.arm,
         "profile": args.profile,
+        "knobs": knobs,
         "draws": args.draws,
         "requests": requests,
         "load_avg": load,
@@ -244,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "front_end_warm_ms_per_request": 1000 * (front_end - cold_s) / (requests - cold),
         "cpu_ms_per_request": {},
         "ticks": {},
+        "parts": parts,
     }
     for name, path in raws.items():
         bins, ticks = read_raw(path)
@@ -260,11 +294,18 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"arm {args.arm} on {args.profile}, {requests} requests, load average {load[0]:.1f}: front end "
+        f"arm {args.arm} on {args.profile} ({', '.join(f'{k}={v}' for k, v in knobs.items())}), "
+        f"{requests} requests, load average {load[0]:.1f}: front end "
         f"(TTFT - queue - prefill) {result['front_end_ms_per_request']:.1f} ms per request (fresh "
         f"conversations {result['front_end_cold_ms_per_request'] or 0:.1f} ms, the rest "
         f"{result['front_end_warm_ms_per_request']:.1f} ms)"
     )
+    for name, snap in parts.items():
+        counts = {
+            **snap.get("counts", {}),
+            **{f"core.{k}": v for k, v in snap.get("engine_core", {}).get("counts", {}).items()},
+        }
+        print(f"  part {name}: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or str(snap)))
     print(f"  {'busy ms per request':20} " + " ".join(f"{n:>12}" for n in PROCESS_NAMES))
     for s in STEP_NAMES:
         print(f"  {s:20} " + " ".join(f"{result['cpu_ms_per_request'][n][s]:12.2f}" for n in PROCESS_NAMES))

@@ -46,11 +46,16 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
         design, design_path = part_design(campaign, part, ev.design)
         out["design"] = design_path
         if ev.results:
-            from frank.experiments.report import analyze, read_results_csv
+            from frank.experiments.report import analyze, read_results_csv, results_provenance
 
             results = campaign.resolve(ev.results)
             report = analyze(design, read_results_csv(results, design), source="external")
             out.update(source="results", results=str(results), **_summary(report))
+            # exported from a registered run (`frank experiment report RUN --csv`): its design hash was
+            # checked by read_results_csv; the run id says which run's report holds the guards
+            exported = results_provenance(results.read_text()).get("run")
+            if exported:
+                out["results_run_id"] = exported[1]
         else:
             report = run_report(ev.run)
             out.update(source="run", run_id=report["run_id"], **_summary(report))

@@ -30,6 +30,7 @@ def _front_end_part(part: str) -> Callable[[Any, str, str], None]:
 HANDLERS: dict[str, Callable[[Any, str, str], None]] = {
     "region_cache": _region_cache,
     "detok_tail": _front_end_part("detok-tail"),
+    "held_prompt": _front_end_part("held-prompt"),
 }
 
 

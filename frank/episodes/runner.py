@@ -13,7 +13,9 @@ A run folder (`runs_dir()/episodes/<run-id>/`, 0700) holds:
   of the run, one recorder session (one workload draw) per episode draw and run session.
 
 One draw runs every task of the suite in the manifest's order, in one fresh prompt-cache namespace
-(`cache_salt`, fresh per draw and per resumed session). `run_episodes` on an existing folder resumes at the
+(`cache_salt`, fresh per draw and per resumed session). An engine that keys no cache on the salt (llama.cpp)
+shares its cache across draws, unless the caller gives `fresh_draw`, which readies a fresh engine for each
+draw (the experiment runner restarts it) and says how. `run_episodes` on an existing folder resumes at the
 first unfinished episode; an episode cut off half-way (killed, or stopped by SIGTERM/Ctrl-C) is started
 again from a fresh workspace. An episode whose grader crashes is `error` and the run goes on; an engine
 that stops answering marks the episode `error` and stops the run (exit status 3), which a later `run`
@@ -47,6 +49,9 @@ from frank.errors import FrankError
 from frank.jobs import lock_holder
 from frank.paths import private_dir, runs_dir, write_private
 
+# (draw number) -> (the URL of the engine the draw runs on, how its prompt cache is fresh: "cache_salt" or
+# "fresh engine start"); called as each draw begins
+FreshDraw = Callable[[int], tuple[str, str]]
 RESULTS = "results.jsonl"
 EVENTS = "events.jsonl"
 RUN_FILE = "run.json"
@@ -197,9 +202,11 @@ def run_episodes(
     *,
     stop: threading.Event | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    fresh_draw: FreshDraw | None = None,
 ) -> RunOutcome:
     """Run (or resume) a run folder's episodes in order. The caller holds the run's lock (frank.episodes
-    .job.run does, through the job layer)."""
+    .job.run does, through the job layer). `fresh_draw(draw)`, called as each draw begins, gives the URL of
+    the draw's engine and says how its prompt cache is fresh (else: the salt, on the given engine)."""
     folder = run_path(run)
     meta = read_run(folder)
     suite = load_suite(meta["suite"])
@@ -212,7 +219,7 @@ def run_episodes(
         check_available()
     except RuntimeError as exc:
         raise FrankError(f"cannot sandbox the agent's tools: {exc}") from None
-    return _run(folder, meta, suite, settings, engine_target(url), stop or threading.Event(), on_event)
+    return _run(folder, meta, suite, settings, engine_target(url), stop or threading.Event(), on_event, fresh_draw)
 
 
 def _run(
@@ -223,6 +230,7 @@ def _run(
     target: EngineTarget,
     stop: threading.Event,
     on_event: Callable[[dict[str, Any]], None] | None,
+    fresh_draw: FreshDraw | None = None,
 ) -> RunOutcome:
     def note(event: str, **fields: Any) -> None:
         record = {"event": event, "t": round(time.time(), 3), **fields}
@@ -257,6 +265,7 @@ def _run(
         )
 
     salt_draw = None
+    namespace = "cache_salt"
     recorder: RecorderThread | None = None
     worker = HarnessWorker(folder / "harness.log")
     try:
@@ -267,8 +276,12 @@ def _run(
             if draw != salt_draw:  # a fresh prompt-cache namespace per draw (and per resumed session)
                 if recorder is not None:
                     recorder.close()
+                    recorder = None
+                if fresh_draw is not None:  # the draw's own engine: its key, model and tool-call mode
+                    url, namespace = fresh_draw(draw)
+                    target = engine_target(url)
                 graded = {"suite": suite.name, "suite_version": suite.version}
-                recorder = RecorderThread(base, folder / "recording", on_record, meta=graded)
+                recorder = RecorderThread(target.url, folder / "recording", on_record, meta=graded)
                 salt, salt_draw = f"frank-episodes-{secrets.token_hex(8)}", draw
                 note(
                     "draw_started",
@@ -276,6 +289,8 @@ def _run(
                     seed=draw_seed(suite.seed, draw),
                     suite_version=suite.version,
                     cache_salt=salt,
+                    cache_namespace=namespace,
+                    engine=target.url,
                     recording_draw=recorder.recorder.draw_name,
                 )
             current.update(draw=draw, task=task.id)
@@ -284,6 +299,7 @@ def _run(
             result = _run_episode(folder, suite, task, draw, recorder, worker, target, salt, settings, stop, note)
             result["recorded_requests"] = recorder.recorder.recorded - before
             result["recording_draw"] = recorder.recorder.draw_name
+            result["cache_namespace"] = namespace
             if result.get("error_kind") == "stopped":  # cut off, not finished: a resumed run runs it again
                 note("episode_cut", draw=draw, task=task.id, reason=result["detail"])
                 outcome.status, outcome.reason = "stopped", "stopped by the operator"

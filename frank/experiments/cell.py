@@ -249,12 +249,18 @@ class EngineCellExecutor:
         return st
 
     def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any] | None:
-        """The fidelity rule's measure, while the arm's engine is still up (after its replay or episodes)."""
+        """The fidelity rule's measure, while the arm's engine is still up (after its replay or episodes). An
+        engine that cannot be measured (an engine kind without the log-probabilities it needs, say) gives
+        no KL, with the reason: never a made-up one."""
         if run.design.fidelity is None:
             return None
         from frank.experiments.fidelity import measure_cell
 
-        fidelity = measure_cell(run.design.fidelity, run.cell_dir(slot.slot, attempt), self.controller)
+        try:
+            fidelity = measure_cell(run.design.fidelity, run.cell_dir(slot.slot, attempt), self.controller)
+        except FrankError as exc:  # the start's measures stay; the rule reports this start's KL as missing
+            note("fidelity_unavailable", slot=slot.slot, attempt=attempt, reason=str(exc))
+            return {"sets": {}, "unavailable": str(exc)}
         note(
             "fidelity_done", slot=slot.slot, attempt=attempt, kl={name: v["kl"] for name, v in fidelity["sets"].items()}
         )
@@ -263,19 +269,43 @@ class EngineCellExecutor:
     def _execute_episodes(
         self, run: Run, slot: Slot, attempt: int, note: Note, profile: str, knobs: dict[str, Any]
     ) -> dict[str, Any]:
-        """The cell's episodes: the suite's draws on a fresh engine with the arm's knobs, then fidelity."""
-        from frank.episodes.runner import create_run, episode_measures, read_jsonl, run_episodes
+        """The cell's episodes: the suite's draws on a fresh engine with the arm's knobs, each draw in a fresh
+        prompt cache, then fidelity. vLLM keys its prefix cache on the request's `cache_salt` (fresh per
+        draw); llama.cpp has no such namespace (a slot's KV and its RAM prompt cache serve every request),
+        so its engine is started afresh for every draw after the first."""
+        from frank.engine.kinds import kind_of
+        from frank.episodes.runner import (
+            create_run,
+            draw_totals,
+            episode_measures,
+            read_jsonl,
+            run_episodes,
+        )
 
         design = run.design
         assert design.episodes is not None
         suite = self._suite(run)
         folder = run.cell_dir(slot.slot, attempt) / "episodes"
+        restart = kind_of(load_profile(profile)).fresh_cache == "restart"
         st = self._start(profile, knobs, slot, attempt, note)
+        served = False  # whether a draw has run on this engine start
+
+        def fresh_draw(draw: int) -> tuple[str, str]:
+            nonlocal st, served
+            if restart and served:
+                self._stop_engine()
+                note("engine_stopped", slot=slot.slot, attempt=attempt, reason=f"a fresh prompt cache for draw {draw}")
+                st = self._start(profile, knobs, slot, attempt, note)
+            served = True
+            return st.url or "", "fresh engine start" if restart else "cache_salt"
+
         try:
             create_run(suite, design.episodes.draws, out=folder)
-            outcome = run_episodes(folder, st.url)
+            outcome = run_episodes(folder, st.url, fresh_draw=fresh_draw)
             results = read_jsonl(folder / "results.jsonl")
             m = episode_measures(results)
+            namespaces = {r["draw"]: r.get("cache_namespace") for r in results}
+            m["draws"] = [d | {"cache_namespace": namespaces.get(d["draw"])} for d in draw_totals(results)]
             note(
                 "episodes_done",
                 slot=slot.slot,
@@ -284,6 +314,7 @@ class EngineCellExecutor:
                 episodes=len(results),
                 passed=m["episodes_passed"],
                 errors=m["episode_errors"],
+                draws=m["draws"],
                 dir=str(folder),
             )
             fidelity = self._fidelity(run, slot, attempt, note) if outcome.status == "finished" else None

@@ -472,18 +472,50 @@ def _parse_revert(raw: Any, where: str) -> Revert:
 
 
 def check_arm_profiles(design: Design, where: str) -> None:
-    """Each arm's profile exists and its knob values are allowed (registration checks this)."""
+    """Each arm's profile exists, its knob values are allowed, and its engine kind can take the design's
+    measure and guards (registration checks this; every error names the field)."""
     if not design.runnable:
         return
+    from frank.engine.kinds import kind_of
     from frank.engine.profiles import ProfileError, load_profile
 
     if design.fidelity is not None:
         check_sets(design.fidelity, where)
+    served: dict[str, str] = {}
     for i, arm in enumerate(design.arms):
+        field = "profile" if arm.profile == design.profile else f"arms[{i}].profile"
         try:
-            load_profile(arm.profile).resolve_knobs(arm.knob_dict)
+            profile = load_profile(arm.profile)
         except ProfileError as exc:
-            raise DesignError(f"{where}: arms[{i}] ({arm.name}): {exc}") from None
+            raise DesignError(f"{where}: {field}: {exc} (arm {arm.name!r})") from None
+        kind = kind_of(profile)
+        try:
+            profile.resolve_knobs(arm.knob_dict)
+        except ProfileError as exc:
+            raise DesignError(
+                f"{where}: arms[{i}].knobs: {exc} (arm {arm.name!r} runs {profile.name}, a {kind.label} engine)"
+            ) from None
+        for asked, needs, named in _KIND_NEEDS:
+            lacking = asked(design) and kind.lacks.get(needs)
+            if lacking:
+                raise DesignError(
+                    f"{where}: {named}: arm {arm.name!r} runs {profile.name}, a {kind.label} engine: {lacking}"
+                )
+        served[arm.name] = profile.served_model_name
+    if design.fidelity is not None and len(set(served.values())) > 1:
+        (a, ma), (b, mb) = served.items()
+        raise DesignError(
+            f"{where}: arms[1].profile: arm {b!r} serves {mb!r}, arm {a!r} serves {ma!r}: the fidelity rule compares "
+            "each arm's KL against one reference model, so both arms must serve the same model"
+        )
+
+
+# What a design asks of every arm's engine: (asks it?, what the engine must give, the field that asks);
+# frank.engine.kinds' EngineKind.lacks says what a kind cannot give.
+_KIND_NEEDS = (
+    (lambda d: d.workload is not None and d.measure == "front_end_per_draw", "front_end_s", "measure.name"),
+    (lambda d: d.guards.prompt_token_ids_identical, "prompt_token_ids", "guards.prompt_token_ids_identical"),
+)
 
 
 # -- canonical form ---------------------------------------------------------------------------------

@@ -23,7 +23,10 @@ def _rule_text(r: dict[str, Any]) -> str:
             f"{r['treatment']} {r.get('direction')} than {r['control']}: one-sided exact permutation test "
             f"over every balanced relabelling, p <= {r.get('alpha')}"
         )
-    return "all criteria hold: " + "; ".join(c["text"] for c in r.get("criteria", []))
+    rules = [c["text"] for c in r.get("criteria", [])]
+    if r.get("fidelity"):
+        rules.append(f"mean KL per set: {r['treatment']} no higher than {r['control']} + floor")
+    return "all hold: " + "; ".join(rules)
 
 
 def experiment_page(r: dict[str, Any]) -> str:
@@ -40,6 +43,8 @@ def experiment_page(r: dict[str, Any]) -> str:
         ("treatment", r["treatment"]),
         ("control", r["control"]),
     ]
+    for arm in r.get("arms", []):
+        facts.append((f"arm {arm['name']}", f"profile {arm['profile']} ({arm.get('kind') or 'unknown'} engine)"))
     if r.get("run_id"):
         facts += [
             ("run", r["run_id"]),
@@ -93,7 +98,7 @@ def experiment_page(r: dict[str, Any]) -> str:
             page.paragraph(
                 f"mean effect {r['mean_effect_pct']:+.2f}%: {r['wins']} wins, {r['losses']} losses, {r['ties']} ties"
             )
-    elif r["kind"] == "balanced":
+    elif r["kind"] == "balanced" and r["test"] != "criteria":  # live criteria starts: the rules below
         page.figure(
             plots.starts_by_arm(r.get("starts", []), arms, r.get("measure") or ""),
             f"{r.get('measure')} per engine start in run order",
@@ -110,14 +115,37 @@ def experiment_page(r: dict[str, Any]) -> str:
         page.figure(
             plots.criteria_bars(r.get("criteria", []), arms), "each criterion per arm", element_id="plot-values"
         )
+        rules = [
+            [c["text"], c["treatment"], c["control"], {True: "yes", False: "NO"}.get(c["met"], "no data")]
+            for c in r.get("criteria", [])
+        ]
+        if r.get("fidelity"):  # the fidelity rule is one of the rules: its row says whether it was evaluated
+            fid = r["fidelity"]
+            met = {"pass": "yes", "fail": "NO"}.get(fid["status"], "could not be evaluated")
+            rules.append([f"KL per set: {arms[0]} <= {arms[1]} + floor", "see below", "see below", met])
+        page.table(["rule", arms[0], arms[1], "met"], rules, element_id="values")
+    if r.get("draws"):
+        page.heading("Per draw")
+        page.figure(plots.draws_by_arm(r["draws"], arms), "client seconds per draw and arm", element_id="plot-draws")
         page.table(
-            ["criterion", arms[0], arms[1], "met"],
+            ["start", "arm", "draw", "total s (client)", "passed", "episodes", "errors", "fresh cache by"],
             [
-                [c["text"], c["treatment"], c["control"], {True: "yes", False: "NO"}.get(c["met"], "no data")]
-                for c in r.get("criteria", [])
+                [
+                    d["start"],
+                    d["arm"],
+                    d["draw"],
+                    d["total_s"],
+                    d["passed"],
+                    d["episodes"],
+                    d["errors"],
+                    d.get("cache_namespace") or "-",
+                ]
+                for d in r["draws"]
             ],
-            element_id="values",
+            element_id="draws",
         )
+    if r.get("fidelity"):
+        _fidelity_section(page, r["fidelity"], arms)
     if r.get("p_value") is not None:
         page.paragraph(
             f"p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}"
@@ -138,3 +166,36 @@ def experiment_page(r: dict[str, Any]) -> str:
     for note in r.get("notes", []):
         page.paragraph(f"note: {note}", "note")
     return page.render()
+
+
+def _fidelity_section(page: Page, fid: dict[str, Any], arms: tuple[str, str]) -> None:
+    """Per set: each arm's mean KL, the difference, the floor and its parts, and the rule's outcome; a start
+    that gave no KL is named with the reason (never shown as a zero)."""
+    page.heading("Fidelity")
+    page.paragraph(f"rule per set: mean KL({arms[0]}) <= mean KL({arms[1]}) + floor (floor: {fid['floor_rule']})")
+    if any(row["treatment"] is not None or row["control"] is not None for row in fid["sets"]):
+        page.figure(plots.kl_by_set(fid["sets"], arms), "mean KL per set and arm", element_id="plot-kl")
+    page.table(
+        ["set", f"KL {arms[0]}", f"KL {arms[1]}", "difference", "floor", "floor from", "met"],
+        [
+            [
+                row["name"],
+                _kl(row["treatment"]),
+                _kl(row["control"]),
+                _kl(row["difference"]),
+                _kl(row["floor"]),
+                ", ".join(f"{k} {_kl(v) if isinstance(v, float) else v}" for k, v in row["floor_parts"].items()) or "-",
+                {True: "yes", False: "NO"}.get(row["met"], "no KL"),
+            ]
+            for row in fid["sets"]
+        ],
+        element_id="fidelity",
+    )
+    for u in fid.get("unavailable", []):
+        page.paragraph(f"no KL from start {u['start']} ({u['arm']}): {u['reason']}", "note")
+    for note in fid.get("notes", []):
+        page.paragraph(f"note: {note}", "note")
+
+
+def _kl(value: Any) -> str:
+    return "-" if value is None else f"{value:.3e}"

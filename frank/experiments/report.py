@@ -57,13 +57,37 @@ _COLUMNS = {
 }
 
 
+PROVENANCE_KEYS = ("run", "design", "design-sha256")  # `# key: value` comment lines of an exported run
+
+
+def results_provenance(text: str) -> dict[str, tuple[int, str]]:
+    """The `# run: ...`, `# design: ...`, `# design-sha256: ...` comments of a results CSV: key -> (line,
+    value). Written by `frank experiment report RUN --csv`; absent from measures taken elsewhere."""
+    out: dict[str, tuple[int, str]] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            continue
+        key, sep, value = stripped[1:].strip().partition(":")
+        if sep and key.strip() in PROVENANCE_KEYS and key.strip() not in out:
+            out[key.strip()] = (n, value.strip())
+    return out
+
+
 def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
-    """Rows: start order, block, arm, value (and `measure` for a criteria design). `#` lines are comments."""
+    """Rows: start order, block, arm, value (and `measure` for a criteria design). `#` lines are comments;
+    a `# design-sha256: HEX` comment (an exported registered run) must name this design."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    stated = results_provenance(text).get("design-sha256")
+    if stated and stated[1] != design.sha256:
+        raise ResultsError(
+            f"{path}:{stated[0]}: design-sha256 {stated[1][:12]}… is not the design's ({design.name}, "
+            f"{design.sha256[:12]}…): these results are of another design"
+        )
     lines = [
         (n, line)
         for n, line in enumerate(text.splitlines(), start=1)
@@ -182,6 +206,13 @@ def analyze(
         verdict, reason = "not confirmed", f"guard failed: {', '.join(failed_guards)} ({reason})"
     elif verdict == "confirmed" and out.get("fidelity", {}).get("status") == "pass":
         reason += " and the fidelity rule holds"
+    elif out.get("fidelity", {}).get("status") == "unchecked":
+        # the fidelity rule is part of the decision: without its KL a confirmation is not one
+        why = f"the fidelity rule could not be evaluated ({out['fidelity']['detail']})"
+        if verdict == "confirmed":
+            verdict, reason = "incomplete", f"{reason}, but {why}"
+        elif verdict == "not confirmed":
+            reason = f"{reason}; {why}"
     unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
     if unchecked:
         out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
@@ -380,7 +411,7 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
             by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
     starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
     control = design.arm(design.rule.control)
-    return evaluate(
+    result = evaluate(
         design.fidelity,
         starts,
         design.rule.treatment,
@@ -389,6 +420,18 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
         control_knobs=control.knob_dict,
         floors=floors or None,
     )
+    unavailable = [
+        {"start": o.start, "arm": o.arm, "reason": o.fidelity["unavailable"]}
+        for o in obs
+        if o.fidelity and o.fidelity.get("unavailable")
+    ]
+    if unavailable:
+        result["unavailable"] = unavailable
+        if result["status"] == "unchecked":
+            result["detail"] = "no KL measured in " + "; ".join(
+                f"start {u['start']} ({u['arm']}): {u['reason']}" for u in unavailable
+            )
+    return result
 
 
 def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
@@ -467,9 +510,9 @@ def _revert(
 # -- from a run's journal -------------------------------------------------------------------------------
 
 
-def report_for_run(run: Any) -> dict[str, Any]:
-    events = read_events(run.journal_path)
-    progress = fold(events)
+def run_observations(run: Any, progress: Any = None) -> tuple[list[Observation], dict[str, int], Any]:
+    """(observations, failed attempts per arm, journal progress) of a registered run's finished starts."""
+    progress = progress if progress is not None else fold(read_events(run.journal_path))
     obs = []
     failed_attempts: dict[str, int] = {}
     for slot in run.slots:
@@ -507,6 +550,11 @@ def report_for_run(run: Any) -> dict[str, Any]:
                 output_hashes=done.get("output_hashes"),
             )
         )
+    return obs, failed_attempts, progress
+
+
+def report_for_run(run: Any) -> dict[str, Any]:
+    obs, failed_attempts, progress = run_observations(run)
     order = [s.to_json() for s in run.slots]
     report = analyze(
         run.design, obs, source="run", order=order, failed_attempts=failed_attempts, voided=progress.voided
@@ -529,8 +577,50 @@ def report_for_run(run: Any) -> dict[str, Any]:
             for s in sorted(progress.attempts)
         },
         measures={str(s.slot + 1): (progress.done(s.slot) or {}).get("measures") for s in run.slots},
+        arms=[{"name": a.name, "profile": a.profile, "kind": _engine_kind(a.profile)} for a in run.design.arms],
     )
+    draws = [
+        {"start": s.slot + 1, "arm": s.arm, **d}
+        for s in run.slots
+        for d in ((progress.done(s.slot) or {}).get("measures") or {}).get("draws") or []
+    ]
+    if draws:
+        report["draws"] = draws
     return report
+
+
+def results_csv_for_run(run: Any) -> str:
+    """A registered run's values as the CSV `frank experiment analyze` reads, with its provenance in comment
+    lines (run id, design name and canonical sha256, order) and what its own report decided, guards included:
+    the CSV carries only the values, so a guard is `unchecked` when the CSV is analyzed, and the run's own
+    report stays the record of it."""
+    report = report_for_run(run)
+    obs, _, _ = run_observations(run)
+    design = run.design
+    criteria = design.rule.test == "criteria"
+    lines = [
+        f"# frank experiment report {run.run_id} --csv: the values of a registered run, for `frank experiment analyze`",
+        f"# run: {run.run_id}",
+        f"# design: {design.name}",
+        f"# design-sha256: {design.sha256}",
+        f"# order: seed {report.get('seed')}, index {report.get('order_index')} of {report.get('order_count')}",
+        f"# decided in the run: {report.get('decision')}, p = {report.get('p_fraction') or report.get('p_value')}",
+    ]
+    lines += [f"# guard in the run: {g['name']}: {g['status']} ({g['detail']})" for g in report.get("guards", [])]
+    lines.append("start_order,block,arm,value" + (",measure" if criteria else ""))
+    for o in obs:
+        row = [str(o.start), "" if o.block is None else str(o.block), o.arm, repr(float(o.value))]
+        lines.append(",".join(row + ([o.measure] if criteria else [])))
+    return "\n".join(lines) + "\n"
+
+
+def _engine_kind(profile: str) -> str | None:
+    from frank.engine.profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(profile).kind
+    except ProfileError:
+        return None
 
 
 # -- text -----------------------------------------------------------------------------------------------
@@ -556,6 +646,7 @@ def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[s
             f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
             f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}"
         )
+    lines += [f"  no KL: start {u['start']} ({u['arm']}): {u['reason']}" for u in fid.get("unavailable", [])]
     return lines + [f"  note: {n}" for n in fid.get("notes", [])]
 
 
@@ -598,6 +689,11 @@ def format_report(r: dict[str, Any]) -> str:
         for c in r.get("criteria", []):
             mark = {True: "met", False: "NOT met", None: "no data"}[c["met"]]
             lines.append(f"  {c['text']}: {_num(c['treatment'])} vs {_num(c['control'])}  {mark}")
+    for d in r.get("draws", []):
+        lines.append(
+            f"  start {d['start']:>2}  {d['arm']:<14} draw {d['draw']}: {d['total_s']:.1f} s, "
+            f"{d['passed']} of {d['episodes']} passed, {d['errors']} errors ({d.get('cache_namespace') or '-'})"
+        )
     if r.get("p_value") is not None:
         lines.append(
             f"  p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}, "

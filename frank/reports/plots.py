@@ -122,3 +122,46 @@ def criteria_bars(criteria: list[dict[str, Any]], arms: tuple[str, str]) -> str:
         )
     fig.tight_layout()
     return _svg(fig, plt)
+
+
+def draws_by_arm(draws: list[dict[str, Any]], arms: tuple[str, str]) -> str:
+    """Episode designs: each draw's client seconds per arm, side by side, its passes written on the bar."""
+    plt = _plt()
+    numbers = sorted({d["draw"] for d in draws})
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    width = 0.38
+    for k, (arm, colour) in enumerate(zip(arms, ARM_COLOURS)):
+        for i, n in enumerate(numbers):
+            for d in (d for d in draws if d["arm"] == arm and d["draw"] == n):
+                x = i + (k - 0.5) * width
+                ax.bar(x, d["total_s"], width=width, color=colour, label=arm if i == 0 else None)
+                ax.annotate(f"{d['passed']}/{d['episodes']}", (x, d["total_s"]), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(numbers)), [f"draw {n}" for n in numbers])
+    ax.set_ylabel("client seconds (passed / episodes)")
+    ax.set_title("total time and passes per draw")
+    ax.legend(frameon=False)
+    return _svg(fig, plt)
+
+
+def kl_by_set(sets: list[dict[str, Any]], arms: tuple[str, str]) -> str:
+    """Fidelity: each set's mean KL per arm (log scale), and the control's KL plus the floor the treatment
+    must stay under; a set an arm has no KL for says so instead of showing a bar."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    width = 0.38
+    for i, row in enumerate(sets):
+        for k, (key, arm, colour) in enumerate(zip(("treatment", "control"), arms, ARM_COLOURS)):
+            x = i + (k - 0.5) * width
+            if row[key] is None:
+                ax.annotate("no KL", (x, 0.5), xycoords=("data", "axes fraction"), ha="center", rotation=90, fontsize=8)
+            else:
+                ax.bar(x, row[key], width=width, color=colour, label=arm if i == 0 else None)
+        if row["control"] is not None and row["floor"] is not None:
+            ax.hlines(row["control"] + row["floor"], i - width, i + width, colors="black", linestyles="dashed")
+    if any(r[k] for r in sets for k in ("treatment", "control")):
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(sets)), [r["name"] for r in sets])
+    ax.set_ylabel("mean KL (top 64)")
+    ax.set_title("KL per set (dashed: control + floor)")
+    ax.legend(frameon=False)
+    return _svg(fig, plt)

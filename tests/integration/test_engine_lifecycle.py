@@ -56,6 +56,7 @@ def test_engine_lifecycle(fresh_frank_home):
         "dtype": "float32",
         "detok_tail": "off",
         "block_hash_memo": "off",
+        "held_prompt": "off",
     }
     pgid = status["pgid"]
     try:

@@ -182,10 +182,130 @@ def check_hashes(model_dir: str) -> dict[str, Any]:
     }
 
 
+def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
+    """held-prompt: vLLM's own request encoder and the engine core's typed decoder between the two halves.
+
+    Six interleaved conversations whose turns grow (and one whose history is cut and rewritten), sent
+    through the API-server half, msgpack, and the engine-core half: every rebuilt prompt must equal the one
+    sent. `wrong` makes the API-server half deliberately wrong with the part's own fault (every delta loses
+    the last common token); with verify on, the engine core must catch it and serve the whole list."""
+    import types
+
+    import msgspec
+    from vllm import SamplingParams
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+    from vllm.v1.engine import EngineCoreRequest
+    from vllm.v1.request import Request
+    from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
+
+    from frank.engine.front_end import held_prompt as hp
+
+    init_none_hash(sha256)
+    # the engine core as preprocess_add_request sees it: vLLM's own request hasher and Request (less the
+    # multimodal cache and structured output, which these requests do not use)
+    core = types.SimpleNamespace(request_block_hasher=get_request_block_hasher(128, sha256))
+
+    def vllm_preprocess(core: Any, req: Any) -> tuple[Any, int]:
+        return Request.from_engine_core_request(req, core.request_block_hasher), 0
+
+    encoder, decoder = MsgpackEncoder(), MsgpackDecoder(EngineCoreRequest)
+    for held in (hp._held, hp._core_held, hp._core_hashes):  # a fresh pair of halves for each scenario
+        held.clear()
+    for sw in (hp.switch, hp.core_switch):
+        sw._counts.clear()
+    hp.switch.set_enabled(True)
+    hp.switch.verify = 1.0 if verify else 0.0
+    hp.switch.set_fault(hp.FAULT_TOKEN_DROPPED if wrong else None)
+    rng = random.Random(7)
+    convs = [[rng.randrange(8192) for _ in range(rng.randrange(5000, 9000))] for _ in range(6)]
+    sent: list[list[int]] = []
+    for turn in range(8):
+        for c in range(6):
+            if c == 5 and turn == 4:  # a rewritten history: a shorter common prefix with the held turn
+                convs[c] = convs[c][: len(convs[c]) // 2] + [rng.randrange(8192) for _ in range(100)]
+            convs[c] = convs[c] + [rng.randrange(8192) for _ in range(rng.randrange(200, 900))]
+            sent.append(list(convs[c]))
+    sent.append(sent[-1][: hp.MIN_TOKENS - 1])  # too short to hold: goes whole without a delta
+    rebuilt: list[list[int] | None] = []
+    errors: list[str] = []
+    unpatched_error = None
+
+    def request(rid: str, ids: list[int], salt: str | None = None) -> Any:
+        return EngineCoreRequest(
+            request_id=rid,
+            prompt_token_ids=ids,
+            mm_features=None,
+            sampling_params=SamplingParams(max_tokens=4),
+            pooling_params=None,
+            arrival_time=0.0,
+            lora_request=None,
+            cache_salt=salt,
+            data_parallel_rank=None,
+        )
+
+    hashes_differ = 0
+    for k, ids in enumerate(sent):
+        salt = "salt-x" if k % 6 == 3 else None  # one conversation in its own prefix-cache namespace
+        req = request(f"r{k}", ids, salt)
+        if not hp._eligible(req):
+            wire = req
+        else:
+            number, wire, hold = hp.plan(0, req)
+            if hold or wrong:  # the fault's requests held anyway: the wrong half keeps going
+                hp._held.put(0, number, ids)
+        decoded = decoder.decode(encoder.encode(wire))
+        if decoded.prompt_token_ids is None and unpatched_error is None:  # an engine core without the part
+            try:
+                Request.from_engine_core_request(decoded, None)
+            except Exception as exc:
+                unpatched_error = f"{type(exc).__name__}: {exc}"
+        try:
+            if decoded.reasoning_parser_kwargs and hp.KEY in decoded.reasoning_parser_kwargs:
+                made, _ = hp.preprocess_delta(core, decoded, vllm_preprocess)
+            else:
+                made, _ = vllm_preprocess(core, decoded)
+            rebuilt.append(decoded.prompt_token_ids)
+            # the block hashes vLLM computes for the prompt the client sent, without the part
+            own, _ = vllm_preprocess(core, msgspec.structs.replace(req, prompt_token_ids=list(ids)))
+            hashes_differ += made.block_hashes != own.block_hashes and decoded.prompt_token_ids == ids
+        except hp.HeldPromptError as exc:
+            errors.append(str(exc))
+            rebuilt.append(None)
+    api_counts, core_counts = hp.switch.snapshot()["counts"], hp.core_snapshot()["counts"]
+    # a delta against a prompt the engine core does not hold fails the request, never guesses
+    hp._core_held.clear()
+    number, wire, _ = hp.plan(0, request("lost", sent[-2]))
+    try:
+        hp.rebuild(0, decoder.decode(encoder.encode(wire)))
+        lost = "rebuilt"
+    except hp.HeldPromptError as exc:
+        lost = str(exc)
+    return {
+        "requests": len(sent),
+        "identical": sum(1 for a, b in zip(sent, rebuilt) if a == b),
+        "differing": sum(1 for a, b in zip(sent, rebuilt) if b is not None and a != b),
+        "errors": errors[:3],
+        "error_count": len(errors),
+        "hashes_differ": hashes_differ,
+        "api": api_counts,
+        "core": core_counts,
+        "unpatched_error": unpatched_error,
+        "lost_reference": lost,
+        "kwargs_left": [k for k in (decoded.reasoning_parser_kwargs or {})],
+    }
+
+
 def main() -> int:
     model_dir, what = sys.argv[1], sys.argv[2]
     if what == "hashes":
         result = check_hashes(model_dir)
+    elif what == "held":  # right, wrong, wrong with verify: one vLLM import for the three
+        result = {
+            "right": check_held(model_dir, wrong=False, verify=False),
+            "wrong": check_held(model_dir, wrong=True, verify=False),
+            "wrong_verified": check_held(model_dir, wrong=True, verify=True),
+        }
     else:
         result = check_detok(model_dir, verify=what in ("detok-verify", "detok-naive"), naive="naive" in what)
     print(json.dumps(result, default=str))

@@ -23,7 +23,7 @@ def test_list_prints_each_part_with_its_knob():
     )
     assert out.returncode == 0, out.stderr
     listed = {p["name"]: p["knob"] for p in json.loads(out.stdout)}
-    assert listed == {"detok-tail": "detok_tail", "block-hash-memo": "block_hash_memo"}
+    assert listed == {"detok-tail": "detok_tail", "block-hash-memo": "block_hash_memo", "held-prompt": "held_prompt"}
 
 
 def test_the_quick_check_parses():
@@ -46,7 +46,7 @@ def test_the_quick_check_parses():
 
 
 def test_refusals_name_the_bad_input():
-    with pytest.raises(FrankError, match="expected one of detok-tail, block-hash-memo"):
+    with pytest.raises(FrankError, match="expected one of detok-tail, block-hash-memo, held-prompt"):
         run_part(build_parser().parse_args(["bench", "part", "no-such-part"]))
     with pytest.raises(FrankError, match="at least 1"):
         run_part(build_parser().parse_args(["bench", "part", "detok-tail", "--starts-per-arm", "0"]))

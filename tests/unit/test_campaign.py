@@ -57,10 +57,15 @@ def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: 
         ("body", "adopted"),
         ("schedule-2", "served"),
         ("region-cache", "passed"),
-        ("detok-tail", "candidate"),
+        ("detok-tail", "passed"),
         ("block-hash-memo", "candidate"),
+        ("held-prompt", "candidate"),
     ]
-    for name in ("detok-tail", "block-hash-memo"):  # frank's own parts: a design to run, no evidence yet
+    detok = parts["detok-tail"]["evidence"]  # exported from the registered run: decided again, run named
+    assert [(e["decision"], e["p_fraction"], e["results_run_id"]) for e in detok] == [
+        ("confirmed", "1/70", "20261201-094638-part-detok-tail-fbd3")
+    ]
+    for name in ("block-hash-memo", "held-prompt"):  # frank's own parts: a design to run, no evidence yet
         assert parts[name]["evidence"] == [] and parts[name]["design"] == f"@designs/part-{name}.toml"
     body, sched, cache = parts["body"], parts["schedule-2"], parts["region-cache"]
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"

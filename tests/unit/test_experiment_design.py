@@ -100,10 +100,10 @@ def test_void_block_only_for_blocks() -> None:
 def test_knob_values_are_checked_against_the_profile() -> None:
     bad = BLOCKS_DESIGN.replace("num_speculative_tokens = 2", "num_speculative_tokens = 3")
     parse_design_text(bad)  # syntax is fine; the profile check catches it
-    with pytest.raises(DesignError, match=r"d\.toml: arms\[1\] \(spec-2\): .*num_speculative_tokens"):
+    with pytest.raises(DesignError, match=r"d\.toml: arms\[1\]\.knobs: .*num_speculative_tokens.*arm 'spec-2'"):
         parse_design_text(bad, "d.toml", check_profiles=True)
     unknown = BLOCKS_DESIGN.replace("num_speculative_tokens = 2", "spec_tokens = 2")
-    with pytest.raises(DesignError, match=r"arms\[1\] \(spec-2\): .*unknown knob 'spec_tokens'"):
+    with pytest.raises(DesignError, match=r"arms\[1\]\.knobs: .*unknown knob 'spec_tokens'.*arm 'spec-2'"):
         parse_design_text(unknown, "d.toml", check_profiles=True)
 
 

@@ -335,3 +335,40 @@ def test_live_board_and_report_agree_at_every_point_of_a_run_with_a_voided_block
     for keep in range(1, len(lines) + 1):  # the board as it was after each event, against the report then
         _same_tally(_truncated_copy(run, lines, keep, torn=False))
     assert _same_tally(run) == (2, 0, 0, pytest.approx(1 / 4)) and load_state(run).blocks[1].voided
+
+
+def test_a_finished_run_exported_as_csv_is_decided_again_the_same(tmp_path: Path) -> None:
+    """`frank experiment report RUN --csv`: the campaign's path from a registered run to `results = ...`
+    evidence. The CSV names the run and the design hash; analyzing it gives the run's decision and p; a CSV
+    of another design is refused with its line; campaign status names the run it came from."""
+    from frank.campaign.evidence import check_evidence
+    from frank.campaign.parts import load_campaign
+    from frank.console.cli import main
+    from frank.experiments.design import load_design
+    from frank.experiments.report import ResultsError, analyze, read_results_csv
+
+    run = _register(tmp_path)
+    run_experiment(run, FakeCellExecutor())
+    csv_path = tmp_path / "exported.csv"
+    assert main(["experiment", "report", run.run_id, "--csv", str(csv_path)]) == 0
+    text = csv_path.read_text()
+    assert f"# run: {run.run_id}" in text and f"# design-sha256: {run.design.sha256}" in text
+    assert "# guard in the run: " in text and "# decided in the run: confirmed, p = 1/8" in text
+    design = load_design(tmp_path / "design.toml")
+    again, original = analyze(design, read_results_csv(csv_path, design), source="external"), report_for_run(run)
+    assert (again["decision"], again["p_value"]) == (original["decision"], original["p_value"]) == ("confirmed", 1 / 8)
+
+    other = tmp_path / "other.toml"
+    other.write_text(BLOCKS_DESIGN.replace('name = "spec-tokens"', 'name = "other"', 1))
+    with pytest.raises(ResultsError, match=r"exported\.csv:4: design-sha256 .* is not the design's"):
+        read_results_csv(csv_path, load_design(other))
+
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text(
+        'version = 1\nname = "c"\n\n[[parts]]\nname = "p"\nprofile = "embedded-cpu"\nknobs = {}\n'
+        'state = "passed"\ndesign = "design.toml"\n\n[[parts.evidence]]\nstate = "passed"\n'
+        'results = "exported.csv"\n'
+    )
+    c = load_campaign(campaign)
+    ev = check_evidence(c, c.parts[0], c.parts[0].evidence[0])
+    assert ev["ok"] and ev["decision"] == "confirmed" and ev["results_run_id"] == run.run_id

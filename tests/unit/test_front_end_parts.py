@@ -7,6 +7,10 @@
 - vLLM's own FastIncrementalDetokenizer and block hasher, driven in the engine venv
   (tests/unit/front_end_engine_check.py): text, deltas, output token IDs and stop strings identical; verify
   catches a wrong cut and hands out vLLM's text; block hashes identical, a corrupted memo entry is caught.
+- held-prompt: the common prefix and the choice of a held prompt (console venv); the two halves with vLLM's
+  own request encoder and the engine core's typed decoder between them (engine venv): every prompt rebuilt
+  equal, a deliberately wrong API-server half changes prompts and verify catches it, a lost reference and
+  an engine core without the part fail the request.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from tokenizers.decoders import DecodeStream
 from frank import paths
 from frank.engine.front_end.catalog import PARTS
 from frank.engine.front_end.detok_tail import CHAR_BYTES, TailPlanner
+from frank.engine.front_end.held_prompt import MIN_COMMON, HeldPrompts, choose_reference, common_prefix
 from frank.engine.front_end.switch import parse_verify
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,7 +143,7 @@ def test_every_part_has_a_knob_in_the_full_scale_profile():
         knob = profile.knobs[part.knob]
         assert list(knob.values) == ["off", "on"] and knob.default == "off"
         assert (knob.env or knob.target) == part.env
-        assert knob.apply == ("live" if part.process == "api-server" else "env")
+        assert knob.apply == ("env" if part.process == "engine-core" else "live")
 
 
 def _engine_check(model_dir: Path, what: str) -> dict:
@@ -176,6 +181,61 @@ def test_vllm_block_hashes_identical_through_the_memo(model_dir):
     assert r["hooked"] and r["identical"], r
     assert r["hits"] > r["misses"] > 0
     assert r["mismatches_after_corruption"] == 1 and r["verified_identical"] and r["enabled_after_corruption"] is False
+
+
+def test_common_prefix_finds_the_first_difference_at_any_place():
+    rng = random.Random(5)
+    a = [rng.randrange(50) for _ in range(30_000)]
+    for n in (0, 1, 8191, 8192, 8193, 29_999):
+        b = a[:n] + [99] + a[n + 1 :]
+        assert common_prefix(a, b) == n and common_prefix(b, a) == n
+    assert common_prefix(a, a[:100]) == 100 and common_prefix(a, list(a)) == 30_000
+
+
+def test_the_longest_held_prefix_is_chosen_and_compared_in_full():
+    rng = random.Random(6)
+    a = [rng.randrange(50) for _ in range(30_000)]
+    held = [(3, a[:5000]), (2, [7] + a[1:]), (1, a)]
+    assert choose_reference(a + [1, 2], held)[0::2] == (1, 30_000)  # the whole earlier turn, not a shorter one
+    assert choose_reference(a[:20_000] + [99] * 50, held)[0::2] == (1, 20_000)  # a longer partial beats 5000
+    assert choose_reference([99] + a, held) is None  # differs at the first token
+    assert choose_reference(a[: MIN_COMMON - 1] + [99] * 9000, held) is None  # too little in common
+    # a held prompt that agrees at every screened place but differs in between is not taken whole
+    sneaky = list(a)
+    sneaky[12_345] = 99
+    assert choose_reference(a + [1], [(1, sneaky)])[2] == 12_345
+
+
+def test_the_engine_core_keeps_every_prompt_the_api_server_may_name():
+    api, core = HeldPrompts(3), HeldPrompts(6)
+    for n in (1, 2, 4, 3, 5, 7, 6, 8):  # held by the API server as sends return: out of order
+        api.put(0, n, [n])
+        api.put(1, n, [-n])
+    for n in range(1, 9):  # rebuilt by the engine core in the order they were sent
+        core.put(0, n, [n])
+    assert [k for k, _ in api.newest_first(0)] == [8, 7, 6]
+    assert {k for k, _ in api.newest_first(0)} <= {k for k, _ in core.newest_first(0)} == {3, 4, 5, 6, 7, 8}
+    assert core.get(0, 2) is None and api.get(1, 8) == [-8]
+
+
+@needs_engine_venv
+def test_vllm_requests_rebuilt_equal_through_the_held_prompt(model_dir):
+    r = _engine_check(model_dir, "held")
+    right = r["right"]
+    assert right["identical"] == right["requests"] == 49 and not right["errors"], right
+    assert right["core"]["rebuilt"] == right["api"]["sent_delta"] >= 40  # deltas, not whole prompts
+    assert right["api"]["sent_whole"] == right["core"]["received_whole"] == 6  # each conversation's first turn
+    assert right["core"]["tokens_not_decoded"] > 300_000
+    # block hashes of the common prefix taken from the held prompt, equal to vLLM's own for every request
+    assert right["hashes_differ"] == 0 and right["core"]["hashes_reused"] > 2000
+    assert "Neither prompt_token_ids nor prompt_embeds" in right["unpatched_error"]  # fail-closed on the wire
+    assert "held with None tokens" in right["lost_reference"] and right["kwargs_left"] == []
+    wrong = r["wrong"]  # the part's fault drops a token: prompts change (or fail on a length the core
+    assert wrong["identical"] == 7 and wrong["differing"] >= 6  # checks), so this check can fail...
+    assert wrong["differing"] + wrong["error_count"] == 42 and wrong["core"].get("mismatches", 0) == 0
+    caught = r["wrong_verified"]  # ...and verify serves the whole list instead
+    assert caught["identical"] == 49 and caught["core"]["mismatches"] == caught["core"]["verified"] >= 40
+    assert caught["hashes_differ"] == 0 and "hashes_reused" not in caught["core"]
 
 
 def _char_of(byte: int) -> str:

@@ -56,6 +56,18 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history_step(e: dict[str, Any]) -> str:
+    """A serve or revert from the history, in words (they carry no decision of their own)."""
+    if e.get("policy"):
+        return f"policy: {e['policy']}"
+    rule = e.get("rule")
+    if rule:
+        return f"rule {', '.join(rule.get('rules') or [])} fired on {rule.get('run_kind')} {rule.get('run_id')}"
+    if e.get("reason"):
+        return f"reason: {e['reason']}"
+    return "after adoption" if e.get("state") == "served" else "-"
+
+
 def _human_status(s: dict[str, Any]) -> str:
     lines = [f"campaign {s['name']}  ({s['file']})"]
     lines += s["alerts"]
@@ -66,10 +78,13 @@ def _human_status(s: dict[str, Any]) -> str:
             what = (
                 e.get("policy")
                 if e.get("source") == "policy"
+                else _history_step(e)
+                if e.get("source") == "history" and not e.get("decision")
                 else f"{e.get('decision')}"
                 + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
                 + (f", design {e['design_sha256'][:12]}" if e.get("design_sha256") else "")
                 + (f", run {e['run_id']}" if e.get("run_id") else "")
+                + (f", exported from run {e['results_run_id']}" if e.get("results_run_id") else "")
             )
             mark = "" if e.get("ok") else f"  [PROBLEM: {e.get('problem')}]"
             lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}{mark}")

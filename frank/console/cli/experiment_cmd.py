@@ -53,6 +53,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="write one self-contained HTML page with plots (default: report.html in the run folder)",
     )
+    report.add_argument(
+        "--csv",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="write the run's values as the CSV `frank experiment analyze` reads, with the run id and design "
+        "sha256 as comments (default: results.csv in the run folder); campaign evidence can name it",
+    )
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
 
@@ -184,6 +193,10 @@ def _detach(run: registry.Run, as_json: bool) -> int:
     return 0
 
 
+def _num(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
 def _event_line(e: dict[str, Any]) -> str:
     kind = e.get("event", "?")
     where = f"start {e['slot'] + 1}" if "slot" in e else ""
@@ -195,6 +208,10 @@ def _event_line(e: dict[str, Any]) -> str:
         ),
         "engine_ready": lambda: f"pid {e.get('pid')} ready in {e.get('ready_s')} s",
         "replay_done": lambda: f"{e.get('requests')} requests, {e.get('failed')} failed",
+        "episodes_done": lambda: f"{e.get('episodes')} episodes, {e.get('passed')} passed, {e.get('errors')} errors",
+        "engine_stopped": lambda: str(e.get("reason", "")),
+        "fidelity_done": lambda: " ".join(f"{k} {_num(v)}" for k, v in (e.get("kl") or {}).items()),
+        "fidelity_unavailable": lambda: str(e.get("reason", "")),
         "cell_done": lambda: f"value {e.get('value'):.6g}" if isinstance(e.get("value"), (int, float)) else "",
         "cell_failed": lambda: str(e.get("error", "")),
         "cell_interrupted": lambda: str(e.get("reason", "")),
@@ -276,10 +293,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     from frank.experiments.report import format_report, report_for_run
 
     run = registry.load_run(args.run_id, verify=False)
+    if args.csv is not None:
+        return _write_csv(run, Path(args.csv) if args.csv else run.folder / "results.csv", args.json)
     report = report_for_run(run)
     if args.html is not None:
         return _write_html(report, Path(args.html) if args.html else run.folder / "report.html", args.json)
     emit(args.json, report, format_report)
+    return 0
+
+
+def _write_csv(run: Any, path: Path, as_json: bool) -> int:
+    from frank.experiments.report import results_csv_for_run
+
+    text = results_csv_for_run(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    emit(
+        as_json,
+        {"csv": str(path), "run_id": run.run_id, "design_sha256": run.design.sha256},
+        lambda p: f"wrote {p['csv']} (run {p['run_id']}, design {p['design_sha256'][:12]}…)",
+    )
     return 0
 
 

@@ -6,6 +6,7 @@ from typing import cast
 
 from textual.screen import Screen
 
+from frank.console.compositor import FrankCompositor
 from frank.console.host import Host
 from frank.console.state import ConsoleState
 
@@ -16,6 +17,10 @@ SHORT_HEIGHT = 30
 class FrankScreen(Screen):
     """The app calls `render_state` with the newest state when it changed while this screen is up, and when
     the screen is shown again (a mode switch); a screen draws only the parts whose view is new."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._compositor = FrankCompositor()  # a partial repaint renders only the widgets it reaches
 
     @property
     def host(self) -> Host:

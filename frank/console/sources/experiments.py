@@ -42,13 +42,20 @@ def design_rows() -> tuple[DesignRow, ...]:
                 if d.kind == "balanced"
                 else "measures taken elsewhere (frank experiment analyze)"
             )
-            arms = tuple((a.name, str(a.knob_dict or a.profile)) for a in d.arms)
+            arms = tuple((a.name, _arm_settings(a, d.profile)) for a in d.arms)
             rows.append(
                 DesignRow(str(path), d.name, d.kind, d.question, arms, shape, d.measure, d.profile, exact.smallest_p(d))
             )
         except Exception as exc:  # noqa: BLE001 -- a broken design is listed with its error, never hides the others
             rows.append(DesignRow(str(path), path.stem, "error", str(exc)))
     return tuple(rows)
+
+
+def _arm_settings(arm: Any, profile: str) -> str:
+    """An arm's knob values, and its profile when it is not the design's (an arm on another engine)."""
+    if not arm.knob_dict:
+        return arm.profile
+    return str(arm.knob_dict) if arm.profile == profile else f"{arm.profile} {arm.knob_dict}"
 
 
 def fidelity_run(run: dict[str, Any]) -> FidelityRun:

@@ -9,8 +9,8 @@ from textual.widgets import Static
 
 
 class Panel(Static):
-    """A bordered Static whose content is Textual markup (`set_markup`) or ready Content lines
-    (`set_lines`)."""
+    """A bordered Static whose content is Textual markup (`set_markup`); a panel redrawn every sample is a
+    LinePanel (frank/console/widgets/line_panel.py)."""
 
     DEFAULT_CSS = """
     Panel { border: round $frank-border; border-title-color: $frank-idle; border-subtitle-color: $frank-idle;
@@ -32,11 +32,6 @@ class Panel(Static):
         self._markup = markup
         content = Content.from_markup(markup)
         return self._show(content, content.split("\n"))
-
-    def set_lines(self, lines: list[Content]) -> bool:
-        """Show these lines (built as Content: nothing to parse or split, for panels redrawn every sample)."""
-        self._markup = ""
-        return self._show(Content("\n").join(lines), lines)
 
     def _show(self, content: Content, new_lines: list[Content]) -> bool:
         old, old_lines = self._content, self._lines

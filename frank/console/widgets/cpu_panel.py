@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.content import Content
-from textual.markup import escape
-
-from frank.console.widgets.base import Panel
 from frank.console.widgets.fmt import BLOCKS, nbytes, pct, spark
+from frank.console.widgets.line_panel import LinePanel, Piece
 
 
 @dataclass(frozen=True)
@@ -36,9 +33,6 @@ def heat_style(percent: float) -> str:
 
 
 MAX_CELL = 5  # columns per core when there is room (a 2-core box gets 5-column cells, not 2 dots)
-
-
-Piece = tuple[str, str]  # (text, style); "" is unstyled
 
 
 def heat_rows(per_core: tuple[float, ...], width: int) -> list[list[Piece]]:
@@ -79,16 +73,14 @@ def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
     ]
 
 
-class CpuPanel(Panel):
+class CpuPanel(LinePanel):
     def __init__(self, **kwargs) -> None:
         super().__init__("cpu pool", **kwargs)
 
     def show(self, cpu: CpuView | None, error: str | None = None) -> None:
         if cpu is None:
-            self.set_markup(f"[$frank-idle]{escape(error or 'waiting for the first sample…')}[/]")
+            self.set_rows([((error or "waiting for the first sample…", "$frank-idle"),)])
             return
-        # Built as Content, not markup: this panel changes every sample, and parsing markup costs more than
-        # the rest of its update.
         width = self.content_size.width or 60
         n = len(cpu.per_core)
         self.set_subtitle(f"{n} cores")
@@ -110,4 +102,4 @@ class CpuPanel(Panel):
             busy.append(item)
         lines.append([("busiest", "$frank-idle"), (f" {'  '.join(busy) or '–'}", "")])
         lines.append([("ram", "$frank-idle"), (f" {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}", "")])
-        self.set_lines([Content.assemble(*(piece if piece[1] else piece[0] for piece in line)) for line in lines])
+        self.set_rows([tuple(line) for line in lines])

@@ -63,7 +63,7 @@ class EnginePanel(Panel):
             lines.append(f"[$frank-idle]url[/] {escape(str(url))}")
         ready = getattr(status, "ready_s", None)
         uptime = getattr(status, "uptime_s", None)
-        lines.append(f"[$frank-idle]up[/] {secs(uptime, 2)}   [$frank-idle]ready in[/] {secs(ready, 2)}")
+        lines.append(f"[$frank-idle]up[/] {uptime_text(uptime)}   [$frank-idle]ready in[/] {secs(ready, 2)}")
         if state == "crashed":
             lines.append(f"[$frank-bad]{escape(_exit_text(status))}[/]")
         values = dict(getattr(status, "knobs", None) or {})
@@ -75,6 +75,14 @@ class EnginePanel(Panel):
                 how = "live" if not getattr(knob, "needs_restart", True) else "restart"
                 lines.append(f"[$frank-idle]{escape(name)}[/] = [bold]{escape(str(value))}[/] [$frank-idle]({how})[/]")
         self.set_markup("\n".join(lines))
+
+
+def uptime_text(seconds: float | None) -> str:
+    """Seconds for the first minute, then whole minutes: the status is read every few seconds anyway, and
+    a panel whose text changes is drawn again (the idle console's CPU)."""
+    if seconds is None or seconds >= 3600:
+        return secs(seconds)
+    return f"{int(seconds)} s" if seconds < 60 else f"{int(seconds // 60)} min"
 
 
 def _exit_text(status: Any) -> str:

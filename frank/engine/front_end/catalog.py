@@ -11,7 +11,8 @@ class Part:
     knob: str  # the profile knob that switches it
     env: str  # on | off at start (the controller sets it from the knob)
     verify_env: str  # off | all | a fraction: compare against vLLM's own path
-    process: str  # where vLLM runs it: api-server (live on/off) or engine-core (set at start)
+    process: str  # where it acts: api-server (live on/off), engine-core (set at start) or both (live, the
+    # engine-core half always installed: it acts only on what the API-server half sends)
     title: str
 
 
@@ -33,6 +34,14 @@ PARTS: dict[str, Part] = {
             verify_env="FRANK_BLOCK_HASH_MEMO_VERIFY",
             process="engine-core",
             title="prefix-cache block hashes memoized by (parent hash, block tokens, extra keys)",
+        ),
+        Part(
+            name="held-prompt",
+            knob="held_prompt",
+            env="FRANK_HELD_PROMPT",
+            verify_env="FRANK_HELD_PROMPT_VERIFY",
+            process="both",
+            title="prompt IDs handed to the engine core as a delta against a prompt both processes hold",
         ),
     )
 }

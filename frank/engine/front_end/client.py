@@ -24,3 +24,7 @@ class PartsClient(ControlClient):
 
     def set_enabled(self, name: str, enabled: bool) -> dict[str, Any]:
         return self.call("POST", f"{PATH}/{name}", {"enabled": bool(enabled)})
+
+    def set_fault(self, name: str, fault: str | None) -> dict[str, Any]:
+        """Break the part on purpose (a fault it knows), or clear it with None: for the revert loop's test."""
+        return self.call("POST", f"{PATH}/{name}/fault", {"fault": fault})

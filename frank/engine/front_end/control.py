@@ -3,35 +3,66 @@
     GET  /frank/parts          -> every API-server part's switch and counters
     GET  /frank/parts/NAME     -> one part
     POST /frank/parts/NAME     -> body {"enabled": true|false}; returns the part
+    POST /frank/parts/NAME/fault -> body {"fault": "NAME" | null}: a deliberate breakage the part knows, set
+                                  or cleared (the revert loop's test breaks a served part with it)
 
 Same token rule as the region cache's control (frank.engine.control_asgi: X-Frank-Token =
 FRANK_CONTROL_TOKEN; none set: all refused). Engine-core parts are set at start (their knob restarts the
-engine), so they are not here.
+engine): GET only, their counters read from the engine core. A part with a half in each process
+(held-prompt) is switched here (its API-server half) and its GET adds the engine core's counters
+(`engine_core`).
 The profile adds it with `--middleware frank.engine.front_end.control.PartsControlMiddleware`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from frank.engine.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_enabled
+from frank.engine.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_body, read_enabled
 
 PREFIX = "/frank/parts"
 ENGINE_CORE_PART = "block-hash-memo"
+BOTH_PROCESSES_PART = "held-prompt"
 
 
-async def _engine_core_stats(scope: Scope) -> tuple[int, dict[str, Any]]:
-    """The engine-core part's counters, through vLLM's utility call to the engine core process."""
-    from frank.engine.front_end.block_hash_memo import STATS_UTILITY
+def _utility(name: str) -> str:
+    if name == ENGINE_CORE_PART:
+        from frank.engine.front_end.block_hash_memo import STATS_UTILITY
+    else:
+        from frank.engine.front_end.held_prompt import STATS_UTILITY
+    return STATS_UTILITY
 
+
+async def _engine_core_stats(scope: Scope, name: str) -> tuple[int, dict[str, Any]]:
+    """A part's engine-core counters, through vLLM's utility call to the engine core process."""
     client = getattr(getattr(scope.get("app"), "state", None), "engine_client", None)
     core = getattr(client, "engine_core", None)
     if core is None:
         return 503, {"error": "no engine client on this server"}
     try:
-        return 200, await core.call_utility_async(STATS_UTILITY)
+        return 200, await core.call_utility_async(_utility(name))
     except Exception as exc:  # an engine core without the plugin: the method is not there
         return 502, {"error": f"engine core: {type(exc).__name__}: {exc}"}
+
+
+async def _set_fault(switch: Any, receive: Receive, method: str) -> Reply:
+    if switch is None:
+        return 404, {"error": "no live front-end part with faults here"}
+    if method != "POST":
+        return 405, {"error": "faults are set with POST"}
+    try:
+        body = json.loads(await read_body(receive) or b"{}")
+    except ValueError as exc:
+        return 400, {"error": f"body: {exc}"}
+    fault = body.get("fault") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or "fault" not in body or not (fault is None or isinstance(fault, str)):
+        return 400, {"error": 'body: expected {"fault": "NAME" | null}'}
+    try:
+        switch.set_fault(fault)
+    except ValueError as exc:
+        return 400, {"error": str(exc)}
+    return 200, switch.snapshot()
 
 
 class PartsControlMiddleware(TokenControlMiddleware):
@@ -47,15 +78,22 @@ class PartsControlMiddleware(TokenControlMiddleware):
                 return 405, {"error": f"method {method} not allowed on {path}"}
             return 200, {"parts": [s.snapshot() for s in switches.values()]}
         name = path[len(PREFIX) + 1 :]
+        if name.endswith("/fault"):
+            return await _set_fault(switches.get(name[: -len("/fault")]), receive, method)
         switch = switches.get(name)
         if name == ENGINE_CORE_PART:
             if method != "GET":
                 return 405, {"error": f"{name} is set at start (a restart knob): only GET"}
-            return await _engine_core_stats(scope)
+            return await _engine_core_stats(scope, name)
         if switch is None:
             return 404, {"error": f"no live front-end part {name!r} (live: {', '.join(switches)})"}
         if method == "GET":
-            return 200, switch.snapshot()
+            snap = switch.snapshot()
+            if name == BOTH_PROCESSES_PART:
+                code, snap["engine_core"] = await _engine_core_stats(scope, name)
+                if code != 200:
+                    return code, snap
+            return 200, snap
         if method != "POST":
             return 405, {"error": f"method {method} not allowed on {path}"}
         enabled = await read_enabled(receive)

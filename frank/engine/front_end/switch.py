@@ -28,8 +28,12 @@ def parse_verify(name: str, raw: str) -> float:
 
 
 class PartSwitch:
-    def __init__(self, name: str, env: str, verify_env: str) -> None:
+    def __init__(self, name: str, env: str, verify_env: str, faults: tuple[str, ...] = ()) -> None:
         self.name = name
+        # deliberate breakage on demand (POST /frank/parts/NAME/fault), for the revert loop's test: a part
+        # with a fault set says so in every snapshot and counts `faulted` each time the fault acts
+        self.faults = faults
+        self.fault: str | None = None
         self.enabled = os.environ.get(env, "off").strip().lower() in _ON
         self.verify_error: str | None = None
         try:
@@ -42,6 +46,12 @@ class PartSwitch:
 
     def set_enabled(self, value: bool) -> None:
         self.enabled = bool(value)
+
+    def set_fault(self, fault: str | None) -> None:
+        if fault is not None and fault not in self.faults:
+            known = ", ".join(self.faults) or "none"
+            raise ValueError(f"part {self.name}: no fault {fault!r} (known: {known})")
+        self.fault = fault
 
     def should_verify(self) -> bool:
         return self.verify >= 1.0 or (self.verify > 0.0 and self._rng.random() < self.verify)
@@ -56,4 +66,6 @@ class PartSwitch:
         out: dict[str, Any] = {"name": self.name, "enabled": self.enabled, "verify": self.verify, "counts": counts}
         if self.verify_error:
             out["verify_error"] = self.verify_error
+        if self.fault:
+            out["fault"] = self.fault
         return out

@@ -5,8 +5,8 @@ readiness is GET /health answering 200 for both servers frank runs."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,11 @@ class EngineKind:
     preflight: Callable[[Profile], None]  # raises ProfileError naming the file and field
     client_api_key: Callable[[Profile, str], str]  # (profile, control token) -> bearer key clients send, or ""
     health_path: str = "/health"
+    # How a draw of episodes gets a prompt cache of its own: "cache_salt" (a per-request namespace the
+    # server keys its cache on) or "restart" (no such namespace: a fresh engine start per draw)
+    fresh_cache: str = "cache_salt"
+    # What this kind's server does not report, for an experiment's measures and guards -> why
+    lacks: Mapping[str, str] = field(default_factory=dict)
 
 
 def check_model(profile: Profile) -> None:

@@ -59,4 +59,11 @@ LLAMACPP = EngineKind(
     build_launch=build_launch,
     preflight=preflight,
     client_api_key=lambda profile, token: profile.api_key or token,
+    # A slot's KV cache and the server's RAM prompt cache serve every request alike (a `cache_salt` is
+    # ignored), and erasing a slot needs --slot-save-path and leaves the RAM cache: a fresh start is exact.
+    fresh_cache="restart",
+    lacks={
+        "prompt_token_ids": "llama.cpp's server does not return a request's prompt token IDs",
+        "front_end_s": "llama.cpp reports no queue time, so front-end time (TTFT - queue - prefill) is not known",
+    },
 )
