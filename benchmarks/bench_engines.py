@@ -3,12 +3,16 @@ per second, TTFT, and the client overhead per request (client total - the engine
 queue time).
 
     .venv/bin/python benchmarks/bench_engines.py [--engines embedded-cpu-smollm2 llamacpp-cpu] [--json]
+    .venv/bin/python benchmarks/bench_engines.py --engines llamacpp-cpu --workload w01-mini --mode engine
+    .venv/bin/python benchmarks/bench_engines.py --run RUN_DIR     # the figures of a replay already recorded
 
-W01 mini's prompts (11.6K-21.3K SmolLM2 tokens) do not fit SmolLM2's 8192-token context, so the draw here
-is W01-shaped but short: two conversations of four turns each over a ~1.5K-token repository region (from
-the fidelity code set), every turn adding a tool-result-like user message, replayed in full mode
-(streamed, max 32 tokens). Each engine starts fresh in its own FRANK_HOME (a cold cache), runs the draw
-once, and stops. On a shared machine the absolute figures are measured under load: compare the columns.
+W01 mini's prompts (11.6K-21.3K SmolLM2 tokens) do not fit vLLM's SmolLM2 profile (8192 tokens, the trained
+context); llamacpp-cpu holds them (32768, YaRN), at about half an hour of prefill per draw on one thread
+here. So the default draw is W01-shaped but short: two conversations of four turns each over a ~1.5K-token
+repository region (from the fidelity code set), every turn adding a tool-result-like user message, replayed
+in full mode (streamed, max 32 tokens). Each engine starts fresh in its own FRANK_HOME (a cold cache), runs
+draw-1 once, and stops. On a shared machine the absolute figures are measured under load: compare the
+columns, and read the load average printed with them.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def run_engine(profile: str, workload: Path, root: Path) -> dict:
+def run_engine(profile: str, workload: Path | str, root: Path, mode: str = "full") -> dict:
     home = root / profile
     started = frank(home, "engine", "start", "--profile", profile, "--json")
     if started.returncode != 0:
@@ -73,12 +77,18 @@ def run_engine(profile: str, workload: Path, root: Path) -> dict:
     ready_s = json.loads(started.stdout)["ready_s"]
     try:
         t0 = time.monotonic()
-        out = frank(home, "replay", str(workload), "--mode", "full", "--json", "--quiet")
+        out = frank(home, "replay", str(workload), "--draws", "draw-1", "--mode", mode, "--json", "--quiet",
+                    timeout=7200)  # fmt: skip
         wall = time.monotonic() - t0
         summary = json.loads(out.stdout)
         records = read_records(Path(summary["run_dir"]) / "draw-1.jsonl")
     finally:
         frank(home, "engine", "stop")
+    return {"profile": profile, "ready_s": ready_s, **summarize(records), "replay_wall_s": wall}
+
+
+def summarize(records: list[dict]) -> dict:
+    """A draw's figures from its replay records (client and server timings)."""
     ok = [r for r in records if r["status"] == "ok"]
     servers = [r["server"] for r in ok]
     computed = sum((s["prompt_tokens"] or 0) - (s["cached_tokens"] or 0) for s in servers)
@@ -91,12 +101,10 @@ def run_engine(profile: str, workload: Path, root: Path) -> dict:
         for r in ok
     ]  # fmt: skip
     return {
-        "profile": profile,
-        "ready_s": ready_s,
         "requests": len(records),
         "ok": len(ok),
         "draw_client_s": sum(r["client"]["total_s"] for r in ok),
-        "replay_wall_s": wall,
+        "computed_prompt_tokens": computed,
         "prompt_tokens_per_s": computed / prefill if prefill else None,
         "generation_tokens_per_s": generated / decode if decode else None,
         "mean_ttft_s": mean([r["client"]["ttft_s"] for r in ok]),
@@ -108,12 +116,20 @@ def run_engine(profile: str, workload: Path, root: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", nargs="+", default=["embedded-cpu-smollm2", "llamacpp-cpu"])
+    parser.add_argument("--workload", help="a workload (w01-mini, a folder; default: the short W01-shaped draw)")
+    parser.add_argument("--mode", choices=["engine", "full"], default="full", help="the replay's mode")
+    parser.add_argument("--run", type=Path, help="only summarize this recorded replay run folder's draw-1")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     load = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        workload = make_draw(Path(tmp) / "w01-short")
-        results = [run_engine(profile, workload, Path(tmp)) for profile in args.engines]
+    if args.run:
+        meta = json.loads((args.run / "run.json").read_text())
+        profile = (meta.get("engine") or {}).get("profile") or args.run.name
+        results = [{"profile": profile, **summarize(read_records(args.run / "draw-1.jsonl"))}]
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
+            workload = args.workload or make_draw(Path(tmp) / "w01-short")
+            results = [run_engine(profile, workload, Path(tmp), args.mode) for profile in args.engines]
     if args.json:
         print(json.dumps({"load_average": load, "engines": results}, indent=2))
         return 0

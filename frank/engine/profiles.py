@@ -6,7 +6,8 @@ speculative decoding, extra arguments, environment, and knobs. A knob is applied
 
 - `env`: sets an environment variable (`target`); needs a restart.
 - `arg`: sets a command-line flag (`target` = "--flag") or a key of a profile field
-  (`target` = "speculative_config.num_speculative_tokens"); needs a restart.
+  (`target` = "speculative_config.num_speculative_tokens"); needs a restart. A flag knob's value may bring
+  more flags with it (`with_args = { "VALUE" = ["--flag", "value", ...] }`).
 - `live`: applied to the running engine without a restart (`target` names the live handler); its value
   at start is passed in the environment variable `env`.
 
@@ -47,6 +48,8 @@ class Knob:
     target: str
     env: str = ""
     description: str = ""
+    # an arg knob's value may bring more flags with it: str(value) -> {"--flag": "value"} (`with_args`)
+    with_args: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def needs_restart(self) -> bool:
@@ -179,6 +182,7 @@ def knob_settings(profile: Profile, knobs: dict[str, Any]) -> KnobSettings:
             speculative[knob.target.split(".", 1)[1]] = value
         else:
             flags[knob.target] = str(value)
+            flags.update(knob.with_args.get(str(value), {}))
     return KnobSettings(env=env, flags=flags, speculative=speculative)
 
 
@@ -219,7 +223,15 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "stop_grace_s": ((int, float), False),
     "tool_calls": (str, False),
 }
-_KNOB_FIELDS = {"values": list, "default": object, "apply": str, "target": str, "env": str, "description": str}
+_KNOB_FIELDS = {
+    "values": list,
+    "default": object,
+    "apply": str,
+    "target": str,
+    "env": str,
+    "description": str,
+    "with_args": dict,
+}
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
@@ -333,7 +345,30 @@ def _parse_knob(name: str, raw: Any, where: str) -> Knob:
         target=raw["target"],
         env=raw.get("env", ""),
         description=raw.get("description", ""),
+        with_args=_parse_with_args(raw, prefix),
     )
+
+
+def _parse_with_args(raw: dict[str, Any], prefix: str) -> dict[str, dict[str, str]]:
+    """`with_args = { "VALUE" = ["--flag", "value", ...] }`: flags an arg knob adds when it has VALUE."""
+    out: dict[str, dict[str, str]] = {}
+    table = raw.get("with_args", {})
+    if table and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
+        raise ProfileError(f"{prefix}.with_args: only a knob that sets a --flag can bring more flags")
+    values = {str(v) for v in raw["values"]}
+    for value, args in table.items():
+        where = f"{prefix}.with_args.{value}"
+        if value not in values:
+            raise ProfileError(f"{where}: {value!r} is not one of the values {raw['values']}")
+        pairs = args if isinstance(args, list) and len(args) % 2 == 0 else None
+        if (
+            pairs is None
+            or not all(isinstance(a, str) for a in pairs)
+            or not all(f.startswith("--") for f in pairs[::2])
+        ):
+            raise ProfileError(f'{where}: expected pairs of "--flag", "value", got {args!r}')
+        out[value] = dict(zip(pairs[::2], pairs[1::2]))
+    return out
 
 
 def load_profile_file(path: Path) -> Profile:

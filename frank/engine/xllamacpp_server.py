@@ -20,6 +20,12 @@ SPEC_TYPES = {
     "ngram-map-k": "COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K",
 }
 
+ROPE_SCALING = {
+    "none": "LLAMA_ROPE_SCALING_TYPE_NONE",
+    "linear": "LLAMA_ROPE_SCALING_TYPE_LINEAR",
+    "yarn": "LLAMA_ROPE_SCALING_TYPE_YARN",
+}
+
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="xllamacpp_server", description=__doc__)
@@ -28,6 +34,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("-c", "--ctx-size", type=int, default=4096)
+    p.add_argument("--rope-scaling", choices=sorted(ROPE_SCALING), default=None, help="RoPE frequency scaling")
+    p.add_argument("--rope-scale", type=float, default=None, help="context scaling factor (frequencies / N)")
+    p.add_argument("--yarn-orig-ctx", type=int, default=None, help="YaRN: the model's trained context")
     p.add_argument("-t", "--threads", type=int, default=-1)
     p.add_argument("-np", "--parallel", type=int, default=1)
     p.add_argument("--cache-reuse", type=int, default=0, help="min chunk size to reuse from the cache by KV shifting")
@@ -51,6 +60,12 @@ def params_for(args: argparse.Namespace):
     p.hostnames = [args.host]
     p.port = args.port
     p.n_ctx = args.ctx_size
+    if args.rope_scaling is not None:
+        p.rope_scaling_type = getattr(xllamacpp.llama_rope_scaling_type, ROPE_SCALING[args.rope_scaling])
+    if args.rope_scale is not None:
+        p.rope_freq_scale = 1.0 / args.rope_scale  # llama-server's --rope-scale N
+    if args.yarn_orig_ctx is not None:
+        p.yarn_orig_ctx = args.yarn_orig_ctx
     p.n_parallel = args.parallel
     p.cpuparams.n_threads = args.threads
     p.cpuparams_batch.n_threads = args.threads

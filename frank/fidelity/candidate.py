@@ -1,9 +1,13 @@
-"""The candidate side: the running engine, teacher-forced through vLLM's `prompt_logprobs`.
+"""The candidate side: the running engine, teacher-forced on the reference's token IDs, per engine kind.
 
-Each document's token IDs (the reference's) go to `/v1/completions` as the prompt itself, a list of IDs, so
-tokenization cannot differ; `max_tokens` 1, `prompt_logprobs` k. vLLM answers, for every prompt position
-after the first, its own top k plus the actual next token (up to k + 1 entries), keyed by token ID. The
-engine's `--max-logprobs` must be at least k (embedded-cpu sets 64).
+Both kinds give, for every scored position, the engine's own top k (token ID -> natural-log probability),
+so the measure sees the same shape from either (docs/fidelity.md):
+
+- vLLM (`vllm_logprobs`): one `/v1/completions` per document with the IDs as the prompt, `max_tokens` 1,
+  `prompt_logprobs` k. vLLM answers every prompt position after the first with its top k plus the actual
+  next token; the extra token is dropped here (llama.cpp cannot give it), so a reference token outside the
+  engine's top k is a miss on both kinds alike. The engine's `--max-logprobs` must be at least k.
+- llama.cpp (`frank.fidelity.candidate_llamacpp`): one `/completion` per position, `n_probs` k.
 """
 
 from __future__ import annotations
@@ -14,19 +18,28 @@ import httpx
 import numpy as np
 
 from frank.errors import FrankError
+from frank.fidelity.candidate_llamacpp import llamacpp_logprobs
 
 Candidate = list[dict[int, float]]  # one mapping token ID -> log-probability per scored position
+OnDocument = Callable[[int], None]
 
 
-def engine_logprobs(
+def own_top_k(row: dict[int, float], k: int) -> dict[int, float]:
+    """The k most likely of what an engine returned for one position."""
+    if len(row) <= k:
+        return row
+    return dict(sorted(row.items(), key=lambda item: -item[1])[:k])
+
+
+def vllm_logprobs(
     client: httpx.Client,
     base_url: str,
     model: str,
     documents: Iterable[list[int]],
     k: int,
-    on_document: Callable[[int], None] | None = None,
+    on_document: OnDocument | None = None,
 ) -> Candidate:
-    """Teacher-forced log-probabilities of every scored position of every document, in reference order."""
+    """vLLM's top k at every scored position of every document, in reference order."""
     out: Candidate = []
     for n, ids in enumerate(documents):
         body = {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": k}
@@ -44,15 +57,35 @@ def engine_logprobs(
                 f"fidelity: the engine returned {len(rows or [])} prompt positions for a "
                 f"{len(ids)}-token prompt (does it support prompt_logprobs?)"
             )
-        out.extend({int(tok): float(entry["logprob"]) for tok, entry in row.items()} for row in rows[1:])
+        out.extend(own_top_k({int(tok): float(e["logprob"]) for tok, e in row.items()}, k) for row in rows[1:])
         if on_document:
             on_document(n + 1)
     return out
 
 
+KINDS: dict[str, Callable[..., Candidate]] = {"vllm": vllm_logprobs, "llamacpp": llamacpp_logprobs}
+
+
+def engine_logprobs(
+    client: httpx.Client,
+    base_url: str,
+    model: str,
+    documents: Iterable[list[int]],
+    k: int,
+    on_document: OnDocument | None = None,
+    *,
+    kind: str = "vllm",
+) -> Candidate:
+    """Teacher-forced top-k log-probabilities of every scored position of every document, in reference
+    order, from an engine of `kind`."""
+    if kind not in KINDS:
+        raise FrankError(f"fidelity cannot measure a {kind} engine (kinds: {', '.join(KINDS)})")
+    return KINDS[kind](client, base_url, model, documents, k, on_document)
+
+
 def top_k_arrays(candidate: Candidate, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """A candidate's own top k as [positions, k] arrays (dropping the extra actual token), so one engine start
-    can stand as the reference for another (the engine floor)."""
+    """A candidate's own top k as [positions, k] arrays, so one engine start can stand as the reference for
+    another (the engine floor)."""
     ids = np.zeros((len(candidate), k), dtype=np.int64)
     lps = np.zeros((len(candidate), k), dtype=np.float64)
     for i, row in enumerate(candidate):

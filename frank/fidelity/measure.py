@@ -2,8 +2,8 @@
 remaining mass as one tail bucket on each side, averaged over positions.
 
 At one position the reference gives its top-k tokens S with log-probabilities log p_i (normalized over the
-whole vocabulary). The candidate gives log q_j for the tokens it returned: vLLM returns the candidate's own
-top k plus the actual next token, so a token of S may be missing. The buckets are the same on both sides:
+whole vocabulary). The candidate gives log q_j for the tokens it returned: every engine kind gives its own
+top k (frank.fidelity.candidate), so a token of S may be missing. The buckets are the same on both sides:
 
     B = { i in S : the candidate returned i }           one bucket per token
     tail = everything else (the vocabulary minus B)      p_tail = 1 - sum_B p_i,  q_tail = 1 - sum_B q_i

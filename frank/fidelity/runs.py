@@ -47,12 +47,30 @@ class Target:
     profile: str
     knobs: dict[str, Any]
     api_key: str = ""
+    kind: str = "vllm"  # the engine kind: how its log-probabilities are asked for (frank.fidelity.candidate)
 
     @property
     def numeric_knobs(self) -> dict[str, Any]:
         """The knobs that need a restart: live ones (the region cache) cannot change the numerics."""
         prof = load_profile(self.profile)
         return {k: v for k, v in sorted(self.knobs.items()) if k not in prof.knobs or prof.knobs[k].needs_restart}
+
+
+def reference_source(prof) -> tuple[Path, Path]:
+    """(Hugging Face checkpoint folder, python with torch and transformers) of a profile's reference. A vLLM
+    profile serves the checkpoint itself from its own venv. A llama.cpp profile serves a GGUF: its reference
+    is the float32 checkpoint derived from that GGUF, in the same folder (`frank model build`), run in the
+    engine venv (the llama.cpp venv has no torch)."""
+    model = Path(prof.model_path())
+    if prof.kind == "vllm":
+        return model, prof.python_path()
+    folder = model.parent if model.suffix == ".gguf" else model
+    if not (folder / "config.json").is_file():
+        raise FrankError(
+            f"fidelity on {prof.name} needs the Hugging Face checkpoint derived from {model.name} beside it "
+            f"(`frank model build` puts one there); {folder} has no config.json"
+        )
+    return folder, paths.engine_venv_python()
 
 
 def running_target(controller=None) -> Target:
@@ -63,21 +81,16 @@ def running_target(controller=None) -> Target:
     if status.state != "ready":
         raise FrankError(f"fidelity needs a running engine (it is {status.state}): `frank engine start` first")
     prof = load_profile(status.profile)
-    if prof.kind != "vllm":
-        # llama.cpp's server gives log-probabilities of generated tokens only ("Only no echo is supported"):
-        # teacher forcing needs one request per position, which frank does not do yet
-        raise FrankError(
-            f"fidelity measures vLLM engines only for now; {prof.name} is {prof.kind}, whose server returns no "
-            "prompt log-probabilities"
-        )
+    model_dir, python = reference_source(prof)
     return Target(
         url=status.url,
         served_model=prof.served_model_name,
-        model_dir=Path(prof.model_path()),
-        python=prof.python_path(),
+        model_dir=model_dir,
+        python=python,
         profile=prof.name,
         knobs=dict(status.knobs),
         api_key=controller.client_api_key or prof.api_key,
+        kind=prof.kind,
     )
 
 
@@ -123,9 +136,16 @@ def _candidates(
     out = []
     with _client(target) as client:
         for text_set, ref in zip(sets, refs):
+            total = len(text_set.documents)
             if progress:
-                progress(f"{text_set.name}: {len(text_set.documents)} documents through the engine")
-            out.append(engine_logprobs(client, target.url, target.served_model, ref.documents(), k))
+                progress(f"{text_set.name}: {total} documents through the engine ({target.kind})")
+
+            def done(n: int, name: str = text_set.name, total: int = total) -> None:
+                if progress:  # llama.cpp asks once per position: a set takes minutes there
+                    progress(f"{name}: document {n} of {total} through the engine")
+
+            docs = ref.documents()
+            out.append(engine_logprobs(client, target.url, target.served_model, docs, k, done, kind=target.kind))
     return out
 
 

@@ -5,6 +5,7 @@ its kind. One engine for the module, in its own FRANK_HOME (the session's vLLM e
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -97,26 +98,68 @@ def test_replay_runs_on_llamacpp_with_its_response_timings(llamacpp, tmp_path):
     assert all(r["client"]["ttft_s"] > 0 for r in records)
 
 
-def test_w01_mini_prompts_exceed_smollm2s_context_and_say_so(llamacpp):
-    home, _ = llamacpp
-    out = frank(home, "replay", "w01-mini", "--draws", "draw-1", "--limit", "1", "--json", "--quiet")
-    assert out.returncode == 1, out.stderr  # the replay ran; its one request failed
-    summary = json.loads(out.stdout)
-    records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
-    assert records[0]["status"] == "failed" and "exceeds the available context size" in records[0]["error"]
+def _key(home) -> str:
+    return EngineController(state_dir=home / "state").client_api_key
 
 
-def test_the_derived_tokenizer_matches_llamacpps_on_the_gguf(llamacpp):
-    """The checkpoint vLLM and the fidelity reference load tokenizes as llama.cpp does the GGUF."""
-    from tokenizers import Tokenizer
+def test_the_default_slot_holds_w01_minis_prompts_in_a_yarn_stretched_context(llamacpp):
+    """W01 mini's prompts (11.6K-21.3K SmolLM2 tokens) pass SmolLM2's trained 8192: llama.cpp gives the one
+    slot the whole 32768 (it does not cap it at the GGUF's context_length) and applies YaRN. A real W01 mini
+    draw takes half an hour of prefill on one thread here: it is measured in benchmarks/, not in the suite."""
+    home, status = llamacpp
+    props = httpx.get(status["url"] + "/props", headers={"Authorization": f"Bearer {_key(home)}"}, timeout=30).json()
+    assert props["default_generation_settings"]["n_ctx"] == 32768
+    log = (home / "state" / "logs" / "engine.log").read_text()
+    assert "--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192" in log and "n_ctx_slot = 32768" in log
 
-    from frank.engine.models import smollm2
+
+def test_llamacpps_top_k_is_the_whole_vocabularys_softmax_before_any_sampler(llamacpp):
+    """What fidelity reads: n_probs with post_sampling_probs false is the raw distribution. A greedy request
+    (temperature 0, top_k 1, min_p 0.9) returns the very same 64 values as neutral samplers, and they hold
+    less than all the mass (a truncating sampler would renormalize to 1 over fewer tokens). The prefix
+    cache makes each next position cost one new token."""
+    from frank.fidelity.candidate_llamacpp import next_token_logprobs
 
     home, status = llamacpp
-    key = EngineController(state_dir=home / "state").client_api_key
-    text = "def add(a, b):\n    return a + b  # naïve 😀\n<|im_start|>user"
-    ours = Tokenizer.from_file(str(smollm2.default_dir() / "tokenizer.json")).encode(text, add_special_tokens=False)
-    theirs = httpx.post(
-        status["url"] + "/tokenize", json={"content": text}, headers={"Authorization": f"Bearer {key}"}, timeout=30
-    )
-    assert theirs.status_code == 200 and theirs.json()["tokens"] == ours.ids
+    client = httpx.Client(timeout=120, headers={"Authorization": f"Bearer {_key(home)}"})
+    prompt = [1, *client.post(status["url"] + "/tokenize", json={"content": TEXT}).json()["tokens"]]
+    raw = next_token_logprobs(client, status["url"], prompt, 64)
+    greedy = {"temperature": 0.0, "top_k": 1, "min_p": 0.9, "n_predict": 1, "n_probs": 64, "cache_prompt": True}
+    answer = client.post(status["url"] + "/completion", json={"prompt": prompt, **greedy}).json()
+    top = answer["completion_probabilities"][0]["top_logprobs"]
+    assert {e["id"]: e["logprob"] for e in top} == raw
+    assert 0.3 < sum(math.exp(lp) for lp in raw.values()) < 0.9999
+    longer = client.post(status["url"] + "/completion", json={"prompt": prompt + [top[0]["id"]], **greedy}).json()
+    assert longer["tokens_evaluated"] == len(prompt) + 1 and longer["timings"]["prompt_n"] <= 2
+
+
+TEXT = (
+    "The engine keeps a prefix cache of blocks. A request that shares its opening with an earlier one reuses "
+    "the blocks already computed, so its prefill is shorter. def merge(a, b):\n    return sorted(a + b)\n"
+)
+
+
+def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(tmp_path):
+    """`frank fidelity run` teacher-forces llama.cpp (as trained: context 8192, no YaRN; its own engine, ready
+    in a second) on the reference's IDs. Q4_1 weights with 8-bit activations and a float16 KV cache against
+    the float32 reference of the same weights: far above the reference's own noise, yet thousandths of a
+    nat (the shipped sets: 2-3e-3); a position shifted by one token would cost nats."""
+    from frank.fidelity.sets import Document, write_set
+
+    home = tmp_path / "home"
+    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--knob", "context=8192", "--json")
+    assert started.returncode == 0, started.stderr
+    try:
+        texts = [TEXT * 3, "Tool output:\n  File \"app.py\", line 12, in main\n    run()\nKeyError: 'port'\n" * 4]
+        docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
+        path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=64)
+        out = frank(home, "fidelity", "run", "--sets", str(path), "--json")
+    finally:
+        assert frank(home, "engine", "stop").returncode == 0
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = json.loads(out.stdout)
+    [entry] = run["sets"]
+    assert run["profile"] == "llamacpp-cpu" and run["knobs"]["context"] == 8192 and run["top_k"] == 64
+    assert entry["positions"] == 2 * 63
+    assert math.isfinite(entry["kl"]) and 1000 * entry["floor"]["value"] < entry["kl"] < 0.05, entry
+    assert entry["max_kl"] < 0.5 and entry["kl_over_floor"] > 1000

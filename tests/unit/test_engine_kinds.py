@@ -3,6 +3,8 @@ llama-server binary on the GPU), the token travels in LLAMA_API_KEY, and wrong p
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -60,9 +62,44 @@ def test_llamacpp_cpu_runs_xllamacpp_with_its_knobs():
     assert spec.argv[spec.argv.index("--threads") + 1] == "2"
     assert spec.argv[spec.argv.index("--spec-type") + 1] == "none"
     assert spec.argv[spec.argv.index("--cache-reuse") + 1] == "0"
-    assert spec.argv[spec.argv.index("--ctx-size") + 1] == "8192"
     assert flags["--model"].endswith("smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf")
     assert spec.env["LLAMA_API_KEY"] == "K" and spec.env["PYTHONPATH"] == str(paths.REPO_ROOT)
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_llamacpp_cpu_holds_w01_mini_by_stretching_smollm2_with_yarn_and_says_so():
+    """By default the one slot holds 32768 tokens, SmolLM2's trained 8192 stretched 4x by YaRN (W01 mini's
+    prompts are up to 21.3K tokens); context = 8192 is the model as trained, with no RoPE scaling at all."""
+    prof = load_profile("llamacpp-cpu")
+    argv = build_launch(prof, prof.default_knobs(), 9, "K").argv
+    assert argv.count("--ctx-size") == 1 and _flag(argv, "--ctx-size") == "32768"
+    assert (_flag(argv, "--rope-scaling"), _flag(argv, "--rope-scale"), _flag(argv, "--yarn-orig-ctx")) == (
+        "yarn",
+        "4",
+        "8192",
+    )
+    assert "not trained for" in prof.knobs["context"].description
+    trained = build_launch(prof, prof.resolve_knobs({"context": "8192"}), 9, "K").argv
+    assert _flag(trained, "--ctx-size") == "8192"
+    assert not {"--rope-scaling", "--rope-scale", "--yarn-orig-ctx"} & set(trained)
+
+
+def test_the_launcher_turns_yarn_flags_into_llamacpps_parameters():
+    """The xllamacpp launcher sets what llama-server's flags of the same names set (run in the llama.cpp venv:
+    the console's has no xllamacpp)."""
+    code = (
+        "from frank.engine.xllamacpp_server import parse_args, params_for;"
+        "p = params_for(parse_args(['--model', 'm.gguf', '--port', '1', '-c', '32768', '--rope-scaling', 'yarn',"
+        " '--rope-scale', '4', '--yarn-orig-ctx', '8192']));"
+        "print(p.rope_scaling_type.name, p.rope_freq_scale, p.yarn_orig_ctx, p.n_ctx)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
+    out = subprocess.run([str(paths.llamacpp_venv_python()), "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["LLAMA_ROPE_SCALING_TYPE_YARN", "0.25", "8192", "32768"]
 
 
 def test_vllm_stays_the_default_kind():
@@ -103,16 +140,34 @@ def test_the_xllamacpp_launcher_takes_llama_server_flag_names():
         parse_args(["--model", "m.gguf", "--port", "1", "--spec-type", "eagle"])
 
 
-def test_fidelity_refuses_a_llamacpp_engine_and_says_why():
+def test_fidelity_on_llamacpp_compares_against_the_checkpoint_derived_from_its_gguf():
+    """llama.cpp serves the GGUF; the reference is the float32 checkpoint `frank model build` derived from it,
+    in the same folder, run in the engine venv (torch, transformers): the same reference vLLM's is."""
     from types import SimpleNamespace
 
-    from frank.errors import FrankError
     from frank.fidelity.runs import running_target
 
-    status = SimpleNamespace(state="ready", profile="llamacpp-cpu", kind="llamacpp", url="http://127.0.0.1:1")
-    controller = SimpleNamespace(status=lambda: status, client_api_key="k")
-    with pytest.raises(FrankError, match="llamacpp-cpu is llamacpp, whose server returns no prompt log-prob"):
-        running_target(controller)
+    status = SimpleNamespace(
+        state="ready", profile="llamacpp-cpu", kind="llamacpp", url="http://127.0.0.1:1", knobs={"context": 8192}
+    )
+    target = running_target(SimpleNamespace(status=lambda: status, client_api_key="k"))
+    assert target.kind == "llamacpp" and target.api_key == "k"
+    assert target.model_dir == Path(load_profile("llamacpp-cpu").model_path()).parent
+    assert target.model_dir == Path(load_profile("embedded-cpu-smollm2").model_path())
+    assert target.python == paths.engine_venv_python()
+
+
+def test_fidelity_on_a_gguf_without_its_checkpoint_says_what_is_missing(tmp_path):
+    from frank.errors import FrankError
+    from frank.fidelity.runs import reference_source
+
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        f'name = "mine"\nkind = "llamacpp"\npython = "/p"\nmodel = "{tmp_path}/m.gguf"\nserved_model_name = "m"\n'
+    )
+    prof = load_profile_file(path)
+    with pytest.raises(FrankError, match=f"needs the Hugging Face checkpoint derived from m.gguf.*{tmp_path} has no"):
+        reference_source(prof)
 
 
 def _longest_w01_mini_prompt(tokenizer) -> tuple[int, int]:

@@ -70,3 +70,12 @@ def test_tiny_tails_keep_their_precision():
     expected = p_b * -1e-6 + (1 - p_b) * LN((1 - p_b) / (1 - q_b))
     assert got.kl == pytest.approx(expected, rel=1e-6)
     assert got.kl > 0
+
+
+def test_an_engines_own_top_k_drops_vllms_extra_actual_token_so_it_counts_as_a_miss():
+    """vLLM adds the actual next token beyond its top k; llama.cpp cannot: both kinds keep only their top k."""
+    from frank.fidelity.candidate import own_top_k
+
+    row = {5: -0.1, 7: -1.0, 9: -9.0}  # 9: the actual next token, ranked 3rd
+    assert own_top_k(row, 2) == {5: -0.1, 7: -1.0} and own_top_k(row, 3) == row
+    assert position_kl([5, 9], [-0.2, -2.0], own_top_k(row, 2)).misses == 1

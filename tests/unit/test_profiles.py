@@ -23,6 +23,9 @@ apply = "env"
 target = "SCHED"
 """
 
+ARG = GOOD.replace("[knobs.sched]", "[knobs.ctx]").replace('apply = "env"', 'apply = "arg"')
+ARG = ARG.replace('target = "SCHED"', 'target = "--ctx"')
+
 
 def write(tmp_path: Path, text: str, name: str = "mine") -> Path:
     path = tmp_path / f"{name}.toml"
@@ -151,6 +154,10 @@ def test_good_user_profile(tmp_path):
         (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
         (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
         (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
+        (GOOD + 'with_args = { "1" = ["--x", "1"] }\n', "knobs.sched.with_args: only a knob that sets a --flag"),
+        (ARG + 'with_args = { "3" = ["--x", "1"] }\n', "knobs.ctx.with_args.3: '3' is not one of the values"),
+        (ARG + 'with_args = { "2" = ["--x"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
+        (ARG + 'with_args = { "2" = ["x", "1"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (GOOD.replace("port = 8123", 'port = 8123\ntool_calls = "guess"'), "tool_calls: 'guess' is not one of"),
         (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected string"),
     ],
@@ -161,6 +168,12 @@ def test_bad_profile_names_file_and_field(tmp_path, text, field):
         load_profile_file(path)
     assert str(path) in str(err.value)
     assert field in str(err.value)
+
+
+def test_a_knob_value_brings_its_own_flags_and_only_that_value(tmp_path):
+    prof = load_profile_file(write(tmp_path, ARG + 'with_args = { "2" = ["--scale", "4", "--orig", "8"] }\n'))
+    assert build_launch(prof, {"ctx": 1}, 8123, "t").argv[-2:] == ["--ctx", "1"]
+    assert build_launch(prof, {"ctx": 2}, 8123, "t").argv[-6:] == ["--ctx", "2", "--scale", "4", "--orig", "8"]
 
 
 def test_tool_call_mode_is_declared_by_the_profile_and_native_by_default(tmp_path):
