@@ -93,6 +93,7 @@ def test_frankenstein_exact_command_line_and_environment():
         "FRANK_REGION_CACHE": "off",
         "FRANK_DETOK_TAIL": "off",
         "FRANK_BLOCK_HASH_MEMO": "off",
+        "FRANK_HELD_PROMPT": "off",
         "FRANK_CONTROL_TOKEN": "TOKEN",
     }
     # the default schedule is the served one (schedule 2 since 1 November)
