@@ -68,7 +68,7 @@ def test_smollm2_on_llamacpp_makes_real_tool_calls_that_run_in_the_sandbox(smoll
         assert r["outcome"] in ("pass", "fail"), r  # graded from the workspace: the harness did not fail
         assert r["tool_call_mode"] == "schema"
         assert r["calls_in_sandbox"] == r["tool_calls"], r  # every call the model made ran in the sandbox
-        assert r["invalid_answers"] == len(r["invalid_reasons"]) or r["invalid_answers"] > 5
+        assert len(r["invalid_reasons"]) == min(r["invalid_answers"], 5)  # the record keeps the first five reasons
         assert r["turns"] == r["requests"] == r["recorded_requests"] <= 3
         # every request was held to SmolLM2's 8192-token context with room for its answer, by a bound the
         # engine's own count of the prompt tokens stays under
