@@ -65,8 +65,12 @@ def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: 
     assert [(e["decision"], e["p_fraction"], e["results_run_id"]) for e in detok] == [
         ("confirmed", "1/70", "20261201-094638-part-detok-tail-fbd3")
     ]
-    for name in ("block-hash-memo", "held-prompt"):  # frank's own parts: a design to run, no evidence yet
-        assert parts[name]["evidence"] == [] and parts[name]["design"] == f"@designs/part-{name}.toml"
+    for name, p in (("block-hash-memo", "69/70"), ("held-prompt", "21/70")):  # run, decided again: not confirmed
+        evidence = parts[name]["evidence"]
+        assert [(e["state"], e["decision"], e["p_fraction"], e["ok"]) for e in evidence] == [
+            ("testing", "not confirmed", p, True)  # the record of a test, not a claim that it passed
+        ]
+        assert parts[name]["design"] == f"@designs/part-{name}.toml"
     body, sched, cache = parts["body"], parts["schedule-2"], parts["region-cache"]
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"
     assert sched["evidence"][0]["p_fraction"] == "1/32" and sched["evidence"][0]["mean_effect_pct"] == pytest.approx(
