@@ -88,10 +88,10 @@ class DrawTotals:
     failed: int = 0
     unattributed: int = 0
     ttft_s: float = 0.0
-    queue_s: float = 0.0
+    queue_s: float | None = 0.0  # None: no attributed record carried it (llama.cpp exports no queue time)
     prefill_s: float = 0.0
     decode_s: float = 0.0
-    front_end_s: float = 0.0
+    front_end_s: float | None = 0.0  # None: likewise (it needs the queue time)
     verify_steps: float = 0.0  # drafted steps (spec_decode_num_drafts)
     decode_steps: float = 0.0  # verify steps, drafted or not (inter-token latency count)
     verify_step_s: float | None = None  # frank.engine.measures.records_time_per_verify_step over the draw
@@ -101,7 +101,7 @@ class DrawTotals:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     cold_requests: int = 0  # requests that start a conversation (turn 1)
-    cold_front_end_s: float = 0.0
+    cold_front_end_s: float | None = 0.0
     prompt_ids_sha256: str | None = None  # over every request's prompt-ID hash, in order (None: some missing)
     outputs_sha256: str | None = None  # over every request's output hash (text and token IDs), likewise
 
@@ -193,6 +193,14 @@ def latest_by_id(records: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str,
     return latest
 
 
+OPTIONAL_MEASURES = ("queue_s", "front_end_s")  # an engine kind may export none of these
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum over draws; None when some draw has no such measure."""
+    return None if any(v is None for v in values) else sum(values)
+
+
 def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, Any]]) -> DrawTotals:
     latest = latest_by_id(records)
     t: dict[str, Any] = {"draw": draw, "planned": len(planned)}
@@ -215,6 +223,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
         ("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens", "cold_requests"), 0
     )
     accepted = 0.0
+    carried: set[str] = set()  # the optional measures some attributed record had a value for
     servers: list[Mapping[str, Any]] = []
     hashes: list[str | None] = []
     out_hashes: list[str | None] = []
@@ -243,6 +252,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
             continue
         for key in ("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s"):
             sums[key] += server.get(key) or 0.0
+        carried.update(key for key in OPTIONAL_MEASURES if server.get(key) is not None)
         if cold:
             sums["cold_front_end_s"] += server.get("front_end_s") or 0.0
         counts["cached_tokens"] += int(server.get("cached_tokens") or 0)
@@ -251,6 +261,10 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
         sums["decode_steps"] += server.get("decode_steps") or 0.0
         servers.append(server)
     t.update(sums)
+    if servers:  # a measure no attributed record carried is not available, never 0
+        t.update({key: None for key in OPTIONAL_MEASURES if key not in carried})
+        if "front_end_s" not in carried:
+            t["cold_front_end_s"] = None
     t.update(counts)
     t["verify_step_s"] = measures.records_time_per_verify_step(servers)
     t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
@@ -411,7 +425,7 @@ class ReplayRunner:
             "cold_requests",
             "cold_front_end_s",
         )
-        totals = {k: sum(getattr(t, k) for t in draws.values()) for k in keys}
+        totals = {k: _total([getattr(t, k) for t in draws.values()]) for k in keys}
         return {
             "run_id": self.run_id,
             "run_dir": str(self.run_dir),

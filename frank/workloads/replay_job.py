@@ -167,7 +167,8 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
             elif p.phase == "draw_done" and p.totals is not None:
                 t = p.totals
                 print(
-                    f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end {t.front_end_s:.3f}s, "
+                    f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end "
+                    f"{'n/a' if t.front_end_s is None else f'{t.front_end_s:.3f}s'}, "
                     f"prefill {t.prefill_s:.3f}s, ttft {t.ttft_s:.3f}s",
                     file=stream,
                     flush=True,

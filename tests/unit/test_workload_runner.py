@@ -125,6 +125,16 @@ def test_draw_totals_use_the_latest_record_and_skip_unattributed_server_values()
     assert draw_totals("d", ["a", "b"], records[:2]).failed == 1
 
 
+def test_draw_totals_say_not_available_for_a_measure_the_engine_does_not_export():
+    # llama.cpp's records: attributed (its own timings), but no queue time and so no front-end time
+    records = [_rec(rid, turn=1 if rid == "a" else 2, queue_s=None, front_end_s=None) for rid in ("a", "b")]
+    t = draw_totals("d", ["a", "b"], records)
+    assert (t.queue_s, t.front_end_s, t.cold_front_end_s) == (None, None, None)
+    assert t.prefill_s == pytest.approx(1.2) and t.ok == 2
+    some = draw_totals("d", ["a", "b"], [records[0], _rec("b", queue_s=0.0, front_end_s=0.0)])
+    assert (some.queue_s, some.front_end_s, some.cold_front_end_s) == (0.0, 0.0, 0.0)  # a real 0 stays 0
+
+
 def test_results_file_keeps_everything_but_counts_from_the_last_restart(tmp_path):
     path = tmp_path / "d.jsonl"
     lines = [json.dumps(_rec("a")), json.dumps({"id": RESTART}), json.dumps(_rec("b")), '{"id": "torn']

@@ -40,7 +40,8 @@ def job_progress(job: FollowedJob) -> tuple:
         "",
     )
     draws = (st.extra or {}).get("draws") or {}
-    fe = sum(t.get("front_end_s") or 0.0 for t in draws.values())
+    front_ends = [t.get("front_end_s") for t in draws.values()]
+    fe = None if None in front_ends else sum(front_ends)  # None: the engine exports no front-end time
     failed = sum(t.get("failed") or 0 for t in draws.values())
     totals = f"{now}  front-end {secs(fe)}  failed {failed}" if st.kind == "replay" else st.detail
     return (job_title(st), st.done, st.planned, totals.strip(), st.state)
