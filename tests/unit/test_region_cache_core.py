@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -187,6 +190,28 @@ def test_a_changed_header_reuses_the_chunks_of_the_unchanged_context(tiny_tokeni
     reused = after["hit_tokens"] - before["hit_tokens"]
     encoded = after["miss_tokens"] - before["miss_tokens"]
     assert reused > 10 * encoded  # only the chunk holding the header was encoded again
+
+
+def test_chunk_cuts_are_the_same_in_every_process():
+    # Python salts str hashes per process; a cut decided by hash() moved with PYTHONHASHSEED, and about one
+    # seed in twenty left the header's chunk long enough to fail the reuse test above.
+    probe = (
+        "import random, sys; from frank.engine.region_cache.core import chunk_region; rng = random.Random(9); "
+        "text = '\\n'.join(f'line {rng.randrange(10**6)} = f({i})' for i in range(4000)); "
+        "print([len(p) for p in chunk_region(text)])"
+    )
+    cuts = {
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "14", "34")
+    }
+    assert len(cuts) == 1
+    assert len(json.loads(cuts.pop())) > 10  # it did cut
 
 
 def test_chunking_is_refused_where_the_cut_is_not_proven():

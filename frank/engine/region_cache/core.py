@@ -41,6 +41,7 @@ import re
 import sys
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -249,7 +250,9 @@ def chunk_region(region: str, min_chars: int = CHUNK_MIN_CHARS, mask: int = CHUN
         if (
             region[cut - 2] in _PRINTABLE
             and cut - last >= min_chars
-            and hash(region[cut : cut + CHUNK_KEY_CHARS]) & mask == 0
+            # crc32, not hash(): str hashes are salted per process, and the cuts must be the same in
+            # every process (and every test run) for a changed header to reuse the same chunks.
+            and zlib.crc32(region[cut : cut + CHUNK_KEY_CHARS].encode("utf-8", "surrogatepass")) & mask == 0
         ):
             pieces.append(region[last:cut])
             last = cut
