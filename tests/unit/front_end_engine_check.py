@@ -253,7 +253,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
         else:
             number, wire, hold = hp.plan(0, req)
             if hold or wrong:  # the fault's requests held anyway: the wrong half keeps going
-                hp._held.put(0, number, ids)
+                hp.hold_sent(0, number, ids)
         decoded = decoder.decode(encoder.encode(wire))
         if decoded.prompt_token_ids is None and unpatched_error is None:  # an engine core without the part
             try:

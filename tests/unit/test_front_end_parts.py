@@ -195,7 +195,7 @@ def test_common_prefix_finds_the_first_difference_at_any_place():
 def test_the_longest_held_prefix_is_chosen_and_compared_in_full():
     rng = random.Random(6)
     a = [rng.randrange(50) for _ in range(30_000)]
-    held = [(3, a[:5000]), (2, [7] + a[1:]), (1, a)]
+    held = [(3, a[:5000], None), (2, [7] + a[1:], None), (1, a, None)]
     assert choose_reference(a + [1, 2], held)[0::2] == (1, 30_000)  # the whole earlier turn, not a shorter one
     assert choose_reference(a[:20_000] + [99] * 50, held)[0::2] == (1, 20_000)  # a longer partial beats 5000
     assert choose_reference([99] + a, held) is None  # differs at the first token
@@ -203,7 +203,7 @@ def test_the_longest_held_prefix_is_chosen_and_compared_in_full():
     # a held prompt that agrees at every screened place but differs in between is not taken whole
     sneaky = list(a)
     sneaky[12_345] = 99
-    assert choose_reference(a + [1], [(1, sneaky)])[2] == 12_345
+    assert choose_reference(a + [1], [(1, sneaky, None)])[2] == 12_345
 
 
 def test_the_engine_core_keeps_every_prompt_the_api_server_may_name():

@@ -16,12 +16,14 @@ has) before vLLM's own preprocessing sees the request.
 Why it is exact. The zmq socket between them delivers in order, and each side applies the same rule on the
 same sequence of numbered prompts: prompt h is held after it was sent (API server) / rebuilt (engine core),
 the API server keeps those numbered above `h - HOLD` and the engine core above `h - CORE_HOLD`. So the
-engine core's prompt `ref` is the list the API server sent as `ref`, and the API server checked
-`ids[:common] == held[ref][:common]` (a full comparison, never a sample or a hash) before choosing the
-delta. The engine core checks that it holds `ref` with the stated length; anything else fails the request
-with an error (never a guess). Requests that could grow their prompt in place (resumable sessions),
-multimodal, prompt-embeds, shorter than `MIN_TOKENS` or sent by a data-parallel client go whole and are not
-held.
+engine core's prompt `ref` is the list the API server sent as `ref`, and the API server established
+`ids[:common] == held[ref][:common]` (never from a sample or a hash) before choosing the delta: compared in
+full, or, where both lists are the region cache's joins of the same cached region lists, region by region
+(the same list objects skipped, the first differing region compared; region_cache/composition.py says why
+a record is faithful). The engine core checks that it holds `ref` with the stated length; anything else
+fails the request with an error (never a guess). Requests that could grow their prompt in place
+(resumable sessions), multimodal, prompt-embeds, shorter than `MIN_TOKENS` or sent by a data-parallel
+client go whole and are not held.
 
 Fail-closed on the wire: a delta travels with `prompt_token_ids = None` and the delta in
 `reasoning_parser_kwargs[KEY]` (an untyped field the engine core's decoder passes through), so an engine
@@ -46,6 +48,7 @@ from typing import Any
 
 from frank.engine.front_end.catalog import PARTS
 from frank.engine.front_end.switch import PartSwitch
+from frank.engine.region_cache.composition import Composition, composition_of
 
 logger = logging.getLogger("frank.front_end.held_prompt")
 PART = PARTS["held-prompt"]
@@ -99,10 +102,11 @@ class HeldPrompts:
         self._by_client.clear()
 
 
-def common_prefix(a: list[int], b: list[int], chunk: int = CHUNK) -> int:
-    """The length of the longest common prefix of two lists, by whole-slice comparisons (C loops)."""
+def common_prefix(a: list[int], b: list[int], chunk: int = CHUNK, start: int = 0) -> int:
+    """The length of the longest common prefix of two lists, by whole-slice comparisons (C loops), from
+    `start` (the caller knows a[:start] == b[:start])."""
     n = min(len(a), len(b))
-    i = 0
+    i = start
     while i < n:
         j = min(i + chunk, n)
         if a[i:j] != b[i:j]:  # the first difference is in this chunk: halve it with slice comparisons
@@ -119,37 +123,78 @@ def common_prefix(a: list[int], b: list[int], chunk: int = CHUNK) -> int:
     return n
 
 
-def choose_reference(ids: list[int], held: list[tuple[int, list[int]]]) -> tuple[int, list[int], int] | None:
+def common_prefix_by_regions(
+    a: list[int], a_joined: Composition | None, b: list[int], b_joined: Composition | None
+) -> int | None:
+    """The common prefix of a and b from what the region cache joined them from, or None when either has
+    no record or a record that does not describe it (then the caller compares them in full).
+
+    Regions that are the same list object hold the same IDs (the cache never changes a list it holds:
+    region_cache/composition.py), so they are skipped by length; any other region pair is compared by
+    value (a C loop over that region only) and skipped if equal; cut tokens are compared. From the first
+    region or cut token that differs, the lists themselves are compared up to their first difference."""
+    if a_joined is None or b_joined is None or len(a) != a_joined.length or len(b) != b_joined.length:
+        return None
+    ra, rb, sa, sb = a_joined.regions, b_joined.regions, a_joined.seps, b_joined.seps
+    i = 0
+    for k in range(min(len(ra), len(rb))):
+        x, y = ra[k], rb[k]
+        if x is not y and (len(x) != len(y) or x != y):
+            break
+        i += len(x)
+        if k >= len(sa) or k >= len(sb) or sa[k] != sb[k]:
+            break
+        i += 1
+    return common_prefix(a, b, start=i)
+
+
+Held = tuple[int, list[int], Composition | None]  # (number, prompt, what the region cache joined it from)
+
+
+def choose_reference(
+    ids: list[int], held: list[Held], joined: Composition | None = None
+) -> tuple[int, list[int], int] | None:
     """(number, held list, common) for the held prompt sharing the longest prefix with ids, or None.
 
     The usual case (an agent's next turn: its previous prompt plus the turn) is found first: the longest
     held prompt whose last token matches ids at the same place and that compares equal whole. Then any
     longer held prompt that agrees at that length is compared up to its first difference. Every candidate
-    passes a cheap screen first (the first token and the token at MIN_COMMON). Whatever is chosen,
-    ids[:common] == held[:common] was compared in full."""
+    passes a cheap screen first (the first token and the token at MIN_COMMON), and is compared once:
+    region by region where both lists came from the region cache (`joined`), else in full. Whatever is
+    chosen, ids[:common] == held[:common] is certain, never a sample or a hash."""
     n = len(ids)
     screened = sorted(
         (
-            (number, ref)
-            for number, ref in held
+            (number, ref, ref_joined)
+            for number, ref, ref_joined in held
             if len(ref) >= MIN_COMMON and ref[0] == ids[0] and ref[MIN_COMMON - 1] == ids[MIN_COMMON - 1]
         ),
         key=lambda item: len(item[1]),
         reverse=True,
     )
+    commons: dict[int, int] = {}
+
+    def common(number: int, ref: list[int], ref_joined: Composition | None) -> int:
+        c = commons.get(number)
+        if c is None:
+            c = common_prefix_by_regions(ids, joined, ref, ref_joined)
+            switch.count("compared_in_full" if c is None else "compared_by_regions")
+            commons[number] = c = common_prefix(ids, ref) if c is None else c
+        return c
+
     best: tuple[int, list[int], int] | None = None
-    for number, ref in screened:
+    for number, ref, ref_joined in screened:
         m = len(ref)
-        if m <= n and ref[-1] == ids[m - 1] and ref[m // 2] == ids[m // 2] and common_prefix(ids, ref) == m:
+        if m <= n and ref[-1] == ids[m - 1] and ref[m // 2] == ids[m // 2] and common(number, ref, ref_joined) == m:
             best = (number, ref, m)
             break
     floor = best[2] if best else MIN_COMMON
-    for number, ref in screened:
+    for number, ref, ref_joined in screened:
         if len(ref) <= floor or (best and ref[floor - 1] != ids[floor - 1]):
             continue
-        common = common_prefix(ids, ref)
-        if common >= floor and (best is None or common > best[2]):
-            best = (number, ref, common)
+        c = common(number, ref, ref_joined)
+        if c >= floor and (best is None or c > best[2]):
+            best = (number, ref, c)
     return best
 
 
@@ -180,9 +225,9 @@ def plan(client: int, request: Any) -> tuple[int, Any, bool]:
 
     ids: list[int] = request.prompt_token_ids
     with _lock:
-        candidates = _held.newest_first(client)
+        candidates = [(n, ref, joined) for n, (ref, joined) in _held.newest_first(client)]
         number = next(_numbers)
-    found = choose_reference(ids, candidates)
+    found = choose_reference(ids, candidates, composition_of(ids))
     faulted = found is not None and switch.fault is not None
     if found is None:
         delta = [VERSION, 0, 0, 0, number, None]
@@ -206,6 +251,13 @@ def plan(client: int, request: Any) -> tuple[int, Any, bool]:
     return number, wire, not faulted
 
 
+def hold_sent(client: int, number: int, ids: list[int]) -> None:
+    """Hold a prompt the API server has sent, with the region cache's record of what it was joined from."""
+    joined = composition_of(ids)
+    with _lock:
+        _held.put(client, number, (ids, joined))
+
+
 def install_api_server() -> None:
     from vllm.v1.engine import core_client
 
@@ -226,9 +278,8 @@ def install_api_server() -> None:
             return await original(self, request)
         request.client_index = self.client_index
         await original(self, wire)  # encoded and queued on the socket before this returns
-        if hold:
-            with _lock:  # held only once sent: the engine core holds it once it has it
-                _held.put(self.client_index, number, request.prompt_token_ids)
+        if hold:  # held only once sent: the engine core holds it once it has it
+            hold_sent(self.client_index, number, request.prompt_token_ids)
 
     add_request_async._frank_held_prompt = True  # type: ignore[attr-defined]
     add_request_async.__wrapped__ = original  # type: ignore[attr-defined]

@@ -2,6 +2,8 @@
 
 - core.py: pure. Split a rendered prompt at the tokenizer's special tokens, encode each region on its own,
   a bounded thread-safe LRU keyed by the region text, verify and fallback.
+- composition.py: what each returned ID list was joined from (the cache's region lists, by identity), so
+  held-prompt can compare a new prompt with the previous turn's region by region.
 - runtime.py: the one process-wide cache and its on/off switch (what the hook and the control use).
 - plugin.py: the `vllm.general_plugins` entry point; hooks the API server's tokenizer path (and skips
   vLLM's vocabulary check for the IDs the cache hands on, only those).

@@ -48,6 +48,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from frank.engine.region_cache import composition
+
 # Rough CPython cost of one cached entry beyond its token pointers (list header, key, OrderedDict slot).
 _ENTRY_OVERHEAD_BYTES = 200
 _POINTER_BYTES = 8
@@ -573,7 +575,7 @@ class RegionEncoder:
                 self.cache.count_fallback("add_special_tokens")
                 return None
             affixes = self.affixes
-        ids = self._encode_cached(text)
+        ids, joined_from = self._encode_cached(text)
         if self.cache.limits.verify and (
             self.cache.limits.verify >= 1.0 or self._rng.random() < self.cache.limits.verify
         ):
@@ -582,9 +584,10 @@ class RegionEncoder:
             if fresh != ids:
                 self.cache.count(mismatches=1)
                 self.refused = "a verified prompt differed from a fresh encode"
-                ids = fresh
+                return affixes[0] + fresh + affixes[1] if affixes is not None else fresh
         if affixes is not None:
             return affixes[0] + ids + affixes[1]
+        composition.record(ids, joined_from)  # what a reader may compare region by region
         return ids
 
     def key(self, region: str) -> tuple[bytes, str]:
@@ -595,7 +598,7 @@ class RegionEncoder:
         return (self._salt, region)
 
     # internals
-    def _encode_cached(self, text: str) -> list[int]:
+    def _encode_cached(self, text: str) -> tuple[list[int], composition.Composition]:
         t0 = time.perf_counter()
         regions, seps = self.splitter.split(text)
         cache = self.cache
@@ -666,7 +669,7 @@ class RegionEncoder:
             miss_seconds=miss_seconds,
             lookup_seconds=total - miss_seconds,
         )
-        return out
+        return out, composition.Composition(tuple(found), tuple(seps), len(out))  # type: ignore[arg-type]
 
     def probe_texts(self) -> list[str]:
         """Prompts built from the tokenizer's own cut tokens around the edge cases that could break a join."""
