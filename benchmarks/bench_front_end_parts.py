@@ -95,7 +95,7 @@ def _handoff(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
     }
 
     def send_delta(prompt: list[int], prev: list[int]) -> bytes:
-        _, ref, common = choose_reference(prompt, [(1, prev)])
+        _, ref, common = choose_reference(prompt, [(1, prev, None)])
         return enc.encode(ReqDelta("r", None, {KEY: [1, 1, len(ref), common, 2, prompt[common:]]}))
 
     def rebuild(wire: bytes, prev: list[int]) -> list[int]:
@@ -241,15 +241,170 @@ def _detok(prompts: list[list[int]], repeat: int, model_dir: str) -> dict[str, A
     }
 
 
-def _inner(args: argparse.Namespace) -> dict[str, Any]:
-    prompts = _conversation(args.turns, args.seed)
-    return {
-        "prompt_tokens": [len(p) for p in prompts],
-        "detokenizer_ms": _detok(prompts, args.repeat, args.model_dir),
-        "handoff_ms": _handoff(prompts, args.repeat),
-        "block_hashes": _hashes(prompts, args.repeat),
-        "load_avg": os.getloadavg(),
+def _choose_reference_before(ids: list[int], held: list[Any]) -> tuple[int, list[int], int] | None:
+    """held-prompt's choice as it was before the region-by-region comparison (commit 9a3f43c), kept here
+    for the before/after figure: every candidate compared in full, a near-prefix twice."""
+    from frank.engine.front_end.held_prompt import MIN_COMMON, common_prefix
+
+    n = len(ids)
+    screened = sorted(
+        (
+            (number, ref)
+            for number, ref, _ in held
+            if len(ref) >= MIN_COMMON and ref[0] == ids[0] and ref[MIN_COMMON - 1] == ids[MIN_COMMON - 1]
+        ),
+        key=lambda item: len(item[1]),
+        reverse=True,
+    )
+    best: tuple[int, list[int], int] | None = None
+    for number, ref in screened:
+        m = len(ref)
+        if m <= n and ref[-1] == ids[m - 1] and ref[m // 2] == ids[m // 2] and common_prefix(ids, ref) == m:
+            best = (number, ref, m)
+            break
+    floor = best[2] if best else MIN_COMMON
+    for number, ref in screened:
+        if len(ref) <= floor or (best and ref[floor - 1] != ids[floor - 1]):
+            continue
+        common = common_prefix(ids, ref)
+        if common >= floor and (best is None or common > best[2]):
+            best = (number, ref, common)
+    return best
+
+
+def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[str, Any]:
+    """The hand-off of W01's real prompts (one draw, in its order), each rendered by vLLM's own renderer
+    through the region cache (so each ID list is the cache's join, with its record), then handed over as
+    the API server and the engine core do: vLLM's MsgpackEncoder / typed MsgpackDecoder(EngineCoreRequest)
+    of the whole prompt, against held-prompt's choice of the held turn (before: compared in full; now:
+    region by region) and delta, and the engine core's rebuild. The held prompts are the API server's
+    (its newest HOLD, the six conversations interleaved). Every choice is checked against the full
+    comparison, every rebuilt prompt against the one sent."""
+    import asyncio
+    import importlib.util
+    import itertools
+    import logging
+
+    from vllm import SamplingParams
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.v1.engine import EngineCoreRequest
+    from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
+
+    from frank.engine.front_end import held_prompt as hp
+    from frank.engine.region_cache import composition, plugin, runtime
+
+    logging.disable(logging.WARNING)
+    spec = importlib.util.spec_from_file_location("bench_rc", REPO / "benchmarks" / "bench_region_cache_frontend.py")
+    bench_rc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_rc)  # its renderer set-up, exactly as its front-end benchmark uses it
+    plugin.install()
+    online, _ = bench_rc._build(model_dir, "hf")
+    runtime.set_enabled(True)
+    runtime.clear()
+    requests = bench_rc._load_requests(Path(workload), [draw])
+    encoder, decoder = MsgpackEncoder(), MsgpackDecoder(EngineCoreRequest)
+    hp.switch.set_enabled(True)
+    for held in (hp._held, hp._core_held, hp._core_hashes):
+        held.clear()
+    rows: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "vllm_encode",
+            "vllm_decode",
+            "choose_before",
+            "choose_in_full",
+            "choose_by_regions",
+            "plan_encode",
+            "decode_rebuild",
+            "rebuild_slice_extend",
+            "rebuild_concat",
+            "request_copy",
+        )
     }
+    checked = {"warm": 0, "same_choice": 0, "rebuilt_equal": 0, "records": 0, "tokens": []}
+
+    async def render(body: dict[str, Any]) -> list[int]:
+        result = await online.render_chat(ChatCompletionRequest.model_validate(body))
+        return result[1][0]["prompt_token_ids"]
+
+    def time_api_server(req: Any, ids: list[int], held: list[Any], joined: Any) -> None:
+        rows["vllm_encode"].append(_median_ms(lambda: encoder.encode(req), repeat))
+        rows["choose_before"].append(_median_ms(lambda: _choose_reference_before(ids, held), repeat))
+        in_full = [(n, ref, None) for n, ref, _ in held]
+        rows["choose_in_full"].append(_median_ms(lambda: hp.choose_reference(ids, in_full), repeat))
+        rows["choose_by_regions"].append(_median_ms(lambda: hp.choose_reference(ids, held, joined), repeat))
+        first = next(hp._numbers)  # the timing's plans take numbers: given back, so the window is the server's
+        rows["plan_encode"].append(_median_ms(lambda: encoder.encode(hp.plan(0, req)[1]), repeat))
+        hp._numbers = itertools.count(first)
+
+    def time_engine_core(req: Any, ids: list[int], frames: Any, ref: list[int], common: int) -> None:
+        whole = encoder.encode(req)
+        rows["vllm_decode"].append(_median_ms(lambda: decoder.decode(whole), repeat))
+        suffix = ids[common:]
+        rows["rebuild_slice_extend"].append(_median_ms(lambda: ref[:common].__iadd__(suffix), repeat))
+        rows["rebuild_concat"].append(_median_ms(lambda: ref[:common] + suffix, repeat))
+        rows["request_copy"].append(_median_ms(lambda: ids.copy(), repeat))
+        rows["decode_rebuild"].append(_median_ms(lambda: hp.rebuild(0, decoder.decode(frames)), repeat))
+
+    loop = asyncio.new_event_loop()
+    for name, record in requests:
+        ids = loop.run_until_complete(render(record["body"]))
+        checked["tokens"].append(len(ids))
+        joined = composition.composition_of(ids)
+        checked["records"] += joined is not None
+        req = EngineCoreRequest(
+            request_id=name,
+            prompt_token_ids=ids,
+            mm_features=None,
+            sampling_params=SamplingParams(max_tokens=1),
+            pooling_params=None,
+            arrival_time=0.0,
+            lora_request=None,
+            cache_salt=None,
+            data_parallel_rank=None,
+        )
+        held = [(n, ref, j) for n, (ref, j) in hp._held.newest_first(0)]
+        found = hp.choose_reference(ids, held, joined)
+        warm = record["turn"] > 1  # a held turn of the same conversation to start from
+        if warm:
+            checked["warm"] += 1
+            in_full = hp.choose_reference(ids, [(n, ref, None) for n, ref, _ in held])
+            checked["same_choice"] += found is not None and found == in_full == _choose_reference_before(ids, held)
+            time_api_server(req, ids, held, joined)
+        number, wire, hold = hp.plan(0, req)
+        frames = encoder.encode(wire)
+        if warm and found is not None:
+            time_engine_core(req, ids, frames, found[1], found[2])
+        got = decoder.decode(frames)
+        if got.reasoning_parser_kwargs and hp.KEY in got.reasoning_parser_kwargs:
+            hp.rebuild(0, got)
+        checked["rebuilt_equal"] += got.prompt_token_ids == ids
+        if hold:
+            hp.hold_sent(0, number, ids)
+    loop.close()
+    tokens = checked.pop("tokens")
+    return {
+        "draw": draw,
+        "requests": len(requests),
+        "prompt_tokens": [min(tokens), max(tokens)],
+        "ms_per_warm_request": {k: statistics.mean(v) for k, v in rows.items()},
+        "checked": checked,
+        "ok": checked["same_choice"] == checked["warm"] > 0 and checked["rebuilt_equal"] == len(requests),
+    }
+
+
+def _inner(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "synthetic" in args.sections:
+        prompts = _conversation(args.turns, args.seed)
+        out["prompt_tokens"] = [len(p) for p in prompts]
+        out["detokenizer_ms"] = _detok(prompts, args.repeat, args.model_dir)
+        out["handoff_ms"] = _handoff(prompts, args.repeat)
+        out["block_hashes"] = _hashes(prompts, args.repeat)
+    if "w01" in args.sections:
+        out["w01_handoff"] = _w01_handoff(args.workload, args.model_dir, args.draw, args.repeat)
+    out["load_avg"] = os.getloadavg()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,26 +413,85 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--model-dir", default=None, help="the tiny model (default: the models dir's tiny-frank)")
+    parser.add_argument(
+        "--sections",
+        default="synthetic",
+        help="comma-separated: synthetic (the synthetic conversation: detokenizer, hand-off, block hashes), "
+        "w01 (the hand-off of W01 full's real prompts through the region cache and held-prompt)",
+    )
+    parser.add_argument("--draw", default="draw-1", help="the W01 full draw of the w01 section")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--workload", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.inner:
+        import tempfile
+
         from frank import paths
+        from frank.workloads.w01 import make_w01
 
         model_dir = args.model_dir or str(paths.models_dir() / "tiny-frank")
         engine_python = REPO / ".venv-engine" / "bin" / "python"
         cmd = [str(engine_python), __file__, "--inner", "--turns", str(args.turns), "--repeat", str(args.repeat)]
-        cmd += ["--model-dir", model_dir]
+        cmd += ["--model-dir", model_dir, "--sections", args.sections, "--draw", args.draw]
         cmd += ["--seed", str(args.seed)] + (["--json"] if args.json else [])
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        return subprocess.call(cmd, env=env)
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(REPO),
+            TOKENIZERS_PARALLELISM="false",
+            VLLM_NO_USAGE_STATS="1",
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            FRANK_REGION_CACHE="off",
+            VLLM_ALLOW_LONG_MAX_MODEL_LEN="1",
+        )
+        with tempfile.TemporaryDirectory(prefix="frank-parts-bench-") as tmp:
+            if "w01" in args.sections:
+                cmd += ["--workload", str(make_w01(Path(tmp) / "w01", "full", 1))]
+            return subprocess.call(cmd, env=env)
     result = _inner(args)
+    ok = all(
+        [
+            result.get("block_hashes", {}).get("hashes_identical", True),
+            result.get("detokenizer_ms", {}).get("texts_identical", True),
+            result.get("w01_handoff", {}).get("ok", True),
+        ]
+    )
     if args.json:
         print(json.dumps(result, indent=2))
-        return 0 if result["block_hashes"]["hashes_identical"] and result["detokenizer_ms"]["texts_identical"] else 1
-    h, b, d = result["handoff_ms"], result["block_hashes"], result["detokenizer_ms"]
-    print(f"prompts: {result['prompt_tokens'][0]:,}-{result['prompt_tokens'][-1]:,} tokens, {args.turns} turns")
+        return 0 if ok else 1
     print(f"load average {result['load_avg'][0]:.1f} (1 min)")
+    if "w01_handoff" in result:
+        _print_w01(result["w01_handoff"])
+    if "synthetic" in args.sections:
+        _print_synthetic(result, args.turns)
+    return 0 if ok else 1
+
+
+def _print_w01(w: dict[str, Any]) -> None:
+    m, c = w["ms_per_warm_request"], w["checked"]
+    print(
+        f"W01 full {w['draw']}: {w['requests']} requests of {w['prompt_tokens'][0]:,}-{w['prompt_tokens'][1]:,} "
+        f"tokens, {c['warm']} warm; ms per warm request (mean over them, median of repeats):"
+    )
+    print(f"  API server: vLLM's encode of the whole prompt                 {m['vllm_encode']:.3f}")
+    print(f"  held-prompt's choice of the held turn, before (in full)       {m['choose_before']:.3f}")
+    print(f"  held-prompt's choice, compared in full once per candidate     {m['choose_in_full']:.3f}")
+    print(f"  held-prompt's choice, region by region                        {m['choose_by_regions']:.3f}")
+    print(f"  held-prompt's plan + encode of the delta (as served now)      {m['plan_encode']:.3f}")
+    print(f"  engine core: vLLM's decode of the whole prompt                {m['vllm_decode']:.3f}")
+    print(f"  engine core: decode of the delta + rebuild (as served now)    {m['decode_rebuild']:.3f}")
+    print(f"  rebuild alone: held[:common], += suffix / held[:common] + suffix  {m['rebuild_slice_extend']:.3f} / ")
+    print(f"      {m['rebuild_concat']:.3f}; vLLM's Request copy of the prompt  {m['request_copy']:.3f}")
+    print(
+        f"  same choice as in full on all warm requests: {c['same_choice'] == c['warm']} ({c['same_choice']}); "
+        f"records found {c['records']}/{w['requests']}; rebuilt equal {c['rebuilt_equal']}/{w['requests']}"
+    )
+
+
+def _print_synthetic(result: dict[str, Any], turns: int) -> None:
+    h, b, d = result["handoff_ms"], result["block_hashes"], result["detokenizer_ms"]
+    print(f"prompts: {result['prompt_tokens'][0]:,}-{result['prompt_tokens'][-1]:,} tokens, {turns} turns")
     print("detokenizer set-up and first 4 output tokens, ms per request (mean over turns, median of repeats):")
     print(f"  vLLM (DecodeStream primed with the whole prompt)  {d['vllm_ms_per_request']:.2f}")
     print(f"  detok-tail (primed with the tail)                 {d['tail_ms_per_request']:.2f}")
@@ -299,7 +513,6 @@ def main(argv: list[str] | None = None) -> int:
         f"later {b['memo_later_turns_ms']:.2f}"
     )
     print(f"  hashes identical: {b['hashes_identical']}")
-    return 0 if b["hashes_identical"] and d["texts_identical"] else 1
 
 
 if __name__ == "__main__":

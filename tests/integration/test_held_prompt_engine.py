@@ -2,10 +2,11 @@
 revert loop on it.
 
 1. Outputs identical: a three-turn conversation (each turn's prompt the last one plus a turn, 1.5K-3K
-   tokens) generated greedily with the part off and then on (flipped live); everything the client gets is
-   compared (generated token IDs, text, logprobs with alternatives, prompt token IDs). The part's counters
-   must show later turns went as deltas, and the prompts the engine core rebuilt and holds must hash the
-   same as the prompt token IDs the API server returned.
+   tokens) generated greedily with the part off and then on (flipped live), then on with the region cache
+   on too (the common prefix found region by region); everything the client gets is compared (generated
+   token IDs, text, logprobs with alternatives, prompt token IDs). The part's counters must show later
+   turns went as deltas, and the prompts the engine core rebuilt and holds must hash the same as the
+   prompt token IDs the API server returned.
 2. The revert loop: the part is served from a campaign (on a policy call: an adoption needs a registered
    8-start run, which a test cannot afford), a replay without it is the control, a replay with it is
    checked ok, then the part is broken on purpose with its own fault (`lost-sync`: the API-server half names
@@ -43,9 +44,9 @@ TURNS = [
 ]
 
 
-def _conversation() -> list[list[dict]]:
+def _conversation(context: str = CONTEXT) -> list[list[dict]]:
     """The messages of each turn: the system context, then every earlier user/assistant pair."""
-    out, msgs = [], [{"role": "system", "content": CONTEXT}]
+    out, msgs = [], [{"role": "system", "content": context}]
     for user, assistant in TURNS:
         msgs = msgs + [{"role": "user", "content": user}]
         out.append(list(msgs))
@@ -69,6 +70,7 @@ def parts(engine):
     yield client
     client.set_fault("held-prompt", None)
     engine.set_knob("held_prompt", "off")
+    engine.set_knob("region_cache", "off")
 
 
 def _chat(url: str, messages: list[dict]) -> dict:
@@ -111,6 +113,26 @@ def test_outputs_identical_with_the_held_prompt_on_and_off(engine, parts):
     # the engine core holds exactly the prompts the API server returned: rebuilt, not just sent
     held = {h["sha256"] for h in after["engine_core"]["held"]}
     assert {prompt_digest(o["prompt_token_ids"]) for o in on} <= held
+
+    # with the region cache on, the common prefix is found region by region from the cache's records (the
+    # lists vLLM hands to the engine client are the very lists the encoder returned). Another context, so
+    # the turns above (held, and equal to these) are not the longest common prefix: each later turn's is
+    # the previous turn of this conversation, which the cache encoded
+    other = _conversation("Second checkout. " + CONTEXT)
+    engine.set_knob("held_prompt", "off")
+    engine.set_knob("region_cache", "on")
+    off_cached = [_chat(url, m) for m in other]
+    after = parts.part("held-prompt")
+    engine.set_knob("held_prompt", "on")
+    on_cached = [_chat(url, m) for m in other]
+    assert on_cached == off_cached
+    final = parts.part("held-prompt")
+    api = {k: v - after["counts"].get(k, 0) for k, v in final["counts"].items()}
+    core = {k: v - after["engine_core"]["counts"].get(k, 0) for k, v in final["engine_core"]["counts"].items()}
+    assert api.get("sent_delta", 0) >= 2 and core.get("rebuilt", 0) == api["sent_delta"]
+    assert api.get("compared_by_regions", 0) >= 2 and final["engine_core"]["counts"].get("errors", 0) == 0
+    held = {h["sha256"] for h in final["engine_core"]["held"]}
+    assert {prompt_digest(o["prompt_token_ids"]) for o in on_cached} <= held
 
 
 def test_a_broken_served_part_is_sent_back_by_the_revert_watch(engine, parts, tmp_path: Path):
