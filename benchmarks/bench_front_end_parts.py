@@ -20,7 +20,14 @@ cache_salt per draw as vLLM's first-block extra key):
   the hash function's whole input: parent hash, block token tuple, extra keys). The hashes are compared
   block by block: they must be identical.
 
-    .venv/bin/python benchmarks/bench_front_end_parts.py [--turns 8] [--repeat 5] [--json]
+`--sections w01` times the hand-off on W01 full's real prompts instead (one draw, 45 requests, each rendered
+by vLLM's own renderer through the region cache, so each ID list is the cache's join with its record):
+vLLM's encode/decode of the whole prompt against held-prompt's choice of the held turn (before: compared
+in full; now: region by region) and delta, and the engine core's rebuild next to vLLM's own copy of the
+prompt in its Request. Every choice is checked against the full comparison, every rebuilt prompt against
+the one sent.
+
+    .venv/bin/python benchmarks/bench_front_end_parts.py [--turns 8] [--repeat 5] [--sections synthetic,w01] [--json]
 """
 
 from __future__ import annotations
@@ -321,7 +328,7 @@ def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[
             "request_copy",
         )
     }
-    checked = {"warm": 0, "same_choice": 0, "rebuilt_equal": 0, "records": 0, "tokens": []}
+    checked = {"warm": 0, "same_choice": 0, "rebuilt_equal": 0, "records": 0, "tokens": [], "regions": []}
 
     async def render(body: dict[str, Any]) -> list[int]:
         result = await online.render_chat(ChatCompletionRequest.model_validate(body))
@@ -352,6 +359,7 @@ def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[
         checked["tokens"].append(len(ids))
         joined = composition.composition_of(ids)
         checked["records"] += joined is not None
+        checked["regions"].append(len(joined.regions) if joined is not None else 0)
         req = EngineCoreRequest(
             request_id=name,
             prompt_token_ids=ids,
@@ -383,6 +391,8 @@ def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[
             hp.hold_sent(0, number, ids)
     loop.close()
     tokens = checked.pop("tokens")
+    regions = checked.pop("regions")
+    checked["regions_per_prompt"] = [min(regions), max(regions)]
     return {
         "draw": draw,
         "requests": len(requests),
@@ -481,11 +491,13 @@ def _print_w01(w: dict[str, Any]) -> None:
     print(f"  held-prompt's plan + encode of the delta (as served now)      {m['plan_encode']:.3f}")
     print(f"  engine core: vLLM's decode of the whole prompt                {m['vllm_decode']:.3f}")
     print(f"  engine core: decode of the delta + rebuild (as served now)    {m['decode_rebuild']:.3f}")
-    print(f"  rebuild alone: held[:common], += suffix / held[:common] + suffix  {m['rebuild_slice_extend']:.3f} / ")
-    print(f"      {m['rebuild_concat']:.3f}; vLLM's Request copy of the prompt  {m['request_copy']:.3f}")
+    print(f"  rebuild alone: held[:common], then += suffix (as served now)  {m['rebuild_slice_extend']:.3f}")
+    print(f"  rebuild alone: held[:common] + suffix (one allocation)        {m['rebuild_concat']:.3f}")
+    print(f"  vLLM's Request: its copy of the prompt (_all_token_ids)       {m['request_copy']:.3f}")
     print(
         f"  same choice as in full on all warm requests: {c['same_choice'] == c['warm']} ({c['same_choice']}); "
-        f"records found {c['records']}/{w['requests']}; rebuilt equal {c['rebuilt_equal']}/{w['requests']}"
+        f"records found {c['records']}/{w['requests']} ({c['regions_per_prompt'][0]}-{c['regions_per_prompt'][1]} "
+        f"regions a prompt); rebuilt equal {c['rebuilt_equal']}/{w['requests']}"
     )
 
 
