@@ -11,12 +11,16 @@
 # the server. FRANK_GPU_MODE=raw: llama-server started here by hand, frank pointed at its URL (--url).
 # FRANK_LLAMA_SERVER=PATH skips the build (a local dry run with a llama-server-compatible stand-in);
 # FRANK_GPU_REPLAY_EXTRA adds replay flags there (--limit 5).
+# FRANK_GPU_PROFILE=llamacpp-gpu-smollm2 serves SmolLM2's GGUF instead of the tiny model's: the GGUF travels
+# in parts (smollm2.gguf.part-*, over the carry limit whole), from this folder or from FRANK_GPU_MODEL_PARTS
+# (a glob over earlier calls' carried folders, still on the machine).
 set -uo pipefail
 
 TREE=$(cd "$(dirname "$0")/.." && pwd)      # the frank tree unpacked from .device/carry/frank-tree.tar.gz
 D=${FRANK_DEVICE_DIR:-$PWD/.device/carry}
 OUT=${OUT:-/tmp/frank-gpu-out}
 MODE=${FRANK_GPU_MODE:-profile}
+PROFILE=${FRANK_GPU_PROFILE:-llamacpp-gpu}
 W=${FRANK_GPU_WORK:-/tmp/frank-gpu}
 LOAD_S=${FRANK_GPU_LOAD_S:-40}            # the generation load after the replay (telemetry records both)
 LOG=$W/logs
@@ -78,15 +82,26 @@ if [ -z "$BIN" ]; then
 fi
 "$BIN" --version 2>&1 | tail -3
 
-# the llamacpp-gpu profile serves @models/tiny-frank.gguf
-mkdir -p "$FRANK_MODELS" && cp "$D/tiny-frank.gguf" "$FRANK_MODELS/tiny-frank.gguf"
-GGUF=$FRANK_MODELS/tiny-frank.gguf
+# llamacpp-gpu serves @models/tiny-frank.gguf; llamacpp-gpu-smollm2 the file llamacpp-cpu serves
+mkdir -p "$FRANK_MODELS"
+if [ "$PROFILE" = llamacpp-gpu-smollm2 ]; then
+    GGUF=$FRANK_MODELS/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf
+    # shellcheck disable=SC2206  # a glob, in order: the parts may lie in several carried folders
+    parts=(${FRANK_GPU_MODEL_PARTS:-$D/smollm2.gguf.part-*})
+    mkdir -p "$(dirname "$GGUF")" && cat "${parts[@]}" >"$GGUF" || exit 1
+    sha256sum "$GGUF"
+else
+    GGUF=$FRANK_MODELS/tiny-frank.gguf
+    cp "$D/tiny-frank.gguf" "$GGUF"
+fi
+MODEL=$(python3 -c 'import sys; from frank.engine.profiles import load_profile
+print(load_profile(sys.argv[1]).served_model_name)' "$PROFILE") || exit 1
 stamp "serve $GGUF"
 if [ "$MODE" = raw ]; then
     TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
     PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     URL=http://127.0.0.1:$PORT
-    "$BIN" -m "$GGUF" --alias tiny-frank -ngl 99 -c 262144 --jinja --metrics \
+    "$BIN" -m "$GGUF" --alias "$MODEL" -ngl 99 -c 262144 --jinja --metrics \
         --host 127.0.0.1 --port "$PORT" --api-key "$TOKEN" >"$LOG/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 120); do
@@ -94,13 +109,13 @@ if [ "$MODE" = raw ]; then
         kill -0 "$SERVER_PID" 2>/dev/null || { tail -30 "$LOG/server.log"; exit 1; }
         sleep 0.5
     done
-    TARGET=(--url "$URL" --pid "$SERVER_PID" --api-key "$TOKEN" --model tiny-frank)
-    REPLAY_TARGET=(--url "$URL" --api-key "$TOKEN" --model tiny-frank)
+    TARGET=(--url "$URL" --pid "$SERVER_PID" --api-key "$TOKEN" --model "$MODEL")
+    REPLAY_TARGET=(--url "$URL" --api-key "$TOKEN" --model "$MODEL")
     echo "llama-server pid $SERVER_PID at $URL"
 else
     export FRANK_LLAMA_SERVER=$BIN
-    frank engine start --profile llamacpp-gpu --dry-run | tee "$LOG/engine-dry-run.txt"
-    frank engine start --profile llamacpp-gpu --json >"$LOG/engine-start.json"
+    frank engine start --profile "$PROFILE" --dry-run | tee "$LOG/engine-dry-run.txt"
+    frank engine start --profile "$PROFILE" --json >"$LOG/engine-start.json"
     rc=$?; cat "$LOG/engine-start.json"; [ $rc = 0 ] || { frank engine logs -n 40; exit 1; }
     TARGET=()
     REPLAY_TARGET=()

@@ -65,6 +65,9 @@ class EpisodeSettings:
     """What one request of the episode asks for: the seed's settings by default."""
 
     temperature: float = 1.0
+    # the engine's sampling seed on every request (None: the engine draws one). A fixed seed makes an
+    # episode repeatable on one machine and one engine build; it is not a seed across engines.
+    sampling_seed: int | None = None
     thinking: bool = True  # chat_template_kwargs.thinking: templates without it ignore it
     tool_timeout_s: int = 60
     request_timeout_s: int = 600
@@ -98,6 +101,7 @@ def harness_spec(
         "wall_time_s": task.wall_time_s,
         "tool_timeout_s": settings.tool_timeout_s,
         "temperature": settings.temperature,
+        "seed": settings.sampling_seed,
         "max_retries": 0,
         "request_timeout_s": settings.request_timeout_s,
         "extra_body": extra,

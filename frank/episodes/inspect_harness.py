@@ -186,6 +186,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     # the engine's model through the recorder; nothing else may be reached (see harness.offline_env)
     config = GenerateConfig(
         temperature=spec["temperature"],
+        seed=spec.get("seed"),
         max_tokens=spec["max_tokens"],
         max_retries=spec["max_retries"],
         timeout=spec["request_timeout_s"],

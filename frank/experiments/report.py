@@ -144,9 +144,15 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
             if any(o.block == block and o.arm == arm and o.measure == measure for o in out):
                 raise ResultsError(f"{where}: block {block} has a second row for arm {arm!r}")
         out.append(Observation(start=start, block=block, arm=arm, value=value, measure=measure))
-    starts = [o.start for o in out if o.start and not o.measure.startswith(("check:", "fidelity:", "fidelity_floor:"))]
-    if design.kind != "external" and len(set(starts)) != len(starts):
-        raise ResultsError(f"{path}: start_order: the same start number appears twice")
+    # one value per start and measure (a criteria design has a row per criterion's measure of each start)
+    seen: set[tuple[int, str]] = set()
+    for o in out:
+        if not o.start or o.measure.startswith(("check:", "fidelity:", "fidelity_floor:")):
+            continue
+        if design.kind != "external" and (o.start, o.measure) in seen:
+            what = f"start {o.start}" + (f", measure {o.measure}" if o.measure else "")
+            raise ResultsError(f"{path}: start_order: {what} appears twice")
+        seen.add((o.start, o.measure))
     return out
 
 
@@ -607,11 +613,28 @@ def results_csv_for_run(run: Any) -> str:
         f"# decided in the run: {report.get('decision')}, p = {report.get('p_fraction') or report.get('p_value')}",
     ]
     lines += [f"# guard in the run: {g['name']}: {g['status']} ({g['detail']})" for g in report.get("guards", [])]
-    lines.append("start_order,block,arm,value" + (",measure" if criteria else ""))
+    fidelity = _fidelity_rows(obs, report.get("fidelity"), design.rule.control)
+    with_measure = criteria or bool(fidelity)
+    lines.append("start_order,block,arm,value" + (",measure" if with_measure else ""))
     for o in obs:
         row = [str(o.start), "" if o.block is None else str(o.block), o.arm, repr(float(o.value))]
-        lines.append(",".join(row + ([o.measure] if criteria else [])))
+        lines.append(",".join(row + ([o.measure] if with_measure else [])))
+    lines += [",".join((start, "", arm, repr(float(value)), measure)) for start, arm, value, measure in fidelity]
     return "\n".join(lines) + "\n"
+
+
+def _fidelity_rows(obs: list[Observation], fidelity: dict[str, Any] | None, control: str) -> list[tuple[str, ...]]:
+    """The KL each start measured (`fidelity:SET`), and the floor the run's rule used (`fidelity_floor:SET`,
+    on the control arm's row), so that `analyze` of the CSV decides the fidelity rule as the run did."""
+    rows: list[tuple[str, ...]] = []
+    for o in obs:
+        for name, cell in sorted(((o.fidelity or {}).get("sets") or {}).items()):
+            if cell.get("kl") is not None:
+                rows.append((str(o.start), o.arm, cell["kl"], f"fidelity:{name}"))
+    for row in (fidelity or {}).get("sets", []) if rows else []:
+        if row.get("floor") is not None:
+            rows.append(("", control, row["floor"], f"fidelity_floor:{row['name']}"))
+    return rows
 
 
 def _engine_kind(profile: str) -> str | None:

@@ -46,6 +46,46 @@ def test_llamacpp_gpu_exact_command_line_and_environment(monkeypatch, tmp_path):
     assert cpu_layers[cpu_layers.index("--n-gpu-layers") + 1] == "0" and cpu_layers.count("--n-gpu-layers") == 1
 
 
+def test_llamacpp_gpu_smollm2_serves_the_cpu_profiles_gguf_with_yarn_on_the_gpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile("llamacpp-gpu-smollm2")
+    spec = build_launch(prof, prof.default_knobs(), 8091, "TOKEN")
+    template = str(paths.REPO_ROOT / "frank" / "engine" / "models" / "smollm2_tools.jinja")
+    assert spec.argv == [
+        "/opt/llama.cpp/build/bin/llama-server",
+        "--model",
+        str(tmp_path / "smollm2-135m" / "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "--alias",
+        "smollm2-135m",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8091",
+        "--metrics",
+        "--jinja",
+        "--ctx-size",
+        "32768",
+        "--n-gpu-layers",
+        "99",
+        "--parallel",
+        "1",
+        "--chat-template-file",
+        template,
+        "--rope-scaling",
+        "yarn",
+        "--rope-scale",
+        "4",
+        "--yarn-orig-ctx",
+        "8192",
+    ]
+    assert spec.env == {"LLAMA_API_KEY": "TOKEN"}
+    assert prof.tool_calls == "schema"
+    assert load_profile("llamacpp-cpu").model_path() == prof.model_path()  # the very file the CPU engine serves
+    as_trained = build_launch(prof, prof.resolve_knobs({"context": "8192"}), 8091, "T").argv
+    assert "--rope-scaling" not in as_trained and as_trained[as_trained.index("--ctx-size") + 1] == "8192"
+
+
 def test_llamacpp_gpu_without_its_binary_variable_says_which(monkeypatch):
     monkeypatch.delenv("FRANK_LLAMA_SERVER", raising=False)
     prof = load_profile("llamacpp-gpu")

