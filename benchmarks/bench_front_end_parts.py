@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine_venv_env import frontend_worker_env
+
 REPO = Path(__file__).resolve().parent.parent
 BLOCK = 128  # the embedded profiles' block size on the CPU backend (vLLM's CPU default)
 VOCAB = 8192
@@ -445,16 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [str(engine_python), __file__, "--inner", "--turns", str(args.turns), "--repeat", str(args.repeat)]
         cmd += ["--model-dir", model_dir, "--sections", args.sections, "--draw", args.draw]
         cmd += ["--seed", str(args.seed)] + (["--json"] if args.json else [])
-        env = dict(
-            os.environ,
-            PYTHONPATH=str(REPO),
-            TOKENIZERS_PARALLELISM="false",
-            VLLM_NO_USAGE_STATS="1",
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-            FRANK_REGION_CACHE="off",
-            VLLM_ALLOW_LONG_MAX_MODEL_LEN="1",
-        )
+        env = frontend_worker_env(REPO)
         with tempfile.TemporaryDirectory(prefix="frank-parts-bench-") as tmp:
             if "w01" in args.sections:
                 cmd += ["--workload", str(make_w01(Path(tmp) / "w01", "full", 1))]

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import gc
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from engine_venv_env import frontend_worker_env
 
 REPO = Path(__file__).resolve().parent.parent
 ARMS = ("off", "on", "empty")
@@ -88,16 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             "--scale",
             args.scale,
         ]
-        env = dict(
-            os.environ,
-            PYTHONPATH=str(REPO),
-            TOKENIZERS_PARALLELISM="false",
-            VLLM_NO_USAGE_STATS="1",
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-            FRANK_REGION_CACHE="off",
-            VLLM_ALLOW_LONG_MAX_MODEL_LEN="1",
-        )
+        env = frontend_worker_env(REPO)
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
