@@ -29,6 +29,7 @@ NEXT = {
     "adopted": "serve: its knob values become the profile's defaults",
     "served": "watched: every finished run with it is checked against its revert rules",
     "reverted": "nothing: reverted",
+    "rejected": "nothing: its registered test did not confirm it (a changed part is a new part with a new design)",
 }
 
 

@@ -77,6 +77,13 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
     if ev.state == "testing":  # a test's outcome, whatever it decided: it supports no passed state
         out["ok"] = True
         return out
+    if ev.state == "rejected":  # turned down: the run it points at must not have confirmed the part
+        out["ok"] = out["decision"] == "not confirmed"
+        if not out["ok"]:
+            out["problem"] = (
+                f"a rejection needs a run whose rule decides not confirmed; this one decides {out['decision']}"
+            )
+        return out
     out["ok"] = out["decision"] == "confirmed"
     if not out["ok"]:
         out["problem"] = f"the rule decides {out['decision']}: {out.get('reason')}"

@@ -21,7 +21,9 @@ from typing import Any
 from frank.errors import FrankError
 
 VERSION = 1
-STATES = ("candidate", "testing", "passed", "adopted", "served", "reverted")
+# rejected: its registered test did not confirm it and the campaign turned it down (declared in the file on
+# that run's exported results; status decides them again and wants "not confirmed").
+STATES = ("candidate", "testing", "passed", "adopted", "served", "reverted", "rejected")
 RULE_KINDS = ("treatment_only_failures", "pass_rate_drop", "fidelity_regression", "measure_worse")
 # Measures the watch can compare, and which way is better.
 LOWER_IS_BETTER = {"time_per_verify_step", "front_end_per_draw", "total_replay_time", "kl"}
@@ -366,11 +368,12 @@ def _check_declared_state(r: _Reader, part: Part, i: int) -> None:
             f"{part.state!r} needs an evidence entry with state = {part.state!r} (the run, results or "
             f"policy call that put the part there)",
         )
-    if part.state in ("passed", "adopted") and not part.design:
+    if part.state in ("passed", "adopted", "rejected") and not part.design:
         raise r.error(
             r.lines.key(i, "state"),
             f"parts[{i}].design",
-            f"a part that is {part.state} names the design of the test that admitted it",
+            f"a part that is {part.state} names the design of the test that "
+            f"{'turned it down' if part.state == 'rejected' else 'admitted it'}",
         )
 
 

@@ -98,6 +98,15 @@ def _control(result: RunResult, part: Part, earlier: list[RunResult]) -> tuple[A
     return None, ""
 
 
+def other_differences(arm: ArmResult, control: ArmResult, part: Part) -> dict[str, list[Any]]:
+    """Knobs other than the part's own that differ between its arm and the control ({knob: [arm, control]}).
+    When two parts are served together, the control of a run with both is a run with neither: a rule that
+    fires then cannot tell which part caused it, and the check says so."""
+    own = {k for k, _ in part.knobs}
+    keys = sorted((set(arm.knobs) | set(control.knobs)) - own)
+    return {k: [arm.knobs.get(k), control.knobs.get(k)] for k in keys if arm.knobs.get(k) != control.knobs.get(k)}
+
+
 def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[str, Any] | None:
     """The check of one run against one part, or None when the run does not involve the part."""
     arm = next((a for a in result.arms if runs_part(a, part)), None)
@@ -105,7 +114,14 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
         return None
     control, control_run = _control(result, part, earlier)
     rules = [evaluate(rule, arm, control) for rule in part.revert_rules]
+    others = other_differences(arm, control, part) if control is not None and part.knobs else {}
+    if others:
+        said = ", ".join(f"{k} {a} here, {c} in the control" for k, (a, c) in others.items())
+        for r in rules:
+            if r["outcome"] != "unchecked":
+                r["detail"] += f" (the control also differs in {said}: the cause may be another part)"
     return {
+        "control_also_differs": others,
         "part": part.name,
         "run_kind": result.kind,
         "run_id": result.run_id,

@@ -72,6 +72,22 @@ def test_each_part_has_a_registrable_8_start_design(name, tmp_path):
     assert frozen["workload"]["output_tokens"] == 4 and frozen["guards"]["outputs_identical"] is True
 
 
+def test_held_prompts_second_design_decides_on_the_seeds_front_end_measure():
+    from frank.experiments.design import load_design
+
+    first = load_design("frank/experiments/designs/part-held-prompt.toml", check_profiles=True)
+    second = load_design("frank/experiments/designs/part-held-prompt-front-end.toml", check_profiles=True)
+    assert second.measure == "front_end_per_draw" and first.measure == "client_time_per_draw"
+    assert second.sha256 != first.sha256  # a new registration, not the first design re-read
+    # everything but the measure, the name and the question is the first design's
+    assert [(a.name, a.knob_dict) for a in second.arms] == [(a.name, a.knob_dict) for a in first.arms]
+    assert (second.workload, second.guards, second.starts_per_arm) == (
+        first.workload,
+        first.guards,
+        first.starts_per_arm,
+    )
+
+
 def test_output_tokens_are_an_engine_mode_setting():
     from frank.experiments.design import DesignError, parse_design_text
 

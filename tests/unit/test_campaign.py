@@ -58,19 +58,26 @@ def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: 
         ("schedule-2", "served"),
         ("region-cache", "passed"),
         ("detok-tail", "passed"),
-        ("block-hash-memo", "candidate"),
-        ("held-prompt", "candidate"),
+        ("block-hash-memo", "rejected"),
+        ("held-prompt", "passed"),
     ]
     detok = parts["detok-tail"]["evidence"]  # exported from the registered run: decided again, run named
     assert [(e["decision"], e["p_fraction"], e["results_run_id"]) for e in detok] == [
         ("confirmed", "1/70", "20261201-094638-part-detok-tail-fbd3")
     ]
-    for name, p in (("block-hash-memo", "69/70"), ("held-prompt", "21/70")):  # run, decided again: not confirmed
-        evidence = parts[name]["evidence"]
-        assert [(e["state"], e["decision"], e["p_fraction"], e["ok"]) for e in evidence] == [
-            ("testing", "not confirmed", p, True)  # the record of a test, not a claim that it passed
-        ]
-        assert parts[name]["design"] == f"@designs/part-{name}.toml"
+    memo = parts["block-hash-memo"]  # turned down on its run, decided again: not confirmed
+    assert [(e["state"], e["decision"], e["p_fraction"], e["ok"]) for e in memo["evidence"]] == [
+        ("rejected", "not confirmed", "69/70", True)
+    ]
+    assert memo["up_next"].startswith("nothing") and memo["design"] == "@designs/part-block-hash-memo.toml"
+    held = parts["held-prompt"]  # its first design's run is a record of a test; its second design admitted it
+    assert [(e["state"], e["decision"], e["p_fraction"], e["ok"]) for e in held["evidence"]] == [
+        ("testing", "not confirmed", "21/70", True),
+        ("passed", "confirmed", "1/70", True),
+    ]
+    assert held["evidence"][0]["design"].endswith("part-held-prompt.toml")
+    assert held["evidence"][1]["results_run_id"] == "20261201-143457-part-held-prompt-front-end-1576"
+    assert held["design"] == "@designs/part-held-prompt-front-end.toml"
     body, sched, cache = parts["body"], parts["schedule-2"], parts["region-cache"]
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"
     assert sched["evidence"][0]["p_fraction"] == "1/32" and sched["evidence"][0]["mean_effect_pct"] == pytest.approx(
@@ -121,6 +128,24 @@ def test_file_errors_name_the_file_the_line_and_the_field(tmp_path: Path) -> Non
     ev = '[[parts.evidence]]\nstate = "passed"\nresults = "a.csv"\nrun = "r1"\n'
     with pytest.raises(CampaignError, match=r"c\.toml:10: parts\[0\]\.evidence\[0\]: give exactly one of"):
         parse_campaign_text(PART.format(state="candidate", extra=ev), path)
+
+
+def test_a_rejected_part_needs_a_run_that_did_not_confirm_it(fresh_frank_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    with pytest.raises(CampaignError, match=r"c\.toml:8: parts\[0\]\.state: 'rejected' needs an evidence entry"):
+        parse_campaign_text(PART.format(state="rejected", extra=""), path)
+    # a rejection that points at results whose rule confirms the part is not evidence of a rejection
+    confirmed = '[[parts.evidence]]\nstate = "rejected"\ndesign = "@designs/seed-region-cache.toml"\n'
+    confirmed += 'results = "@designs/seed-region-cache.csv"\n'
+    path.write_text(PART.format(state="rejected", extra=confirmed))
+    actions.init(path)
+    (part,) = actions.status(path)["parts"]
+    assert part["state"] == "rejected" and part["evidence_ok"] is False
+    assert "rule decides not confirmed; this one decides confirmed" in part["evidence"][0]["problem"]
+    with pytest.raises(CampaignError, match="part cache is rejected: only a candidate, testing or passed part"):
+        actions.adopt("cache", path)
+    with pytest.raises(CampaignError, match="part cache is rejected: only an adopted part"):
+        actions.serve("cache", path)
 
 
 def test_a_recorded_part_is_frozen_and_history_is_append_only(fresh_frank_home: Path, tmp_path: Path) -> None:
@@ -235,6 +260,26 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
     check = check_run(rule_part, now, [before, other])
     assert check["control"] == {"run_id": "r1", "arm": "off"} and check["fired"] == ["f"]
     assert check_run(rule_part, RunResult("replay", "r3", 30.0, (off,), comparable="w"), [before]) is None
+
+
+def test_a_check_says_when_its_control_also_lacks_another_part() -> None:
+    text = PART.format(state="candidate", extra="")
+    both = _arm("both", "embedded-cpu", {"region_cache": "on", "held_prompt": "on"}, failures=3)
+    neither = _arm("neither", "embedded-cpu", {"region_cache": "off", "held_prompt": "off"}, failures=0)
+    only_other = _arm("other", "embedded-cpu", {"region_cache": "off", "held_prompt": "on"}, failures=0)
+    rule = '[[parts.revert_rules]]\nname = "r"\nkind = "treatment_only_failures"\n'
+    part = parse_campaign_text(text + rule, Path("c.toml")).parts[0]
+    run = lambda rid, t, arms: RunResult(kind="replay", run_id=rid, finished_at=t, arms=arms, comparable="k")  # noqa: E731
+    confounded = check_run(part, run("b", 2.0, (both,)), [run("a", 1.0, (neither,))])
+    assert confounded["fired"] == ["r"] and confounded["control_also_differs"] == {"held_prompt": ["on", "off"]}
+    assert confounded["rules"][0]["detail"] == (
+        "3 failure(s) with the part, 0 without (the control also differs in held_prompt on here, off in the "
+        "control: the cause may be another part)"
+    )
+    clean = check_run(part, run("c", 3.0, (both,)), [run("a2", 2.5, (only_other,))])
+    assert (
+        clean["control_also_differs"] == {} and clean["rules"][0]["detail"] == "3 failure(s) with the part, 0 without"
+    )
 
 
 def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home: Path, tmp_path: Path) -> None:
