@@ -356,6 +356,7 @@ def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[
         rows["decode_rebuild"].append(_median_ms(lambda: hp.rebuild(0, decoder.decode(frames)), repeat))
 
     loop = asyncio.new_event_loop()
+    sent: dict[int, list[int]] = {}
     for name, record in requests:
         ids = loop.run_until_complete(render(record["body"]))
         checked["tokens"].append(len(ids))
@@ -383,14 +384,15 @@ def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[
             time_api_server(req, ids, held, joined)
         number, wire, hold = hp.plan(0, req)
         frames = encoder.encode(wire)
-        if warm and found is not None:
-            time_engine_core(req, ids, frames, found[1], found[2])
+        if warm and found is not None:  # the engine core holds the list it rebuilt (the API server: a view)
+            time_engine_core(req, ids, frames, sent[found[0]], found[2])
         got = decoder.decode(frames)
         if got.reasoning_parser_kwargs and hp.KEY in got.reasoning_parser_kwargs:
             hp.rebuild(0, got)
         checked["rebuilt_equal"] += got.prompt_token_ids == ids
         if hold:
             hp.hold_sent(0, number, ids)
+            sent[number] = ids
     loop.close()
     tokens = checked.pop("tokens")
     regions = checked.pop("regions")

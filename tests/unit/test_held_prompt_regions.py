@@ -215,3 +215,62 @@ def test_the_reference_chosen_by_regions_is_the_one_chosen_in_full(tiny_tokenize
                 assert hp.switch.snapshot()["counts"]["compared_by_regions"] > before
             number += 1
             held.append((number, ids, composition_of(ids)))
+
+
+def test_a_joined_view_reads_the_same_ids_as_its_list_at_every_index_and_slice():
+    rng = random.Random(11)
+    for _ in range(200):
+        regions = [[rng.randrange(50) for _ in range(rng.choice((0, 0, 1, 3, 40)))] for _ in range(rng.randrange(1, 7))]
+        ids, joined = join(regions, [900 + k for k in range(len(regions) - 1)])
+        view = composition.JoinedView(joined)
+        assert len(view) == len(ids)
+        assert [view[i] for i in range(len(ids))] == ids and [view[-i] for i in range(1, len(ids) + 1)] == ids[::-1]
+        for _ in range(20):
+            i, j = rng.randrange(-3, len(ids) + 3), rng.randrange(-3, len(ids) + 3)
+            assert view[i:j] == ids[i:j] and view[i:] == ids[i:] and view[:j] == ids[:j]
+        for bad in (len(ids), -len(ids) - 1):
+            with pytest.raises(IndexError):
+                view[bad]
+    with pytest.raises(ValueError, match="step 1"):
+        view[::2]
+    _, joined = join([[1, 2], [3]], [9])
+    with pytest.raises(ValueError, match="make 4"):  # a record that does not add up is refused
+        composition.JoinedView(Composition(joined.regions, joined.seps, 5))
+
+
+def test_a_held_turn_is_a_view_of_its_join_and_the_list_is_let_go(tiny_tokenizer_json):
+    """hold_sent keeps a JoinedView where the region cache recorded the list (and drops the record, so
+    nothing here keeps the 170K-entry list alive past its request), the list itself otherwise (no record, or
+    a list changed after its record was made); the choice over views is the choice over lists."""
+    rng = random.Random(12)
+    enc = RegionEncoder(RustAdapter(tokenizers.Tokenizer.from_str(tiny_tokenizer_json)), RegionCache())
+    composition.clear()
+    hp._held.clear()
+    systems = ["\n".join(f"{c} line {i}: " + "word " * rng.randrange(5, 30) for i in range(300)) for c in "ab"]
+    convs = [[enc.encode(t) for t in _turns(rng, s, 3)] for s in systems]
+    as_lists: list[hp.Held] = []
+    number = 100
+    for turn in range(3):
+        for conv in convs:
+            ids = conv[turn]
+            held = [(n, ref, j) for n, (ref, j) in hp._held.newest_first(7)]
+            chosen = choose_reference(ids, held, composition_of(ids))
+            in_full = choose_reference(ids, [(n, ref, None) for n, ref, _ in as_lists[-hp.HOLD :]])
+            assert (chosen is None) == (in_full is None)
+            if chosen is not None:
+                assert (chosen[0], len(chosen[1]), chosen[2]) == (in_full[0], len(in_full[1]), in_full[2])
+                assert isinstance(chosen[1], composition.JoinedView) and chosen[1][:] == in_full[1]
+            number += 1
+            hp.hold_sent(7, number, ids)
+            as_lists.append((number, ids, None))
+            kept, joined = hp._held.get(7, number)
+            assert isinstance(kept, composition.JoinedView) and kept.joined is joined and kept[:] == ids
+            assert composition_of(ids) is None  # the record was taken: the list is not kept by it
+    plain = list(convs[0][0])  # a copy: no record, held as the list itself
+    hp.hold_sent(7, 900, plain)
+    assert hp._held.get(7, 900) == (plain, None)
+    grown = enc.encode("x" * 3 + U + "y")
+    grown.append(5)  # changed after its record was made: the record no longer describes it
+    hp.hold_sent(7, 901, grown)
+    assert hp._held.get(7, 901)[0] is grown and hp._held.get(7, 901)[1] is None
+    hp._held.clear()

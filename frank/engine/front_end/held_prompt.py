@@ -11,7 +11,10 @@ The cut: both processes hold the last few prompts sent (numbered by the API serv
 them; the API server names only its newest `HOLD`, the engine core keeps `CORE_HOLD`). A request whose
 prompt starts with a held prompt's first `common` tokens is sent as (ref, ref length, common, suffix); the
 engine core rebuilds it as `held[ref][:common] + suffix` (one copy of pointers to int objects it already
-has) before vLLM's own preprocessing sees the request.
+has) before vLLM's own preprocessing sees the request. Where the region cache recorded what a sent list was
+joined from, the API server holds a view of that join (`JoinedView`: the same IDs, read from the cached
+regions) rather than the list, so the list dies with its request: eight held 170K-entry lists cost the API
+server's young-generation GC collections 5-8 ms each (docs/front-end-parts.md).
 
 Why it is exact. The zmq socket between them delivers in order, and each side applies the same rule on the
 same sequence of numbered prompts: prompt h is held after it was sent (API server) / rebuilt (engine core),
@@ -48,7 +51,8 @@ from typing import Any
 
 from frank.engine.front_end.catalog import PARTS
 from frank.engine.front_end.switch import PartSwitch
-from frank.engine.region_cache.composition import Composition, composition_of
+from frank.engine.region_cache.composition import Composition, JoinedView, composition_of
+from frank.engine.region_cache.composition import take as take_composition
 
 logger = logging.getLogger("frank.front_end.held_prompt")
 PART = PARTS["held-prompt"]
@@ -102,7 +106,10 @@ class HeldPrompts:
         self._by_client.clear()
 
 
-def common_prefix(a: list[int], b: list[int], chunk: int = CHUNK, start: int = 0) -> int:
+Prompt = list[int] | JoinedView  # a held prompt: the list, or a view of the region cache's join
+
+
+def common_prefix(a: list[int], b: Prompt, chunk: int = CHUNK, start: int = 0) -> int:
     """The length of the longest common prefix of two lists, by whole-slice comparisons (C loops), from
     `start` (the caller knows a[:start] == b[:start])."""
     n = min(len(a), len(b))
@@ -124,7 +131,7 @@ def common_prefix(a: list[int], b: list[int], chunk: int = CHUNK, start: int = 0
 
 
 def common_prefix_by_regions(
-    a: list[int], a_joined: Composition | None, b: list[int], b_joined: Composition | None
+    a: list[int], a_joined: Composition | None, b: Prompt, b_joined: Composition | None
 ) -> int | None:
     """The common prefix of a and b from what the region cache joined them from, or None when either has
     no record or a record that does not describe it (then the caller compares them in full).
@@ -148,12 +155,12 @@ def common_prefix_by_regions(
     return common_prefix(a, b, start=i)
 
 
-Held = tuple[int, list[int], Composition | None]  # (number, prompt, what the region cache joined it from)
+Held = tuple[int, Prompt, Composition | None]  # (number, prompt, what the region cache joined it from)
 
 
 def choose_reference(
     ids: list[int], held: list[Held], joined: Composition | None = None
-) -> tuple[int, list[int], int] | None:
+) -> tuple[int, Prompt, int] | None:
     """(number, held list, common) for the held prompt sharing the longest prefix with ids, or None.
 
     The usual case (an agent's next turn: its previous prompt plus the turn) is found first: the longest
@@ -174,7 +181,7 @@ def choose_reference(
     )
     commons: dict[int, int] = {}
 
-    def common(number: int, ref: list[int], ref_joined: Composition | None) -> int:
+    def common(number: int, ref: Prompt, ref_joined: Composition | None) -> int:
         c = commons.get(number)
         if c is None:
             c = common_prefix_by_regions(ids, joined, ref, ref_joined)
@@ -182,7 +189,7 @@ def choose_reference(
             commons[number] = c = common_prefix(ids, ref) if c is None else c
         return c
 
-    best: tuple[int, list[int], int] | None = None
+    best: tuple[int, Prompt, int] | None = None
     for number, ref, ref_joined in screened:
         m = len(ref)
         if m <= n and ref[-1] == ids[m - 1] and ref[m // 2] == ids[m // 2] and common(number, ref, ref_joined) == m:
@@ -252,10 +259,19 @@ def plan(client: int, request: Any) -> tuple[int, Any, bool]:
 
 
 def hold_sent(client: int, number: int, ids: list[int]) -> None:
-    """Hold a prompt the API server has sent, with the region cache's record of what it was joined from."""
-    joined = composition_of(ids)
+    """Hold a prompt the API server has sent, with the region cache's record of what it was joined from.
+    With a record, what is held is a view of the join (the same IDs read from the cached regions), not the
+    list: the list then dies with its request instead of being traversed by the cyclic GC while held
+    (region_cache/composition.py)."""
+    joined = take_composition(ids)
+    held: list[int] | JoinedView = ids
+    if joined is not None:
+        try:
+            held = JoinedView(joined)
+        except ValueError:  # a record that does not add up is not used
+            joined = None
     with _lock:
-        _held.put(client, number, (ids, joined))
+        _held.put(client, number, (held, joined))
 
 
 def install_api_server() -> None:
