@@ -195,12 +195,17 @@ def test_verify_and_affixes_leave_no_record(tiny_tokenizer_json):
     assert verifying.cache.stats()["mismatches"] == 1 and composition_of(ids) is None  # the fresh list served
 
 
+def _conversations(rng, tokenizer_json, systems: str, lines: int, turns: int):
+    """An encoder through a fresh cache, and one conversation per system prompt, each turn encoded."""
+    enc = RegionEncoder(RustAdapter(tokenizers.Tokenizer.from_str(tokenizer_json)), RegionCache())
+    composition.clear()
+    texts = ["\n".join(f"{c} line {i}: " + "word " * rng.randrange(5, 30) for i in range(lines)) for c in systems]
+    return enc, [[enc.encode(t) for t in _turns(rng, text, turns)] for text in texts]
+
+
 def test_the_reference_chosen_by_regions_is_the_one_chosen_in_full(tiny_tokenizer_json):
     rng = random.Random(8)
-    enc = RegionEncoder(RustAdapter(tokenizers.Tokenizer.from_str(tiny_tokenizer_json)), RegionCache())
-    composition.clear()
-    systems = ["\n".join(f"{c} line {i}: " + "word " * rng.randrange(5, 30) for i in range(600)) for c in "abc"]
-    convs = [[enc.encode(t) for t in _turns(rng, s, 4)] for s in systems]
+    enc, convs = _conversations(rng, tiny_tokenizer_json, systems="abc", lines=600, turns=4)
     held: list[hp.Held] = []
     number = 0
     for turn in range(4):
@@ -243,11 +248,8 @@ def test_a_held_turn_is_a_view_of_its_join_and_the_list_is_let_go(tiny_tokenizer
     nothing here keeps the 170K-entry list alive past its request), the list itself otherwise (no record, or
     a list changed after its record was made); the choice over views is the choice over lists."""
     rng = random.Random(12)
-    enc = RegionEncoder(RustAdapter(tokenizers.Tokenizer.from_str(tiny_tokenizer_json)), RegionCache())
-    composition.clear()
+    enc, convs = _conversations(rng, tiny_tokenizer_json, systems="ab", lines=300, turns=3)
     hp._held.clear()
-    systems = ["\n".join(f"{c} line {i}: " + "word " * rng.randrange(5, 30) for i in range(300)) for c in "ab"]
-    convs = [[enc.encode(t) for t in _turns(rng, s, 3)] for s in systems]
     as_lists: list[hp.Held] = []
     number = 100
     for turn in range(3):
