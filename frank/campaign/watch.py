@@ -85,17 +85,24 @@ def is_control(arm: ArmResult, part: Part) -> bool:
     return arm.profile == part.profile if part.knobs else arm.profile != part.profile
 
 
-def _control(result: RunResult, part: Part, earlier: list[RunResult]) -> tuple[ArmResult | None, str]:
+def _control(
+    result: RunResult, part: Part, earlier: list[RunResult], treated: ArmResult
+) -> tuple[ArmResult | None, str]:
+    """An arm of the same run without the part, else the newest earlier comparable run's: the newest that
+    differs from the treated arm only in the part's own knobs when there is one (with two parts served,
+    a run with the other part alone says more about this part than a run with neither)."""
     for arm in result.arms:
         if is_control(arm, part):
             return arm, result.run_id
+    found: list[tuple[ArmResult, str]] = []
     for other in earlier:  # newest first
         if other.comparable != result.comparable or other.finished_at >= result.finished_at:
             continue
-        for arm in other.arms:
-            if is_control(arm, part):
-                return arm, other.run_id
-    return None, ""
+        found += [(arm, other.run_id) for arm in other.arms if is_control(arm, part)]
+    for arm, run_id in found:
+        if not part.knobs or not other_differences(treated, arm, part):
+            return arm, run_id
+    return found[0] if found else (None, "")
 
 
 def other_differences(arm: ArmResult, control: ArmResult, part: Part) -> dict[str, list[Any]]:
@@ -112,7 +119,7 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
     arm = next((a for a in result.arms if runs_part(a, part)), None)
     if arm is None:
         return None
-    control, control_run = _control(result, part, earlier)
+    control, control_run = _control(result, part, earlier, arm)
     rules = [evaluate(rule, arm, control) for rule in part.revert_rules]
     others = other_differences(arm, control, part) if control is not None and part.knobs else {}
     if others:

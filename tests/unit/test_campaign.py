@@ -280,6 +280,10 @@ def test_a_check_says_when_its_control_also_lacks_another_part() -> None:
     assert (
         clean["control_also_differs"] == {} and clean["rules"][0]["detail"] == "3 failure(s) with the part, 0 without"
     )
+    # with both at hand, the control that lacks only this part is taken, though the other one is newer
+    earlier = [run("n", 2.8, (neither,)), run("o", 2.5, (only_other,))]
+    assert check_run(part, run("d", 3.0, (both,)), earlier)["control"]["run_id"] == "o"
+    assert check_run(part, run("e", 3.0, (both,)), earlier[:1])["control"]["run_id"] == "n"  # else the newest
 
 
 def test_fidelity_from_experiment_cells_and_from_fidelity_runs(fresh_frank_home: Path, tmp_path: Path) -> None:
