@@ -3,6 +3,7 @@ files, and the integration tier shares ONE real embedded engine (a start costs a
 
 - `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end.
 - `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
+- `tiny_tokenizer_json`: the tiny model's tokenizer.json text (the model built on first use).
 At the end of the session no engine process of this session may be left: it is killed and the run fails.
 """
 
@@ -51,6 +52,16 @@ def engine():
     assert status.state == "ready", status
     yield controller
     controller.stop()
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer_json() -> str:
+    from frank.engine.models import tiny_model
+
+    model_dir = tiny_model.default_dir()
+    if tiny_model.check_build(model_dir) is not None:
+        tiny_model.build_via_engine_venv(model_dir)
+    return (model_dir / "tokenizer.json").read_text()
 
 
 @pytest.fixture

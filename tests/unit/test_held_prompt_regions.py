@@ -131,16 +131,6 @@ def test_random_compositions_agree_with_the_full_comparison():
 # ---- the records the real encoder makes, and held-prompt's choice with them ----
 
 
-@pytest.fixture(scope="module")
-def tiny_tokenizer_json() -> str:
-    from frank.engine.models import tiny_model
-
-    model_dir = tiny_model.default_dir()
-    if tiny_model.check_build(model_dir) is not None:
-        tiny_model.build_via_engine_venv(model_dir)
-    return (model_dir / "tokenizer.json").read_text()
-
-
 def _turns(rng: random.Random, system: str, n: int) -> list[str]:
     """A conversation's prompts: each the last one's messages plus a reply and a new user message, ending
     with the generation prompt (so a turn is a near-prefix of the next, as W01's are)."""

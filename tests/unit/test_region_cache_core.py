@@ -60,16 +60,6 @@ def _encoder(tiny_tokenizer_json, cache=None, **kw) -> RegionEncoder:
 
 
 @pytest.fixture(scope="module")
-def tiny_tokenizer_json() -> str:
-    from frank.engine.models import tiny_model
-
-    model_dir = tiny_model.default_dir()
-    if tiny_model.check_build(model_dir) is not None:
-        tiny_model.build_via_engine_venv(model_dir)
-    return (model_dir / "tokenizer.json").read_text()
-
-
-@pytest.fixture(scope="module")
 def tok(tiny_tokenizer_json):
     return tokenizers.Tokenizer.from_str(tiny_tokenizer_json)
 

@@ -57,15 +57,18 @@ def composition_of(ids: object) -> Composition | None:
     """The record of this very list object, if it has one and still has the recorded length."""
     with _lock:
         entry = _records.get(id(ids))
-    if entry is None or entry[0] is not ids or len(entry[0]) != entry[1].length:
-        return None
-    return entry[1]
+    return _faithful(entry, ids)
 
 
 def take(ids: object) -> Composition | None:
     """`composition_of`, and the record is dropped (the list is no longer kept here)."""
     with _lock:
         entry = _records.pop(id(ids), None)
+    return _faithful(entry, ids)
+
+
+def _faithful(entry: tuple[list[int], Composition] | None, ids: object) -> Composition | None:
+    """The entry's record, if it is of this very list and the list still has the recorded length."""
     if entry is None or entry[0] is not ids or len(entry[0]) != entry[1].length:
         return None
     return entry[1]
