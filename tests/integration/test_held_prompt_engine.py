@@ -110,6 +110,10 @@ def test_outputs_identical_with_the_held_prompt_on_and_off(engine, parts):
     assert core.get("tokens_not_decoded", 0) > 2 * 1100
     assert core.get("hashes_reused", 0) == 0  # each request its own cache salt: no block hash reused across salts
     assert after["counts"].get("errors", 0) == 0 and after["engine_core"]["counts"].get("errors", 0) == 0
+    # vLLM's copy is the prompt held for the next turn, the rebuilt list the one that grows (idle_release.py:
+    # what the requests left behind was freed in the engine core's idle time, between them)
+    assert core.get("token_lists_swapped", 0) == core["rebuilt"]
+    assert after["engine_core"]["idle_release"]["released"] > before["engine_core"]["idle_release"]["released"]
     # the engine core holds exactly the prompts the API server returned: rebuilt, not just sent
     held = {h["sha256"] for h in after["engine_core"]["held"]}
     assert {prompt_digest(o["prompt_token_ids"]) for o in on} <= held

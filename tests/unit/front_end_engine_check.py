@@ -244,7 +244,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
             data_parallel_rank=None,
         )
 
-    hashes_differ = 0
+    hashes_differ = grown = 0
     for k, ids in enumerate(sent):
         salt = "salt-x" if k % 6 == 3 else None  # one conversation in its own prefix-cache namespace
         req = request(f"r{k}", ids, salt)
@@ -265,10 +265,13 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
                 made, _ = hp.preprocess_delta(core, decoded, vllm_preprocess)
             else:
                 made, _ = vllm_preprocess(core, decoded)
-            rebuilt.append(decoded.prompt_token_ids)
             # the block hashes vLLM computes for the prompt the client sent, without the part
             own, _ = vllm_preprocess(core, msgspec.structs.replace(req, prompt_token_ids=list(ids)))
             hashes_differ += made.block_hashes != own.block_hashes and decoded.prompt_token_ids == ids
+            # output tokens grow the request's own list, never its prompt nor the prompt held for the next turn
+            made.append_output_token_ids([11, 12])
+            rebuilt.append(list(made.prompt_token_ids))
+            grown += list(made.all_token_ids) != list(made.prompt_token_ids) + [11, 12]
         except hp.HeldPromptError as exc:
             errors.append(str(exc))
             rebuilt.append(None)
@@ -288,6 +291,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
         "errors": errors[:3],
         "error_count": len(errors),
         "hashes_differ": hashes_differ,
+        "all_token_ids_wrong": grown,
         "api": api_counts,
         "core": core_counts,
         "unpatched_error": unpatched_error,

@@ -228,6 +228,8 @@ def test_vllm_requests_rebuilt_equal_through_the_held_prompt(model_dir):
     assert right["core"]["tokens_not_decoded"] > 300_000
     # block hashes of the common prefix taken from the held prompt, equal to vLLM's own for every request
     assert right["hashes_differ"] == 0 and right["core"]["hashes_reused"] > 2000
+    # the rebuilt list grows with the output, vLLM's copy is the prompt and is held: every later turn rebuilt
+    assert right["core"]["token_lists_swapped"] == right["core"]["rebuilt"] and right["all_token_ids_wrong"] == 0
     assert "Neither prompt_token_ids nor prompt_embeds" in right["unpatched_error"]  # fail-closed on the wire
     assert "held with None tokens" in right["lost_reference"] and right["kwargs_left"] == []
     wrong = r["wrong"]  # the part's fault drops a token: prompts change (or fail on a length the core

@@ -47,9 +47,12 @@ import itertools
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from frank.engine.front_end.catalog import PARTS
+from frank.engine.front_end.idle_release import IdleRelease
+from frank.engine.front_end.idle_release import install as install_idle_release
 from frank.engine.front_end.switch import PartSwitch
 from frank.engine.region_cache.composition import Composition, JoinedView, composition_of
 from frank.engine.region_cache.composition import take as take_composition
@@ -89,12 +92,15 @@ class HeldPrompts:
     def __init__(self, hold: int = HOLD) -> None:
         self.hold = hold
         self._by_client: dict[int, dict[int, Any]] = {}
+        self.let_go: Callable[[Any], None] | None = None  # given what is no longer held, else it is freed here
 
     def put(self, client: int, number: int, value: Any) -> None:
         held = self._by_client.setdefault(client, {})
         held[number] = value
         for old in [n for n in held if n <= number - self.hold]:
-            del held[old]
+            value = held.pop(old)
+            if self.let_go is not None:
+                self.let_go(value)
 
     def get(self, client: int, number: int) -> Any:
         return self._by_client.get(client, {}).get(number)
@@ -306,6 +312,7 @@ def install_api_server() -> None:
 # ---- engine core ----
 
 _core_held = HeldPrompts(CORE_HOLD)
+_idle_release = IdleRelease()  # the engine core's idle time frees what requests leave behind (idle_release.py)
 
 
 class HeldPromptError(ValueError):
@@ -438,6 +445,8 @@ def install_engine_core(core_module: Any) -> None:
     preprocess_add_request._frank_held_prompt = True  # type: ignore[attr-defined]
     preprocess_add_request.__wrapped__ = original  # type: ignore[attr-defined]
     cls.preprocess_add_request = preprocess_add_request
+    if install_idle_release(core_module, _idle_release):
+        _core_held.let_go = _idle_release.defer
     if not hasattr(cls, STATS_UTILITY):
         setattr(cls, STATS_UTILITY, lambda self: core_snapshot())
     logger.info("frank held-prompt: hooked EngineCore.preprocess_add_request")
@@ -466,7 +475,30 @@ def preprocess_delta(core: Any, request: Any, original: Any) -> Any:
         else:
             core_switch.count("hashes_reused", len(reused))
     _core_hashes.put(client, number, (req.block_hashes, _signature(request)))
+    if ref and _swap_token_lists(req):
+        core_switch.count("token_lists_swapped")
+        request.prompt_token_ids = req.prompt_token_ids
+        _core_held.put(client, number, req.prompt_token_ids)
+    if _core_held.let_go is not None:
+        _idle_release.watch(req)
     return result
+
+
+def _swap_token_lists(req: Any) -> bool:
+    """vLLM's `Request` keeps the prompt (`prompt_token_ids`, the list it was given: here the rebuilt one)
+    and an exact-size copy that grows with the output (`_all_token_ids`), so the first output token's append
+    reallocates 120K-181K pointers (0.2 ms). The rebuilt list has room to grow (it was extended by the
+    suffix), so the two equal lists trade places: the copy becomes the prompt, held from now on, and the
+    rebuilt list the one that grows. Only for a request with no output yet, both lists equal in length;
+    True when swapped."""
+    from vllm.v1.utils import ConstantList
+
+    rebuilt, copy = req.prompt_token_ids, req._all_token_ids
+    if copy is rebuilt or len(copy) != len(rebuilt) or req._output_token_ids or req.all_token_ids._x is not copy:
+        return False
+    req.prompt_token_ids, req._all_token_ids = copy, rebuilt
+    req.all_token_ids = ConstantList(rebuilt)
+    return True
 
 
 def prompt_digest(ids: list[int]) -> str:
@@ -484,6 +516,7 @@ def core_snapshot() -> dict[str, Any]:
     """The engine core's counters and the prompts it holds (number, tokens, digest: computed here, on a
     stats call, never per request), so a test can compare them with the prompts the API server sent."""
     out = core_switch.snapshot()
+    out["idle_release"] = _idle_release.snapshot()
     out["held"] = [
         {"client": client, "number": number, "tokens": len(ids), "sha256": prompt_digest(ids)}
         for client, held in sorted(_core_held._by_client.items())
