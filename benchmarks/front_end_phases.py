@@ -102,10 +102,19 @@ def analyze(folder: Path, turns: list[int]) -> dict[str, Any]:
         at["core_upd0"] = max(t for e, t, _ in window if e == "core_upd0" and t < r["api_out"])
         at["core_upd1"] = max(t for e, t, _ in window if e == "core_upd1" and t < r["api_out"])
         row = {name: 1000 * (at[b] - at[a]) for name, a, b in PHASES}
+        wake = [t for e, t, _ in window if e == "handle0" and at["core_pre1"] <= t <= at["queued"]]
+        if wake:  # the engine core's main thread taking the request from the input queue
+            row["to queue: wake"] = 1000 * (wake[0] - at["core_pre1"])
         row["front end"] = 1000 * ((at["queued"] - at["arrival"]) + (at["api_out"] - at["core_upd1"]))
         row["gc, API server"] = _gc_ms(api, r["arrival"], r["api_out"])
         row["gc, engine core"] = _gc_ms(core, r["send0"], r["api_out"])
-        for e, _, p in window:
+        started: dict[tuple[str, str], float] = {}
+        for e, t, p in window:
+            if e.endswith("0"):
+                started[(e[:-1], p[2])] = t
+            elif e.endswith("1") and (e[:-1], p[2]) in started:
+                key = f"in {e[:-1]}"
+                row[key] = row.get(key, 0) + 1000 * (t - started.pop((e[:-1], p[2])))
             if len(p) >= 5 and p[-2] == "faults":
                 key = f"faults in {e[:-1]}"
                 row[key] = row.get(key, 0) + int(p[-1])

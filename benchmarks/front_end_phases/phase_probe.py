@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # a GC callback can log from inside log()
 _path = ""
 _installed = False
 
@@ -80,7 +80,7 @@ def install() -> None:
     from vllm.renderers.base import BaseRenderer
     from vllm.v1.core.sched.scheduler import Scheduler
     from vllm.v1.engine.async_llm import AsyncLLM
-    from vllm.v1.engine.core import EngineCore
+    from vllm.v1.engine.core import EngineCore, EngineCoreProc
     from vllm.v1.engine.core_client import AsyncMPClient
     from vllm.v1.engine.output_processor import OutputProcessor
     from vllm.v1.request import Request
@@ -93,10 +93,20 @@ def install() -> None:
     wrap(Scheduler, "add_request", "queued")
     wrap(Scheduler, "update_from_output", "core_upd0", "core_upd1")
     wrap(Request, "__init__", "request0", "request1")
+    wrap(Request, "append_output_token_ids", "append0", "append1")
+    wrap(EngineCoreProc, "_handle_client_request", "handle0", "handle1")
+    wrap(Scheduler, "_free_request", "free0", "free1")
+    import queue
+
+    import zmq
+
+    wrap(queue.Queue, "put_nowait", "put0", "put1")
+    wrap(zmq.Poller, "poll", "poll0", "poll1")
     try:
         from frank.engine.front_end import held_prompt
 
         wrap(held_prompt, "rebuild", "rebuild0", "rebuild1")
+        wrap(held_prompt.HeldPrompts, "put", "hold0", "hold1")
     except ImportError:
         pass
 
