@@ -35,7 +35,7 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
 
 
-def wrap(owner: object, name: str, before: str | None = None, after: str | None = None) -> None:
+def wrap(owner: object, name: str, before: str | None = None, after: str | None = None, static: bool = False) -> None:
     original = getattr(owner, name)
     if inspect.iscoroutinefunction(original):
 
@@ -58,7 +58,7 @@ def wrap(owner: object, name: str, before: str | None = None, after: str | None 
                 log(after, f"faults {_faults() - faults}")
             return result
 
-    setattr(owner, name, wrapped)
+    setattr(owner, name, staticmethod(wrapped) if static else wrapped)
 
 
 def _gc_callback(phase: str, info: dict) -> None:
@@ -96,6 +96,7 @@ def install() -> None:
     wrap(Request, "append_output_token_ids", "append0", "append1")
     wrap(EngineCoreProc, "_handle_client_request", "handle0", "handle1")
     wrap(Scheduler, "_free_request", "free0", "free1")
+    wrap(EngineCoreProc, "_send_msg_tracking_payload", "outsend0", "outsend1", static=True)
     import queue
 
     import zmq

@@ -70,13 +70,17 @@ def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: 
         ("rejected", "not confirmed", "69/70", True)
     ]
     assert memo["up_next"].startswith("nothing") and memo["design"] == "@designs/part-block-hash-memo.toml"
-    held = parts["held-prompt"]  # its first design's run is a record of a test; its second design admitted it
+    held = parts["held-prompt"]  # its first design's run is a record of a test; its second design admitted it,
     assert [(e["state"], e["decision"], e["p_fraction"], e["ok"]) for e in held["evidence"]] == [
         ("testing", "not confirmed", "21/70", True),
         ("passed", "confirmed", "1/70", True),
+        ("passed", "confirmed", "1/70", True),  # and again with the part as it is now
     ]
     assert held["evidence"][0]["design"].endswith("part-held-prompt.toml")
-    assert held["evidence"][1]["results_run_id"] == "20261201-143457-part-held-prompt-front-end-1576"
+    assert [e["results_run_id"] for e in held["evidence"][1:]] == [
+        "20261201-143457-part-held-prompt-front-end-1576",
+        "20261201-170225-part-held-prompt-front-end-e821",
+    ]
     assert held["design"] == "@designs/part-held-prompt-front-end.toml"
     body, sched, cache = parts["body"], parts["schedule-2"], parts["region-cache"]
     assert body["evidence"][0]["decision"] == "confirmed" and body["evidence"][0]["reason"] == "all 3 criteria met"

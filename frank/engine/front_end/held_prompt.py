@@ -35,6 +35,11 @@ instead of serving the suffix as a prompt. The engine-core half is installed whe
 API-server half is switched live (`FRANK_HELD_PROMPT`, /frank/parts/held-prompt), so with the knob off vLLM
 sends and decodes exactly as before (the core's hook only looks for the key).
 
+In the engine core, what a request leaves behind (the prompt let go of, the finished request's vLLM
+`Request`) is freed in the engine core's idle time (idle_release.py), and vLLM's exact-size copy of the
+prompt becomes the prompt held while the rebuilt list, which has room, grows with the output
+(`_swap_token_lists`).
+
 `FRANK_HELD_PROMPT_VERIFY` (off | all | a fraction, API server): a sampled delta also carries the whole
 list in `prompt_token_ids`; the engine core compares its rebuilt list with it, counts `verified` and
 `mismatches`, and on a mismatch serves the whole list and logs an error. The engine core's counters come
