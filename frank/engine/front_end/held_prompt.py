@@ -103,9 +103,9 @@ class HeldPrompts:
         held = self._by_client.setdefault(client, {})
         held[number] = value
         for old in [n for n in held if n <= number - self.hold]:
-            value = held.pop(old)
+            gone = held.pop(old)
             if self.let_go is not None:
-                self.let_go(value)
+                self.let_go(gone)
 
     def get(self, client: int, number: int) -> Any:
         return self._by_client.get(client, {}).get(number)
