@@ -6,6 +6,9 @@ One module per part, each a `vllm.general_plugins` entry point (pyproject.toml) 
   instead of the whole prompt that vLLM decodes twice at the first output token. Live on/off.
 - block_hash_memo.py (engine core): prefix-cache block hashes from a bounded memo keyed by the hash
   function's whole input, so a conversation's next turn hashes only its new blocks. Set at start.
+- held_prompt.py (both): a later turn handed to the engine core as a delta against a prompt both processes
+  hold, with the held prompt's block hashes. Live on/off (the engine-core half acts only on deltas).
+- idle_release.py (engine core, used by held_prompt): what a request leaves behind, freed in idle time.
 
 Shared pieces: switch.py (a part's switch, verify sampling and counters), control.py (ASGI middleware
 serving /frank/parts on the API server), metrics.py (frank:front_end_* series), client.py (the controller's
