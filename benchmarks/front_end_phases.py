@@ -17,7 +17,11 @@ measure (TTFT - queue - prefill = arrival to QUEUED in the engine core + the fir
   first out  update_from_output of the first token (its timestamp ends prefill)            engine core
   back       the first token's outputs to the API server's output processor                both
 
-and the cyclic GC's time inside each request's window, and the minor page faults inside the core's calls.
+and the cyclic GC's time inside each request's window, the minor page faults inside the core's calls,
+`in X`: the milliseconds inside each wrapped call of the request's window (held-prompt's rebuild and hold,
+vLLM's Request, its append of an output token and its free of a finished request, the output thread's
+send, ...), and `to queue: wake`: from the end of preprocessing to the engine core's main thread taking
+the request off the input queue.
 The probe adds about 0.1 ms per request; compare arms measured the same way.
 
     .venv/bin/python benchmarks/front_end_phases.py [--arms empty,on] [--with detok_tail=on --with held_prompt=on]
