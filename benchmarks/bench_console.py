@@ -49,7 +49,7 @@ SAMPLER = "telemetry sampler alone"
 
 SAMPLER_ONLY = """
 import sys, time
-from frank.engine.telemetry.sampler import Sampler, controller_target
+from frank.telemetry.sampler import Sampler, controller_target
 s = Sampler(controller_target(), period_s=1.0).start()
 time.sleep(float(sys.argv[1]))
 s.stop()

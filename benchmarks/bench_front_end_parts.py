@@ -5,18 +5,18 @@ W01-like conversation (turns growing from about 105K to 170K tokens, each extend
 cache_salt per draw as vLLM's first-block extra key):
 
 - detokenizer: vLLM's own `IncrementalDetokenizer` for the request (set-up and the first output tokens'
-  `update`, where the whole prompt is decoded) with `frank.engine.front_end.detok_tail` off and on, using
+  `update`, where the whole prompt is decoded) with `frank.plugins.front_end.detok_tail` off and on, using
   the tiny model's tokenizer (`--model-dir`); the output texts must be identical;
 
 - hand-off: msgspec decode of the prompt IDs as vLLM sends them (an EngineCoreRequest's `list[int]`), against
   sending them as packed bytes and rebuilding the list (`array.tolist`, `numpy.frombuffer(...).tolist`).
   Every variant must rebuild a list of the same ints (checked), because vLLM's Request keeps one; and the
-  held-prompt delta (`frank.engine.front_end.held_prompt`): the API server's choice of the held previous
+  held-prompt delta (`frank.plugins.front_end.held_prompt`): the API server's choice of the held previous
   turn (a full comparison) and encode of (ref, common, suffix), the engine core's decode and rebuild
   `held[:common] + suffix` (later turns only: a first turn goes whole). The previous turn's list shares its
   int objects with the next one, as the region cache's joined chunk lists do;
 - block hashes: vLLM's own `get_request_block_hasher` (pickle + SHA-256 per block, `--prefix-caching-hash-algo`
-  sha256) against the same hasher through `frank.engine.front_end.block_hash_memo` (a bounded memo keyed by
+  sha256) against the same hasher through `frank.plugins.front_end.block_hash_memo` (a bounded memo keyed by
   the hash function's whole input: parent hash, block token tuple, extra keys). The hashes are compared
   block by block: they must be identical.
 
@@ -88,7 +88,7 @@ def _handoff(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
         prompt_token_ids: list[int] | None
         reasoning_parser_kwargs: dict[str, Any] | None
 
-    from frank.engine.front_end.held_prompt import KEY, choose_reference
+    from frank.plugins.front_end.held_prompt import KEY, choose_reference
 
     enc = msgspec.msgpack.Encoder()
     dec = msgspec.msgpack.Decoder(Req)
@@ -144,7 +144,7 @@ def _hashes(prompts: list[list[int]], repeat: int) -> dict[str, Any]:
     from vllm.v1.core import kv_cache_utils
     from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 
-    from frank.engine.front_end import block_hash_memo
+    from frank.plugins.front_end import block_hash_memo
 
     init_none_hash(sha256)
     hasher = get_request_block_hasher(BLOCK, sha256)
@@ -211,7 +211,7 @@ def _detok(prompts: list[list[int]], repeat: int, model_dir: str) -> dict[str, A
     from vllm.v1.engine import EngineCoreRequest
     from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 
-    from frank.engine.front_end import detok_tail
+    from frank.plugins.front_end import detok_tail
 
     tok = get_tokenizer(model_dir)
     outs = tok.encode(" the answer is 42 🙂", add_special_tokens=False)[:4]
@@ -253,7 +253,7 @@ def _detok(prompts: list[list[int]], repeat: int, model_dir: str) -> dict[str, A
 def _choose_reference_before(ids: list[int], held: list[Any]) -> tuple[int, list[int], int] | None:
     """held-prompt's choice as it was before the region-by-region comparison (commit 9a3f43c), kept here
     for the before/after figure: every candidate compared in full, a near-prefix twice."""
-    from frank.engine.front_end.held_prompt import MIN_COMMON, common_prefix
+    from frank.plugins.front_end.held_prompt import MIN_COMMON, common_prefix
 
     n = len(ids)
     screened = sorted(
@@ -299,8 +299,8 @@ def _w01_handoff(workload: str, model_dir: str, draw: str, repeat: int) -> dict[
     from vllm.v1.engine import EngineCoreRequest
     from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
 
-    from frank.engine.front_end import held_prompt as hp
-    from frank.engine.region_cache import composition, plugin, runtime
+    from frank.plugins.front_end import held_prompt as hp
+    from frank.plugins.region_cache import composition, plugin, runtime
 
     logging.disable(logging.WARNING)
     spec = importlib.util.spec_from_file_location("bench_rc", REPO / "benchmarks" / "bench_region_cache_frontend.py")

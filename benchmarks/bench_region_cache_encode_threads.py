@@ -15,7 +15,7 @@ import statistics
 import time
 
 from frank import paths
-from frank.engine.region_cache import core
+from frank.plugins.region_cache import core
 from frank.workloads import w01
 
 

@@ -211,7 +211,7 @@ async def _run_arm(
 ) -> dict[str, Any]:
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
-    from frank.engine.region_cache import runtime
+    from frank.plugins.region_cache import runtime
 
     runtime.set_enabled(arm == "on")
     runtime.clear()
@@ -252,13 +252,13 @@ async def _run_arm(
 
 
 async def _run_mode(model: str, mode: str, requests: list[tuple[str, dict[str, Any]]], rounds: int) -> dict[str, Any]:
-    from frank.engine.region_cache import plugin
+    from frank.plugins.region_cache import plugin
 
     plugin.install()  # the plugin's own hook, as the API server gets it
     online, renderer = _build(model, mode)
     timers = _Timers(renderer)
     # Warm-up outside the timings: imports, template compile, the encoder's one-off probe.
-    from frank.engine.region_cache import runtime
+    from frank.plugins.region_cache import runtime
 
     for arm in ("off", "on"):
         await _run_arm(online, timers, requests[:1], arm, {})

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from frank.engine import metrics as m  # noqa: E402
-from frank.engine.telemetry.sampler import Sampler, static_target  # noqa: E402
+from frank.telemetry.sampler import Sampler, static_target  # noqa: E402
 
 PEER_VENV = REPO / ".build" / "peer-venv"
 

@@ -7,7 +7,7 @@ and samples the API server and the engine core with py-spy the whole time. Sampl
 innermost frame that names a step:
 
   render           the chat template (render_messages / apply_hf_chat_template / jinja)
-  cache lookup     the region cache's split, hashing, lookup and join (frank/engine/region_cache/core.py)
+  cache lookup     the region cache's split, hashing, lookup and join (frank/plugins/region_cache/core.py)
   first encodes    regions the cache had not seen, encoded by the tokenizer (encode_regions)
   tokenize (vLLM)  vLLM's own tokenizer call (cache off, or a prompt the cache sent back to it)
   checks           request/prompt checks and process_for_engine (the renderer and the input processor,
@@ -167,8 +167,8 @@ def _engine_core_pid(server_pid: int) -> int | None:
 def _part_counters(url: str, token: str, knobs: dict[str, str]) -> dict[str, Any]:
     """The counters of the front-end parts switched on (so a figure says the part did act), read before
     the engine stops."""
-    from frank.engine.front_end.catalog import PARTS
-    from frank.engine.front_end.client import PartsClient
+    from frank.engine.parts_client import PartsClient
+    from frank.plugins.front_end.catalog import PARTS
 
     out: dict[str, Any] = {}
     for part in PARTS.values():

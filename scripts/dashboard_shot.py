@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def services(args: argparse.Namespace):
     from frank.console.services import Services, default_services
     from frank.engine.controller import EngineController
-    from frank.engine.telemetry.sampler import Sampler, static_target
+    from frank.telemetry.sampler import Sampler, static_target
 
     if not args.url:
         return default_services(None, 1.0)

@@ -59,7 +59,7 @@ cat "$LOG/env.txt"
 
 stamp "frank's wheels (no index)"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl || exit 1
-python3 -c 'import textual, pynvml, frank.engine.telemetry.sampler; print("textual", textual.__version__)' || exit 1
+python3 -c 'import textual, pynvml, frank.telemetry.sampler; print("textual", textual.__version__)' || exit 1
 
 BIN=${FRANK_LLAMA_SERVER:-}
 if [ -z "$BIN" ] && compgen -G "$D/llama-bin.part-*" >/dev/null; then

@@ -1,8 +1,8 @@
-"""Check frank/engine/telemetry/gpu.py on a real GPU: every field once against `nvidia-smi --query-gpu`, and the cost
+"""Check frank/telemetry/gpu.py on a real GPU: every field once against `nvidia-smi --query-gpu`, and the cost
 of a sample (whole NVML read, per GPU, and the PCIe field counters alone) next to the blocking
 nvmlDeviceGetPcieThroughput that the sampler never calls.
 
-Imports only nvidia-ml-py, psutil, the stdlib and frank.engine.telemetry (torch, if present, only to make PCIe
+Imports only nvidia-ml-py, psutil, the stdlib and frank.telemetry (torch, if present, only to make PCIe
 traffic for a rate check). Run from the repo root:  PYTHONPATH=. python scripts/nvml_device_check.py
 """
 
@@ -17,8 +17,8 @@ import time
 
 import pynvml
 
-from frank.engine.telemetry.cpu import CpuSampler
-from frank.engine.telemetry.gpu import PCIE_RX_FIELD, PCIE_TX_FIELD, GpuSampler
+from frank.telemetry.cpu import CpuSampler
+from frank.telemetry.gpu import PCIE_RX_FIELD, PCIE_TX_FIELD, GpuSampler
 
 QUERY = (
     "index,name,uuid,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,"

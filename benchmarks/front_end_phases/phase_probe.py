@@ -104,7 +104,7 @@ def install() -> None:
     wrap(queue.Queue, "put_nowait", "put0", "put1")
     wrap(zmq.Poller, "poll", "poll0", "poll1")
     try:
-        from frank.engine.front_end import held_prompt
+        from frank.plugins.front_end import held_prompt
 
         wrap(held_prompt, "rebuild", "rebuild0", "rebuild1")
         wrap(held_prompt.HeldPrompts, "put", "hold0", "hold1")

@@ -114,7 +114,7 @@ class FrankApp(App):
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
-        Binding("c", "toggle_region_cache", "cache", id="frank.engine.region_cache"),
+        Binding("c", "toggle_region_cache", "cache", id="frank.plugins.region_cache"),
         Binding("k", "knobs", "knobs", id="engine.knobs", show=False),
         Binding("t", "cycle_theme", "theme", id="app.theme", show=False),
         Binding("question_mark,f1", "help", "help", id="app.help"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frank.engine.controller import EngineController
-from frank.engine.telemetry.sampler import Sampler
+from frank.telemetry.sampler import Sampler
 
 
 @dataclass
@@ -16,7 +16,7 @@ class Services:
 
 
 def default_services(profile: str | None, refresh_s: float) -> Services:
-    from frank.engine.telemetry.sampler import controller_target
+    from frank.telemetry.sampler import controller_target
 
     controller = EngineController()
     return Services(

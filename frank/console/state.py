@@ -16,11 +16,11 @@ from frank.console.log_index import LogIndex
 from frank.engine.controller import EngineStatus
 from frank.engine.metrics import RequestDelta
 from frank.engine.profiles import Knob
-from frank.engine.telemetry.sampler import Snapshot
 from frank.episodes.runner import EpisodesState
 from frank.experiments.design import Rule
 from frank.experiments.runner import ExperimentState
 from frank.jobs import JobStatus
+from frank.telemetry.sampler import Snapshot
 
 # -- telemetry -------------------------------------------------------------------------------------------
 

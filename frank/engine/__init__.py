@@ -1,2 +1,2 @@
-"""The engine floor: profiles and knobs, the controller and its supervisor, state, telemetry, /metrics and
-the measures read from it, the region cache and the other vLLM plugins, and the models frank builds."""
+"""The engine floor: profiles and knobs, the controller and its supervisor, state, /metrics and the measures
+read from it, the clients of the plugins' control endpoints, and the models frank builds."""

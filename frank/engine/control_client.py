@@ -1,4 +1,4 @@
-"""The controller's side of frank's token-guarded live controls on the API server (frank.engine.control_asgi):
+"""The controller's side of frank's token-guarded live controls on the API server (frank.plugins.control_asgi):
 one request helper, so every control reports a missing middleware and a refusal the same way."""
 
 from __future__ import annotations

@@ -13,14 +13,14 @@ from frank.errors import FrankError
 
 
 def _region_cache(value: Any, url: str, token: str) -> None:
-    from frank.engine.region_cache.client import RegionCacheClient
+    from frank.plugins.region_cache_client import RegionCacheClient
 
     RegionCacheClient(url, token).set_enabled(str(value).lower() == "on")
 
 
 def _front_end_part(part: str) -> Callable[[Any, str, str], None]:
     def handler(value: Any, url: str, token: str) -> None:
-        from frank.engine.front_end.client import PartsClient
+        from frank.engine.parts_client import PartsClient
 
         PartsClient(url, token).set_enabled(part, str(value).lower() == "on")
 

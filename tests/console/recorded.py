@@ -1,4 +1,4 @@
-"""Deterministic telemetry for Pilot and snapshot tests: real frank.engine.telemetry / frank.engine.metrics types filled
+"""Deterministic telemetry for Pilot and snapshot tests: real frank.telemetry / frank.engine.metrics types filled
 from a recorded workstation shape (two GPUs, a 64-core pool, an engine mid-replay), so screenshots do not
 change from run to run. `RecordedSampler` has the Sampler's read API (start/stop/latest/history/subscribe)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 from frank.engine import metrics as m
-from frank.engine.telemetry.cpu import CpuSample, EngineProcesses, ThreadUse
-from frank.engine.telemetry.gpu import GpuReading, GpuSample
-from frank.engine.telemetry.sampler import EngineView, Snapshot
+from frank.telemetry.cpu import CpuSample, EngineProcesses, ThreadUse
+from frank.telemetry.gpu import GpuReading, GpuSample
+from frank.telemetry.sampler import EngineView, Snapshot
 
 GIB = 1024**3
 

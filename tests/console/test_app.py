@@ -115,7 +115,7 @@ async def test_help_lists_keys_with_binding_ids(make_app):
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = "\n".join(str(s.content) for s in app.screen.query("Static"))
-        for binding_id in ("engine.start", "engine.stop", "frank.engine.region_cache", "mode.logs", "app.quit"):
+        for binding_id in ("engine.start", "engine.stop", "frank.plugins.region_cache", "mode.logs", "app.quit"):
             assert binding_id in text
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
@@ -291,7 +291,7 @@ async def test_a_silent_engine_never_freezes_the_screen(make_app):
     import threading
     import time as _time
 
-    from frank.engine.telemetry.sampler import Sampler, static_target
+    from frank.telemetry.sampler import Sampler, static_target
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

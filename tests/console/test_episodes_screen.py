@@ -11,8 +11,8 @@ from frank import jobs
 from frank.console.app import FrankApp, Services
 from frank.console.screens.episodes import EpisodesScreen
 from frank.console.screens.launch_episodes import EpisodesLaunch
-from frank.engine.telemetry.sampler import Sampler, controller_target
 from frank.episodes.runner import list_runs, read_jsonl, run_path
+from frank.telemetry.sampler import Sampler, controller_target
 from tests.console.conftest import wait_until
 
 pytestmark = pytest.mark.engine

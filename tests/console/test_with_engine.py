@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 from frank.console.app import FrankApp, Services
 from frank.console.screens.replays import ReplaysScreen
 from frank.console.widgets.engine_panel import EnginePanel
-from frank.engine.telemetry.sampler import Sampler, controller_target
+from frank.telemetry.sampler import Sampler, controller_target
 from frank.workloads.catalog import resolve_workload
 from frank.workloads.format import load_workload
 

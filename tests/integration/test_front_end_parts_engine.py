@@ -17,8 +17,8 @@ import pytest
 import tokenizers
 
 from frank import paths
-from frank.engine.front_end.client import PartsClient
-from frank.engine.front_end.detok_tail import CHAR_BYTES
+from frank.engine.parts_client import PartsClient
+from frank.plugins.front_end.detok_tail import CHAR_BYTES
 
 pytestmark = pytest.mark.engine
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from frank.engine.front_end.client import PartsClient
-from frank.engine.front_end.held_prompt import FAULT_LOST_SYNC, prompt_digest
+from frank.engine.parts_client import PartsClient
 from frank.paths import REPO_ROOT, user_profiles_dir
+from frank.plugins.front_end.held_prompt import FAULT_LOST_SYNC, prompt_digest
 from frank.workloads.format import write_workload
 
 pytestmark = pytest.mark.engine

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from frank.engine.region_cache.client import RegionCacheClient
+from frank.plugins.region_cache_client import RegionCacheClient
 
 pytestmark = pytest.mark.engine
 

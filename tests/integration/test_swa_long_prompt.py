@@ -12,11 +12,11 @@ import time
 import httpx
 import psutil
 import pytest
+from frank.plugins.region_cache_client import RegionCacheClient
 
 from frank.engine.controller import EngineController
 from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta
 from frank.engine.models import tiny_model
-from frank.engine.region_cache.client import RegionCacheClient
 from frank.workloads.w01 import generate
 
 pytestmark = pytest.mark.engine
@@ -70,7 +70,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_vllm_processes_do_not_spin_after_a_request(swa_engine):
-    """FRANK_SHM_WAIT=sleep (frank/engine/shm_idle.py): without it the worker spins on a core for 1 s after every
+    """FRANK_SHM_WAIT=sleep (frank/plugins/shm_idle.py): without it the worker spins on a core for 1 s after every
     step it reads, which is half of this machine's front end."""
     status = swa_engine.status()
     vllm_procs = [p for p in psutil.Process(status.pid).children(recursive=True)]

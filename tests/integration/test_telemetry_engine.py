@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from frank.engine import metrics as m
-from frank.engine.telemetry.sampler import Sampler, controller_target
+from frank.telemetry.sampler import Sampler, controller_target
 
 pytestmark = pytest.mark.engine
 

@@ -44,7 +44,7 @@ def _prompts(tok: Any, rng: random.Random) -> list[list[int]]:
 
 
 def _byte_alphabet() -> list[str]:
-    from frank.engine.front_end.detok_tail import CHAR_BYTES
+    from frank.plugins.front_end.detok_tail import CHAR_BYTES
 
     return sorted(CHAR_BYTES)
 
@@ -89,7 +89,7 @@ def _run(tok: Any, prompt: list[int], out: list[int], params: dict[str, Any]) ->
 def check_detok(model_dir: str, verify: bool, naive: bool) -> dict[str, Any]:
     import tokenizers.decoders  # noqa: F401  (vLLM's module-level lookup)
 
-    from frank.engine.front_end import detok_tail
+    from frank.plugins.front_end import detok_tail
 
     tok = _tokenizer(model_dir)
     rng = random.Random(7)
@@ -137,7 +137,7 @@ def check_hashes(model_dir: str) -> dict[str, Any]:
     from vllm.v1.core import kv_cache_utils
     from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 
-    from frank.engine.front_end import block_hash_memo
+    from frank.plugins.front_end import block_hash_memo
 
     init_none_hash(sha256)
     rng = random.Random(3)
@@ -199,7 +199,7 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
     from vllm.v1.request import Request
     from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
 
-    from frank.engine.front_end import held_prompt as hp
+    from frank.plugins.front_end import held_prompt as hp
 
     init_none_hash(sha256)
     # the engine core as preprocess_add_request sees it: vLLM's own request hasher and Request (less the

@@ -10,8 +10,8 @@ import pytest
 
 from frank.console.cli import build_parser
 from frank.console.cli.bench_cmd import parse_base_knobs, run_part
-from frank.engine.front_end.catalog import PARTS
 from frank.errors import FrankError
+from frank.plugins.front_end.catalog import PARTS
 
 
 def test_list_prints_each_part_with_its_knob():

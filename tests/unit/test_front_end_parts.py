@@ -25,10 +25,10 @@ import tokenizers
 from tokenizers.decoders import DecodeStream
 
 from frank import paths
-from frank.engine.front_end.catalog import PARTS
-from frank.engine.front_end.detok_tail import CHAR_BYTES, TailPlanner
-from frank.engine.front_end.held_prompt import MIN_COMMON, HeldPrompts, choose_reference, common_prefix
-from frank.engine.front_end.switch import parse_verify
+from frank.plugins.front_end.catalog import PARTS
+from frank.plugins.front_end.detok_tail import CHAR_BYTES, TailPlanner
+from frank.plugins.front_end.held_prompt import MIN_COMMON, HeldPrompts, choose_reference, common_prefix
+from frank.plugins.front_end.switch import parse_verify
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_PYTHON = paths.engine_venv_python()

@@ -14,14 +14,14 @@ import random
 
 import pytest
 
-from frank.engine.front_end import held_prompt as hp
-from frank.engine.front_end.held_prompt import choose_reference, common_prefix, common_prefix_by_regions
-from frank.engine.region_cache import composition
-from frank.engine.region_cache.composition import Composition, composition_of
+from frank.plugins.front_end import held_prompt as hp
+from frank.plugins.front_end.held_prompt import choose_reference, common_prefix, common_prefix_by_regions
+from frank.plugins.region_cache import composition
+from frank.plugins.region_cache.composition import Composition, composition_of
 
 tokenizers = pytest.importorskip("tokenizers", reason="pip install -e '.[test]' (tokenizers is a test extra)")
 
-from frank.engine.region_cache.core import RegionCache, RegionEncoder, RustAdapter  # noqa: E402
+from frank.plugins.region_cache.core import RegionCache, RegionEncoder, RustAdapter  # noqa: E402
 
 U, A, S = "<｜User｜>", "<｜Assistant｜>", "<｜System｜>"
 
@@ -172,7 +172,7 @@ def test_the_encoder_records_what_it_joined_and_the_turns_compare_by_regions(tin
 
 
 def test_verify_and_affixes_leave_no_record(tiny_tokenizer_json):
-    from frank.engine.region_cache.core import CacheLimits
+    from frank.plugins.region_cache.core import CacheLimits
 
     text = S + "some context\nmore" + U + "hi" + A
     enc = RegionEncoder(RustAdapter(tokenizers.Tokenizer.from_str(tiny_tokenizer_json)), RegionCache())

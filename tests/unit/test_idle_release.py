@@ -9,8 +9,8 @@ import time
 import types
 import weakref
 
-from frank.engine.front_end.held_prompt import HeldPrompts
-from frank.engine.front_end.idle_release import IdleRelease, install
+from frank.plugins.front_end.held_prompt import HeldPrompts
+from frank.plugins.front_end.idle_release import IdleRelease, install
 
 
 class Tokens(list):  # a list that can be watched for being freed

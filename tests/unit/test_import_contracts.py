@@ -22,10 +22,12 @@ FLOORS = [
     "workloads",
     "jobs",
     "reports",
+    "telemetry",
     "engine",
     "paths",
     "jsonl",
     "errors",
+    "plugins",
 ]
 
 
@@ -34,7 +36,7 @@ def test_import_linter_contracts_are_kept():
     assert exe, "lint-imports is not installed (pip install the test extra: import-linter)"
     result = subprocess.run([exe, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]
-    assert "0 broken" in result.stdout and "2 kept" in result.stdout
+    assert "0 broken" in result.stdout and "3 kept" in result.stdout
 
 
 def test_the_layers_contract_lists_every_floor():
@@ -76,3 +78,11 @@ def test_the_cycle_check_finds_a_cycle_made_of_type_checking_imports(tmp_path, m
     monkeypatch.syspath_prepend(str(tmp_path))
     graph = grimp.build_graph("circle_pkg", cache_dir=None, exclude_type_checking_imports=False)
     assert "circle_pkg.a <-> circle_pkg.b" in _cycles(graph, "circle_pkg")
+
+
+def test_the_plugins_contract_forbids_every_other_floor():
+    """frank.plugins runs inside vLLM's processes: the contract must name every floor but its own."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c.get("source_modules") == ["frank.plugins"])
+    forbidden = {m.removeprefix("frank.") for m in contract["forbidden_modules"] if m.startswith("frank.")}
+    assert forbidden == set(FLOORS) - {"plugins"}

@@ -31,7 +31,7 @@ AGENT_SIDE = (
 HEADLESS = [
     m
     for m in _modules()
-    if not m.startswith(("frank.console", "frank.engine.region_cache"))
+    if not m.startswith(("frank.console", "frank.plugins.region_cache"))
     and m not in ("frank.engine.models.tiny_model", *AGENT_SIDE)
 ]
 

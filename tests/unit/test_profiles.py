@@ -73,9 +73,9 @@ def test_frankenstein_exact_command_line_and_environment():
         "--tokenizer-mode",
         "deepseek_v41",
         "--middleware",
-        "frank.engine.region_cache.control.ControlMiddleware",
+        "frank.plugins.region_cache.control.ControlMiddleware",
         "--middleware",
-        "frank.engine.front_end.control.PartsControlMiddleware",
+        "frank.plugins.front_end.control.PartsControlMiddleware",
         "--disable-access-log-for-endpoints",
         "/metrics,/health",
     ]

@@ -19,9 +19,9 @@ import pytest
 
 tokenizers = pytest.importorskip("tokenizers", reason="pip install -e '.[test]' (tokenizers is a test extra)")
 
-from frank.engine.region_cache import core, runtime  # noqa: E402
-from frank.engine.region_cache.control import ControlMiddleware  # noqa: E402
-from frank.engine.region_cache.core import CacheLimits, RegionCache, RegionEncoder, RustAdapter, Splitter  # noqa: E402
+from frank.plugins.region_cache import core, runtime  # noqa: E402
+from frank.plugins.region_cache.control import ControlMiddleware  # noqa: E402
+from frank.plugins.region_cache.core import CacheLimits, RegionCache, RegionEncoder, RustAdapter, Splitter  # noqa: E402
 
 U, A, S, BOS, EOS = "<｜User｜>", "<｜Assistant｜>", "<｜System｜>", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 TCB, TC, SEP, TCE, TCSE = (
@@ -186,7 +186,7 @@ def test_chunk_cuts_are_the_same_in_every_process():
     # Python salts str hashes per process; a cut decided by hash() moved with PYTHONHASHSEED, and about one
     # seed in twenty left the header's chunk long enough to fail the reuse test above.
     probe = (
-        "import random, sys; from frank.engine.region_cache.core import chunk_region; rng = random.Random(9); "
+        "import random, sys; from frank.plugins.region_cache.core import chunk_region; rng = random.Random(9); "
         "text = '\\n'.join(f'line {rng.randrange(10**6)} = f({i})' for i in range(4000)); "
         "print([len(p) for p in chunk_region(text)])"
     )
@@ -413,8 +413,8 @@ def test_the_engine_side_modules_import_only_the_stdlib_and_prometheus_client():
 
     code = (
         "import sys; before = set(sys.modules); "
-        "import frank.engine.region_cache.core, frank.engine.region_cache.runtime, frank.engine.region_cache.control, "
-        "frank.engine.region_cache.plugin, frank.engine.region_cache.metrics; "
+        "import frank.plugins.region_cache.core, frank.plugins.region_cache.runtime, "
+        "frank.plugins.region_cache.control, frank.plugins.region_cache.plugin, frank.plugins.region_cache.metrics; "
         "bad = ('textual', 'console', 'psutil', 'platformdirs', 'httpx', 'rich', 'numpy', 'scipy', 'vllm'); "
         "print(','.join(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in bad)))"
     )
@@ -424,7 +424,7 @@ def test_the_engine_side_modules_import_only_the_stdlib_and_prometheus_client():
 
 
 def test_register_outside_an_api_server_process_installs_nothing(monkeypatch):
-    from frank.engine.region_cache import plugin
+    from frank.plugins.region_cache import plugin
 
     monkeypatch.setattr(plugin.multiprocessing, "parent_process", lambda: object())
     monkeypatch.setattr(plugin.multiprocessing, "current_process", lambda: type("P", (), {"name": "EngineCore_DP0"})())
@@ -453,7 +453,7 @@ class _Params:
 
 
 def test_an_error_inside_the_hook_falls_back_and_is_counted():
-    from frank.engine.region_cache import plugin
+    from frank.plugins.region_cache import plugin
 
     before = runtime.cache().stats()["errors"]
     assert plugin._cached_tokens_prompt(_FaultyRenderer(), {"prompt": "x"}, _Params()) is None

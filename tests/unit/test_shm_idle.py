@@ -1,10 +1,10 @@
-"""frank/engine/shm_idle.py: how long a reader of vLLM's shared-memory ring sleeps, and when the patch applies."""
+"""frank/plugins/shm_idle.py: how long a reader of vLLM's shared-memory ring sleeps, and when the patch applies."""
 
 from __future__ import annotations
 
 import pytest
 
-from frank.engine import shm_idle
+from frank.plugins import shm_idle
 
 
 def test_the_sleep_grows_with_the_idle_time_between_its_bounds():

@@ -1,4 +1,4 @@
-"""frank.engine.telemetry.cpu on real processes: a child with one busy thread stands in for the engine's expert pool."""
+"""frank.telemetry.cpu on real processes: a child with one busy thread stands in for the engine's expert pool."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from frank.engine.telemetry.cpu import CpuSampler
+from frank.telemetry.cpu import CpuSampler
 
 BUSY_CHILD = """
 import ctypes, threading, time
@@ -74,7 +74,7 @@ IDLE_CHILD = "import time; print('ready', flush=True); time.sleep(30)"
 
 
 def test_an_idle_tree_is_read_in_one_file_per_process_and_rarely_scanned(monkeypatch):
-    from frank.engine.telemetry import procfs
+    from frank.telemetry import procfs
 
     proc = subprocess.Popen([sys.executable, "-c", IDLE_CHILD], stdout=subprocess.PIPE, text=True)
     try:

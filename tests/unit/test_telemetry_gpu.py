@@ -1,4 +1,4 @@
-"""frank.engine.telemetry.gpu: NVML's error paths through pynvml.NVMLError raised from monkeypatched pynvml
+"""frank.telemetry.gpu: NVML's error paths through pynvml.NVMLError raised from monkeypatched pynvml
 functions (runs everywhere), and the real library where a GPU exists (skipped with the reason otherwise).
 
 The monkeypatched device speaks through pynvml's own ctypes structures (c_nvmlFieldValue_t etc.), so the
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pynvml
 import pytest
 
-from frank.engine.telemetry import gpu as g
+from frank.telemetry import gpu as g
 
 MIB = 1 << 20
 

@@ -1,5 +1,5 @@
-"""frank.engine.telemetry.sampler: one thread, bounded history, no overlap, immutable snapshots, engine states;
-frank.engine.telemetry.export and `frank telemetry` on top of it. /metrics comes from recorded real-engine text."""
+"""frank.telemetry.sampler: one thread, bounded history, no overlap, immutable snapshots, engine states;
+frank.telemetry.export and `frank telemetry` on top of it. /metrics comes from recorded real-engine text."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from frank.engine.telemetry import export
-from frank.engine.telemetry.sampler import Sampler, Target, controller_target, snapshot_to_json, static_target
+from frank.telemetry import export
+from frank.telemetry.sampler import Sampler, Target, controller_target, snapshot_to_json, static_target
 from tests.unit.metrics_server import FaultyMetricsServer
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "metrics"

@@ -1,7 +1,7 @@
 """`frank bench region-cache` and `frank bench part`: on/off tests of one knob over fresh engine starts.
 
 `region-cache` is the seed's registered region cache test, repeatable on the embedded engine. `part` runs
-the same machinery for a front-end part (frank.engine.front_end.catalog): the same balanced order, the
+the same machinery for a front-end part (frank.plugins.front_end.catalog): the same balanced order, the
 same exact test, prompt token IDs compared, and also the outputs (greedy, a few output tokens per request
 so the first-token work counts), with client time per draw as the measure.
 
@@ -123,7 +123,7 @@ def _log(message: str, bench: str = "region-cache") -> None:
 
 
 def _region_cache_stats(url: str, token: str) -> dict[str, Any]:
-    from frank.engine.region_cache.client import RegionCacheClient
+    from frank.plugins.region_cache_client import RegionCacheClient
 
     stats = RegionCacheClient(url, token).stats()
     return {key: stats.get(key) for key in REGION_CACHE_STATS}
@@ -286,7 +286,7 @@ def cmd_region_cache(args: argparse.Namespace) -> int:
 
 def _part_stats(name: str) -> Any:
     def stats(url: str, token: str) -> dict[str, Any] | None:
-        from frank.engine.front_end.client import PartsClient
+        from frank.engine.parts_client import PartsClient
 
         try:
             return PartsClient(url, token).part(name)
@@ -310,7 +310,7 @@ def parse_base_knobs(items: list[str], part_knob: str) -> dict[str, str]:
 
 
 def list_parts() -> list[dict[str, Any]]:
-    from frank.engine.front_end.catalog import PARTS
+    from frank.plugins.front_end.catalog import PARTS
 
     return [
         {
@@ -327,8 +327,8 @@ def list_parts() -> list[dict[str, Any]]:
 
 def run_part(args: argparse.Namespace) -> dict[str, Any]:
     from frank import paths
-    from frank.engine.front_end.catalog import PARTS
     from frank.experiments.exact import permutation_test
+    from frank.plugins.front_end.catalog import PARTS
     from frank.workloads.catalog import resolve_workload
 
     part = PARTS.get(args.part or "")

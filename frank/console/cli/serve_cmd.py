@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def listen_address(text: str, allow_remote: bool) -> tuple[str, int]:
-    from frank.engine.telemetry.export import is_loopback, parse_listen  # the exporter's: one parser for --listen
+    from frank.telemetry.export import is_loopback, parse_listen  # the exporter's: one parser for --listen
 
     try:
         host, port = parse_listen(text)

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _sampler(args: argparse.Namespace) -> Any:
-    from frank.engine.telemetry.sampler import Sampler, controller_target, static_target
+    from frank.telemetry.sampler import Sampler, controller_target, static_target
 
     if args.period <= 0:
         raise FrankError(f"--period {args.period}: must be positive")
@@ -44,7 +44,7 @@ def cmd_telemetry(args: argparse.Namespace) -> int:
         raise FrankError(f"--duration {args.duration}: must be positive")
     if args.export:
         return _export(args)
-    from frank.engine.telemetry.sampler import snapshot_to_json
+    from frank.telemetry.sampler import snapshot_to_json
 
     sampler = _sampler(args)
     if args.once:
@@ -85,7 +85,7 @@ def _wait(duration: float | None) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from frank.engine.telemetry.export import is_loopback, parse_listen, serve
+    from frank.telemetry.export import is_loopback, parse_listen, serve
 
     try:
         host, port = parse_listen(args.listen)

@@ -13,14 +13,14 @@ from typing import Protocol
 from frank.console.messages import TelemetrySampled
 from frank.console.sources.base import Post, Source
 from frank.console.state import SeenRequest, TelemetryView
-from frank.engine.telemetry.sampler import Snapshot
+from frank.telemetry.sampler import Snapshot
 
 SPARK_POINTS = 60  # the sparklines' width in samples
 REQUESTS = 8
 
 
 class SnapshotSource(Protocol):
-    """What the console needs of a sampler (frank.engine.telemetry.sampler.Sampler, or a recorded one)."""
+    """What the console needs of a sampler (frank.telemetry.sampler.Sampler, or a recorded one)."""
 
     def latest(self) -> Snapshot | None: ...
     def history(self, seconds: float | None = None) -> list[Snapshot]: ...

@@ -32,8 +32,8 @@ import logging
 import threading
 from typing import Any
 
-from frank.engine.front_end.catalog import PARTS
-from frank.engine.front_end.switch import PartSwitch
+from frank.plugins.front_end.catalog import PARTS
+from frank.plugins.front_end.switch import PartSwitch
 
 logger = logging.getLogger("frank.front_end.detok_tail")
 PART = PARTS["detok-tail"]
@@ -148,13 +148,13 @@ class _TailRequest:
 
 def register() -> None:
     """Entry point: installs the hook in the API server process only (where vLLM detokenizes)."""
-    from frank.engine.front_end.plugin_util import is_api_server_process
+    from frank.plugins.front_end.plugin_util import is_api_server_process
 
     if not is_api_server_process():
         return
     try:
         install()
-        from frank.engine.front_end.metrics import register_metrics
+        from frank.plugins.front_end.metrics import register_metrics
 
         register_metrics(switch)
     except Exception:  # a broken hook must never stop the server

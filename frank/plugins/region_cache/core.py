@@ -48,7 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from frank.engine.region_cache import composition
+from frank.plugins.region_cache import composition
 
 # Rough CPython cost of one cached entry beyond its token pointers (list header, key, OrderedDict slot).
 _ENTRY_OVERHEAD_BYTES = 200

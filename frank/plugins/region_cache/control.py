@@ -4,14 +4,14 @@
     POST /frank/region-cache        -> body {"enabled": true|false}; returns the stats
     POST /frank/region-cache/clear  -> drops every entry; returns the stats
 
-The token rule and the plumbing are frank.engine.control_asgi's. The profile adds it with
-`--middleware frank.engine.region_cache.control.ControlMiddleware`.
+The token rule and the plumbing are frank.plugins.control_asgi's. The profile adds it with
+`--middleware frank.plugins.region_cache.control.ControlMiddleware`.
 """
 
 from __future__ import annotations
 
-from frank.engine.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_enabled
-from frank.engine.region_cache import runtime
+from frank.plugins.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_enabled
+from frank.plugins.region_cache import runtime
 
 PREFIX = "/frank/region-cache"
 

@@ -11,7 +11,7 @@ PATH = "/frank/parts"
 
 class PartsClient(ControlClient):
     what = "front-end part control"
-    middleware = "frank.engine.front_end.control.PartsControlMiddleware"
+    middleware = "frank.plugins.front_end.control.PartsControlMiddleware"
 
     def not_found_is_ours(self, payload: dict[str, Any]) -> bool:
         return "no live front-end part" in str(payload.get("error", ""))

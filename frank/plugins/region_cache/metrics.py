@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from frank.engine.region_cache import runtime
+from frank.plugins.region_cache import runtime
 
 # stats key -> (series name without _total, help)
 COUNTERS = {

@@ -6,12 +6,12 @@
     POST /frank/parts/NAME/fault -> body {"fault": "NAME" | null}: a deliberate breakage the part knows, set
                                   or cleared (the revert loop's test breaks a served part with it)
 
-Same token rule as the region cache's control (frank.engine.control_asgi: X-Frank-Token =
+Same token rule as the region cache's control (frank.plugins.control_asgi: X-Frank-Token =
 FRANK_CONTROL_TOKEN; none set: all refused). Engine-core parts are set at start (their knob restarts the
 engine): GET only, their counters read from the engine core. A part with a half in each process
 (held-prompt) is switched here (its API-server half) and its GET adds the engine core's counters
 (`engine_core`).
-The profile adds it with `--middleware frank.engine.front_end.control.PartsControlMiddleware`.
+The profile adds it with `--middleware frank.plugins.front_end.control.PartsControlMiddleware`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frank.engine.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_body, read_enabled
+from frank.plugins.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_body, read_enabled
 
 PREFIX = "/frank/parts"
 ENGINE_CORE_PART = "block-hash-memo"
@@ -28,9 +28,9 @@ BOTH_PROCESSES_PART = "held-prompt"
 
 def _utility(name: str) -> str:
     if name == ENGINE_CORE_PART:
-        from frank.engine.front_end.block_hash_memo import STATS_UTILITY
+        from frank.plugins.front_end.block_hash_memo import STATS_UTILITY
     else:
-        from frank.engine.front_end.held_prompt import STATS_UTILITY
+        from frank.plugins.front_end.held_prompt import STATS_UTILITY
     return STATS_UTILITY
 
 
@@ -70,7 +70,7 @@ class PartsControlMiddleware(TokenControlMiddleware):
     what = "front-end part control"
 
     async def answer(self, scope: Scope, receive: Receive, path: str, method: str) -> Reply:
-        from frank.engine.front_end.metrics import api_server_switches
+        from frank.plugins.front_end.metrics import api_server_switches
 
         switches = {s.name: s for s in api_server_switches()}
         if path == PREFIX:

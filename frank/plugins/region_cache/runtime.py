@@ -10,7 +10,7 @@ import os
 import threading
 from typing import Any
 
-from frank.engine.region_cache.core import CacheLimits, HFAdapter, RegionCache, RegionEncoder
+from frank.plugins.region_cache.core import CacheLimits, HFAdapter, RegionCache, RegionEncoder
 
 _lock = threading.RLock()
 _enabled = os.environ.get("FRANK_REGION_CACHE", "off").strip().lower() in ("on", "1", "true", "yes")

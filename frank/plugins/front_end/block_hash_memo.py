@@ -31,8 +31,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from frank.engine.front_end.catalog import PARTS
-from frank.engine.front_end.switch import PartSwitch
+from frank.plugins.front_end.catalog import PARTS
+from frank.plugins.front_end.switch import PartSwitch
 
 logger = logging.getLogger("frank.front_end.block_hash_memo")
 PART = PARTS["block-hash-memo"]

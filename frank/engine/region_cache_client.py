@@ -11,7 +11,7 @@ PATH = "/frank/region-cache"
 
 class RegionCacheClient(ControlClient):
     what = "region cache control"
-    middleware = "frank.engine.region_cache.control.ControlMiddleware"
+    middleware = "frank.plugins.region_cache.control.ControlMiddleware"
 
     def stats(self) -> dict[str, Any]:
         """The cache's counters and whether it is on."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from frank.engine.telemetry import procfs
+from frank.telemetry import procfs
 
 BUSIEST_THREADS = 5
 BUSY_PERCENT = 10.0  # of one core: below it the tree is idle and its threads are not read

@@ -55,12 +55,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from frank.engine.front_end.catalog import PARTS
-from frank.engine.front_end.idle_release import IdleRelease
-from frank.engine.front_end.idle_release import install as install_idle_release
-from frank.engine.front_end.switch import PartSwitch
-from frank.engine.region_cache.composition import Composition, JoinedView, composition_of
-from frank.engine.region_cache.composition import take as take_composition
+from frank.plugins.front_end.catalog import PARTS
+from frank.plugins.front_end.idle_release import IdleRelease
+from frank.plugins.front_end.idle_release import install as install_idle_release
+from frank.plugins.front_end.switch import PartSwitch
+from frank.plugins.region_cache.composition import Composition, JoinedView, composition_of
+from frank.plugins.region_cache.composition import take as take_composition
 
 logger = logging.getLogger("frank.front_end.held_prompt")
 PART = PARTS["held-prompt"]
@@ -533,7 +533,7 @@ def core_snapshot() -> dict[str, Any]:
 def register() -> None:
     """Entry point: the engine-core half where vLLM's engine core is loaded, the API-server half in the API
     server (vLLM loads general plugins in every process)."""
-    from frank.engine.front_end.plugin_util import is_api_server_process
+    from frank.plugins.front_end.plugin_util import is_api_server_process
 
     try:
         core = sys.modules.get("vllm.v1.engine.core")
@@ -541,7 +541,7 @@ def register() -> None:
             install_engine_core(core)
         if is_api_server_process():
             install_api_server()
-            from frank.engine.front_end.metrics import register_metrics
+            from frank.plugins.front_end.metrics import register_metrics
 
             register_metrics(switch)
     except Exception:  # a broken hook must never stop the server

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from frank.engine import metrics as m
-from frank.engine.telemetry.cpu import CpuSample, CpuSampler
-from frank.engine.telemetry.gpu import GpuReading, GpuSampler
+from frank.telemetry.cpu import CpuSample, CpuSampler
+from frank.telemetry.gpu import GpuReading, GpuSampler
 
 DEFAULT_PERIOD_S = 1.0
 DEFAULT_HISTORY_S = 900.0  # 15 minutes of history at the default period

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from frank.engine.telemetry.sampler import Snapshot
+from frank.telemetry.sampler import Snapshot
 
 PREFIX = "frank_"
 

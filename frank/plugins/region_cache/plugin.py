@@ -72,7 +72,7 @@ def install() -> None:
         _installed = True
         return
 
-    from frank.engine.region_cache import runtime
+    from frank.plugins.region_cache import runtime
 
     def _tokenize_prompt(self: Any, prompt: Any, params: Any) -> Any:
         if runtime.enabled():
@@ -109,7 +109,7 @@ def _skip_check_of_vouched_ids(renderer_cls: Any) -> None:
 
     def validate_token_ids(self: Any, token_ids: Any, *, parameter: str | None = None) -> None:
         if parameter is None and _take_vouched(token_ids):
-            from frank.engine.region_cache import runtime
+            from frank.plugins.region_cache import runtime
 
             runtime.cache().count(checks_skipped=1)
             return
@@ -129,7 +129,7 @@ def _warm_encoders_at_renderer_init(renderer_cls: Any) -> None:
         original_init(self, *args, **kwargs)
         tokenizer = getattr(self, "tokenizer", None)
         if tokenizer is not None:
-            from frank.engine.region_cache import runtime
+            from frank.plugins.region_cache import runtime
 
             threading.Thread(
                 target=_warm, args=(runtime, tokenizer), name="frank-region-cache-warm", daemon=True
@@ -146,7 +146,7 @@ def _warm(runtime: Any, tokenizer: Any) -> None:
 
 
 def _cached_tokens_prompt(renderer: Any, prompt: Any, params: Any) -> Any | None:
-    from frank.engine.region_cache import runtime
+    from frank.plugins.region_cache import runtime
 
     try:
         cache = runtime.cache()
@@ -187,7 +187,7 @@ def _register_metrics() -> None:
     try:
         from prometheus_client import REGISTRY
 
-        from frank.engine.region_cache.metrics import RegionCacheCollector
+        from frank.plugins.region_cache.metrics import RegionCacheCollector
 
         REGISTRY.register(RegionCacheCollector())
     except Exception:
