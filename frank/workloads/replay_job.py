@@ -141,6 +141,10 @@ def run(
         return runner.run_sync()
 
 
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}s"
+
+
 def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
     """One line per request and per draw on `stream` (stderr for the CLI, job.log for a detached job)."""
 
@@ -150,18 +154,18 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
         try:
             if p.phase == "result" and p.last is not None:
                 rec = p.last
-                server = rec.get("server") or {}
-                client = rec.get("client") or {}
-                if rec.get("status") == "ok":
-                    fe = server.get("front_end_s")
+                server = rec.server.values if rec.server is not None else None
+                if rec.ok:
+                    fe = server.front_end_s if server is not None else None
+                    ttft = rec.client.ttft_s if rec.client is not None else None
                     detail = (
-                        f"ttft {client.get('ttft_s', 0):.3f}s  front-end "
-                        f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.get('prompt_tokens')}"
-                        + ("" if server.get("attributed") else f"  [unattributed: {server.get('reason')}]")
+                        f"ttft {ttft or 0:.3f}s  front-end "
+                        f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.prompt_tokens}"
+                        + ("" if rec.attributed else f"  [unattributed: {server.reason if server else 'no values'}]")
                     )
                 else:
-                    detail = f"FAILED: {rec.get('error')}"
-                print(f"[{p.draw} {p.done}/{p.total}] {rec['id']}  {detail}", file=stream, flush=True)
+                    detail = f"FAILED: {rec.error}"
+                print(f"[{p.draw} {p.done}/{p.total}] {rec.id}  {detail}", file=stream, flush=True)
             elif p.phase in ("started", "interrupted", "stopped", "failed") and p.message:
                 print(p.message, file=stream, flush=True)
             elif p.phase == "draw_done" and p.totals is not None:
@@ -169,7 +173,7 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
                 print(
                     f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end "
                     f"{'n/a' if t.front_end_s is None else f'{t.front_end_s:.3f}s'}, "
-                    f"prefill {t.prefill_s:.3f}s, ttft {t.ttft_s:.3f}s",
+                    f"prefill {_seconds(t.prefill_s)}, ttft {_seconds(t.ttft_s)}",
                     file=stream,
                     flush=True,
                 )

@@ -123,7 +123,7 @@ def _log(message: str, bench: str = "region-cache") -> None:
 
 
 def _region_cache_stats(url: str, token: str) -> dict[str, Any]:
-    from frank.plugins.region_cache_client import RegionCacheClient
+    from frank.engine.region_cache_client import RegionCacheClient
 
     stats = RegionCacheClient(url, token).stats()
     return {key: stats.get(key) for key in REGION_CACHE_STATS}
