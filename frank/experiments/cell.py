@@ -32,9 +32,10 @@ from frank.engine.controller import EngineController, EngineError
 from frank.engine.profiles import load_profile
 from frank.errors import FrankError
 from frank.experiments.errors import RunError
+from frank.experiments.journal import Attempt
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
-from frank.experiments.runner import Attempt, CellError, Note
+from frank.experiments.runner import CellError, Note
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
 from frank.workloads.record import DrawTally, start_measures
 from frank.workloads.replay import ReplayRunner, read_records

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from frank import jobs
 from frank.experiments import registry
-from frank.experiments.journal import read_events
-from frank.experiments.runner import fold, run_experiment
+from frank.experiments.journal import fold, read_events
+from frank.experiments.runner import run_experiment
 
 ENDED = {"finished": "finished", "interrupted": "cancelled", "retries_exhausted": "failed", "error": "failed"}
 
