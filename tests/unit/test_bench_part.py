@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from frank.console.cli import build_parser
-from frank.console.cli.bench_cmd import parse_base_knobs, run_part
 from frank.errors import FrankError
+from frank.experiments.bench import BenchOptions, parse_base_knobs, run_part
 from frank.plugins.front_end.catalog import PARTS
 
 
@@ -47,9 +47,9 @@ def test_the_quick_check_parses():
 
 def test_refusals_name_the_bad_input():
     with pytest.raises(FrankError, match="expected one of detok-tail, block-hash-memo, held-prompt"):
-        run_part(build_parser().parse_args(["bench", "part", "no-such-part"]))
+        run_part("no-such-part", BenchOptions())
     with pytest.raises(FrankError, match="at least 1"):
-        run_part(build_parser().parse_args(["bench", "part", "detok-tail", "--starts-per-arm", "0"]))
+        run_part("detok-tail", BenchOptions(starts_per_arm=0))
     with pytest.raises(FrankError, match="KNOB=VALUE"):
         parse_base_knobs(["region_cache"], "detok_tail")
     with pytest.raises(FrankError, match="the part's own knob"):
