@@ -4,6 +4,7 @@ files, and the integration tier shares ONE real embedded engine (a start costs a
 - `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end.
 - `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
 - `tiny_tokenizer_json`: the tiny model's tokenizer.json text (the model built on first use).
+- `job_kinds`: frank.jobs with the four job kinds registered, as the console and the CLI register them.
 At the end of the session no engine process of this session may be left: it is killed and the run fails.
 """
 
@@ -52,6 +53,16 @@ def engine():
     assert status.state == "ready", status
     yield controller
     controller.stop()
+
+
+@pytest.fixture(scope="session")
+def job_kinds():
+    """frank.jobs knows the kinds its callers give it: register them as the console and the CLI do."""
+    from frank import jobs
+    from frank.console import job_kinds
+
+    job_kinds.install()
+    return jobs
 
 
 @pytest.fixture(scope="module")

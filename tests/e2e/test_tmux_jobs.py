@@ -19,7 +19,7 @@ import pytest
 from frank import jobs
 from tests.e2e.tmux import TMUX, Console, kill_server, new_socket
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engine]
+pytestmark = [pytest.mark.e2e, pytest.mark.engine, pytest.mark.usefixtures("job_kinds")]
 
 REPO = Path(__file__).resolve().parents[2]
 

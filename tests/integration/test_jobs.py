@@ -18,7 +18,7 @@ import pytest
 
 from frank import jobs
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("job_kinds")]
 
 REPO = Path(__file__).resolve().parents[2]
 
