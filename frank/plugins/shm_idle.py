@@ -24,7 +24,7 @@ import logging
 import os
 import time
 
-logger = logging.getLogger("frank.shm_idle")
+logger = logging.getLogger(__name__)
 ENV = "FRANK_SHM_WAIT"
 MIN_SLEEP_S = 0.0001
 MAX_SLEEP_S = 0.005

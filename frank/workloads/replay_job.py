@@ -109,7 +109,7 @@ def prepare(workload: str | Path, options: ReplayOptions, base_url: str, out: Pa
 
 def launch(run_dir: Path, api_key: str | None = None) -> jobs.JobStatus:
     """Start (or resume) the run detached; returns at once."""
-    return jobs.launch(KIND.name, run_dir, env={"FRANK_API_KEY": api_key} if api_key else None)
+    return jobs.launch(KIND, run_dir, env={"FRANK_API_KEY": api_key} if api_key else None)
 
 
 def run(
@@ -122,7 +122,7 @@ def run(
 ) -> dict[str, Any]:
     """Replay (or resume) the run in this process, holding its lock. Returns the summary."""
     box: list[ReplayRunner] = []
-    with jobs.JobProcess(KIND.name, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
+    with jobs.JobProcess(KIND, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
         api_key = api_key or os.environ.get("FRANK_API_KEY") or None
         if (run_dir / RUN_FILE).is_file():
             runner = resume_replay(run_dir, base_url or engine_url(), progress, api_key=api_key, restart=restart)
@@ -184,7 +184,7 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
 
 
 def main(argv: list[str] | None = None) -> int:
-    run_dir = jobs.main_run_dir(argv, KIND.name)
+    run_dir = jobs.main_run_dir(argv, KIND)
     summary = run(run_dir, progress=progress_lines(sys.stdout))
     print(f"replay {summary['run_id']}: {summary['state']}", flush=True)
     return 0 if summary["state"] == "finished" else 3

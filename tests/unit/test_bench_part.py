@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,13 +12,8 @@ from frank.experiments.bench import BenchOptions, parse_base_knobs, run_part
 from frank.plugins.front_end.catalog import PARTS
 
 
-def test_list_prints_each_part_with_its_knob():
-    out = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "bench", "part", "--list", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_list_prints_each_part_with_its_knob(frank_cli):
+    out = frank_cli("bench", "part", "--list", "--json", timeout=60)
     assert out.returncode == 0, out.stderr
     listed = {p["name"]: p["knob"] for p in json.loads(out.stdout)}
     assert listed == {"detok-tail": "detok_tail", "block-hash-memo": "block_hash_memo", "held-prompt": "held_prompt"}

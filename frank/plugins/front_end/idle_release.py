@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-logger = logging.getLogger("frank.front_end.idle_release")
+logger = logging.getLogger(__name__)
 BOUND = 32
 DELAY_S = 0.001
 

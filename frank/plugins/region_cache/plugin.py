@@ -33,7 +33,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-logger = logging.getLogger("frank.region_cache")
+logger = logging.getLogger(__name__)
 
 _KNOWN_ENCODE_KWARGS = {"truncation", "max_length", "add_special_tokens"}
 _installed = False
