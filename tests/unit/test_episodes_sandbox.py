@@ -43,9 +43,9 @@ def test_inside_a_stdlib_python_as_nobody_sees_only_its_workspace(tmp_path):
     for path in (str(tmp_path / "beside.expected.json"), str(REPO / "frank"), "/etc/shadow", "/sys/kernel"):
         done = _run(ws, f"open({path!r})")
         assert done.returncode == 1 and b"FileNotFoundError" in done.stderr, path
-    done = _run(ws, "open('new.txt', 'w')")  # read-only unless asked
-    assert b"Read-only file system" in done.stderr
-    done = _run(ws, "open('new.txt', 'w').write('x')", writable=True)
+    done = _run(ws, "open('new.txt', 'w').write('x')")  # a copy: kept only when asked
+    assert done.returncode == 0 and not (ws / "new.txt").exists()
+    done = _run(ws, "open('new.txt', 'w').write('x')", keep=True)
     assert done.returncode == 0 and (ws / "new.txt").read_text() == "x"
     done = _run(ws, "import socket; socket.create_connection(('1.1.1.1', 443), timeout=3)")
     assert b"Network is unreachable" in done.stderr
@@ -59,8 +59,8 @@ def test_limits_kill_the_whole_sandbox_detached_processes_included(tmp_path):
     done = _run(ws, detach + "print('x' * 10_000_000)", output_bytes=1000)
     assert done.limit == "output" and len(done.stdout) == 1000
     done = _run(ws, "while True: pass", cpu_s=1, wall_s=60)
-    assert done.limit is None and done.returncode == 128 + 24  # SIGXCPU
-    done = _run(ws, "bytearray(3 * 1024**3)", memory_bytes=512 * 1024**2)
+    assert done.limit == "CPU time" and done.seconds < 30
+    done = _run(ws, "bytearray(5 * 1024**3)")  # past the 4 GiB every sandboxed command has
     assert b"MemoryError" in done.stderr
     assert not _sleepers(), "a process of a killed sandbox is still running"
 
