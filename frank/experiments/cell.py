@@ -240,6 +240,7 @@ class EngineCellExecutor:
             read_jsonl,
             run_episodes,
         )
+        from frank.episodes.tasks import load_secret
 
         design = run.design
         assert design.episodes is not None
@@ -259,7 +260,9 @@ class EngineCellExecutor:
             return st.url or "", "fresh engine start" if restart else "cache_salt"
 
         try:
-            create_run(suite, design.episodes.draws, out=folder)
+            # one secret for the whole experiment: every cell's draw k has the same workspaces and hidden cases
+            secret = load_secret(run.folder / "episodes.secret")
+            create_run(suite, design.episodes.draws, out=folder, secret=secret)
             outcome = run_episodes(folder, st.url, fresh_draw=fresh_draw)
             results = read_jsonl(folder / "results.jsonl")
             m = episode_measures(results)

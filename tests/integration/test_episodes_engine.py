@@ -12,7 +12,7 @@ from pathlib import Path
 
 from frank.episodes.runner import create_run, load_state, read_jsonl, report, run_episodes
 from frank.episodes.suite import load_suite
-from frank.episodes.tasks import draw_seed
+from frank.episodes.tasks import SECRET_FILE, draw_seed, run_secret
 from frank.workloads.format import check_workload
 from tests.integration.vanishing_proxy import VanishingEngineProxy
 
@@ -26,16 +26,17 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     out = json.loads(result.stdout)
     assert out["status"] == "finished" and out["episodes_done"] == 6
     suite = load_suite("w01-mini")
-    assert out["suite_version"] == suite.version == 2
+    assert out["suite_version"] == suite.version == 3
     episodes = out["episodes"]
     assert [e["task"] for e in episodes] == TASKS
     folder = Path(out["folder"])
     results = read_jsonl(folder / "results.jsonl")
     # no process of the episodes (their sandboxes, the harness worker) outlives the run
     assert _processes_mentioning(str(folder)) == []
-    assert {(r["suite_version"], r["seed"]) for r in results} == {(2, draw_seed(suite.seed, 1))}
+    assert {(r["suite_version"], r["seed"]) for r in results} == {(3, draw_seed(run_secret(folder), suite.seed, 1))}
     # hidden answers apart from the workspaces the sandbox mounted
-    assert sorted(p.name for p in (folder / "answers").iterdir()) == [f"d1-{t}.expected.json" for t in sorted(TASKS)]
+    answers = sorted(p.name for p in (folder / "answers").iterdir())
+    assert answers == sorted([SECRET_FILE, *(f"d1-{t}.expected.json" for t in TASKS)])
     assert not list((folder / "workspaces").glob(".*"))
     for ep, rec, task in zip(episodes, results, suite.tasks):
         assert ep["draw"] == 1
@@ -63,7 +64,7 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     recording = Path(out["recording"])
     workload, errors = check_workload(recording, keep=True)
     assert errors == []
-    assert (workload.meta["suite"], workload.meta["suite_version"]) == ("w01-mini", 2)
+    assert (workload.meta["suite"], workload.meta["suite_version"]) == ("w01-mini", 3)
     [draw] = workload.draws
     requests = workload.requests[draw.name]
     assert len(requests) == sum(e["requests"] for e in episodes)

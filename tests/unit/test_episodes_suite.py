@@ -10,7 +10,7 @@ import pytest
 
 from frank.episodes.grade import check_references, run_grader, workspace_bytes
 from frank.episodes.suite import check_suite, load_suite, resolve_suite
-from frank.episodes.tasks import FULL_BYTES, GENERATORS, answer_path, draw_seed, materialize
+from frank.episodes.tasks import FULL_BYTES, GENERATORS, SECRET_FILE, answer_path, draw_seed, materialize, run_secret
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def test_builtin_suites_have_the_six_w01_tasks():
         assert [t.id for t in suite.tasks] == list(GENERATORS)
         assert suite.scale == name.split("-")[1]
         assert all(t.tools == ("bash", "python", "text_editor") for t in suite.tasks)
-        assert suite.version == 2
+        assert suite.version == 3
     mini = load_suite("w01-mini")
     assert {t.max_turns for t in mini.tasks} == {3}
     assert {t.max_tokens_per_turn for t in mini.tasks} == {48}
@@ -44,19 +44,22 @@ def test_same_seed_same_bytes_and_another_seed_differs(tmp_path):
         assert _tree_sha(a) == _tree_sha(b), task.id
         assert ea.read_bytes() == eb.read_bytes(), task.id
         assert _tree_sha(a) != _tree_sha(c), task.id
-        if task.id != "implement-spec":  # its answer is the spec, the same in every draw
-            assert ea.read_bytes() != ec.read_bytes(), task.id
+        assert ea.read_bytes() != ec.read_bytes(), task.id  # every answer, hidden cases included, is the draw's
         assert not any(p.name.endswith("expected.json") for p in a.rglob("*")), "the answer leaked into the workspace"
         assert ea.parent == tmp_path / "answers"
     with pytest.raises(ValueError, match="would be inside the workspace"):
         materialize(suite.tasks[0], 1, "mini", tmp_path / "w", tmp_path / "w" / "answer.json")
 
 
-def test_every_draw_has_its_own_seed_and_draw_k_the_same_in_every_run():
-    seeds = [draw_seed(1, d) for d in range(1, 21)]
+def test_every_draw_has_its_own_seed_from_its_runs_secret(tmp_path):
+    seeds = [draw_seed("s", 1, d) for d in range(1, 21)]
     assert len(set(seeds)) == 20
-    assert seeds == [draw_seed(1, d) for d in range(1, 21)]
-    assert draw_seed(2, 1) not in seeds
+    assert seeds == [draw_seed("s", 1, d) for d in range(1, 21)]  # the same secret (an experiment's cells)
+    assert draw_seed("t", 1, 1) not in seeds and draw_seed("s", 2, 1) not in seeds
+    # a run's secret: random, kept with its answers (0600), the same when read again
+    first, other = run_secret(tmp_path / "a"), run_secret(tmp_path / "b")
+    assert first != other and len(first) == 32 and run_secret(tmp_path / "a") == first
+    assert (tmp_path / "a" / "answers" / SECRET_FILE).stat().st_mode & 0o777 == 0o600
 
 
 def test_full_scale_workspaces_are_long_context_sized(tmp_path):
