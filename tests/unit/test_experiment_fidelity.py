@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import math
 from pathlib import Path
@@ -37,7 +39,8 @@ def design(extra: str = FIDELITY, base: str = BALANCED_DESIGN):
 def test_bad_fidelity_fields_are_named(extra, message):
     with pytest.raises(DesignError) as err:
         design(extra)
-    assert str(err.value).startswith(message)
+    assert re.match(r"d\.toml:\d+: ", str(err.value)), str(err.value)  # the line of the field
+    assert re.sub(r"^d\.toml:\d+: ", "d.toml: ", str(err.value)).startswith(message)
 
 
 def test_fidelity_defaults_and_hash():
