@@ -267,3 +267,13 @@ def _unwrap(annotation: Any) -> tuple[Any, bool]:
             break
         annotation = args[-1]
     return annotation, is_dict
+
+
+def contained(root: Path, ref: str) -> Path | None:
+    """`ref` (relative to `root`) resolved, symlinks followed, when it stays inside `root`; None when it is
+    absolute or leaves it (`..`, a link out)."""
+    if not ref or Path(ref).is_absolute() or ref.startswith("~"):
+        return None
+    base = root.resolve()
+    path = (base / ref).resolve()
+    return path if path == base or path.is_relative_to(base) else None

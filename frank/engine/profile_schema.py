@@ -9,7 +9,7 @@ flag. Every refusal names the file, the line and the field (frank.tomlfile).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator
 

@@ -223,8 +223,9 @@ def parse_profile(data: dict[str, Any], source: Path, lines: tomlfile.KeyLines |
     if schema.tool_calls not in TOOL_CALL_MODES:
         raise refuse("tool_calls", f"{schema.tool_calls!r} is not one of: {', '.join(TOOL_CALL_MODES)}")
     knobs = {name: _parse_knob(name, raw.model_dump(), where, refuse) for name, raw in schema.knobs.items()}
-    for field, reason in check_flags(schema):
-        raise refuse(field, reason)
+    problems = check_flags(schema)
+    if problems:
+        raise refuse(*problems[0])
     return Profile(
         name=schema.name,
         source=source,

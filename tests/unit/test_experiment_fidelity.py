@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import re
-
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
