@@ -206,7 +206,7 @@ def test_campaign_paths_stay_inside_its_folder_or_the_shipped_designs(tmp_path):
     text = (REPO / "frank" / "campaign" / "examples" / "smollm2.toml").read_text()
     path = tmp_path / "campaign.toml"
     for ref in ("@designs/../../../etc/passwd", "/etc/passwd", "../elsewhere.toml"):
-        with pytest.raises(CampaignError, match=rf"campaign\.toml:\d+: parts\[0\]\.design: '.*' resolves outside"):
+        with pytest.raises(CampaignError, match=r"campaign\.toml:\d+: parts\[0\]\.design: '.*' resolves outside"):
             parse_campaign_text(text.replace('design = "@designs/body-smollm2.toml"', f'design = "{ref}"'), path)
 
 
