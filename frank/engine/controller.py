@@ -30,7 +30,7 @@ import httpx
 import psutil
 
 from frank import paths
-from frank.engine.kinds import build_launch, kind_of
+from frank.engine.kinds import build_launch, check_launch, kind_of
 from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, load_profile
 from frank.engine.state import StateFiles, tail_lines
 from frank.errors import FrankError
@@ -202,6 +202,7 @@ class EngineController:
         port = self._choose_port(prof)
         token = secrets.token_urlsafe(32)
         spec = build_launch(prof, values, port, token)
+        check_launch(prof, values, spec.argv)
         log = self.files.rotate_logs()
         self.files.write_json(
             self.files.spec,

@@ -508,6 +508,7 @@ def check_arm_profiles(design: Design, where: str) -> None:
     if design.fidelity is not None:
         check_sets(design.fidelity, where)
     served: dict[str, str] = {}
+    prints: dict[str, str | None] = {}
     for i, arm in enumerate(design.arms):
         field = "profile" if arm.profile == design.profile else f"arms[{i}].profile"
         try:
@@ -528,12 +529,36 @@ def check_arm_profiles(design: Design, where: str) -> None:
                     f"{where}: {named}: arm {arm.name!r} runs {profile.name}, a {kind.label} engine: {lacking}"
                 )
         served[arm.name] = profile.served_model_name
-    if design.fidelity is not None and len(set(served.values())) > 1:
-        (a, ma), (b, mb) = served.items()
+        prints[arm.name] = _model_fingerprint(profile)
+    if design.fidelity is None:
+        return
+    (a, ma), (b, mb) = served.items()
+    (_, pa), (_, pb) = prints.items()
+    if pa and pb and pa != pb:
+        raise DesignError(
+            f"{where}: arms[1].profile: arm {b!r} and arm {a!r} serve different model files (reference checkpoint "
+            f"fingerprints {pb[:12]} and {pa[:12]}): the fidelity rule compares each arm's KL against one "
+            "reference model, so both arms must serve the same model"
+        )
+    if not (pa and pb) and ma != mb:  # a model not on this machine: its served name is all there is
         raise DesignError(
             f"{where}: arms[1].profile: arm {b!r} serves {mb!r}, arm {a!r} serves {ma!r}: the fidelity rule compares "
             "each arm's KL against one reference model, so both arms must serve the same model"
         )
+
+
+def _model_fingerprint(profile: Any) -> str | None:
+    """The fingerprint of the checkpoint a profile's fidelity reference is (frank.engine.model_facts), or None
+    when it is not on this machine."""
+    from frank.engine.model_facts import fingerprint
+    from frank.errors import FrankError
+    from frank.fidelity.runs import reference_source
+
+    try:
+        folder, _ = reference_source(profile)
+    except (FrankError, OSError):
+        return None
+    return fingerprint(folder)
 
 
 # What a design asks of every arm's engine: (asks it?, what the engine must give, the field that asks);

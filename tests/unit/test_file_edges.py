@@ -241,3 +241,42 @@ def test_an_engine_refusal_names_the_profile_field_its_log_points_at(monkeypatch
         "python (No such file: /x)"
     ]
     assert blame(prof, argv, ["all fine until it was not"], {"returncode": 1}) == []  # no guess
+
+
+def test_a_context_beyond_the_trained_length_needs_rope_scaling(tmp_path):
+    """SmolLM2's GGUF says 8192: 32768 with the context knob's YaRN flags is served; 32768 without is refused."""
+    from frank.engine.kinds import check_launch
+    from frank.engine.model_facts import trained_context
+
+    prof = load_profile("llamacpp-cpu")
+    model = Path(prof.model_path())
+    if not model.is_file():
+        pytest.skip("SmolLM2's GGUF is built by `make test-model`")
+    assert trained_context(model) == (8192, "the GGUF's context_length")
+    knobs = prof.default_knobs()
+    check_launch(prof, knobs, build_launch(prof, knobs, 8000, "T").argv)  # 32768 with YaRN: asked for
+    stretched = [a for a in build_launch(prof, knobs, 8000, "T").argv]
+    at = stretched.index("--rope-scaling")
+    del stretched[at : at + 6]  # the with_args YaRN flags gone: the same context, no scaling asked
+    with pytest.raises(ProfileError, match=r"llamacpp-cpu\.toml: knobs\.context = 32768: a context of 32768 tokens"):
+        check_launch(prof, knobs, stretched)
+
+
+def test_the_fidelity_same_model_check_compares_the_model_files_not_the_names(fresh_frank_home):
+    """A profile that serves the tiny model under SmolLM2's name is not SmolLM2: its fingerprint differs."""
+    from frank import paths
+    from frank.experiments.design import _model_fingerprint
+
+    smollm2, gguf = load_profile("embedded-cpu-smollm2"), load_profile("llamacpp-cpu")
+    if _model_fingerprint(smollm2) is None:
+        pytest.skip("the models are built by `make test-model`")
+    assert _model_fingerprint(smollm2) == _model_fingerprint(gguf)  # the GGUF's reference is that checkpoint
+    user = paths.user_profiles_dir()
+    user.mkdir(parents=True)
+    text = (REPO / "frank" / "engine" / "profiles" / "embedded-cpu-smollm2.toml").read_text()
+    impostor = text.replace('name = "embedded-cpu-smollm2"', 'name = "impostor"')
+    impostor = re.sub(r'model = "@models/smollm2-135m[^"]*"', 'model = "@models/tiny-frank"', impostor)
+    write(user, impostor, "impostor")
+    fake = load_profile("impostor")
+    assert fake.served_model_name == smollm2.served_model_name
+    assert _model_fingerprint(fake) != _model_fingerprint(smollm2)
