@@ -123,6 +123,17 @@ def as_toml(data: dict[str, Any]) -> str:
     return tomli_w.dumps(data)
 
 
+def loads_or_refuses(read, source: Path, case) -> None:
+    """`read(text)` of the mutated document loads it, or refuses it naming the file and the field."""
+    data, path, never = case
+    try:
+        read(as_toml(data))
+    except FrankError as exc:
+        check_refusal(str(exc), source, path, never)
+    else:
+        assert not never, (path, "a value no field takes was loaded")
+
+
 @pytest.fixture
 def home_unchanged():
     """Nothing is written under FRANK_HOME while a format is read."""
@@ -151,15 +162,8 @@ def test_fuzz_profile(tmp_path, home_unchanged):
     @FUZZ
     @given(mutation(base))
     def run(case):
-        data, path, never = case
         source = tmp_path / "llamacpp-cpu.toml"
-        source.write_text(as_toml(data))
-        try:
-            load_profile_file(source)
-        except FrankError as exc:
-            check_refusal(str(exc), source, path, never)
-        else:
-            assert not never, (path, "a value no field takes was loaded")
+        loads_or_refuses(lambda text: (source.write_text(text), load_profile_file(source)), source, case)
 
     run()
 
@@ -171,13 +175,7 @@ def test_fuzz_design(home_unchanged):
     @FUZZ
     @given(mutation(base))
     def run(case):
-        data, path, never = case
-        try:
-            parse_design_text(as_toml(data), where)
-        except FrankError as exc:
-            check_refusal(str(exc), Path(where), path, never)
-        else:
-            assert not never, (path, "a value no field takes was loaded")
+        loads_or_refuses(lambda text: parse_design_text(text, where), Path(where), case)
 
     run()
 
@@ -216,13 +214,7 @@ def test_fuzz_campaign(tmp_path, home_unchanged):
     @FUZZ
     @given(mutation(base))
     def run(case):
-        data, path, never = case
-        try:
-            parse_campaign_text(as_toml(data), source)
-        except FrankError as exc:
-            check_refusal(str(exc), source, path, never)
-        else:
-            assert not never, (path, "a value no field takes was loaded")
+        loads_or_refuses(lambda text: parse_campaign_text(text, source), source, case)
 
     run()
     assert list(tmp_path.iterdir()) == []  # read from text: not even the file is written
