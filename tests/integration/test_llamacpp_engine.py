@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from frank.engine.controller import EngineController, EngineError, _group_members
 
 pytestmark = pytest.mark.engine
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +158,54 @@ def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(frank_
     assert entry["positions"] == 2 * 63
     assert math.isfinite(entry["kl"]) and 1000 * entry["floor"]["value"] < entry["kl"] < 0.05, entry
     assert entry["max_kl"] < 0.5 and entry["kl_over_floor"] > 1000
+
+
+def test_an_engine_that_refuses_to_start_shows_its_own_lines_and_the_profile_field(frank_cli, tmp_path):
+    """A model path that is not a model: the start fails with llama.cpp's own log lines and names `model`."""
+    home = tmp_path / "home"
+    profiles = home / "config" / "profiles"
+    profiles.mkdir(parents=True)
+    fake = tmp_path / "not-a-model.gguf"
+    fake.write_text("this is not a GGUF file\n")
+    text = (REPO / "frank" / "engine" / "profiles" / "llamacpp-cpu.toml").read_text()
+    text = text.replace('name = "llamacpp-cpu"', 'name = "badmodel"').replace(
+        'model = "@models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf"', f'model = "{fake}"'
+    )
+    (profiles / "badmodel.toml").write_text(text)
+    started = frank_cli("engine", "start", "--profile", "badmodel", "--json", home=home, timeout=600)
+    assert started.returncode != 0
+    # frank's own refusal (the engine's lines below it may hold the xllamacpp launcher's traceback)
+    assert started.stderr.startswith("frank: error: engine badmodel exited during start"), started.stderr
+    assert f"the profile field behind it: model ({fake})" in started.stderr, started.stderr
+    assert "the engine's last lines:" in started.stderr and "[frank]" not in started.stderr.split("last lines:")[1]
+    status = json.loads(frank_cli("engine", "status", "--json", home=home, timeout=600).stdout)
+    assert status["state"] == "crashed" and not _group_members(status["pgid"])
+    assert frank_cli("engine", "stop", home=home, timeout=600).returncode == 0
+
+
+def test_a_killed_supervisor_shows_in_status_and_stop_still_stops_the_server(frank_cli, llamacpp):
+    """kill -9 of the supervisor: the server runs on, unsupervised; status says so; stop leaves no process.
+    The module's engine ends here (its fixture's stop then finds nothing to stop)."""
+    import signal
+    import time
+
+    import psutil
+
+    home, status = llamacpp
+    supervisor, server = status["pgid"], status["pid"]
+    assert status["supervisor_alive"] is True and status["warning"] is None
+    os.kill(supervisor, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:
+        now = json.loads(frank_cli("engine", "status", "--json", home=home, timeout=600).stdout)
+        if now["supervisor_alive"] is False or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert now["supervisor_alive"] is False, now
+    assert now["state"] == "ready" and now["healthy"] is True and now["pid"] == server
+    assert f"supervisor (pid {supervisor}) is gone while the server runs" in now["warning"]
+    assert psutil.Process(server).status() != psutil.STATUS_ZOMBIE  # the server still serves
+    stopped = frank_cli("engine", "stop", "--json", home=home, timeout=600)
+    assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
+    assert _group_members(supervisor) == []
+    assert not psutil.pid_exists(server) or psutil.Process(server).status() == psutil.STATUS_ZOMBIE

@@ -33,10 +33,10 @@ def test_llamacpp_gpu_exact_command_line_and_environment(monkeypatch, tmp_path):
         "--jinja",
         "--ctx-size",
         "32768",
-        "--n-gpu-layers",
-        "99",
         "--parallel",
         "1",
+        "--n-gpu-layers",  # the gpu_layers knob's (extra_args may not give a knob's flag too)
+        "99",
     ]
     assert spec.env == {"LLAMA_API_KEY": "TOKEN"}  # the key is never in argv, where `ps` shows it
     assert "TOKEN" not in " ".join(spec.argv)
@@ -66,12 +66,12 @@ def test_llamacpp_gpu_smollm2_serves_the_cpu_profiles_gguf_with_yarn_on_the_gpu(
         "--jinja",
         "--ctx-size",
         "32768",
-        "--n-gpu-layers",
-        "99",
         "--parallel",
         "1",
         "--chat-template-file",
         template,
+        "--n-gpu-layers",
+        "99",
         "--rope-scaling",
         "yarn",
         "--rope-scale",

@@ -152,7 +152,7 @@ def test_good_user_profile(tmp_path):
         (GOOD.replace("default = 1", "default = 3"), "knobs.sched.default: 3 is not one of the values"),
         (GOOD.replace('apply = "env"', 'apply = "magic"'), "knobs.sched.apply: 'magic' is not one of"),
         (GOOD.replace('apply = "env"', 'apply = "arg"'), "knobs.sched.target: an arg knob targets"),
-        (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
+        (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least 1 value"),
         (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
         (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
         (GOOD + 'with_args = { "1" = ["--x", "1"] }\n', "knobs.sched.with_args: only a knob that sets a --flag"),
@@ -160,7 +160,7 @@ def test_good_user_profile(tmp_path):
         (ARG + 'with_args = { "2" = ["--x"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (ARG + 'with_args = { "2" = ["x", "1"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (GOOD.replace("port = 8123", 'port = 8123\ntool_calls = "guess"'), "tool_calls: 'guess' is not one of"),
-        (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected string"),
+        (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected a string"),
     ],
 )
 def test_bad_profile_names_file_and_field(tmp_path, text, field):
