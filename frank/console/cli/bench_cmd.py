@@ -123,7 +123,7 @@ def _log(message: str, bench: str = "region-cache") -> None:
 
 
 def _region_cache_stats(url: str, token: str) -> dict[str, Any]:
-    from frank.plugins.region_cache_client import RegionCacheClient
+    from frank.engine.region_cache_client import RegionCacheClient
 
     stats = RegionCacheClient(url, token).stats()
     return {key: stats.get(key) for key in REGION_CACHE_STATS}
@@ -309,10 +309,22 @@ def parse_base_knobs(items: list[str], part_knob: str) -> dict[str, str]:
     return out
 
 
+# the vLLM plugins that are not front-end parts `frank bench part` runs (--list shows their verdicts too)
+OTHER_PLUGINS = {
+    "region-cache": {"knob": "region_cache", "title": "prompt region cache (frank bench region-cache)"},
+    "idle-release": {"title": "held-prompt's engine core frees what requests leave behind in idle time"},
+    "shm-idle": {"title": "vLLM's shared-memory readers sleep instead of spinning (FRANK_SHM_WAIT)"},
+}
+
+
 def list_parts() -> list[dict[str, Any]]:
+    """The front-end parts, then the other vLLM plugins, each with the vLLM versions it was verified on and
+    whether the engine venv's vLLM is compatible (checked there: frank.plugins.verified)."""
+    from frank.engine.plugin_check import check_engine_vllm
     from frank.plugins.front_end.catalog import PARTS
 
-    return [
+    verdicts = {v["part"]: v for v in check_engine_vllm()}
+    rows: list[dict[str, Any]] = [
         {
             "name": p.name,
             "knob": p.knob,
@@ -323,6 +335,9 @@ def list_parts() -> list[dict[str, Any]]:
         }
         for p in PARTS.values()
     ]
+    rows += [{"name": n, **OTHER_PLUGINS.get(n, {"title": "vLLM plugin"})} for n in verdicts if n not in PARTS]
+    keys = ("verified_vllm", "compatible", "vllm", "problems")
+    return [{**row, **{k: verdicts.get(row["name"], {}).get(k) for k in keys}} for row in rows]
 
 
 def run_part(args: argparse.Namespace) -> dict[str, Any]:
@@ -438,10 +453,16 @@ def _human_part(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _human_list_row(p: dict[str, Any]) -> str:
+    verified = ", ".join(p.get("verified_vllm") or []) or "none"
+    compat = "compatible" if p.get("compatible") else "OFF: " + "; ".join(p.get("problems") or ["not checked"])
+    return f"{p['name']:18} knob {p.get('knob') or '-':16} vLLM {verified} ({p.get('vllm')}: {compat})  {p['title']}"
+
+
 def cmd_part(args: argparse.Namespace) -> int:
     if args.list:
         parts = list_parts()
-        emit(args.json, parts, lambda ps: "\n".join(f"{p['name']:18} knob {p['knob']:16} {p['title']}" for p in ps))
+        emit(args.json, parts, lambda ps: "\n".join(_human_list_row(p) for p in ps))
         return 0
     result = run_part(args)
     emit(args.json, result, _human_part)
