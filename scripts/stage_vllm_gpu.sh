@@ -2,7 +2,7 @@
 # Stage vLLM 0.26.0's CUDA build and what it needs at run time for the GPU machine (Python 3.12, x86-64, no
 # package index; its own torch 2.11.0+cu130 is the one vLLM 0.20-0.26 pin), in parts under the carry limit:
 #
-#   DEST/p1, DEST/p2   the trimmed vLLM wheel (scripts/trim_vllm_wheel.py: 290 -> 110 MiB) in parts of 55 MiB,
+#   DEST/p1, DEST/p2   the trimmed vLLM wheel (scripts/trim_vllm_wheel.py: 290 -> 110 MiB) in two halves,
 #                      each carried by its own call, moved out of the carried folder there:
 #                        mkdir -p /tmp/vparts && mv .device/vllm-gpu/p1/* /tmp/vparts/
 #   DEST/base          the small wheels vLLM's OpenAI server imports that the machine lacks (about 66, 41 MB)
@@ -20,7 +20,6 @@ set -euo pipefail
 DEST=${1:-.device/vllm-gpu}
 PY=${PY:-python3}
 MODELS=${FRANK_MODELS:-.build/models}
-PART_BYTES=${PART_BYTES:-57671680}   # 55 MiB: with the checkout's tree (5 MB) under one call's 64 MiB
 VLLM=vllm==0.26.0
 PINS=(
     annotated-doc==0.0.7 annotated-types==0.8.0 anthropic==2.15.0 apache-tvm-ffi==0.1.10 astor==0.8.1
@@ -57,9 +56,12 @@ if [ ! -f "$TRIMMED" ]; then
 fi
 (cd "$(dirname "$TRIMMED")" && sha256sum "$(basename "$TRIMMED")") >"$DEST/base/SHA256SUMS"
 rm -f "$DEST"/p1/* "$DEST"/p2/*
+# two halves (55.1 MiB each): with the checkout's tree (5 MB) under one call's 64 MiB
+SIZE=$(stat -c %s "$TRIMMED")
+PART_BYTES=$(( (SIZE + 1) / 2 ))
+[ "$PART_BYTES" -le 60817408 ] || { echo "the trimmed wheel is too large for two parts of 58 MiB" >&2; exit 1; }
 split -b "$PART_BYTES" -a 2 "$TRIMMED" "$DEST/p1/vllm.whl.part-"
 mv "$DEST"/p1/vllm.whl.part-ab "$DEST/p2/"
-[ ! -e "$DEST/p1/vllm.whl.part-ac" ] || { echo "the trimmed wheel needs more than two parts" >&2; exit 1; }
 
 download "$DEST/base/wheels" "${PINS[@]}"
 scripts/device_wheels.sh "$DEST/base/wheels" >/dev/null

@@ -27,7 +27,9 @@ OTHER_PYTHONS = ("cpython-310", "cpython-311", "cpython-313", "cpython-314")
 
 
 def left_out(name: str) -> bool:
-    return name in LEFT_OUT or (name.startswith("vllm/third_party/deep_gemm/_C.") and any(p in name for p in OTHER_PYTHONS))
+    return name in LEFT_OUT or (
+        name.startswith("vllm/third_party/deep_gemm/_C.") and any(p in name for p in OTHER_PYTHONS)
+    )
 
 
 def sha256(path: Path) -> str:

@@ -20,7 +20,11 @@ def check_engine_vllm(python: Path | None = None) -> list[dict[str, Any]]:
     python = python or paths.engine_venv_python()
     if not python.exists():
         raise FrankError(f"no engine venv at {python} (make setup, or set FRANK_ENGINE_PYTHON)")
-    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
+    # this checkout first, then whatever else the engine's Python is given (an offline --target install)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
     try:
         proc = subprocess.run(
             [str(python), "-m", "frank.plugins.verified"], capture_output=True, text=True, env=env, timeout=TIMEOUT_S

@@ -33,7 +33,9 @@ PATCHES = compat.Patches(
     "shm-idle",
     (
         compat.Target(f"{_S}:SpinCondition.wait", {"0.32.0": ("(self, timeout_ms=)", "51a37ce714602605")}),
-        compat.Target(f"{_S}:MessageQueue.acquire_read", {"0.32.0": ("(self, timeout=, indefinite=)", "3bc411b2385bba9a")}),
+        compat.Target(
+            f"{_S}:MessageQueue.acquire_read", {"0.32.0": ("(self, timeout=, indefinite=)", "3bc411b2385bba9a")}
+        ),
     ),
 )
 ENV = "FRANK_SHM_WAIT"

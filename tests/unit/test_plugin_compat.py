@@ -132,7 +132,9 @@ def test_a_part_that_finds_a_changed_internal_stays_off_and_its_control_endpoint
     assert r["region_on"][0] == 409 and "BaseRenderer._tokenize_prompt" in r["region_on"][1]["error"]
     status, detok = r["detok_get"]
     assert status == 200 and detok["enabled"] is False and detok["counts"] == {"refused_incompatible": 1}
-    assert "_protected_step: signature (self, next_token_id, skip=) (verified: (self, next_token_id))" in detok["refused"]
+    assert (
+        "_protected_step: signature (self, next_token_id, skip=) (verified: (self, next_token_id))" in detok["refused"]
+    )
     assert r["detok_on"][0] == 409
     listed = {v["part"]: v["compatible"] for v in r["parts_get"][1]["compat"]}
     assert listed["detok-tail"] is False and listed["region-cache"] is False and listed["held-prompt"] is True

@@ -44,18 +44,22 @@ REPLACEMENT = "\ufffd"
 
 switch = PartSwitch(PART.name, PART.env, PART.verify_env)
 _D = "vllm.v1.engine.detokenizer"
-# What the hook wraps (compat.py): the same code in 0.26.0 and 0.32.0.
+# What the hook wraps (compat.py): the same code in 0.26.0 and 0.32.0. Verified on 0.26.0 on the H200 machine
+# (docs/gpu-run.md): FRANK_DETOK_TAIL_VERIFY=all over W01 mini draw-1, outputs identical with the part off.
+_SAME = ("0.26.0", "0.32.0")
 PATCHES = compat.Patches(
     PART.name,
     (
         compat.Target(
-            f"{_D}:BaseIncrementalDetokenizer.__init__", {"0.32.0": ("(self, request)", "b68cbe5cdee94908")}
+            f"{_D}:BaseIncrementalDetokenizer.__init__", dict.fromkeys(_SAME, ("(self, request)", "b68cbe5cdee94908"))
         ),
         compat.Target(
-            f"{_D}:FastIncrementalDetokenizer.__init__", {"0.32.0": ("(self, tokenizer, request)", "62640bf446e2e1d8")}
+            f"{_D}:FastIncrementalDetokenizer.__init__",
+            dict.fromkeys(_SAME, ("(self, tokenizer, request)", "62640bf446e2e1d8")),
         ),
         compat.Target(
-            f"{_D}:FastIncrementalDetokenizer._protected_step", {"0.32.0": ("(self, next_token_id)", "f9a109bf9bc3527b")}
+            f"{_D}:FastIncrementalDetokenizer._protected_step",
+            dict.fromkeys(_SAME, ("(self, next_token_id)", "f9a109bf9bc3527b")),
         ),
     ),
 )
