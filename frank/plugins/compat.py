@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger("frank.plugins.compat")
+logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _declared: dict[str, Patches] = {}  # part -> its patches, as the plugin modules declared them
 DIGEST_CHARS = 16

@@ -26,7 +26,7 @@ import time
 
 from frank.plugins import compat
 
-logger = logging.getLogger("frank.shm_idle")
+logger = logging.getLogger(__name__)
 _S = "vllm.distributed.device_communicators.shm_broadcast"
 # The wait it replaces, and the reader that re-checks the ring's flag after every wait (compat.py).
 PATCHES = compat.Patches(

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,20 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 TASKS = ["fix-failing-test", "trace-fault", "rename-symbol", "csv-figure", "implement-spec", "incident-timeline"]
 
 
-def _frank(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-
-
-def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording_replays(engine):
-    result = _frank("episodes", "run", "w01-mini", "--draws", "1", "--json")
+def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording_replays(frank_cli, engine):
+    result = frank_cli("episodes", "run", "w01-mini", "--draws", "1", "--json", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout)
     assert out["status"] == "finished" and out["episodes_done"] == 6
@@ -91,7 +77,7 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
         for r in requests
     )
 
-    replay = _frank("replay", str(recording), "--json")
+    replay = frank_cli("replay", str(recording), "--json", timeout=600)
     assert replay.returncode == 0, replay.stderr[-2000:]
     replayed = json.loads(replay.stdout)
     assert replayed["totals"]["ok"] == len(requests) and replayed["totals"]["failed"] == 0

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,20 +20,6 @@ def _tree_sha(root: Path) -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def _frank(*args: str, env_home: Path) -> subprocess.CompletedProcess:
-    import os
-
-    env = {**os.environ, "FRANK_HOME": str(env_home), "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
 
 
 def test_builtin_suites_have_the_six_w01_tasks():
@@ -117,13 +101,13 @@ def test_a_fixture_suite_checks_and_its_reference_passes(tmp_path):
     assert (check.reference, check.untouched, check.adversarial) == ("pass", "fail", ())
 
 
-def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outcome(tmp_path):
+def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outcome(frank_cli, tmp_path):
     attempts = tmp_path / "attempts"
     attempts.mkdir()
     (attempts / "guess.py").write_text("# expect: checked\nopen('answer.txt', 'w').write('41')\n")
     (attempts / "right.py").write_text("# expect: checked\nopen('answer.txt', 'w').write('42')\n")
     path = _suite(tmp_path, GOOD_TASK + 'adversarial = "attempts"\n')
-    result = _frank("episodes", "check", str(path), "--references", "--json", env_home=tmp_path / "home")
+    result = frank_cli("episodes", "check", str(path), "--references", "--json", home=tmp_path / "home", timeout=120)
     payload = json.loads(result.stdout)
     [task] = payload["references"]
     assert (task["reference"], task["untouched"]) == ("pass", "fail")
@@ -132,7 +116,7 @@ def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outco
         ("right", "pass", False),  # an attempt that passes makes the check fail
     ]
     assert (result.returncode, payload["ok"], task["ok"]) == (1, False, False)
-    text = _frank("episodes", "check", str(path), "--references", env_home=tmp_path / "home")
+    text = frank_cli("episodes", "check", str(path), "--references", home=tmp_path / "home", timeout=120)
     assert text.returncode == 1 and "attempt right: pass (checked), expected fail: checked" in text.stdout
 
 
@@ -192,17 +176,19 @@ def test_bad_toml_and_newer_version(tmp_path):
     assert f"{path}:2: format_version 7 is newer than this frank reads (1)" in [str(e) for e in errors]
 
 
-def test_cli_run_with_a_broken_suite_runs_nothing(tmp_path):
+def test_cli_run_with_a_broken_suite_runs_nothing(frank_cli, tmp_path):
     path = _suite(tmp_path, GOOD_TASK.replace('grader = "grade.py"\n', ""))
     home = tmp_path / "home"
-    result = _frank("episodes", "run", str(path), "--draws", "1", "--url", "http://127.0.0.1:9", env_home=home)
+    result = frank_cli(
+        "episodes", "run", str(path), "--draws", "1", "--url", "http://127.0.0.1:9", home=home, timeout=120
+    )
     assert result.returncode == 1
     assert f"{path}:5: tasks[0] (answer).grader: missing (every task needs a grader)" in result.stderr
     assert "nothing was run" in result.stderr
     assert not (home / "data" / "runs" / "episodes").exists() or not any(
         (home / "data" / "runs" / "episodes").iterdir()
     )
-    result = _frank("episodes", "check", str(path), env_home=home)
+    result = frank_cli("episodes", "check", str(path), home=home, timeout=120)
     assert result.returncode == 1 and f"{path}:5:" in result.stderr
 
 

@@ -8,9 +8,6 @@ tests/integration/test_experiment_cross_engine.py and the hand run in docs/exper
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,15 +150,8 @@ def test_a_measure_or_guard_the_arms_engine_kind_cannot_give_is_refused(old: str
     parse_design_text(vllm_only, "d.toml", check_profiles=True)  # the same ask of two vLLM arms is fine
 
 
-def test_the_cli_registers_the_body_design(tmp_path: Path) -> None:
-    env = {**os.environ, "FRANK_HOME": os.environ["FRANK_HOME"]}
-    out = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "experiment", "register", str(BODY), "--seed", "5", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+def test_the_cli_registers_the_body_design(frank_cli, tmp_path: Path) -> None:
+    out = frank_cli("experiment", "register", str(BODY), "--seed", "5", "--json", timeout=120)
     assert out.returncode == 0, out.stderr
     reg = json.loads(out.stdout)
     run = registry.load_run(reg["run_id"])

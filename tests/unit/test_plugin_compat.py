@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from frank import paths
-from frank.console.cli.bench_cmd import list_parts
+from frank.experiments.bench import list_parts
 from frank.plugins import compat
 
 REPO = Path(__file__).resolve().parents[2]

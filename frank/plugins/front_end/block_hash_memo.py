@@ -35,7 +35,7 @@ from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
 from frank.plugins.front_end.switch import PartSwitch
 
-logger = logging.getLogger("frank.front_end.block_hash_memo")
+logger = logging.getLogger(__name__)
 PART = PARTS["block-hash-memo"]
 MAX_BLOCKS_ENV = "FRANK_BLOCK_HASH_MEMO_MAX_BLOCKS"
 DEFAULT_MAX_BLOCKS = 32768

@@ -36,7 +36,7 @@ from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
 from frank.plugins.front_end.switch import PartSwitch
 
-logger = logging.getLogger("frank.front_end.detok_tail")
+logger = logging.getLogger(__name__)
 PART = PARTS["detok-tail"]
 MIN_TAIL = 16  # tokens primed at least: any cut obeying the rule is exact; a margin costs nothing
 MAX_BACK = 64  # how far back past MIN_TAIL to look for a clean cut before taking the whole prompt

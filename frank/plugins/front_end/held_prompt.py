@@ -63,7 +63,7 @@ from frank.plugins.front_end.switch import PartSwitch
 from frank.plugins.region_cache.composition import Composition, JoinedView, composition_of
 from frank.plugins.region_cache.composition import take as take_composition
 
-logger = logging.getLogger("frank.front_end.held_prompt")
+logger = logging.getLogger(__name__)
 PART = PARTS["held-prompt"]
 KEY = "__frank_held_prompt__"  # the delta's key in reasoning_parser_kwargs
 VERSION = 1

@@ -28,7 +28,7 @@ from typing import Any
 
 from frank.plugins import compat
 
-logger = logging.getLogger("frank.front_end.idle_release")
+logger = logging.getLogger(__name__)
 BOUND = 32
 DELAY_S = 0.001
 _C = "vllm.v1.engine.core:EngineCoreProc"

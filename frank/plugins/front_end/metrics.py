@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-logger = logging.getLogger("frank.front_end")
+logger = logging.getLogger(__name__)
 _switches: list[Any] = []  # the API-server parts installed in this process, in the order they registered
 _registered = False
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from frank.plugins import compat
 
-logger = logging.getLogger("frank.region_cache")
+logger = logging.getLogger(__name__)
 _R = "vllm.renderers.base:BaseRenderer"
 # What the hook wraps and calls, as verified (compat.py). 0.26.0 has no vocabulary check on the renderer
 # (validate_token_ids), so there is nothing to skip: the install leaves that step out. Verified on 0.26.0 on

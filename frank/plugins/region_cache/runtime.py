@@ -12,6 +12,7 @@ from typing import Any
 
 from frank.plugins.region_cache.core import CacheLimits, HFAdapter, RegionCache, RegionEncoder
 
+logger = logging.getLogger(__name__)
 _lock = threading.RLock()
 _enabled = os.environ.get("FRANK_REGION_CACHE", "off").strip().lower() in ("on", "1", "true", "yes")
 _cache: RegionCache | None = None
@@ -53,7 +54,7 @@ def cache() -> RegionCache:
                 try:
                     _cache = RegionCache.from_env()
                 except ValueError as exc:  # a bad variable must not fail requests: say so, use defaults
-                    logging.getLogger("frank.region_cache").error("%s; using the default limits", exc)
+                    logger.error("%s; using the default limits", exc)
                     _cache = RegionCache(CacheLimits())
     return _cache
 
