@@ -255,10 +255,22 @@ def parse_base_knobs(items: list[str] | tuple[str, ...], part_knob: str) -> dict
     return out
 
 
+# the vLLM plugins that are not front-end parts `frank bench part` runs (--list shows their verdicts too)
+OTHER_PLUGINS = {
+    "region-cache": {"knob": "region_cache", "title": "prompt region cache (frank bench region-cache)"},
+    "idle-release": {"title": "held-prompt's engine core frees what requests leave behind in idle time"},
+    "shm-idle": {"title": "vLLM's shared-memory readers sleep instead of spinning (FRANK_SHM_WAIT)"},
+}
+
+
 def list_parts() -> list[dict[str, Any]]:
+    """The front-end parts, then the other vLLM plugins, each with the vLLM versions it was verified on and
+    whether the engine venv's vLLM is compatible (checked there: frank.plugins.verified)."""
+    from frank.engine.plugin_check import check_engine_vllm
     from frank.plugins.front_end.catalog import PARTS
 
-    return [
+    verdicts = {v["part"]: v for v in check_engine_vllm()}
+    rows: list[dict[str, Any]] = [
         {
             "name": p.name,
             "knob": p.knob,
@@ -269,6 +281,9 @@ def list_parts() -> list[dict[str, Any]]:
         }
         for p in PARTS.values()
     ]
+    rows += [{"name": n, **OTHER_PLUGINS.get(n, {"title": "vLLM plugin"})} for n in verdicts if n not in PARTS]
+    keys = ("verified_vllm", "compatible", "vllm", "problems")
+    return [{**row, **{k: verdicts.get(row["name"], {}).get(k) for k in keys}} for row in rows]
 
 
 def run_part(name: str | None, opts: BenchOptions, log: Log = _quiet) -> dict[str, Any]:

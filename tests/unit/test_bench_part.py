@@ -15,8 +15,12 @@ from frank.plugins.front_end.catalog import PARTS
 def test_list_prints_each_part_with_its_knob(frank_cli):
     out = frank_cli("bench", "part", "--list", "--json", timeout=60)
     assert out.returncode == 0, out.stderr
-    listed = {p["name"]: p["knob"] for p in json.loads(out.stdout)}
+    rows = json.loads(out.stdout)
+    listed = {p["name"]: p["knob"] for p in rows if p["name"] in PARTS}
     assert listed == {"detok-tail": "detok_tail", "block-hash-memo": "block_hash_memo", "held-prompt": "held_prompt"}
+    # the other vLLM plugins follow, each with its verdict (tests/unit/test_plugin_compat.py checks them)
+    assert [p["name"] for p in rows if p["name"] not in PARTS] == ["region-cache", "idle-release", "shm-idle"]
+    assert all(isinstance(p["verified_vllm"], list) and isinstance(p["compatible"], bool) for p in rows)
 
 
 def test_the_quick_check_parses():

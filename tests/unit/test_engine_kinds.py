@@ -246,3 +246,34 @@ def test_llamacpp_gpu_context_holds_every_w01_mini_prompt(monkeypatch, tmp_path)
     argv = build_launch(prof, prof.default_knobs(), 8091, "T").argv
     context = int(argv[argv.index("--ctx-size") + 1])
     assert 15_000 < longest < context - max_tokens - 256, (longest, max_tokens, context)
+
+
+@pytest.mark.parametrize(("name", "model"), [("embedded-gpu", "tiny-frank"), ("embedded-gpu-swa", "tiny-frank-swa")])
+def test_embedded_gpu_exact_command_line_and_environment(monkeypatch, tmp_path, name, model):
+    """vLLM's CUDA build (the GPU machine's python through FRANK_ENGINE_PYTHON), frank's middlewares, the
+    sampler that needs no flashinfer, offline: what scripts/device_vllm_gpu.sh started on the H200 machine."""
+    monkeypatch.setenv("FRANK_ENGINE_PYTHON", "/opt/torch/.venv/bin/python3")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile(name)
+    spec = build_launch(prof, prof.default_knobs(), 8092, "TOKEN")
+    assert spec.argv == [
+        "/opt/torch/.venv/bin/python3", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(tmp_path / model), "--served-model-name", model,
+        "--host", "127.0.0.1", "--port", "8092", "--tensor-parallel-size", "1",
+        "--dtype", "float32", "--max-model-len", "262144",
+        "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "4", "--gpu-memory-utilization", "0.25",
+        "--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v3",
+        "--middleware", "frank.plugins.region_cache.control.ControlMiddleware",
+        "--middleware", "frank.plugins.front_end.control.PartsControlMiddleware",
+        "--enable-per-request-metrics", "--disable-access-log-for-endpoints", "/metrics,/health",
+        "--max-logprobs", "64",
+    ]  # fmt: skip
+    assert spec.env == {
+        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false", "VLLM_USE_FLASHINFER_SAMPLER": "0", "FRANK_CONTROL_TOKEN": "TOKEN",
+        "FRANK_REGION_CACHE": "off", "FRANK_DETOK_TAIL": "off", "FRANK_BLOCK_HASH_MEMO": "off",
+        "FRANK_HELD_PROMPT": "off",
+    }  # fmt: skip
+    assert "TOKEN" not in " ".join(spec.argv) and spec.url == "http://127.0.0.1:8092"
+    on = build_launch(prof, prof.resolve_knobs({"region_cache": "on", "detok_tail": "on"}), 8092, "T")
+    assert on.env["FRANK_REGION_CACHE"] == "on" and on.env["FRANK_DETOK_TAIL"] == "on"

@@ -9,6 +9,8 @@ import threading
 import types
 import weakref
 
+from frank.plugins import compat
+from frank.plugins.front_end import idle_release
 from frank.plugins.front_end.held_prompt import HeldPrompts
 from frank.plugins.front_end.idle_release import IdleRelease, install
 from tests.polling import wait_for
@@ -71,7 +73,11 @@ def test_past_the_bound_the_oldest_goes_at_once():
     assert releaser.dropped_at_bound == 2 and releaser.waiting() == 3
 
 
-def test_the_idle_hook_releases_only_while_the_engine_core_has_no_work():
+def test_the_idle_hook_releases_only_while_the_engine_core_has_no_work(monkeypatch):
+    # the Core below is no vLLM class: the compat check (tested in test_plugin_compat.py) is answered here
+    verdict = compat.Verdict("idle-release", "test", ["0.32.0"], True, "0.32.0")
+    monkeypatch.setattr(idle_release.compat, "admit", lambda patches: verdict)
+
     class Core:
         def __init__(self) -> None:
             self.work = True

@@ -147,12 +147,18 @@ def _human_part(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _human_list_row(p: dict[str, Any]) -> str:
+    verified = ", ".join(p.get("verified_vllm") or []) or "none"
+    compat = "compatible" if p.get("compatible") else "OFF: " + "; ".join(p.get("problems") or ["not checked"])
+    return f"{p['name']:18} knob {p.get('knob') or '-':16} vLLM {verified} ({p.get('vllm')}: {compat})  {p['title']}"
+
+
 def cmd_part(args: argparse.Namespace) -> int:
     from frank.experiments.bench import list_parts, run_part
 
     if args.list:
         parts = list_parts()
-        emit(args.json, parts, lambda ps: "\n".join(f"{p['name']:18} knob {p['knob']:16} {p['title']}" for p in ps))
+        emit(args.json, parts, lambda ps: "\n".join(_human_list_row(p) for p in ps))
         return 0
     result = run_part(args.part, _options(args, args.output_tokens), _log(args.part or "part"))
     emit(args.json, result, _human_part)

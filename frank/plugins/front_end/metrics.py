@@ -44,6 +44,9 @@ def register_metrics(switch: Any) -> None:
     global _registered
     if all(s is not switch for s in _switches):
         _switches.append(switch)
+    from frank.plugins import compat
+
+    compat.register_metrics()  # frank:plugin_compatible{part}: every part's verdict on this vLLM
     if _registered:
         return
     try:

@@ -21,13 +21,28 @@ _encoders: dict[int, tuple[Any, RegionEncoder | None]] = {}
 _MAX_ENCODERS = 16
 
 
+_refused: str | None = None  # why the cache stays off: vLLM's renderer is not the verified code (compat.py)
+
+
+class Refused(RuntimeError):
+    """Switching on a cache that stayed off because vLLM's internals differ from the verified code."""
+
+
 def enabled() -> bool:
     return _enabled
 
 
 def set_enabled(value: bool) -> None:
     global _enabled
+    if value and _refused:
+        raise Refused(_refused)
     _enabled = bool(value)
+
+
+def refuse(reason: str) -> None:
+    """Off for good in this process (the hook was not installed)."""
+    global _enabled, _refused
+    _refused, _enabled = reason, False
 
 
 def cache() -> RegionCache:
@@ -70,6 +85,13 @@ def snapshot() -> dict[str, Any]:
     """Stats for the control endpoint and /metrics: the cache's counters plus the switch and tokenizers."""
     out = cache().stats()
     out["enabled"] = _enabled
+    from frank.plugins import compat
+
+    verdict = compat.verdict_of("region-cache")
+    if verdict is not None:
+        out["compat"] = verdict.as_dict()
+    if _refused:
+        out["refused"] = _refused
     out["tokenizers"] = [
         {"class": type(tok).__name__, "refused": enc.refused if enc else "not a fast tokenizer"}
         for tok, enc in list(_encoders.values())
