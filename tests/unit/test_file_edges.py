@@ -5,10 +5,7 @@ and a profile refused before anything is spawned. Pure parsing: no engine starts
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -132,33 +129,20 @@ def test_the_flag_tables_cover_every_flag_the_kind_builds(monkeypatch, tmp_path,
     assert [a for a in built if a not in known and a not in knob_flags] == []
 
 
-def test_a_profile_knob_that_is_a_toml_date_is_refused_at_start_and_nothing_is_spawned(tmp_path):
+def test_a_profile_knob_that_is_a_toml_date_is_refused_at_start_and_nothing_is_spawned(frank_cli, tmp_path):
     home = tmp_path / "home"
     profiles = home / "config" / "profiles"
     profiles.mkdir(parents=True)
     text = (REPO / "frank" / "engine" / "profiles" / "llamacpp-cpu.toml").read_text()
     text = text.replace('name = "llamacpp-cpu"', 'name = "dated"').replace("default = 1\n", "default = 2026-12-01\n", 1)
     path = write(profiles, text, "dated")
-    env = {**os.environ, "FRANK_HOME": str(home), "PYTHONPATH": str(REPO)}
-    result = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "engine", "start", "--profile", "dated", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    result = frank_cli("engine", "start", "--profile", "dated", "--json", home=home, timeout=60)
     assert result.returncode != 0
     line = text.splitlines().index("default = 2026-12-01") + 1
     assert f"{path}:{line}: knobs.threads.default: a TOML date" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert not (home / "state").exists()  # no record, no spec, no log: nothing was spawned
-    status = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "engine", "status", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    status = frank_cli("engine", "status", "--json", home=home, timeout=60)
     assert json.loads(status.stdout)["state"] == "stopped"
     assert not (home / "state").exists()  # a status reads; it creates nothing
 
