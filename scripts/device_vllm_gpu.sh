@@ -13,13 +13,18 @@
 #
 # FRANK_DEVICE_DIR (default $PWD/.device/vllm-gpu/base), FRANK_VLLM_PARTS (default /tmp/vparts),
 # FRANK_GPU_PROFILE (default embedded-gpu), FRANK_GPU_BENCH_BY_S (skip the quick check past this many
-# seconds of the script; default 300), FRANK_GPU_STOP_AT_S (the script's own deadline: default 540).
+# seconds of the script; default 300), FRANK_GPU_STOP_AT_S (the script's own deadline: default 540),
+# FRANK_GPU_KNOBS (knobs for every start, "gpus=2" on the two-GPU machine: docs/gpu-run.md, "Two GPUs").
 set -uo pipefail
 
 TREE=$(cd "$(dirname "$0")/.." && pwd)
 D=${FRANK_DEVICE_DIR:-$PWD/.device/vllm-gpu/base}
 PARTS=${FRANK_VLLM_PARTS:-/tmp/vparts}
 PROFILE=${FRANK_GPU_PROFILE:-embedded-gpu}
+KNOBS=(); for k in ${FRANK_GPU_KNOBS:-}; do KNOBS+=(--knob "$k"); done
+# NVLink multicast off for everything this script starts, as the two-GPU machine's notes ask (frank's own
+# launches set it too: frank/engine/multi_gpu.py)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 BENCH_BY_S=${FRANK_GPU_BENCH_BY_S:-300}
 OUT=${OUT:-/tmp/frank-vllm-gpu-out}
 W=${FRANK_GPU_WORK:-/tmp/frank-vllm-gpu}
@@ -70,16 +75,18 @@ for r in json.load(open(sys.argv[1])): print(r["part"], r["vllm"], "compatible" 
 frank bench part --list >"$LOG/bench-part-list.txt" 2>&1; cat "$LOG/bench-part-list.txt"
 
 start() {  # start the profile with the given knobs; on failure show the log and stop the script
-    frank engine start --profile "$PROFILE" "$@" --json >"$LOG/engine-start-$N.json" 2>"$LOG/engine-start-$N.err"
+    frank engine start --profile "$PROFILE" "${KNOBS[@]}" "$@" --json >"$LOG/engine-start-$N.json" 2>"$LOG/engine-start-$N.err"
     local rc=$?; cat "$LOG/engine-start-$N.json"; tail -3 "$LOG/engine-start-$N.err"
     if [ $rc != 0 ]; then frank engine logs -n 80; exit 1; fi
 }
 N=1
 stamp "engine start: $PROFILE, the parts off"
-frank engine start --profile "$PROFILE" --dry-run | tee "$LOG/engine-dry-run.txt"
+frank engine start --profile "$PROFILE" "${KNOBS[@]}" --dry-run | tee "$LOG/engine-dry-run.txt"
 start
 frank engine status --json >"$LOG/engine-status.json"; cat "$LOG/engine-status.json"
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv | tee "$LOG/nvidia-smi-apps.csv"
+frank telemetry --once --json >"$LOG/telemetry-once.json" 2>&1  # every GPU NVML sees, with its PCIe figures
+python3 -c 'import json,sys; print([(g["index"], g["name"], g["util_gpu"], g["engine_memory"], g["pcie_tx_bps"], g["pcie_rx_bps"]) for g in json.load(open(sys.argv[1]))["gpus"]])' "$LOG/telemetry-once.json"
 python3 "$TREE/scripts/engine_control_get.py" /frank/parts /frank/region-cache /metrics >"$LOG/control-1.json" 2>&1
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({k: (v if k != "/metrics" else [l for l in v.splitlines() if l.startswith("frank:plugin")]) for k, v in d.items()})[:3000])' "$LOG/control-1.json"
 

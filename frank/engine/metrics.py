@@ -7,7 +7,9 @@ rates over a window (`window_rates`) for the dashboard.
 
 Metric names are vLLM 0.32's (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py). llama.cpp's
 `llamacpp:*` counters are mapped onto those names where they mean the same thing (`_from_llamacpp`); what
-llama.cpp does not export stays absent, and `not_available(sample)` says why (docs/measures.md). A server that is
+llama.cpp does not export stays absent, and `not_available(sample)` says why (docs/measures.md). frank's own
+vLLM plugins export their verdicts on the vLLM they loaded into (`frank:plugin_compatible{part,vllm}`,
+`frank:plugins_refused`): `MetricsSample.refused_plugins()` names the parts that stay off. A server that is
 down gives a sample with state `unreachable`, never an exception; a server that restarted (counters went
 down) gives deltas that say so instead of negative numbers.
 """
@@ -53,6 +55,10 @@ SPEC_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"  # one se
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = "vllm:kv_cache_usage_perc"
+# frank's vLLM plugins (frank/plugins/compat.py): each part's verdict on the vLLM it loaded into, and how many
+# stay off because vLLM's internals differ from the versions they were verified on.
+PLUGIN_COMPATIBLE = "frank:plugin_compatible"  # one series per part: {part, vllm} 1 or 0
+PLUGINS_REFUSED = "frank:plugins_refused"
 
 # llama.cpp's server (tools/server: server-context.cpp), counters without `_total`.
 LC_PROMPT_TOKENS = "llamacpp:prompt_tokens"  # processed, EXCLUDING tokens reused from the cache
@@ -124,6 +130,8 @@ DEFAULT_FAMILIES = frozenset(
         KV_USAGE,
         "vllm:prompt_tokens_cached",
         "vllm:num_preemptions",
+        PLUGIN_COMPATIBLE,
+        PLUGINS_REFUSED,
         "vllm:request_time_per_output_token_seconds",
         *LLAMACPP_FAMILIES,
     }
@@ -165,6 +173,8 @@ class MetricsSample:
     _gauges: Mapping[str, float] = field(default_factory=dict, repr=False, compare=False)
     # counters with a `position` label (per-position acceptance): name -> values by position 0, 1, ...
     _positions: Mapping[str, tuple[float, ...]] = field(default_factory=dict, repr=False, compare=False)
+    # frank:plugin_compatible's series: (part, the vLLM version it checked against, compatible), as exported
+    plugins: tuple[tuple[str, str, bool], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -187,6 +197,14 @@ class MetricsSample:
     def per_position(self, name: str) -> tuple[float, ...]:
         """A counter kept apart by its `position` label, as values for positions 0, 1, ... (() if absent)."""
         return self._positions.get(_strip_total(name), ())
+
+    def refused_plugins(self) -> tuple[str, ...]:
+        """The frank vLLM parts that stay off on this engine because its vLLM internals differ."""
+        return tuple(part for part, _vllm, compatible in self.plugins if not compatible)
+
+    def plugins_vllm(self) -> str:
+        """The vLLM version the parts checked themselves against ("" when they export none)."""
+        return next((vllm for _part, vllm, _ok in self.plugins if vllm), "")
 
     def names(self) -> list[str]:
         return sorted({*self._hists, *self._counters, *self._gauges})
@@ -305,6 +323,7 @@ def _parse_wanted(
     counters: dict[str, float] = {}
     gauges: dict[str, float] = {}
     positions: dict[str, dict[int, float]] = {}
+    plugins: list[tuple[str, str, bool]] = []
     models: set[str] = set()
     engines: set[str] = set()
     for family in text_string_to_metric_families(text):
@@ -337,6 +356,8 @@ def _parse_wanted(
             elif kind == "counter":
                 if s.name.endswith("_total"):
                     counters[family.name] = counters.get(family.name, 0.0) + value
+            elif kind == "gauge" and family.name == PLUGIN_COMPATIBLE:
+                plugins.append((labels.get("part", ""), labels.get("vllm", ""), value == 1.0))
             elif kind == "gauge":
                 gauges[family.name] = gauges.get(family.name, 0.0) + value
     _from_llamacpp(counters, gauges)
@@ -346,6 +367,7 @@ def _parse_wanted(
         "_hists": MappingProxyType({k: (v[0], v[1]) for k, v in hists.items()}),
         "_counters": MappingProxyType(counters),
         "_gauges": MappingProxyType(gauges),
+        "plugins": tuple(plugins),
         "_positions": MappingProxyType(
             {k: tuple(v.get(i, 0.0) for i in range(max(v) + 1)) for k, v in positions.items()}
         ),
@@ -882,4 +904,7 @@ def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
         **_busy_rates(sample),
         "engine_kind": sample.kind,
         "not_available": not_available(sample),
+        "plugins_refused": sample.gauge(PLUGINS_REFUSED),
+        "refused_plugins": list(sample.refused_plugins()),
+        "plugins_vllm": sample.plugins_vllm() or None,
     }

@@ -1,6 +1,7 @@
 """What a model file says about itself, read without loading it: the context it was trained for (a GGUF's
-`ARCH.context_length`, a Hugging Face checkpoint's `max_position_embeddings`), and a fingerprint of the
-files that define it (for the fidelity rule's same-model check).
+`ARCH.context_length`, a Hugging Face checkpoint's `max_position_embeddings`), a GGUF's layer count (for the
+CPU-expert layers balanced over GPUs, frank.engine.multi_gpu), and a fingerprint of the files that define it
+(for the fidelity rule's same-model check).
 
 `check_context` refuses a launch whose context is beyond the trained length unless the command line asks
 for RoPE scaling (llama.cpp's --rope-scaling/--rope-scale/--yarn-orig-ctx, vLLM's --hf-overrides with
@@ -23,26 +24,37 @@ MAX_KEYS = 10_000
 
 def gguf_context_length(path: Path) -> int | None:
     """`ARCH.context_length` of a GGUF file's metadata, or None (not a GGUF, or no such key)."""
+    return gguf_arch_int(path, "context_length")
+
+
+def gguf_block_count(path: Path) -> int | None:
+    """`ARCH.block_count` (the repeating layers) of a GGUF file's metadata, or None."""
+    return gguf_arch_int(path, "block_count")
+
+
+def gguf_arch_int(path: Path, key_name: str) -> int | None:
+    """The integer `ARCH.<key_name>` of a GGUF file's metadata (ARCH its general.architecture), or None."""
+    suffix = "." + key_name
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"GGUF":
                 return None
             _version, _tensors, count = struct.unpack("<IQQ", f.read(20))
-            arch, lengths = None, {}
+            arch, found = None, {}
             for _ in range(min(count, MAX_KEYS)):
                 (size,) = struct.unpack("<Q", f.read(8))
                 key = f.read(size).decode("utf-8", "replace")
                 (kind,) = struct.unpack("<I", f.read(4))
-                value = _read_value(f, kind, key.endswith(".context_length") or key == "general.architecture")
+                value = _read_value(f, kind, key.endswith(suffix) or key == "general.architecture")
                 if key == "general.architecture":
                     arch = value
-                elif key.endswith(".context_length") and isinstance(value, int):
-                    lengths[key.removesuffix(".context_length")] = value
-                if arch and arch in lengths:
-                    return lengths[arch]
+                elif key.endswith(suffix) and isinstance(value, int):
+                    found[key.removesuffix(suffix)] = value
+                if arch and arch in found:
+                    return found[arch]
     except (OSError, struct.error, ValueError):
         return None
-    return lengths.get(arch) if arch else None
+    return found.get(arch) if arch else None
 
 
 def _read_value(f, kind: int, keep: bool):

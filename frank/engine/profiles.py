@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from frank import paths, tomlfile
+from frank.engine.multi_gpu import MULTICAST_OFF_ENV
 from frank.engine.profile_schema import ProfileSchema, check_flags
 from frank.errors import FrankError
 
@@ -223,7 +224,7 @@ def parse_profile(data: dict[str, Any], source: Path, lines: tomlfile.KeyLines |
     if schema.tool_calls not in TOOL_CALL_MODES:
         raise refuse("tool_calls", f"{schema.tool_calls!r} is not one of: {', '.join(TOOL_CALL_MODES)}")
     knobs = {name: _parse_knob(name, raw.model_dump(), where, refuse) for name, raw in schema.knobs.items()}
-    problems = check_flags(schema)
+    problems = check_flags(schema) + _multicast_problems(schema)
     if problems:
         raise refuse(*problems[0])
     return Profile(
@@ -250,6 +251,23 @@ def parse_profile(data: dict[str, Any], source: Path, lines: tomlfile.KeyLines |
         binary=schema.binary,
         tool_calls=schema.tool_calls,
     )
+
+
+def _multicast_problems(schema: ProfileSchema) -> list[tuple[str, str]]:
+    """(field, reason) for an env entry or a knob that would turn NVLink multicast back on: every launch
+    keeps it off (frank.engine.multi_gpu), and a profile that asks otherwise is refused, not overridden."""
+    why = "NVLink multicast stays off in every engine's environment (frank.engine.multi_gpu)"
+    problems = [
+        (f"env.{key}", f"{key} = {value!r}: {why}; frank sets {key}={MULTICAST_OFF_ENV[key]}")
+        for key, value in schema.env.items()
+        if key in MULTICAST_OFF_ENV and str(value) != MULTICAST_OFF_ENV[key]
+    ]
+    for name, knob in schema.knobs.items():
+        var = knob.target if knob.apply == "env" else knob.env
+        if var in MULTICAST_OFF_ENV:
+            field = f"knobs.{name}.target" if knob.apply == "env" else f"knobs.{name}.env"
+            problems.append((field, f"a knob may not set {var}: {why}"))
+    return problems
 
 
 def _parse_knob(name: str, raw: dict[str, Any], where: str, refuse: Callable[[str, str], ProfileError]) -> Knob:

@@ -324,3 +324,23 @@ async def test_a_silent_engine_never_freezes_the_screen(make_app):
         for conn in held:
             conn.close()
         listener.close()
+
+
+async def test_the_metrics_panel_names_the_parts_that_refused_their_vllm(make_app):
+    from pathlib import Path
+
+    from tests.console.recorded import RecordedSampler
+
+    extra = (Path(__file__).parent.parent / "fixtures" / "metrics" / "plugins_refused_vllm026.txt").read_text()
+    app = make_app(status=READY, sampler=RecordedSampler(count=3, metrics_extra=extra))
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
+        await pilot.pause(0.1)
+        markup = app.screen.query_one(MetricsPanel)._markup
+        assert "parts off on vLLM 0.26.0" in markup
+        assert "block-hash-memo, held-prompt, idle-release, shm-idle" in markup and "region-cache" not in markup
+    plain = make_app(status=READY)  # an engine whose parts all loaded: no such line
+    async with plain.run_test(size=(140, 40)) as pilot:
+        assert await wait_until(pilot, lambda: plain.state.telemetry.snapshot is not None)
+        await pilot.pause(0.1)
+        assert "parts off" not in plain.screen.query_one(MetricsPanel)._markup
