@@ -32,13 +32,16 @@ def smollm2_llamacpp(frank_cli, tmp_path_factory):
 
 
 def _suite(tmp_path: Path) -> Path:
-    """w01-mini's manifest cut to TASKS (its files, by absolute path)."""
+    """w01-mini's manifest cut to TASKS, beside a copy of its files (a suite names only files inside its folder)."""
+    import shutil
+
     text = (BUILTIN_DIR / "w01-mini.toml").read_text()
     head, *blocks = text.split("[[tasks]]")
     kept = [b for b in blocks if any(f'id = "{t}"' in b for t in TASKS)]
     body = head.replace('name = "w01-mini"', 'name = "w01-mini-two"') + "".join(f"[[tasks]]{b}" for b in kept)
+    shutil.copytree(BUILTIN_DIR / "w01", tmp_path / "w01")
     path = tmp_path / "w01-mini-two.toml"
-    path.write_text(body.replace('"w01/', f'"{BUILTIN_DIR}/w01/'))
+    path.write_text(body)
     return path
 
 
