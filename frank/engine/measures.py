@@ -18,6 +18,12 @@ vLLM 0.32's series, either the deltas of ONE request or sums over many:
 - per-position acceptance: accepted tokens at draft position i / drafts
   (`vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`).
 
+- llama.cpp's decode steps: predicted_n - 1 - draft_n_accepted from a response's `timings`: every verify
+  step yields its accepted drafts plus one token, and the first token comes from the prompt's step.
+- CPU-expert decode wait: the mean CPU seconds of llama.cpp's pool workers between a request's first token
+  and its last (frank.telemetry.expert_pool reads them): with the pool asleep when idle, the time a verify
+  step spends computing CPU-resident experts; per verify step, that over the decode steps.
+
 A window average over the dashboard's scrapes has its own name (`window_verify_step_s`): it counts every
 decode step that ended in the window, including steps of requests still running, so it is not the time per
 verify step of any set of finished requests.
@@ -95,3 +101,46 @@ def verify_step_totals(servers: Iterable[Mapping[str, Any]]) -> tuple[float, flo
 def records_time_per_verify_step(servers: Iterable[Mapping[str, Any]]) -> float | None:
     """Time per verify step over many requests: their decode seconds / their decode steps."""
     return time_per_verify_step(*verify_step_totals(servers))
+
+
+def llamacpp_decode_steps(predicted_n: float | None, accepted: float | None) -> float | None:
+    """Verify steps of one llama.cpp response (its `timings`): predicted_n - 1 - draft_n_accepted. Each step
+    yields its accepted drafts plus one token; the first token is sampled from the prompt's step."""
+    if predicted_n is None:
+        return None
+    return float(max(predicted_n - 1 - (accepted or 0), 0))
+
+
+def cpu_expert_wait_s(worker_cpu_s: Sequence[float] | None) -> float | None:
+    """One request's CPU-expert decode wait: the mean over llama.cpp's pool workers of the CPU seconds each
+    spent between the request's first token and its last. The workers only compute CPU ops, split evenly
+    among the pool's threads, and sleep when idle (the profiles' --poll 0 / OMP_WAIT_POLICY=PASSIVE), so
+    one worker's CPU time is the wall time the pool computed. None without workers (a pool of one)."""
+    if not worker_cpu_s:
+        return None
+    return sum(worker_cpu_s) / len(worker_cpu_s)
+
+
+def cpu_expert_wait_per_step(wait_s: float | None, decode_steps: float | None) -> float | None:
+    """The CPU-expert decode wait per verify step: the request's wait / its decode steps."""
+    return ratio(wait_s, decode_steps)
+
+
+def records_cpu_expert_wait(servers: Iterable[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """(summed wait, wait per verify step) over per-request server values; only requests that carry both
+    a wait and a decode-step count enter the per-step ratio. (None, None) when no request has a wait."""
+    total = steps = 0.0
+    waited = 0.0
+    carried = False
+    for server in servers:
+        wait = server.get("cpu_expert_wait_s")
+        if wait is None:
+            continue
+        carried = True
+        total += wait
+        if server.get("decode_steps"):
+            waited += wait
+            steps += server["decode_steps"]
+    if not carried:
+        return None, None
+    return total, ratio(waited, steps)

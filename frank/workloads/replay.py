@@ -40,12 +40,15 @@ from frank.engine.metrics import (
     delta_sources,
     request_delta,
     response_values,
+    spec_drafts_delta,
     timings_values,
 )
 from frank.errors import FrankError
+from frank.telemetry.expert_pool import PoolProbe
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
 
 MODES = ("engine", "full")
+SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 
@@ -95,6 +98,8 @@ class DrawTotals:
     verify_steps: float = 0.0  # drafted steps (spec_decode_num_drafts)
     decode_steps: float = 0.0  # verify steps, drafted or not (inter-token latency count)
     verify_step_s: float | None = None  # frank.engine.measures.records_time_per_verify_step over the draw
+    cpu_expert_wait_s: float | None = None  # summed over the draw (None: no record carried one)
+    cpu_expert_wait_step_s: float | None = None  # per verify step: measures.records_cpu_expert_wait
     acceptance_length: float | None = None  # frank.engine.measures.acceptance_length over the draw
     client_ttft_s: float = 0.0
     client_total_s: float = 0.0
@@ -267,6 +272,7 @@ def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, An
             t["cold_front_end_s"] = None
     t.update(counts)
     t["verify_step_s"] = measures.records_time_per_verify_step(servers)
+    t["cpu_expert_wait_s"], t["cpu_expert_wait_step_s"] = measures.records_cpu_expert_wait(servers)
     t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
     if hashes and len(hashes) == len(planned) and all(hashes):
         t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
@@ -301,6 +307,8 @@ class _Response:
     timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
     text: list[str] = field(default_factory=list)  # generated text, chunk by chunk
     output_ids: list[int] | None = None  # generated token IDs (return_token_ids)
+    pool_first: dict[int, float] | None = None  # llama.cpp's thread CPU times at the first token ...
+    pool_end: dict[int, float] | None = None  # ... and at the end (PoolProbe; None for other engines)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -354,6 +362,7 @@ class ReplayRunner:
         self.run_dir = run_dir or default_runs_root() / self._new_run_id()
         self.run_id = self.run_dir.name
         self.meta: dict[str, Any] = {}
+        self._probe = PoolProbe(None)  # the engine's CPU pool, read around each request (set in run())
 
     # -- set-up -----------------------------------------------------------------------------------
     def _new_run_id(self) -> str:
@@ -508,7 +517,9 @@ class ReplayRunner:
                         events.append(event)
                         if out.ttft_s is None and _TOKEN.search(event):
                             out.ttft_s = at
+                            out.pool_first = self._probe.read()
                 out.total_s = clock() - t0
+                out.pool_end = self._probe.read()
             finally:
                 await resp.aclose()
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -644,10 +655,15 @@ class ReplayRunner:
                 resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}"
             )
         )
-        if fallback is None and not delta.attributed and ok:
-            fallback = timings_values(resp.timings, resp.ttft_s)  # llama.cpp: its response's timings
+        if fallback is None and not delta.attributed and ok:  # llama.cpp: its response's timings
+            fallback = timings_values(resp.timings, resp.ttft_s, spec_drafts_delta(before, after))
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
             server, sources = asdict(fallback[0]), fallback[1]
+        wait = measures.cpu_expert_wait_s(self._probe.workers(resp.pool_first, resp.pool_end))
+        server["cpu_expert_wait_s"] = wait
+        server["cpu_expert_wait_step_s"] = measures.cpu_expert_wait_per_step(wait, server.get("decode_steps"))
+        if wait is not None:
+            sources.update(cpu_expert_wait_s=SOURCE_POOL, cpu_expert_wait_step_s=SOURCE_POOL)
         server["sources"] = sources
         record.update(
             status="ok" if ok else "failed",
@@ -689,6 +705,8 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
+            engine = self.engine if self.engine is not None else engine_at(self.base_url)
+            self._probe = PoolProbe((engine or {}).get("pid"))
             self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state, error = "finished", None

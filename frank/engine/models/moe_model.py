@@ -317,7 +317,8 @@ def draw_weights(spec: MoeSpec, config: dict[str, Any]) -> tuple[dict[str, Any],
         names[ds_name(name)] = name
     for ds_expert in ds:
         if match := re.match(r"(layers\.\d+)\.ffn\.experts\.\d+\.(w[123])\.weight$", ds_expert):
-            names[ds_expert] = f"{match.group(1)}.mlp.experts." + ("down_proj" if match.group(2) == "w2" else "gate_up_proj")
+            fused = "down_proj" if match.group(2) == "w2" else "gate_up_proj"
+            names[ds_expert] = f"{match.group(1)}.mlp.experts.{fused}"
     check_names(names)
     ds.update(_draw_dspark(draw, spec, config))
     return hf, ds
@@ -397,7 +398,8 @@ def build(out: Path, force: bool = False, name: str = "tiny-frank-moe") -> dict[
         if spec.reference:
             tiny_model.save_safetensors(hf, tmp / "model.safetensors")
             tiny_model.write_json(tmp / "config.json", config)
-            tiny_model.write_json(tmp / "generation_config.json", {"bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2})
+            ids = {"bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2}
+            tiny_model.write_json(tmp / "generation_config.json", ids)
         tiny_model.write_manifest(tmp, name, spec.build_version)
 
     tiny_model.build_dir_atomically(out, fill)
@@ -407,7 +409,8 @@ def build(out: Path, force: bool = False, name: str = "tiny-frank-moe") -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m frank.engine.models.moe_model", description=__doc__.splitlines()[0])
+    prog = "python -m frank.engine.models.moe_model"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build the MoE and its DSpark draft (engine venv)")
     b.add_argument("--model", default="tiny-frank-moe", choices=sorted(MODELS))

@@ -410,8 +410,14 @@ def _write_weights(out: Path, c: dict[str, Any]) -> None:
     )
 
 
-SAFETENSORS_DTYPES = {"float32": "F32", "int64": "I64", "int32": "I32", "int8": "I8", "uint8": "U8",
-                      "float8_e8m0fnu": "F8_E8M0"}
+SAFETENSORS_DTYPES = {
+    "float32": "F32",
+    "int64": "I64",
+    "int32": "I32",
+    "int8": "I8",
+    "uint8": "U8",
+    "float8_e8m0fnu": "F8_E8M0",
+}
 
 
 def save_safetensors(tensors: dict[str, Any], path: Path) -> None:

@@ -1,0 +1,84 @@
+"""The CPU-expert pool's identification and the CPU-expert decode wait, on numbers (the real engine's pool
+is checked in tests/integration/test_llamacpp_moe_engine.py)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from frank.engine import measures
+from frank.telemetry import expert_pool as ep
+from frank.telemetry import procfs
+
+
+def test_pool_size_comes_from_the_batch_flag_first():
+    assert ep.pool_size(["llama-server", "-t", "4", "-tb", "8"]) == (8, "-tb")
+    assert ep.pool_size(["llama-server", "--threads", "6"]) == (6, "--threads")
+    assert ep.pool_size(["llama-server", "--threads-batch", "x", "-t", "3"]) == (3, "-t")
+    n, source = ep.pool_size(["llama-server"])
+    assert source == "physical cores" and n >= 1
+    assert ep.is_llamacpp(["/opt/bin/llama-server", "-m", "x"])
+    assert ep.is_llamacpp(["/venv/bin/python", "-m", "frank.engine.xllamacpp_server"])
+    assert not ep.is_llamacpp(["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"])
+
+
+def test_split_pool_ranks_by_cpu_then_lifetime_and_drops_threads_that_never_ran():
+    main, workers = ep.split_pool({10: 5.0, 11: 4.9, 12: 0.1, 13: 4.8}, 3)
+    assert (main, workers) == (10, [11, 13])  # the HTTP thread (12) is not among the 3 busiest
+    main, workers = ep.split_pool({10: 0.0, 11: 0.0, 12: 0.0}, 2, {10: 0.0, 11: 3.0, 12: 1.0})
+    assert (main, workers) == (11, [12])  # idle since first seen: the lifetime breaks the tie
+    assert ep.split_pool({1: 0.0}, 2) == (None, [])
+
+
+def test_worker_cpu_leaves_the_main_loop_out_and_counts_new_threads_from_zero():
+    before = {1: 10.0, 2: 3.0, 3: 3.0, 4: 0.5}
+    after = {1: 10.9, 2: 3.4, 3: 3.38, 4: 0.51, 5: 0.39}
+    assert ep.worker_cpu(before, after, 4) == pytest.approx([0.4, 0.39, 0.38])
+
+
+def test_the_measures():
+    assert measures.llamacpp_decode_steps(64, 10) == 53.0 and measures.llamacpp_decode_steps(1, 0) == 0.0
+    assert measures.llamacpp_decode_steps(None, 3) is None
+    assert measures.cpu_expert_wait_s([0.4, 0.2]) == pytest.approx(0.3)
+    assert measures.cpu_expert_wait_s([]) is None and measures.cpu_expert_wait_s(None) is None
+    assert measures.cpu_expert_wait_per_step(0.3, 60) == pytest.approx(0.005)
+    servers = [
+        {"cpu_expert_wait_s": 0.3, "decode_steps": 60},
+        {"cpu_expert_wait_s": 0.1, "decode_steps": None},  # summed, but not in the per-step ratio
+        {"cpu_expert_wait_s": None, "decode_steps": 40},
+    ]
+    total, per_step = measures.records_cpu_expert_wait(servers)
+    assert total == pytest.approx(0.4) and per_step == pytest.approx(0.005)
+    assert measures.records_cpu_expert_wait([{"decode_steps": 3}]) == (None, None)
+
+
+def test_thread_runtimes_see_a_busy_thread_to_the_millisecond():
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        tid = worker.native_id
+        before = procfs.thread_runtimes(os.getpid())[tid]
+        deadline = time.monotonic() + 10
+        while procfs.thread_runtimes(os.getpid())[tid] - before < 0.05:
+            assert time.monotonic() < deadline, "the spinning thread accrued no CPU time in 10 s"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        worker.join()
+    assert procfs.thread_runtimes(-1) == {}
+
+
+def test_a_tracker_ignores_engines_that_are_not_llamacpp():
+    tracker = ep.PoolTracker()
+    stat = procfs.proc_stat(os.getpid())
+    assert tracker.update(os.getpid(), stat.start_ticks, {os.getpid(): 1.0}, 1.0) is None  # pytest is no llama.cpp
+    assert not ep.PoolProbe(os.getpid()).active and ep.PoolProbe(None).read() is None
