@@ -15,7 +15,8 @@ routed experts packed FP4 with one E8M0 scale per 32 values, a DSpark stage unde
 llama.cpp's converter reads (its conversion/deepseek.py, DeepseekV4Model and DeepseekV4DSparkModel). The
 routed experts are drawn as FP4 codes and scales, so the float32 reference holds exactly the values the
 GGUF's MXFP4 blocks hold. transformers' own conversion mapping (DeepSeek -> transformers names) checks the
-renaming on every build. The tokenizer and chat template are the tiny model's (tiny_model), trained here.
+renaming on every build. The tokenizer and chat template are the tiny model's (tiny_model): copied from a
+current tiny-frank build in the same models dir, else trained here (the same bytes either way).
 
 Two sizes from the same code (MODELS): tiny-frank-moe (5M parameters, this machine's tests) and
 frank-moe-gpu (2.6 GB of MXFP4 experts, built on a GPU machine; no transformers reference is written for it).
@@ -189,15 +190,55 @@ def build_via_engine_venv(
 # ---------------------------------------------------------------- builder half (engine venv)
 
 
-def hf_shapes(config: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], Any]]:
-    """transformers' DeepseekV4ForCausalLM state dict as {name: (shape, dtype)}, from a meta-device build."""
+KIT_SHAPES = "shapes.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def hf_shapes(config: dict[str, Any], kit: Path | None = None, part: str = "target") -> dict[str, tuple[int, ...]]:
+    """transformers' DeepseekV4ForCausalLM state dict as {name: shape}, from a meta-device build, or from a
+    kit (`kit` below) made where transformers knows DeepSeek-V4 (a GPU machine's may be older)."""
+    if kit is not None:
+        shapes = json.loads((kit / KIT_SHAPES).read_text())[part]
+        return {name: tuple(shape) for name, shape in shapes.items()}
     import torch
     from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
 
     keys = {"dspark_block_size", "dspark_target_layer_ids", "dspark_noise_token_id"}
     with torch.device("meta"):
         model = DeepseekV4ForCausalLM(DeepseekV4Config(**{k: v for k, v in config.items() if k not in keys}))
-    return {k: (tuple(v.shape), v.dtype) for k, v in model.state_dict().items()}
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
+def dspark_block_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The DSpark stage as a one-layer DeepSeek-V4: no hash routing, no compression (its sliding window)."""
+    return {**config, "num_hidden_layers": 1, "num_hash_layers": 0, "compress_ratios": [0]}
+
+
+def make_kit(name: str, out: Path) -> dict[str, Any]:
+    """What a machine without DeepSeek-V4 in its transformers needs to build model `name`: the state-dict
+    shapes of the target and of the DSpark stage (names checked against transformers' mapping here) and
+    the tokenizer files. Engine venv."""
+    config = config_for(spec_for(name))
+    out.mkdir(parents=True, exist_ok=True)
+    target, block = hf_shapes(config), hf_shapes(dspark_block_config(config))
+    check_names(_layout_names(target))
+    tiny_model.write_json(out / KIT_SHAPES, {"target": target, "block": block})
+    tiny_model._train_tokenizer(out)
+    return {"kit": str(out), "model": name, "tensors": len(target) + len(block)}
+
+
+def _layout_names(shapes: dict[str, tuple[int, ...]]) -> dict[str, str]:
+    """{DeepSeek name: transformers name} of a target's tensors, each routed expert's w1/w2/w3 included."""
+    names = {}
+    for name, shape in shapes.items():
+        match = re.match(r"model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$", name)
+        if not match:
+            names[ds_name(name)] = name
+            continue
+        for e in range(shape[0]):
+            for w in ("w1", "w3") if match.group(2) == "gate_up_proj" else ("w2",):
+                names[f"layers.{match.group(1)}.ffn.experts.{e}.{w}.weight"] = name
+    return names
 
 
 class Draw:
@@ -213,15 +254,18 @@ class Draw:
     def normal(self, *shape: int):
         return self.torch.randn(*shape, generator=self.gen, dtype=self.torch.float32) * self.std
 
-    def fp4(self, rows: int, cols: int):
-        """One FP4 matrix: (packed codes I8 [rows, cols/2], E8M0 scales [rows, cols/32], float32 values)."""
+    def fp4(self, rows: int, cols: int, values: bool = True):
+        """One FP4 matrix: (packed codes I8 [rows, cols/2], E8M0 scales [rows, cols/32], float32 values or
+        None when not asked for)."""
         torch = self.torch
         codes = torch.randint(0, 16, (rows, cols), generator=self.gen, dtype=torch.uint8)
         pick = torch.randint(0, len(SCALE_EXPONENTS), (rows, cols // 32), generator=self.gen)
         scales = torch.tensor(SCALE_EXPONENTS, dtype=torch.uint8)[pick]
         packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).view(torch.int8)
-        values = torch.tensor(E2M1)[codes.long()] * torch.exp2(scales.float() - 127).repeat_interleave(32, 1)
-        return packed, scales.view(torch.float8_e8m0fnu), values
+        exact = None
+        if values:
+            exact = torch.tensor(E2M1)[codes.long()] * torch.exp2(scales.float() - 127).repeat_interleave(32, 1)
+        return packed, scales.view(torch.float8_e8m0fnu), exact
 
     def tensor(self, name: str, shape: tuple[int, ...], config: dict[str, Any]):
         torch = self.torch
@@ -297,36 +341,39 @@ def check_names(pairs: dict[str, str]) -> None:
             raise RuntimeError(f"DeepSeek name {ds!r} maps to {name!r} in transformers, not {hf!r}")
 
 
-def draw_weights(spec: MoeSpec, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(transformers state dict, DeepSeek-layout state dict incl. the DSpark stage) from one seeded draw."""
+def draw_weights(
+    spec: MoeSpec, config: dict[str, Any], kit: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(transformers state dict, DeepSeek-layout state dict incl. the DSpark stage) from one seeded draw. The
+    transformers side is left empty for a model without a reference (its experts' float values are never
+    made: the GPU size's would be 19 GB)."""
     import torch
 
     torch.set_num_threads(1)
     draw = Draw(SEED, config["initializer_range"])
     hf: dict[str, Any] = {}
     ds: dict[str, Any] = {}
-    names: dict[str, str] = {}
-    for name, (shape, _dtype) in sorted(hf_shapes(config).items()):
+    shapes = hf_shapes(config, kit)
+    if kit is None:
+        check_names(_layout_names(shapes))
+    for name, shape in sorted(shapes.items()):
         match = re.match(r"model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$", name)
         if match:
-            hf[name] = _draw_experts(draw, ds, f"layers.{match.group(1)}.ffn.experts", match.group(2), shape)
-            continue
-        value = draw.tensor(name, shape, config)
-        hf[name] = value
-        ds[ds_name(name)] = value.to(torch.int32) if value.dtype == torch.int64 else value
-        names[ds_name(name)] = name
-    for ds_expert in ds:
-        if match := re.match(r"(layers\.\d+)\.ffn\.experts\.\d+\.(w[123])\.weight$", ds_expert):
-            fused = "down_proj" if match.group(2) == "w2" else "gate_up_proj"
-            names[ds_expert] = f"{match.group(1)}.mlp.experts.{fused}"
-    check_names(names)
-    ds.update(_draw_dspark(draw, spec, config))
+            prefix = f"layers.{match.group(1)}.ffn.experts"
+            values = _draw_experts(draw, ds, prefix, match.group(2), shape, spec.reference)
+        else:
+            values = draw.tensor(name, shape, config)
+            ds[ds_name(name)] = values.to(torch.int32) if values.dtype == torch.int64 else values
+        if spec.reference:
+            hf[name] = values
+    ds.update(_draw_dspark(draw, spec, config, kit))
     return hf, ds
 
 
-def _draw_experts(draw: Draw, ds: dict[str, Any], prefix: str, which: str, shape: tuple[int, ...]):
+def _draw_experts(draw: Draw, ds: dict[str, Any], prefix: str, which: str, shape: tuple[int, ...], values: bool = True):
     """One layer's routed experts: FP4 in DeepSeek's layout (w1 gate, w3 up, w2 down per expert), their exact
-    float32 values stacked as transformers' fused tensor (gate_up_proj = [w1; w3], down_proj = w2)."""
+    float32 values stacked as transformers' fused tensor (gate_up_proj = [w1; w3], down_proj = w2), or
+    None without `values`."""
     import torch
 
     n_experts, rows, cols = shape
@@ -334,31 +381,32 @@ def _draw_experts(draw: Draw, ds: dict[str, Any], prefix: str, which: str, shape
     for e in range(n_experts):
         parts = ("w1", "w3") if which == "gate_up_proj" else ("w2",)
         rows_each = rows // len(parts)
-        values = []
+        exact = []
         for w in parts:
-            packed, scale, value = draw.fp4(rows_each, cols)
+            packed, scale, value = draw.fp4(rows_each, cols, values)
             ds[f"{prefix}.{e}.{w}.weight"] = packed
             ds[f"{prefix}.{e}.{w}.scale"] = scale
-            values.append(value)
-        stacked.append(torch.cat(values, dim=0))
-    return torch.stack(stacked)
+            exact.append(value)
+        if values:
+            stacked.append(torch.cat(exact, dim=0))
+    return torch.stack(stacked) if values else None
 
 
-def _draw_dspark(draw: Draw, spec: MoeSpec, config: dict[str, Any]) -> dict[str, Any]:
+def _draw_dspark(draw: Draw, spec: MoeSpec, config: dict[str, Any], kit: Path | None = None) -> dict[str, Any]:
     """One DSpark stage (`mtp.0.*`): a DeepSeek-V4 block without compression (its sliding window only), the
     projection of the target's hidden states (main_proj), the Markov head and the confidence head."""
     import torch
 
     d = spec.dims
     h, vocab, rank = d["hidden_size"], tiny_model.VOCAB_SIZE, spec.dspark["markov_rank"]
-    block_config = {**config, "num_hidden_layers": 1, "num_hash_layers": 0, "compress_ratios": [0]}
+    block_config = dspark_block_config(config)
     out: dict[str, Any] = {}
-    for name, (shape, _dtype) in sorted(hf_shapes(block_config).items()):
+    for name, shape in sorted(hf_shapes(block_config, kit, "block").items()):
         if name.startswith(("model.embed_tokens", "lm_head")):
             continue  # the draft reads the target's embeddings and head
         match = re.match(r"model\.layers\.0\.mlp\.experts\.(gate_up_proj|down_proj)$", name)
         if match:
-            _draw_experts(draw, out, "mtp.0.ffn.experts", match.group(1), shape)
+            _draw_experts(draw, out, "mtp.0.ffn.experts", match.group(1), shape, values=False)
             continue
         ds = ds_name(name)
         out["mtp.0." + ds.removeprefix("layers.0.")] = draw.tensor(name, shape, block_config)
@@ -371,8 +419,15 @@ def _draw_dspark(draw: Draw, spec: MoeSpec, config: dict[str, Any]) -> dict[str,
     return out
 
 
-def build(out: Path, force: bool = False, name: str = "tiny-frank-moe") -> dict[str, Any]:
-    """Build model `name` into `out` (atomically: temp dir + rename). Skips a current build unless `force`."""
+def _current_tiny_frank(models: Path) -> Path | None:
+    """A current tiny-frank build beside this one: its tokenizer is exactly the one we would train."""
+    folder = models / tiny_model.MODEL_NAME
+    return folder if tiny_model.check_build(folder) is None else None
+
+
+def build(out: Path, force: bool = False, name: str = "tiny-frank-moe", kit: Path | None = None) -> dict[str, Any]:
+    """Build model `name` into `out` (atomically: temp dir + rename). Skips a current build unless `force`.
+    With a `kit` (make_kit), its shapes and tokenizer stand in for transformers and the BPE training."""
     spec = spec_for(name)
     out = out.expanduser().resolve()
     if not force and check_build(out, name) is None:
@@ -381,12 +436,17 @@ def build(out: Path, force: bool = False, name: str = "tiny-frank-moe") -> dict[
     config = config_for(spec)
 
     def fill(tmp: Path) -> None:
-        tiny_model._train_tokenizer(tmp)
-        hf, ds = draw_weights(spec, config)
+        source = kit or _current_tiny_frank(out.parent)
+        if source is None:
+            tiny_model._train_tokenizer(tmp)
+        else:  # the same trainer's bytes: copied instead of trained again (27 s on 2 cores)
+            for f in TOKENIZER_FILES:
+                (tmp / f).write_bytes((source / f).read_bytes())
+        hf, ds = draw_weights(spec, config, kit)
         with tempfile.TemporaryDirectory(prefix=".deepseek-", dir=tmp.parent) as layout:
             ds_dir = Path(layout) / name  # the converter reads metadata from the folder's name: keep it fixed
             ds_dir.mkdir()
-            for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            for f in TOKENIZER_FILES:
                 (ds_dir / f).write_bytes((tmp / f).read_bytes())
             tiny_model.write_json(ds_dir / "config.json", config)
             tiny_model.save_safetensors(ds, ds_dir / "model.safetensors")
@@ -416,10 +476,18 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--model", default="tiny-frank-moe", choices=sorted(MODELS))
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--force", action="store_true")
+    b.add_argument("--kit", type=Path, default=None, help="shapes and tokenizer from `kit` (no transformers needed)")
+    k = sub.add_parser("kit", help="what a machine whose transformers lacks DeepSeek-V4 needs to build a model")
+    k.add_argument("--model", default="frank-moe-gpu", choices=sorted(MODELS))
+    k.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     os.environ["RAYON_NUM_THREADS"] = "1"  # BPE training on one thread: the same merges everywhere
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    print(json.dumps(build(args.out or default_dir(args.model), force=args.force, name=args.model), sort_keys=True))
+    if args.cmd == "kit":
+        print(json.dumps(make_kit(args.model, args.out)))
+        return 0
+    out = args.out or default_dir(args.model)
+    print(json.dumps(build(out, force=args.force, name=args.model, kit=args.kit), sort_keys=True))
     return 0
 
 
