@@ -18,7 +18,9 @@ reported with the threads it had, each at 0%. Engines that are not llama.cpp hav
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from frank.telemetry import procfs
@@ -162,24 +164,50 @@ class PoolTracker:
 
 
 class PoolProbe:
-    """Reads one llama.cpp engine's thread CPU times around a request (the replay's CPU-expert decode wait).
-    Inactive (every read None) for an engine that is not llama.cpp, has no pid here, or has a pool of one
-    thread (no workers to read)."""
+    """Reads one llama.cpp engine's thread CPU times while a request runs (the replay's CPU-expert decode
+    wait). A client cannot see when the engine starts decoding (a streamed token may be held back: llama.cpp
+    withholds text that ends inside a UTF-8 character), so the probe keeps a timeline, one read every
+    `interval_s`, and the decode's start is placed from the engine's own decode time (`decode_window`).
+    Inactive (no timeline) for an engine that is not llama.cpp, has no pid here, or has a pool of one."""
 
-    def __init__(self, pid: int | None) -> None:
+    def __init__(self, pid: int | None, interval_s: float = 0.02) -> None:
         self.pid = pid
+        self.interval_s = interval_s
         cmdline = read_cmdline(pid) if pid else []
         self.size = pool_size(cmdline)[0] if cmdline and is_llamacpp(cmdline) else 0
 
     @property
     def active(self) -> bool:
-        return self.size > 1
+        return self.size > 1 and bool(self.pid)
 
-    def read(self) -> dict[int, float] | None:
-        return thread_cpu(self.pid) if self.active and self.pid else None
+    def read(self, clock: Callable[[], float] = time.perf_counter) -> tuple[float, dict[int, float]] | None:
+        return (clock(), thread_cpu(self.pid)) if self.active and self.pid else None
 
-    def workers(self, before: Mapping[int, float] | None, after: Mapping[int, float] | None) -> list[float] | None:
-        """The workers' CPU seconds between two reads; None when either is missing."""
-        if before is None or not after:
+    async def record(self, timeline: list[tuple[float, dict[int, float]]], done: asyncio.Event) -> None:
+        """Append a read to `timeline` every interval until `done` is set (then one last read)."""
+        while True:
+            point = self.read()
+            if point is not None:
+                timeline.append(point)
+            if done.is_set():
+                return
+            try:
+                await asyncio.wait_for(done.wait(), self.interval_s)
+            except TimeoutError:
+                pass
+
+    def decode_window(
+        self, timeline: Sequence[tuple[float, Mapping[int, float]]], decode_s: float | None
+    ) -> list[float] | None:
+        """The workers' CPU seconds over the request's last `decode_s` seconds (the engine's decode time, which
+        ends with the last token): each thread's CPU time at the decode's start is interpolated between the
+        two reads around it. None without a timeline of two reads or a decode time."""
+        if len(timeline) < 2 or not decode_s or decode_s <= 0:
             return None
-        return worker_cpu(before, after, self.size)
+        t_end, end = timeline[-1]
+        t0 = max(timeline[0][0], t_end - decode_s)
+        i = max(k for k, (t, _) in enumerate(timeline) if t <= t0)
+        (ta, a), (tb, b) = timeline[i], timeline[min(i + 1, len(timeline) - 1)]
+        f = 0.0 if tb <= ta else (t0 - ta) / (tb - ta)
+        start = {tid: a.get(tid, 0.0) + f * (b.get(tid, a.get(tid, 0.0)) - a.get(tid, 0.0)) for tid in b}
+        return worker_cpu(start, end, self.size)

@@ -307,8 +307,8 @@ class _Response:
     timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
     text: list[str] = field(default_factory=list)  # generated text, chunk by chunk
     output_ids: list[int] | None = None  # generated token IDs (return_token_ids)
-    pool_first: dict[int, float] | None = None  # llama.cpp's thread CPU times at the first token ...
-    pool_end: dict[int, float] | None = None  # ... and at the end (PoolProbe; None for other engines)
+    # llama.cpp's thread CPU times while the request ran, one read every 20 ms (PoolProbe; empty otherwise)
+    pool_timeline: list[tuple[float, dict[int, float]]] = field(default_factory=list)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -498,6 +498,9 @@ class ReplayRunner:
             timeout=httpx.Timeout(self.options.timeout_s, connect=10.0),
         )
         clock = time.perf_counter
+        timeline: list[tuple[float, dict[int, float]]] = []
+        done = asyncio.Event()
+        probe = asyncio.create_task(self._probe.record(timeline, done)) if self._probe.active else None
         t0 = clock()  # everything above (encoding, building the request) happens before the clock starts
         try:
             resp = await client.send(request, stream=True)
@@ -517,14 +520,16 @@ class ReplayRunner:
                         events.append(event)
                         if out.ttft_s is None and _TOKEN.search(event):
                             out.ttft_s = at
-                            out.pool_first = self._probe.read()
                 out.total_s = clock() - t0
-                out.pool_end = self._probe.read()
             finally:
                 await resp.aclose()
+                await self._stop_probe(probe, done)
+                out.pool_timeline = timeline
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            await self._stop_probe(probe, done)
             raise _Unreachable(f"{type(exc).__name__}: {exc}") from exc
         except httpx.TimeoutException as exc:
+            await self._stop_probe(probe, done)
             return _Response(
                 status=0,
                 total_s=clock() - t0,
@@ -548,6 +553,12 @@ class ReplayRunner:
         if out.ttft_s is None and out.error is None:
             out.error = "the response carried no token"
         return out
+
+    @staticmethod
+    async def _stop_probe(probe: asyncio.Task | None, done: asyncio.Event) -> None:
+        done.set()
+        if probe is not None and not probe.done():
+            await probe
 
     def _on_event(self, event: bytes, out: _Response) -> None:
         for line in event.splitlines():
@@ -659,7 +670,7 @@ class ReplayRunner:
             fallback = timings_values(resp.timings, resp.ttft_s, spec_drafts_delta(before, after))
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
             server, sources = asdict(fallback[0]), fallback[1]
-        wait = measures.cpu_expert_wait_s(self._probe.workers(resp.pool_first, resp.pool_end))
+        wait = measures.cpu_expert_wait_s(self._probe.decode_window(resp.pool_timeline, server.get("decode_s")))
         server["cpu_expert_wait_s"] = wait
         server["cpu_expert_wait_step_s"] = measures.cpu_expert_wait_per_step(wait, server.get("decode_steps"))
         if wait is not None:

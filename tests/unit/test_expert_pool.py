@@ -39,6 +39,18 @@ def test_worker_cpu_leaves_the_main_loop_out_and_counts_new_threads_from_zero():
     assert ep.worker_cpu(before, after, 4) == pytest.approx([0.4, 0.39, 0.38])
 
 
+def test_the_decode_window_starts_where_the_engine_says_its_decode_began():
+    probe = ep.PoolProbe(None)
+    probe.size = 3  # main + 2 workers
+    # main (1) busy throughout; worker 2 busy only in the decode (from t = 1.0); worker 3 busy throughout
+    timeline = [(t, {1: t, 2: max(0.0, t - 1.0), 3: 0.5 * t}) for t in (0.0, 0.5, 1.0, 1.5, 2.0)]
+    assert probe.decode_window(timeline, 1.0) == pytest.approx([1.0, 0.5])  # the engine decoded the last second
+    # the decode began at t = 0.9, between the reads at 0.5 and 1.0: interpolated there
+    assert probe.decode_window(timeline, 1.1) == pytest.approx([1.0, 0.55])
+    assert probe.decode_window(timeline[:1], 1.0) is None and probe.decode_window(timeline, None) is None
+    assert probe.decode_window(timeline, 5.0) == pytest.approx([1.0, 1.0])  # clamped to the first read
+
+
 def test_the_measures():
     assert measures.llamacpp_decode_steps(64, 10) == 53.0 and measures.llamacpp_decode_steps(1, 0) == 0.0
     assert measures.llamacpp_decode_steps(None, 3) is None
