@@ -144,3 +144,22 @@ def records_cpu_expert_wait(servers: Iterable[Mapping[str, Any]]) -> tuple[float
     if not carried:
         return None, None
     return total, ratio(waited, steps)
+
+
+def llamacpp_window_decode_steps(generated: float | None, accepted: float | None) -> float | None:
+    """llama.cpp's verify steps between two scrapes: generated tokens - accepted drafts (a step yields its
+    accepted drafts plus one token). The first token of each request (sampled from its prompt's step) is
+    counted as a step too: an overcount of one per request that started in the window."""
+    if generated is None:
+        return None
+    return max(generated - (accepted or 0.0), 0.0)
+
+
+def window_cpu_expert_wait_s(
+    workers_busy_pct: float | None, window_s: float | None, decode_steps: float | None
+) -> float | None:
+    """The dashboard's CPU-expert wait per verify step: the pool workers' mean busy share over the window x
+    the window / the verify steps in it (a window also holds prefill, which the per-request wait leaves out)."""
+    if workers_busy_pct is None or window_s is None:
+        return None
+    return ratio(workers_busy_pct / 100.0 * window_s, decode_steps)

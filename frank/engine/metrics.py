@@ -90,8 +90,6 @@ LLAMACPP_NOT_EXPORTED: Mapping[str, str] = MappingProxyType(
         "mean_front_end_s": "needs per-request TTFT, queue and prefill times, which llama.cpp's /metrics lacks",
         "requests_finished": "llama.cpp's /metrics counts no finished requests",
         "kv_cache_usage": "llama.cpp's /metrics has no KV-cache usage gauge",
-        "window_verify_step_s": "llama.cpp's n_decode_total leaves speculative verification passes out, so the "
-        "decode passes of a window are not known",
         "acceptance_per_position": "llama.cpp's /metrics has no per-position acceptance counters",
     }
 )
@@ -773,6 +771,7 @@ class WindowRates:
     acceptance_per_position: tuple[float, ...] | None = None  # measures.per_position_acceptance, window
     prefill_tokens_per_s: float | None = None  # measures.busy_throughput: prompt tokens computed / prefill s
     decode_tokens_per_s: float | None = None  # measures.busy_throughput: generated tokens / decode seconds
+    decode_steps: float | None = None  # verify steps in the window (vLLM: ITL count; llama.cpp: derived)
     not_available: Mapping[str, str] = field(default_factory=dict)  # measure -> why this engine lacks it
 
 
@@ -801,6 +800,9 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
         if after.has(ITL)
         else (None, None)
     )
+    if after.kind == "llamacpp":  # no ITL histogram: its decode seconds over the steps its tokens imply
+        steps = measures.llamacpp_window_decode_steps(gen, accepted)
+        itl = (_counter_delta(before, after, LC_PREDICTED_SECONDS), steps)
     return WindowRates(
         True,
         "ok",
@@ -823,6 +825,7 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
         ),
         acceptance_per_position=measures.per_position_acceptance(_per_position_delta(before, after), drafts),
         **_busy_rates(before, after),
+        decode_steps=itl[1],
         not_available=not_available(after),
     )
 
