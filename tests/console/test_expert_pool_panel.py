@@ -11,4 +11,4 @@ def test_the_pool_line_reads_the_share_each_thread_and_the_gpu_beside_it():
     text = _pool_text(view, 70)
     assert text.startswith("44") and "of 2: m 49 w 39" in text and "gpu 35" in text and "pcie" in text
     narrow = _pool_text(view, 30)  # the per-thread part is what gives way
-    assert "w 39" not in narrow and "gpu 35" in narrow and len(narrow) <= 40
+    assert "m 49" not in narrow and narrow.startswith("44% of 2:") and "gpu 35%" in narrow
