@@ -79,6 +79,7 @@ def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warm
         "total_replay_time": client,
         "client_time_per_draw": sum(client_by_draw.values()) / len(client_by_draw) if client_by_draw else None,
         "tokens_per_s": out_tokens / client if client else None,
+        "cpu_expert_wait_per_step": measures.records_cpu_expert_wait(servers)[1],
         "decode_steps": steps,
         "decode_s": decode,
         "front_end_by_draw": front_by_draw,
