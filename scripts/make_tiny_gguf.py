@@ -23,9 +23,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LLAMACPP_VERSION = "0.3.36"  # llama-cpp-python's sdist, as in scripts/pack_llamacpp_source.sh
-DEFAULT_SRC = REPO / ".device" / "src" / f"llama_cpp_python-{LLAMACPP_VERSION}" / "vendor" / "llama.cpp"
-PRE_TOKENIZER = "gpt-2"
+sys.path.insert(0, str(REPO))
+from frank.engine.models import llamacpp_convert  # noqa: E402  (the checkout, not an installed frank)
+
+LLAMACPP_VERSION = llamacpp_convert.LLAMACPP_VERSION
+DEFAULT_SRC = llamacpp_convert.source_dir()
+PRE_TOKENIZER = llamacpp_convert.PRE_TOKENIZER
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -48,19 +51,6 @@ def default_model() -> Path:
     return (Path(models).expanduser() if models else REPO / ".build" / "models") / "tiny-frank"
 
 
-def load_converter(src: Path):
-    """Import convert_hf_to_gguf.py from `src` with its gguf-py, and declare the tiny tokenizer's split."""
-    if not (src / "convert_hf_to_gguf.py").is_file():
-        raise SystemExit(f"{src}: no convert_hf_to_gguf.py here (run scripts/pack_llamacpp_source.sh first)")
-    sys.path[:0] = [str(src), str(src / "gguf-py")]
-    os.environ.pop("NO_LOCAL_GGUF", None)  # the gguf-py of this source, not whatever the venv has
-    import convert_hf_to_gguf
-    from conversion.base import TextModel
-
-    TextModel.get_vocab_base_pre = lambda self, tokenizer: PRE_TOKENIZER
-    return convert_hf_to_gguf
-
-
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -70,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     model = (args.model or default_model()).resolve()
     if not (model / "config.json").is_file():
         raise SystemExit(f"{model}: no config.json (build the tiny model first: frank model build)")
-    converter = load_converter(args.src.resolve())
+    converter = llamacpp_convert.load_converter(args.src)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     sys.argv = ["convert_hf_to_gguf.py", str(model), "--outfile", str(args.out), "--outtype", args.outtype]
     converter.main()

@@ -18,6 +18,12 @@ vLLM 0.32's series, either the deltas of ONE request or sums over many:
 - per-position acceptance: accepted tokens at draft position i / drafts
   (`vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`).
 
+- llama.cpp's decode steps: predicted_n - 1 - draft_n_accepted from a response's `timings`: every verify
+  step yields its accepted drafts plus one token, and the first token comes from the prompt's step.
+- CPU-expert decode wait: the mean CPU seconds of llama.cpp's pool workers between a request's first token
+  and its last (frank.telemetry.expert_pool reads them): with the pool asleep when idle, the time a verify
+  step spends computing CPU-resident experts; per verify step, that over the decode steps.
+
 A window average over the dashboard's scrapes has its own name (`window_verify_step_s`): it counts every
 decode step that ended in the window, including steps of requests still running, so it is not the time per
 verify step of any set of finished requests.
@@ -25,8 +31,7 @@ verify step of any set of finished requests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 
 def ratio(num: float | None, den: float | None) -> float | None:
@@ -79,19 +84,43 @@ def per_position_acceptance(accepted_per_pos: Sequence[float] | None, drafts: fl
     return tuple(a / drafts for a in accepted_per_pos)
 
 
-def verify_step_totals(servers: Iterable[Mapping[str, Any]]) -> tuple[float, float]:
-    """(decode seconds, decode steps) summed over per-request server values (replay records' `server`).
-    Requests without a decode-step count are left out of both sums, so the ratio stays one of matching
-    halves."""
-    decode = steps = 0.0
-    for server in servers:
-        n = server.get("decode_steps")
-        if n:
-            steps += n
-            decode += server.get("decode_s") or 0.0
-    return decode, steps
+def llamacpp_decode_steps(predicted_n: float | None, accepted: float | None) -> float | None:
+    """Verify steps of one llama.cpp response (its `timings`): predicted_n - 1 - draft_n_accepted. Each step
+    yields its accepted drafts plus one token; the first token is sampled from the prompt's step."""
+    if predicted_n is None:
+        return None
+    return float(max(predicted_n - 1 - (accepted or 0), 0))
 
 
-def records_time_per_verify_step(servers: Iterable[Mapping[str, Any]]) -> float | None:
-    """Time per verify step over many requests: their decode seconds / their decode steps."""
-    return time_per_verify_step(*verify_step_totals(servers))
+def cpu_expert_wait_s(worker_cpu_s: Sequence[float] | None) -> float | None:
+    """One request's CPU-expert decode wait: the mean over llama.cpp's pool workers of the CPU seconds each
+    spent between the request's first token and its last. The workers only compute CPU ops, split evenly
+    among the pool's threads, and sleep when idle (the profiles' --poll 0 / OMP_WAIT_POLICY=PASSIVE), so
+    one worker's CPU time is the wall time the pool computed. None without workers (a pool of one)."""
+    if not worker_cpu_s:
+        return None
+    return sum(worker_cpu_s) / len(worker_cpu_s)
+
+
+def cpu_expert_wait_per_step(wait_s: float | None, decode_steps: float | None) -> float | None:
+    """The CPU-expert decode wait per verify step: the request's wait / its decode steps."""
+    return ratio(wait_s, decode_steps)
+
+
+def llamacpp_window_decode_steps(generated: float | None, accepted: float | None) -> float | None:
+    """llama.cpp's verify steps between two scrapes: generated tokens - accepted drafts (a step yields its
+    accepted drafts plus one token). The first token of each request (sampled from its prompt's step) is
+    counted as a step too: an overcount of one per request that started in the window."""
+    if generated is None:
+        return None
+    return max(generated - (accepted or 0.0), 0.0)
+
+
+def window_cpu_expert_wait_s(
+    workers_busy_pct: float | None, window_s: float | None, decode_steps: float | None
+) -> float | None:
+    """The dashboard's CPU-expert wait per verify step: the pool workers' mean busy share over the window x
+    the window / the verify steps in it (a window also holds prefill, which the per-request wait leaves out)."""
+    if workers_busy_pct is None or window_s is None:
+        return None
+    return ratio(workers_busy_pct / 100.0 * window_s, decode_steps)

@@ -314,8 +314,10 @@ def _parse_with_args(
         if len(pairs) % 2 or not all(f.startswith("--") for f in pairs[::2]):
             raise refuse(where, f'expected pairs of "--flag", "value", got {pairs!r}')
         flags = pairs[::2]
-        if len(set(flags)) != len(flags) or raw["target"] in flags:
-            raise refuse(where, f"a flag given twice (with the knob's own {raw['target']}): {pairs!r}")
+        # the knob's own flag may be among them: it gives a named value its flag value (cpu_experts_sched
+        # 1 | 2 -> --cpu-strict-batch 0 | 1), replacing the value itself, so the flag is still given once
+        if len(set(flags)) != len(flags):
+            raise refuse(where, f"a flag given twice: {pairs!r}")
         out[value] = dict(zip(flags, pairs[1::2]))
     return out
 

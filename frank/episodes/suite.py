@@ -147,7 +147,7 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     if not _is(seed, int):
         err(top.get("seed", 1), f"seed: expected an integer, got {seed!r}")
     scale = data.get("scale", "mini")
-    if scale not in SCALES:
+    if not isinstance(scale, str) or scale not in SCALES:
         err(top.get("scale", 1), f"scale: expected one of {list(SCALES)}, got {scale!r}")
 
     defaults = dict(DEFAULTS)

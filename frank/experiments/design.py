@@ -39,6 +39,8 @@ MEASURES = {
     "total_replay_time": "seconds of client time (send to last byte) summed over the start's requests",
     "client_time_per_draw": "seconds of client time (send to last byte) summed per draw, mean over the start's draws",
     "tokens_per_s": "output tokens per second of client time over the start's requests",
+    "cpu_expert_wait_per_step": "seconds per verify step a llama.cpp engine's CPU pool computed (CPU-resident "
+    "experts): the start's summed CPU-expert decode wait / the decode steps of the requests that carry one",
 }
 # Measures of an engine start that runs graded agent episodes ([episodes] instead of [workload]).
 EPISODE_MEASURES = {

@@ -275,9 +275,12 @@ def floor_run(
     controller=None,
     progress: Progress | None = None,
     save: bool = True,
+    versus: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Start the configuration twice, measure each start, and give per set the engine floor (start 2 against
-    start 1's own top k), the reference floor and each start's KL against the reference."""
+    start 1's own top k), the reference floor and each start's KL against the reference. With `versus`
+    (knob values), a third start with those values changed: its KL against start 1's top k stands beside
+    the floor (two CPU-expert schedules, say: a change of summation order, or more)."""
     from frank.engine.controller import EngineController
 
     controller = controller or EngineController()
@@ -289,10 +292,11 @@ def floor_run(
     sets = load_sets(set_specs)
     starts: list[list[Candidate]] = []
     target = refs = None
-    for n in (1, 2):
+    configs = [knobs, knobs] + ([{**(knobs or {}), **versus}] if versus else [])
+    for n, config in enumerate(configs, 1):
         if progress:
-            progress(f"start {n} of 2: {profile or 'embedded-cpu'} {knobs or {}}")
-        controller.start(profile, knobs)
+            progress(f"start {n} of {len(configs)}: {profile or 'embedded-cpu'} {config or {}}")
+        controller.start(profile, config)
         try:
             target = running_target(controller)
             refs = refs or _references(target, sets, k, progress)
@@ -308,6 +312,14 @@ def floor_run(
         entry = _measure(text_set, ref, first)
         entry["kl_start_2"] = mean_kl(ref.top_ids, ref.top_logprobs, second).kl
         entry["engine_floor"] = engine_floor
+        if versus:
+            third = starts[2][i]
+            entry["versus"] = {
+                "knobs": versus,
+                "kl": mean_kl(ids, lps, third).kl,  # against start 1, as the engine floor
+                "kl_reference": mean_kl(ref.top_ids, ref.top_logprobs, third).kl,
+            }
+            entry["versus"]["over_engine_floor"] = entry["versus"]["kl"] / engine_floor if engine_floor > 0 else None
         run["sets"].append(_floors(entry, reference_floor(text_set, ref, target), (engine_floor, run["id"])))
     run["seconds"] = round(time.monotonic() - started, 3)
     if save:

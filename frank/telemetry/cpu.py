@@ -12,6 +12,8 @@ What it reads each sample is kept to what can have changed (procfs.py: one /proc
   that turns busy shows its busiest threads from the second busy sample on (a rate needs two reads).
 - the tree itself (a scan of every process's parent): every `tree_refresh_s`, doubling while it stays the
   same, up to `tree_refresh_max_s`.
+A llama.cpp engine's CPU thread pool (the threads that compute CPU-resident experts) is told apart from its
+other threads from the same thread reads (expert_pool.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 import psutil
 
 from frank.telemetry import procfs
+from frank.telemetry.expert_pool import ExpertPool, PoolTracker
 
 BUSIEST_THREADS = 5
 BUSY_PERCENT = 10.0  # of one core: below it the tree is idle and its threads are not read
@@ -43,6 +46,7 @@ class EngineProcesses:
     num_threads: int
     rss_bytes: int
     busiest: tuple[ThreadUse, ...]
+    expert_pool: ExpertPool | None = None  # llama.cpp's CPU thread pool; None for other engines
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class CpuSampler:
         self._prev_t: float | None = None
         self._prev_proc: dict[int, float] = {}  # pid -> cumulative cpu seconds
         self._prev_threads: dict[tuple[int, int], float] = {}  # (pid, tid) -> cpu seconds, at the last sample
+        self._pool = PoolTracker()
 
     def sample(self, engine_pid: int | None) -> CpuSample:
         t0 = time.perf_counter()
@@ -156,6 +161,7 @@ class CpuSampler:
             used = sum(v - self._prev_proc[p] for p, v in proc_cpu.items() if p in self._prev_proc)
             cpu_percent = max(0.0, 100.0 * used / dt)
         busiest: list[ThreadUse] = []
+        root_threads: dict[int, float] | None = None
         if cpu_percent is None or cpu_percent >= self.busy_percent:
             threads = {(p, tid): t for p in stats for tid, t in procfs.thread_stats(p).items()}
             if dt and dt > 0 and self._prev_threads:
@@ -169,8 +175,10 @@ class CpuSampler:
                     if d > 0
                 ]
             self._prev_threads = {k: t.cpu_s for k, t in threads.items()}
+            root_threads = {tid: t.cpu_s for (p, tid), t in threads.items() if p == pid}
         else:
             self._prev_threads = {}  # idle: no thread baseline to keep fresh
+        pool = self._pool.update(pid, root.start_ticks, root_threads, dt)
         self._prev_t = now
         self._prev_proc = proc_cpu
         return (
@@ -181,6 +189,7 @@ class CpuSampler:
                 sum(s.num_threads for s in stats.values()),
                 sum(s.rss_bytes for s in stats.values()),
                 tuple(busiest),
+                pool,
             ),
             None,
         )

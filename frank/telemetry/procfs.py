@@ -63,6 +63,26 @@ def thread_stats(pid: int) -> dict[int, ProcStat]:
     return out
 
 
+def thread_runtimes(pid: int) -> dict[int, float]:
+    """Seconds on a CPU of every thread of a process, to the nanosecond: the first field of
+    /proc/PID/task/TID/schedstat (the scheduler's sum_exec_runtime), where /proc/.../stat counts clock ticks
+    (10 ms). A thread without schedstat (a kernel without CONFIG_SCHED_INFO) falls back to its stat."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    out = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as handle:
+                out[int(tid)] = int(handle.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            stat = proc_stat(pid, int(tid))
+            if stat is not None:  # else it ended between the listing and its read
+                out[int(tid)] = stat.cpu_s
+    return out
+
+
 def core_ticks() -> list[tuple[int, int]] | None:
     """(busy, total) clock ticks per logical core since boot, from /proc/stat; None without it. Busy is
     total less idle and iowait, as psutil counts it (guest time is already inside user time)."""

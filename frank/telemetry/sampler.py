@@ -373,11 +373,13 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
         "rates": asdict(eng.rates) if eng.rates is not None else None,
         "last_request": asdict(eng.last_request) if eng.last_request is not None else None,
     }
+    pool = snap.cpu.engine.expert_pool if snap.cpu.engine is not None else None
     return {
         "seq": snap.seq,
         "wall_time": snap.wall_time,
         "period_s": snap.period_s,
         "cpu": asdict(snap.cpu),
+        "expert_pool": asdict(pool) if pool is not None else None,  # also under cpu.engine
         "gpus": [asdict(g) for g in snap.gpu.gpus],
         "gpu_error": snap.gpu.error,
         "engine": engine,

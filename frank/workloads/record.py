@@ -39,13 +39,21 @@ class ClientTimes:
 
 @dataclass(frozen=True)
 class ServerValues:
-    """The request's server-side values (RequestDelta's fields) and where each came from (`sources`)."""
+    """The request's server-side values (RequestDelta's fields), the CPU-expert decode wait read from the
+    engine's pool threads around it (frank.engine.measures.cpu_expert_wait_s; None where there is no pool),
+    and where each value came from (`sources`)."""
 
     values: RequestDelta
     sources: Mapping[str, str] = field(default_factory=dict)
+    cpu_expert_wait_s: float | None = None
+    cpu_expert_wait_step_s: float | None = None  # measures.cpu_expert_wait_per_step
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self.values) | {"sources": dict(self.sources)}
+        return asdict(self.values) | {
+            "cpu_expert_wait_s": self.cpu_expert_wait_s,
+            "cpu_expert_wait_step_s": self.cpu_expert_wait_step_s,
+            "sources": dict(self.sources),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ServerValues:
@@ -54,7 +62,12 @@ class ServerValues:
         kw.setdefault("reason", "")
         if isinstance(kw.get("acceptance_per_position"), list):
             kw["acceptance_per_position"] = tuple(kw["acceptance_per_position"])
-        return cls(RequestDelta(**kw), dict(data.get("sources") or {}))
+        return cls(
+            RequestDelta(**kw),
+            dict(data.get("sources") or {}),
+            data.get("cpu_expert_wait_s"),
+            data.get("cpu_expert_wait_step_s"),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +161,12 @@ class DrawTotals:
     verify_steps: float | None = 0.0  # drafted steps (spec_decode_num_drafts)
     decode_steps: float | None = 0.0  # verify steps, drafted or not (inter-token latency count)
     verify_decode_s: float = 0.0  # decode seconds and steps of the requests that carried a decode-step count
-    verify_decode_steps: float = 0.0  # (frank.engine.measures.verify_step_totals' rule)
+    verify_decode_steps: float = 0.0
+    waited_s: float = 0.0  # the CPU-expert wait and decode steps of the requests that carried both
+    wait_steps: float = 0.0
     verify_step_s: float | None = None  # frank.engine.measures.time_per_verify_step over the draw
+    cpu_expert_wait_s: float | None = None  # summed over the draw (None: no record carried one)
+    cpu_expert_wait_step_s: float | None = None  # per verify step, over the requests with a wait and steps
     acceptance_length: float | None = None  # frank.engine.measures.acceptance_length over the draw
     client_ttft_s: float = 0.0
     client_total_s: float = 0.0  # over measured ok requests
@@ -198,6 +215,8 @@ class DrawTally:
         self._sums = {key: _Sum() for key in (*SERVER_SUMS, "cold_front_end_s")}
         self._client_ttft = self._client_total = self._accepted = 0.0
         self._verify_decode = self._verify_steps = 0.0
+        self._wait = self._waited = self._wait_steps = 0.0
+        self._wait_carried = False
         self._hashes: tuple[str | None, str | None] | None = None
 
     def add(self, record: ReplayRecord | Mapping[str, Any]) -> None:
@@ -247,9 +266,16 @@ class DrawTally:
             self._sums["cold_front_end_s"].add(v.front_end_s)
         c["cached_tokens"] += int(v.cached_tokens or 0)
         self._accepted += v.accepted_tokens or 0.0
-        if v.decode_steps:  # measures.verify_step_totals' rule: both halves from the same requests
+        if v.decode_steps:  # both halves of the ratio from the same requests
             self._verify_decode += v.decode_s or 0.0
             self._verify_steps += v.decode_steps
+        wait = rec.server.cpu_expert_wait_s  # type: ignore[union-attr]
+        if wait is not None:  # a pool measured: its wait, and per step over requests with decode steps
+            self._wait_carried = True
+            self._wait += wait
+            if v.decode_steps:
+                self._waited += wait
+                self._wait_steps += v.decode_steps
 
     def _draw_hashes(self) -> tuple[str | None, str | None]:
         if self._hashes is None:
@@ -273,6 +299,12 @@ class DrawTally:
             verify_decode_s=self._verify_decode,
             verify_decode_steps=self._verify_steps,
             verify_step_s=measures.time_per_verify_step(self._verify_decode, self._verify_steps),
+            cpu_expert_wait_s=self._wait if self._wait_carried else None,
+            cpu_expert_wait_step_s=measures.cpu_expert_wait_per_step(self._waited, self._wait_steps)
+            if self._wait_carried
+            else None,
+            waited_s=self._waited,
+            wait_steps=self._wait_steps,
             acceptance_length=measures.acceptance_length(self._accepted, verify_steps),
             client_ttft_s=self._client_ttft,
             client_total_s=self._client_total,
@@ -306,6 +338,7 @@ class StartMeasures:
     total_replay_time: float  # client seconds, send to last byte, over measured requests
     client_time_per_draw: float | None
     tokens_per_s: float | None  # output tokens / client seconds
+    cpu_expert_wait_per_step: float | None  # the CPU-expert decode wait per verify step (None: no pool)
     decode_steps: float
     decode_s: float
     front_end_by_draw: dict[str, float | None]
@@ -349,6 +382,11 @@ def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
         total_replay_time=client,
         client_time_per_draw=client / len(totals) if totals else None,
         tokens_per_s=out_tokens / client if client else None,
+        cpu_expert_wait_per_step=measures.cpu_expert_wait_per_step(
+            sum(t.waited_s for t in totals.values()), sum(t.wait_steps for t in totals.values())
+        )
+        if any(t.cpu_expert_wait_s is not None for t in totals.values())
+        else None,
         decode_steps=steps,
         decode_s=decode,
         front_end_by_draw={draw: t.front_end_s for draw, t in totals.items()},

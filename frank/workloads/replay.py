@@ -34,19 +34,23 @@ from typing import Any
 import httpx
 
 from frank import jsonl, paths
+from frank.engine import measures
 from frank.engine.metrics import (
     afetch_metrics,
     afetch_settled,
     delta_sources,
     request_delta,
     response_values,
+    spec_drafts_delta,
     timings_values,
 )
 from frank.errors import FrankError
+from frank.telemetry.expert_pool import PoolProbe
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
 from frank.workloads.record import DrawTally, DrawTotals, ReplayRecord
 
 MODES = ("engine", "full")
+SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 
@@ -185,6 +189,8 @@ class _Response:
     timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
     text: list[str] = field(default_factory=list)  # generated text, chunk by chunk
     output_ids: list[int] | None = None  # generated token IDs (return_token_ids)
+    # llama.cpp's thread CPU times while the request ran, one read every 20 ms (PoolProbe; empty otherwise)
+    pool_timeline: list[tuple[float, dict[int, float]]] = field(default_factory=list)
 
 
 # A streamed chunk that carries output: text, reasoning, a tool call, output token IDs or a finish reason.
@@ -239,6 +245,7 @@ class ReplayRunner:
         self.run_dir = run_dir or default_runs_root() / self._new_run_id()
         self.run_id = self.run_dir.name
         self.meta: dict[str, Any] = {}
+        self._probe = PoolProbe(None)  # the engine's CPU pool, read around each request (set in run())
 
     # -- set-up -----------------------------------------------------------------------------------
     def _new_run_id(self) -> str:
@@ -382,6 +389,9 @@ class ReplayRunner:
             timeout=httpx.Timeout(self.options.timeout_s, connect=10.0),
         )
         clock = time.perf_counter
+        timeline: list[tuple[float, dict[int, float]]] = []
+        done = asyncio.Event()
+        probe = asyncio.create_task(self._probe.record(timeline, done)) if self._probe.active else None
         t0 = clock()  # everything above (encoding, building the request) happens before the clock starts
         try:
             resp = await client.send(request, stream=True)
@@ -404,9 +414,13 @@ class ReplayRunner:
                 out.total_s = clock() - t0
             finally:
                 await resp.aclose()
+                await self._stop_probe(probe, done)
+                out.pool_timeline = timeline
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            await self._stop_probe(probe, done)
             raise _Unreachable(f"{type(exc).__name__}: {exc}") from exc
         except httpx.TimeoutException as exc:
+            await self._stop_probe(probe, done)
             return _Response(
                 status=0,
                 total_s=clock() - t0,
@@ -430,6 +444,12 @@ class ReplayRunner:
         if out.ttft_s is None and out.error is None:
             out.error = "the response carried no token"
         return out
+
+    @staticmethod
+    async def _stop_probe(probe: asyncio.Task | None, done: asyncio.Event) -> None:
+        done.set()
+        if probe is not None and not probe.done():
+            await probe
 
     def _on_event(self, event: bytes, out: _Response) -> None:
         for line in event.splitlines():
@@ -537,10 +557,15 @@ class ReplayRunner:
                 resp.metrics, resp.completion_tokens, resp.prompt_tokens, resp.ttft_s, f"deltas: {delta.reason}"
             )
         )
-        if fallback is None and not delta.attributed and ok:
-            fallback = timings_values(resp.timings, resp.ttft_s)  # llama.cpp: its response's timings
+        if fallback is None and not delta.attributed and ok:  # llama.cpp: its response's timings
+            fallback = timings_values(resp.timings, resp.ttft_s, spec_drafts_delta(before, after))
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
             server, sources = asdict(fallback[0]), fallback[1]
+        wait = measures.cpu_expert_wait_s(self._probe.decode_window(resp.pool_timeline, server.get("decode_s")))
+        server["cpu_expert_wait_s"] = wait
+        server["cpu_expert_wait_step_s"] = measures.cpu_expert_wait_per_step(wait, server.get("decode_steps"))
+        if wait is not None:
+            sources.update(cpu_expert_wait_s=SOURCE_POOL, cpu_expert_wait_step_s=SOURCE_POOL)
         server["sources"] = sources
         record.update(
             status="ok" if ok else "failed",
@@ -582,6 +607,8 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
+            engine = self.engine if self.engine is not None else engine_at(self.base_url)
+            self._probe = PoolProbe((engine or {}).get("pid"))
             self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state, error = "finished", None

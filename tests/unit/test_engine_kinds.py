@@ -398,3 +398,14 @@ def test_the_cpu_expert_layers_of_a_moe_are_balanced_over_two_gpus(monkeypatch, 
     (tmp_path / "frank-moe-gpu.gguf").write_bytes(b"not a gguf")
     with pytest.raises(ProfileError, match=r"moe2.toml: model: .*frank-moe-gpu.gguf is not a GGUF"):
         build_launch(prof, prof.resolve_knobs({"gpu_split": "layer"}), 8093, "T")
+
+
+def test_the_shipped_gpu_moe_profile_balances_its_cpu_expert_layers_over_two_gpus(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
+    (tmp_path / "frank-moe-gpu").mkdir()
+    _gguf_header(tmp_path / "frank-moe-gpu" / "frank-moe-gpu.gguf", "deepseek4", 12)
+    prof = load_profile("llamacpp-gpu-moe")
+    two = build_launch(prof, prof.resolve_knobs({"gpu_split": "layer"}), 8093, "T").argv
+    assert "--n-cpu-moe" not in two and two[two.index("--split-mode") + 1] == "layer"
+    assert two[two.index("--override-tensor") + 1] == r"blk\.(0|1|7|8)\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU"

@@ -66,6 +66,7 @@ def test_measures_by_hand() -> None:
     assert m["total_replay_time"] == pytest.approx(4.0)
     assert m["tokens_per_s"] == pytest.approx(40 / 4.0)
     assert m["failed"] == 1 and m["measured_requests"] == 3 and m["unattributed"] == 0
+    assert m["cpu_expert_wait_per_step"] is None  # no record carries a CPU-expert wait (not llama.cpp's)
     assert set(m["prompt_hashes"]) == {"1/r0", "1/r1", "1/r2", "2/r0", "2/r1", "2/r2"}
 
 
@@ -199,3 +200,12 @@ def test_registration_refuses_a_draw_the_workload_lacks(tmp_path: Path, monkeypa
     design.write_text(BLOCKS_DESIGN.replace('name = "tiny"', 'name = "tiny"\ndraws = ["draw-1"]'))
     run = registry.register(design, seed=1)  # relative to the design file's folder
     assert run.meta["workload"]["path"] == str((tmp_path / "tiny").resolve())
+
+
+def test_the_cpu_expert_wait_is_a_measure_of_the_start() -> None:
+    records = {"1": [rec(0, decode=0.4, steps=8), rec(1, decode=0.6, steps=12), rec(2, decode=0.2, steps=4)]}
+    records["1"][0]["server"]["cpu_expert_wait_s"] = 0.08  # warm-up: left out
+    records["1"][1]["server"]["cpu_expert_wait_s"] = 0.12
+    records["1"][2]["server"]["cpu_expert_wait_s"] = 0.04
+    m = measures_of(records, warmup=1)
+    assert m["cpu_expert_wait_per_step"] == pytest.approx((0.12 + 0.04) / (12 + 4))

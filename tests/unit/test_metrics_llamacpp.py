@@ -72,7 +72,9 @@ def test_window_rates_map_and_name_what_is_missing():
     assert abs(rates.decode_tokens_per_s - 30 / 3.0) < 1e-9
     assert rates.prefix_cache_hit_rate == 100 / 300
     assert rates.mean_acceptance_length == 1 + 8 / 4
-    for name in ("mean_ttft_s", "mean_queue_s", "mean_front_end_s", "kv_cache_usage", "window_verify_step_s"):
+    # the window's verify steps: generated - accepted (30 tokens, 8 of them accepted drafts) in 3.0 decode s
+    assert rates.decode_steps == 22 and abs(rates.window_verify_step_s - 3.0 / 22) < 1e-9
+    for name in ("mean_ttft_s", "mean_queue_s", "mean_front_end_s", "kv_cache_usage"):
         assert getattr(rates, name) is None
         assert "llama.cpp" in rates.not_available[name]  # the reason, not a zero
 

@@ -26,6 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     floor.add_argument("--sets", nargs="+", metavar="SET")
     floor.add_argument("--profile", default=None)
     floor.add_argument("--knob", action="append", metavar="NAME=VALUE", help="knob value (repeatable)")
+    floor.add_argument(
+        "--versus",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a third start with this knob changed: its KL against start 1 beside the floor (repeatable)",
+    )
     floor.add_argument("--json", action="store_true")
     floor.set_defaults(func=cmd_floor)
 
@@ -71,6 +77,12 @@ def format_run(run: dict[str, Any]) -> str:
             f"{_fmt(floor.get('reference')):>10} {_fmt(floor.get('engine')):>10} {s['positions']:>9} "
             f"{s['misses']:>7}"
         )
+        if s.get("versus"):
+            v = s["versus"]
+            changed = " ".join(f"{k}={val}" for k, val in v["knobs"].items())
+            ratio = v["over_engine_floor"]
+            times = "-" if ratio is None else f"{ratio:.2f}"
+            lines.append(f"{'':<10} {changed}: KL against start 1 {_fmt(v['kl'])} ({times} x the engine floor)")
     return "\n".join(lines)
 
 
@@ -101,7 +113,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_floor(args: argparse.Namespace) -> int:
     from frank.fidelity.runs import floor_run
 
-    run = floor_run(args.sets, profile=args.profile, knobs=parse_key_values(args.knob), progress=_progress(args))
+    run = floor_run(
+        args.sets,
+        profile=args.profile,
+        knobs=parse_key_values(args.knob),
+        progress=_progress(args),
+        versus=parse_key_values(args.versus) if args.versus else None,
+    )
     emit(args.json, run, format_run)
     return 0
 

@@ -182,6 +182,26 @@ def request_rows(state: ConsoleState) -> tuple[RequestRow, ...]:
     )
 
 
+def cpu_expert_wait(snap: Any, history: list[Any] | None = None) -> float | None:
+    """The window's CPU-expert wait per verify step (measures.window_cpu_expert_wait_s): the pool workers'
+    busy share (their mean over the rate window's snapshots when `history` is given, else this snapshot's)
+    over the window's verify-step rate. None without a pool (an engine that is not llama.cpp)."""
+    from frank.engine import measures
+
+    eng = snap.cpu.engine if snap is not None else None
+    rates = snap.engine.rates if snap is not None else None
+    if eng is None or eng.expert_pool is None or rates is None or not rates.valid:
+        return None
+    busy = [eng.expert_pool.workers_busy_pct]
+    if history:
+        start = snap.taken_at - rates.window_s
+        pools = (s.cpu.engine.expert_pool for s in history if s.taken_at > start and s.cpu.engine is not None)
+        busy = [p.workers_busy_pct for p in pools if p is not None]
+    busy = [b for b in busy if b is not None]
+    mean = sum(busy) / len(busy) if busy else None
+    return measures.window_cpu_expert_wait_s(mean, rates.window_s, rates.decode_steps)
+
+
 def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) -> MetricsView:
     if snap is None:
         return MetricsView(state="stopped", error="waiting for the first sample", requests=rows)
@@ -215,6 +235,8 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
         accept_by_pos=by_pos or last_by_pos,
         accept_by_pos_stale=not by_pos and last_by_pos is not None,
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
+        cpu_wait=cpu_expert_wait(snap, history),
+        cpu_wait_hist=tuple(cpu_expert_wait(s) for s in history),
         requests=rows,
         not_available=tuple(
             (name, why)
@@ -266,7 +288,13 @@ def cpu_view(snap: Any, history: list[Any]) -> CpuView | None:
         return None
     cpu = snap.cpu
     eng = cpu.engine
+    pool = eng.expert_pool if eng else None
+    gpu = snap.gpu.gpus[0] if snap.gpu.gpus else None
     return CpuView(
+        pool=tuple((t.role, t.busy_pct) for t in pool.threads) if pool else None,
+        pool_busy=pool.busy_pct if pool else None,
+        gpu_util=gpu.util_gpu if gpu else None,
+        pcie=(gpu.pcie_tx_bps, gpu.pcie_rx_bps) if gpu else None,
         per_core=tuple(cpu.per_core),
         total=cpu.total_percent,
         total_hist=tuple(s.cpu.total_percent for s in history),

@@ -1,5 +1,7 @@
 """CPU-pool panel: a per-core heat strip (up to 128 cores, wrapped to the panel width), the engine's
-process tree (CPU, threads, the busiest threads: the CPU-expert pool shows up there) and RAM."""
+process tree (CPU, threads, the busiest threads) and RAM. For a llama.cpp engine the busiest-threads line
+becomes its CPU-expert pool (frank.telemetry.expert_pool): the pool's share, each thread's busy percent (m
+the main loop, w the workers), beside the GPU's utilisation and its PCIe traffic."""
 
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ class CpuView:
     engine_rss: float | None = None
     ram_used: float | None = None
     ram_total: float | None = None
+    pool: tuple[tuple[str, float], ...] | None = None  # (role, busy percent) per pool thread; None: no pool
+    pool_busy: float | None = None  # the pool's share of its n cores, percent
+    gpu_util: float | None = None  # the first GPU's, percent
+    pcie: tuple[float | None, float | None] | None = None  # (tx, rx) bytes/s of the first GPU
 
 
 def heat_style(percent: float) -> str:
@@ -94,6 +100,11 @@ class CpuPanel(LinePanel):
             lines.append([("engine not running", "$frank-idle")])
         # Always this line (a dash when there is none) and cut to the width: a line that comes and goes,
         # or wraps, changes the panel's height and re-lays out the whole screen.
+        if cpu.pool is not None:
+            lines.append([("experts", "$frank-idle"), (f" {_pool_text(cpu, width - len('experts '))}", "")])
+            lines.append([("ram", "$frank-idle"), (f" {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}", "")])
+            self.set_rows([tuple(line) for line in lines])
+            return
         busy, room = [], width - len("busiest ")
         for name, p in cpu.busiest[:4]:
             item = f"{str(name)[:14]} {p:.0f}%"
@@ -103,3 +114,18 @@ class CpuPanel(LinePanel):
         lines.append([("busiest", "$frank-idle"), (f" {'  '.join(busy) or '–'}", "")])
         lines.append([("ram", "$frank-idle"), (f" {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}", "")])
         self.set_rows([tuple(line) for line in lines])
+
+
+def _pool_text(cpu: CpuView, room: int) -> str:
+    """`44% of 2: m 49 w 39 | gpu 35% pcie 1.2G/0.1G`, the per-thread part cut to what fits."""
+    gpu = f"gpu {pct(cpu.gpu_util)}"
+    if cpu.pcie is not None:
+        gpu += f" pcie {nbytes(cpu.pcie[0])}/{nbytes(cpu.pcie[1])}"
+    head = f"{pct(cpu.pool_busy)} of {len(cpu.pool or ())}:"
+    threads = ""
+    for role, busy in cpu.pool or ():
+        item = f" {role[0]} {busy:.0f}"
+        if len(head) + len(threads) + len(item) + len(gpu) + 3 > room:
+            break
+        threads += item
+    return f"{head}{threads} | {gpu}"

@@ -40,6 +40,9 @@ class MetricsView:
     accept_by_pos: tuple[float, ...] | None = None
     accept_by_pos_stale: bool = False  # no drafts this window: the last window's values, dimmed
     tokens_hist: tuple[float | None, ...] = ()
+    # the CPU-expert decode wait per verify step over the window (llama.cpp's pool); None: no such pool
+    cpu_wait: float | None = None
+    cpu_wait_hist: tuple[float | None, ...] = ()
     requests: tuple[RequestRow, ...] = ()
     not_available: tuple[tuple[str, str], ...] = ()  # (measure, why this engine does not export it)
     refused_plugins: tuple[str, ...] = ()  # frank's vLLM parts off on this engine: its vLLM internals differ
@@ -129,6 +132,16 @@ class MetricsPanel(Vertical):
                     f"[$frank-idle]accept len [/] {_latest(view.acceptance, view.accept_hist, lambda v: num(v, 2))} "
                     f"[$frank-spark]{spark(view.accept_hist, width, 1)}[/]",
                     f"[$frank-idle]by position[/] {_by_position(view)}",
+                ]
+                + (
+                    [
+                        f"[$frank-idle]cpu wait   [/] {_latest(view.cpu_wait, view.cpu_wait_hist, secs)} "
+                        f"[$frank-spark]{spark(view.cpu_wait_hist, width, 0)}[/]"
+                    ]
+                    if any(v is not None for v in (view.cpu_wait, *view.cpu_wait_hist))
+                    else []
+                )
+                + [
                     f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
                     f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
                     f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "

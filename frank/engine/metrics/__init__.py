@@ -73,6 +73,7 @@ from frank.engine.metrics.per_request import (
     delta_sources,
     request_delta,
     response_values,
+    spec_drafts_delta,
     timings_values,
 )
 from frank.engine.metrics.rates import (
@@ -175,6 +176,7 @@ __all__ = [
     "_per_position_delta",
     "RequestDelta",
     "request_delta",
+    "spec_drafts_delta",
     "SOURCE_DELTA",
     "SOURCE_RESPONSE",
     "SOURCE_DERIVED",

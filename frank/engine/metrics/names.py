@@ -72,8 +72,6 @@ LLAMACPP_NOT_EXPORTED: Mapping[str, str] = MappingProxyType(
         "mean_front_end_s": "needs per-request TTFT, queue and prefill times, which llama.cpp's /metrics lacks",
         "requests_finished": "llama.cpp's /metrics counts no finished requests",
         "kv_cache_usage": "llama.cpp's /metrics has no KV-cache usage gauge",
-        "window_verify_step_s": "llama.cpp's n_decode_total leaves speculative verification passes out, so the "
-        "decode passes of a window are not known",
         "acceptance_per_position": "llama.cpp's /metrics has no per-position acceptance counters",
     }
 )

@@ -148,22 +148,28 @@ SOURCE_TIMINGS = "llamacpp-timings"  # llama.cpp's `timings` object in its respo
 SOURCE_CLIENT_ONLY = "client"  # timed on the client
 
 
+def spec_drafts_delta(before: MetricsSample, after: MetricsSample) -> float | None:
+    """Drafted verify steps between two scrapes (spec_decode_num_drafts; llama.cpp's counter maps to it)."""
+    return _counter_delta(before, after, SPEC_DRAFTS)
+
+
 def timings_values(
-    timings: Mapping[str, Any] | None, client_ttft_s: float | None
+    timings: Mapping[str, Any] | None, client_ttft_s: float | None, drafted_steps: float | None = None
 ) -> tuple[RequestDelta, dict[str, str]] | None:
     """A request's server values from the `timings` object llama.cpp puts in its response (the last chunk
     when streamed): prompt_n tokens computed in prompt_ms, cache_n reused from the cache, predicted_n tokens
     generated in predicted_ms (after the prompt's step), draft_n proposed and draft_n_accepted accepted draft
     tokens. Decode steps are derived as for vLLM's response (generated - 1 - accepted). llama.cpp reports no
     queue time, so front-end time (TTFT - queue - prefill) is not available; the drafted-step count is not
-    in the timings either."""
+    in the timings either: `drafted_steps` (the change of llamacpp:spec_decode_num_drafts_total around a
+    request that ran alone, `spec_drafts_delta`) supplies it."""
     if not timings or timings.get("prompt_ms") is None:
         return None
     prefill = float(timings["prompt_ms"]) / 1000.0
     decode = None if timings.get("predicted_ms") is None else float(timings["predicted_ms"]) / 1000.0
     generated = timings.get("predicted_n")
     accepted = timings.get("draft_n_accepted")
-    steps = None if generated is None else float(max(generated - 1 - (accepted or 0), 0))
+    steps = measures.llamacpp_decode_steps(generated, accepted)
     cached = timings.get("cache_n")
     values = RequestDelta(
         attributed=True,
@@ -173,6 +179,8 @@ def timings_values(
         decode_s=decode,
         inference_s=None if decode is None else prefill + decode,
         verify_step_s=measures.time_per_verify_step(decode, steps),
+        verify_steps=drafted_steps,
+        acceptance_length=measures.acceptance_length(accepted, drafted_steps),
         draft_tokens=None if timings.get("draft_n") is None else float(timings["draft_n"]),
         accepted_tokens=None if accepted is None else float(accepted),
         decode_steps=steps,
@@ -184,6 +192,7 @@ def timings_values(
         k: SOURCE_TIMINGS for k, v in values.__dict__.items() if v is not None and k not in ("attributed", "reason")
     }
     sources.update(inference_s=SOURCE_DERIVED, decode_steps=SOURCE_DERIVED, verify_step_s=SOURCE_DERIVED)
+    sources.update(verify_steps=SOURCE_DELTA, acceptance_length=SOURCE_DELTA)
     if client_ttft_s is not None:
         sources["ttft_s"] = SOURCE_CLIENT_ONLY
     return values, {k: v for k, v in sources.items() if getattr(values, k) is not None}

@@ -60,6 +60,7 @@ class WindowRates:
     acceptance_per_position: tuple[float, ...] | None = None  # measures.per_position_acceptance, window
     prefill_tokens_per_s: float | None = None  # measures.busy_throughput: prompt tokens computed / prefill s
     decode_tokens_per_s: float | None = None  # measures.busy_throughput: generated tokens / decode seconds
+    decode_steps: float | None = None  # verify steps in the window (vLLM: ITL count; llama.cpp: derived)
     not_available: Mapping[str, str] = field(default_factory=dict)  # measure -> why this engine lacks it
 
 
@@ -88,6 +89,9 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
         if after.has(ITL)
         else (None, None)
     )
+    if after.kind == "llamacpp":  # no ITL histogram: its decode seconds over the steps its tokens imply
+        steps = measures.llamacpp_window_decode_steps(gen, accepted)
+        itl = (_counter_delta(before, after, LC_PREDICTED_SECONDS), steps)
     return WindowRates(
         True,
         "ok",
@@ -110,6 +114,7 @@ def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
         ),
         acceptance_per_position=measures.per_position_acceptance(_per_position_delta(before, after), drafts),
         **_busy_rates(before, after),
+        decode_steps=itl[1],
         not_available=not_available(after),
     )
 

@@ -410,28 +410,41 @@ def _write_weights(out: Path, c: dict[str, Any]) -> None:
     )
 
 
+SAFETENSORS_DTYPES = {
+    "float32": "F32",
+    "int64": "I64",
+    "int32": "I32",
+    "int8": "I8",
+    "uint8": "U8",
+    "float8_e8m0fnu": "F8_E8M0",
+}
+
+
 def save_safetensors(tensors: dict[str, Any], path: Path) -> None:
-    """Write float32 tensors in the safetensors format ourselves, so the bytes never depend on the library's
-    header ordering (the safetensors package writes `__metadata__` from a hash map)."""
+    """Write tensors in the safetensors format ourselves, so the bytes never depend on the library's header
+    ordering (the safetensors package writes `__metadata__` from a hash map). Tensors are written one at a
+    time after the header (a multi-GB checkpoint is never copied whole)."""
+    import torch
+
     names = sorted(tensors)
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
-    blobs, offset = [], 0
+    offset = 0
     for name in names:
-        blob = tensors[name].detach().contiguous().numpy().astype("<f4").tobytes()
+        t = tensors[name]
+        size = t.numel() * t.element_size()
         header[name] = {
-            "dtype": "F32",
-            "shape": list(tensors[name].shape),
-            "data_offsets": [offset, offset + len(blob)],
+            "dtype": SAFETENSORS_DTYPES[str(t.dtype).removeprefix("torch.")],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + size],
         }
-        blobs.append(blob)
-        offset += len(blob)
+        offset += size
     head = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
     head += b" " * (-len(head) % 8)  # the data must start 8-byte aligned
     with path.open("wb") as handle:
         handle.write(len(head).to_bytes(8, "little"))
         handle.write(head)
-        for blob in blobs:
-            handle.write(blob)
+        for name in names:  # little-endian bytes of each tensor, as laid out in memory on x86
+            handle.write(tensors[name].detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
 
 
 def write_json(path: Path, obj: Any) -> None:
