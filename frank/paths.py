@@ -33,9 +33,11 @@ def config_dir() -> Path:
     return home / "config" if home else Path(platformdirs.user_config_dir(APP))
 
 
-def state_dir() -> Path:
+def state_dir(create: bool = True) -> Path:
+    """The engine's state files; `create=False` for a reader (a status creates nothing)."""
     home = _home()
-    return private_dir(home / "state" if home else Path(platformdirs.user_state_dir(APP)))
+    path = home / "state" if home else Path(platformdirs.user_state_dir(APP))
+    return private_dir(path) if create else path
 
 
 def data_dir() -> Path:

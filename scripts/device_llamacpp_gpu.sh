@@ -10,7 +10,8 @@
 # FRANK_GPU_MODE=profile (default): `frank engine start --profile llamacpp-gpu`, frank's supervisor owns
 # the server. FRANK_GPU_MODE=raw: llama-server started here by hand, frank pointed at its URL (--url).
 # FRANK_LLAMA_SERVER=PATH skips the build (a local dry run with a llama-server-compatible stand-in);
-# FRANK_GPU_REPLAY_EXTRA adds replay flags there (--limit 5).
+# FRANK_GPU_REPLAY_EXTRA adds replay flags there (--limit 5). FRANK_GPU_KNOBS: knobs for the start
+# ("gpu_split=layer" on the two-GPU machine: docs/gpu-run.md, "Two GPUs").
 # FRANK_GPU_PROFILE=llamacpp-gpu-smollm2 serves SmolLM2's GGUF instead of the tiny model's: the GGUF travels
 # in parts (smollm2.gguf.part-*, over the carry limit whole), from this folder or from FRANK_GPU_MODEL_PARTS
 # (a glob over earlier calls' carried folders, still on the machine).
@@ -20,6 +21,8 @@ TREE=$(cd "$(dirname "$0")/.." && pwd)      # the frank tree unpacked from .devi
 D=${FRANK_DEVICE_DIR:-$PWD/.device/carry}
 OUT=${OUT:-/tmp/frank-gpu-out}
 MODE=${FRANK_GPU_MODE:-profile}
+KNOBS=(); for k in ${FRANK_GPU_KNOBS:-}; do KNOBS+=(--knob "$k"); done
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # the two-GPU machine's rule
 PROFILE=${FRANK_GPU_PROFILE:-llamacpp-gpu}
 W=${FRANK_GPU_WORK:-/tmp/frank-gpu}
 LOAD_S=${FRANK_GPU_LOAD_S:-40}            # the generation load after the replay (telemetry records both)
@@ -114,8 +117,8 @@ if [ "$MODE" = raw ]; then
     echo "llama-server pid $SERVER_PID at $URL"
 else
     export FRANK_LLAMA_SERVER=$BIN
-    frank engine start --profile "$PROFILE" --dry-run | tee "$LOG/engine-dry-run.txt"
-    frank engine start --profile "$PROFILE" --json >"$LOG/engine-start.json"
+    frank engine start --profile "$PROFILE" "${KNOBS[@]}" --dry-run | tee "$LOG/engine-dry-run.txt"
+    frank engine start --profile "$PROFILE" "${KNOBS[@]}" --json >"$LOG/engine-start.json"
     rc=$?; cat "$LOG/engine-start.json"; [ $rc = 0 ] || { frank engine logs -n 40; exit 1; }
     TARGET=()
     REPLAY_TARGET=()

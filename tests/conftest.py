@@ -4,16 +4,22 @@ files, and the integration tier shares ONE real embedded engine (a start costs a
 - `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end.
 - `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
 - `tiny_tokenizer_json`: the tiny model's tokenizer.json text (the model built on first use).
+- `job_kinds`: frank.jobs with the four job kinds registered, as the console and the CLI register them.
+- `frank_cli`: runs `frank ARGS` in a child process on this tree (the one CLI runner of the tests).
 At the end of the session no engine process of this session may be left: it is killed and the run fails.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -52,6 +58,54 @@ def engine():
     assert status.state == "ready", status
     yield controller
     controller.stop()
+
+
+class FrankCli:
+    """`frank ARGS` in a child process: this interpreter, the repo as cwd and first on PYTHONPATH (so the child
+    imports this tree), FRANK_HOME as the test's environment has it unless `home` is given."""
+
+    def __call__(
+        self,
+        *args: str,
+        home: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 300,
+        **run: Any,
+    ) -> subprocess.CompletedProcess:
+        child = {**os.environ, **(env or {})}
+        if home is not None:
+            child["FRANK_HOME"] = str(home)
+        child["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), child.get("PYTHONPATH")) if p)
+        return subprocess.run(
+            [sys.executable, "-m", "frank.console.cli", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=child,
+            **run,
+        )
+
+    def json(self, *args: str, ok: tuple[int, ...] = (0,), **kw: Any) -> Any:
+        """`frank ARGS --json`, its exit status one of `ok`: the parsed output."""
+        result = self(*args, "--json", **kw)
+        assert result.returncode in ok, f"frank {' '.join(args)}: exit {result.returncode}\n{result.stderr[-2000:]}"
+        return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="session")
+def frank_cli() -> FrankCli:
+    return FrankCli()
+
+
+@pytest.fixture(scope="session")
+def job_kinds():
+    """frank.jobs knows the kinds its callers give it: register them as the console and the CLI do."""
+    from frank import jobs
+    from frank.console import job_kinds
+
+    job_kinds.install()
+    return jobs
 
 
 @pytest.fixture(scope="module")

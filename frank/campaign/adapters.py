@@ -213,7 +213,7 @@ class ReplayAdapter:
                 yield RunRef(summary["run_id"], float(summary.get("updated_at") or 0.0))
 
     def load(self, run_id: str) -> RunResult:
-        from frank.experiments.cell import measures_from_records
+        from frank.workloads.record import start_measures, tallies_of
         from frank.workloads.replay import RUN_FILE, SUMMARY_FILE, read_records, resolve_run_dir
 
         folder = resolve_run_dir(run_id)
@@ -221,7 +221,7 @@ class ReplayAdapter:
         summary = json.loads((folder / SUMMARY_FILE).read_text())
         engine = meta.get("engine") or {}
         records = {d: read_records(folder / f"{d}.jsonl") for d in meta.get("draws", [])}
-        m = measures_from_records(records, 0)
+        m = start_measures(tallies_of(records)).to_json()
         totals = summary.get("totals") or {}
         measures = {
             k: v

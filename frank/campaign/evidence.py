@@ -11,6 +11,7 @@ from typing import Any
 
 from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
 from frank.errors import FrankError
+from frank.experiments.decision import Decision
 from frank.experiments.design import Design, load_design
 
 
@@ -26,13 +27,15 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
 
 
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What status shows of a decision (frank.experiments.decision: read through its fields)."""
+    d = Decision.of(report)
     return {
-        "decision": report.get("decision"),
-        "reason": report.get("decision_reason"),
-        "p": report.get("p_value"),
-        "p_fraction": report.get("p_fraction"),
-        "design_sha256": report.get("design_sha256"),
-        "mean_effect_pct": report.get("mean_effect_pct"),
+        "decision": d.verdict,
+        "reason": d.reason,
+        "p": d.p_value,
+        "p_fraction": d.p_fraction,
+        "design_sha256": d.design_sha256,
+        "mean_effect_pct": d.mean_effect_pct,
     }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frank import tomlfile
 from frank.errors import FrankError
 
 VERSION = 1
@@ -115,12 +116,22 @@ class Campaign:
         )
 
     def resolve(self, ref: str) -> Path:
-        """A file named by the campaign: `@designs/NAME` (the shipped designs), absolute, or relative to the
-        campaign file's folder."""
-        if ref.startswith("@designs/"):
-            return DESIGNS_DIR / ref.removeprefix("@designs/")
-        path = Path(ref).expanduser()
-        return path if path.is_absolute() else (self.path.parent / path)
+        """A file named by the campaign: `@designs/NAME` (inside the shipped designs) or relative to the
+        campaign file's folder (inside it); anything else was refused when the file was read."""
+        path = resolve_ref(self.path, ref)
+        if path is None:
+            raise CampaignError(f"{self.path}: {ref!r} {OUTSIDE}")
+        return path
+
+
+OUTSIDE = "resolves outside the campaign file's folder and the shipped designs (@designs/)"
+
+
+def resolve_ref(campaign_path: Path, ref: str) -> Path | None:
+    """`@designs/NAME` inside the shipped designs, or a path inside the campaign file's folder; else None."""
+    if ref.startswith("@designs/"):
+        return tomlfile.contained(DESIGNS_DIR, ref.removeprefix("@designs/"))
+    return tomlfile.contained(campaign_path.parent, ref)
 
 
 # -- locating fields for error messages ----------------------------------------------------------------
@@ -203,6 +214,7 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
         found = re.search(r"at line (\d+)", str(exc))
         line = found.group(1) if found else str(max(1, len(text.splitlines())))  # "at end of document"
         raise CampaignError(f"{path}:{line}: invalid TOML: {exc}") from None
+    tomlfile.check_plain(data, path, tomlfile.KeyLines(text), CampaignError)
     r = _Reader(path, text)
     bad = r.unknown(data, _TOP)
     if bad:
@@ -275,13 +287,15 @@ def _parse_part(r: _Reader, raw: Any, i: int) -> Part:
                 f"{parsed.name!r} names two rules of this part",
             )
         rules.append(parsed)
+    design_ref = r.take(raw, "design", str, f"{at}.design", key("design"), "")
+    _check_ref(r, design_ref, f"{at}.design", key("design"))
     part = Part(
         name=name,
         title=r.take(raw, "title", str, f"{at}.title", key("title"), ""),
         profile=r.take(raw, "profile", str, f"{at}.profile", key("profile")),
         knobs=tuple(sorted(knobs.items())),
         state=state,
-        design=r.take(raw, "design", str, f"{at}.design", key("design"), ""),
+        design=design_ref,
         evidence=tuple(evidence),
         revert_rules=tuple(rules),
         next=r.take(raw, "next", str, f"{at}.next", key("next"), ""),
@@ -313,6 +327,8 @@ def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
             f"{at}.state",
             f"{values['state']!r} is not one of: {', '.join(STATES)}",
         )
+    for k in ("design", "results"):
+        _check_ref(r, values[k], f"{at}.{k}", r.lines.key(i, k, j, "evidence"))
     sources = [k for k in ("results", "run", "policy") if values[k]]
     if len(sources) != 1:
         raise r.error(
@@ -322,6 +338,11 @@ def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
             "registered run id) or policy (a policy call, in words)",
         )
     return Evidence(**values)
+
+
+def _check_ref(r: _Reader, ref: str, field: str, line: int) -> None:
+    if ref and resolve_ref(r.path, ref) is None:
+        raise r.error(line, field, f"{ref!r} {OUTSIDE}")
 
 
 def _parse_rule(r: _Reader, raw: Any, i: int, j: int) -> RevertRule:

@@ -28,7 +28,7 @@ from textual.binding import Binding
 from textual.driver import Driver
 from textual.worker import Worker, WorkerState
 
-from frank.console import config, themes
+from frank.console import config, job_kinds, themes
 from frank.console.actions.campaign import CampaignActions
 from frank.console.actions.engine import EngineActions
 from frank.console.actions.episodes import EpisodeActions
@@ -135,6 +135,7 @@ class FrankApp(App):
         state: ConsoleState | None = None,
     ) -> None:
         super().__init__()
+        job_kinds.install()  # frank.jobs lists, follows and cancels runs of the kinds it is given
         self.services = services
         self.settings = settings or config.Settings()
         self.read_only = read_only

@@ -17,8 +17,8 @@ from frank.engine.controller import EngineStatus
 from frank.engine.metrics import RequestDelta
 from frank.engine.profiles import Knob
 from frank.episodes.runner import EpisodesState
+from frank.experiments.board import ExperimentState
 from frank.experiments.design import Rule
-from frank.experiments.runner import ExperimentState
 from frank.jobs import JobStatus
 from frank.telemetry.sampler import Snapshot
 

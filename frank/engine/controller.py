@@ -30,12 +30,13 @@ import httpx
 import psutil
 
 from frank import paths
-from frank.engine.kinds import build_launch, kind_of
+from frank.engine.kinds import build_launch, check_launch, kind_of
 from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, load_profile
 from frank.engine.state import StateFiles, tail_lines
 from frank.errors import FrankError
 
-STATES = ("stopped", "starting", "ready", "crashed")
+STATES = ("stopped", "starting", "ready", "stopping", "crashed")
+SPAWN_GRACE_S = 60.0  # a record without a supervisor yet is a start in progress this long, then a failed one
 CRASH_LOG_LINES = 50
 
 
@@ -61,6 +62,9 @@ class EngineStatus:
     log_path: str | None = None
     exit: dict[str, Any] | None = None  # for `crashed`: returncode, signal, ended_at
     log_tail: tuple[str, ...] = ()  # for `crashed`: the last lines of the log
+    supervisor_pid: int | None = None  # the parent that records the server's exit (frank.engine.supervisor)
+    supervisor_alive: bool | None = None  # False: killed; the server runs unsupervised (stop still stops it)
+    warning: str | None = None  # what the state alone does not say (a supervisor gone while the server runs)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -91,7 +95,7 @@ ProgressFn = Callable[[float, str], None]  # (seconds since spawn, last log line
 
 class EngineController:
     def __init__(self, state_dir: Path | None = None, health_timeout_s: float = 2.0) -> None:
-        self.files = StateFiles(state_dir or paths.state_dir())
+        self.files = StateFiles(state_dir or paths.state_dir(create=False))  # created on the first write
         self.health_timeout_s = health_timeout_s
         self._http: httpx.Client | None = None  # reused by status(): a console polls it
 
@@ -117,10 +121,12 @@ class EngineController:
         record = self.files.read_json(self.files.record)
         if record is None:
             return EngineStatus(state="stopped", log_path=str(self.files.log))
+        run = self.files.read_json(self.files.run) or {}
+        pgid = record.get("pgid") or run.get("supervisor_pid")
         base = dict(
             profile=record.get("profile"),
             kind=record.get("kind", "vllm"),
-            pgid=record.get("pgid"),
+            pgid=pgid,
             host=record.get("host"),
             port=record.get("port"),
             url=record.get("url"),
@@ -128,33 +134,42 @@ class EngineController:
             started_at=record.get("started_at"),
             ready_s=record.get("ready_s"),
             log_path=record.get("log_path"),
+            supervisor_pid=pgid,
         )
-        run = self.files.read_json(self.files.run) or {}
         server_pid = run.get("server_pid")
         exit_info = self.files.read_json(self.files.exit)
-        alive = self._group_alive(record.get("pgid"), record.get("supervisor_create_time"))
-        if exit_info is not None or not alive:
-            if exit_info and exit_info.get("stop_requested"):
-                self.files.clear_run()
-                return EngineStatus(state="stopped", log_path=str(self.files.log))
-            exit_info = exit_info or {
-                "returncode": None,
-                "signal": None,
-                "reason": "the engine's supervisor is gone (killed with its group?)",
-            }
-            return EngineStatus(
-                state="crashed",
-                pid=server_pid,
-                exit=exit_info,
-                log_tail=tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES)),
-                **base,
+        log_tail = lambda: tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES))  # noqa: E731
+        if pgid is None:  # the record is written before the supervisor is spawned
+            if time.time() - (base["started_at"] or 0) < SPAWN_GRACE_S:
+                return EngineStatus(state="starting", **base)
+            reason = "the start never spawned its supervisor (the starting process died?)"
+            return EngineStatus(state="crashed", exit={"returncode": None, "signal": None, "reason": reason}, **base)
+        supervisor_alive = self._supervisor_alive(pgid, record.get("supervisor_create_time"))
+        members = _group_members(pgid)
+        base["supervisor_alive"] = supervisor_alive
+        if exit_info is not None and exit_info.get("stop_requested"):
+            if members:  # the group is going: nothing says stopped while a process of it lives
+                return EngineStatus(state="stopping", pid=server_pid, exit=exit_info, **base)
+            self.files.clear_run()
+            return EngineStatus(state="stopped", log_path=str(self.files.log))
+        if exit_info is not None or not (supervisor_alive or members):
+            if exit_info is None:
+                exit_info = {"returncode": None, "signal": None, "reason": _gone_reason(record, server_pid)}
+            elif exit_info.get("spawn_error"):
+                exit_info = {**exit_info, "reason": f"the server could not be spawned: {exit_info['spawn_error']}"}
+            return EngineStatus(state="crashed", pid=server_pid, exit=exit_info, log_tail=log_tail(), **base)
+        warning = None
+        if not supervisor_alive:
+            warning = (
+                f"the engine's supervisor (pid {pgid}) is gone while the server runs: its exit status will be "
+                "lost; `frank engine stop` still stops it"
             )
         uptime = time.time() - base["started_at"] if base["started_at"] else None
         healthy = self._healthy(base["url"]) if check_health and base["url"] else None
         state = "ready" if (healthy or (healthy is None and base["ready_s"] is not None)) else "starting"
         if healthy is False and base["ready_s"] is not None:
             state = "ready"  # it was ready; a slow /health right now does not make it a new start
-        return EngineStatus(state=state, pid=server_pid, uptime_s=uptime, healthy=healthy, **base)
+        return EngineStatus(state=state, pid=server_pid, uptime_s=uptime, healthy=healthy, warning=warning, **base)
 
     # -- start -----------------------------------------------------------------------------------
     def dry_run(
@@ -187,6 +202,7 @@ class EngineController:
         port = self._choose_port(prof)
         token = secrets.token_urlsafe(32)
         spec = build_launch(prof, values, port, token)
+        check_launch(prof, values, spec.argv)
         log = self.files.rotate_logs()
         self.files.write_json(
             self.files.spec,
@@ -199,16 +215,6 @@ class EngineController:
                 "stop_marker": str(self.files.stop_marker),
             },
         )
-        t0 = time.monotonic()
-        supervisor = subprocess.Popen(
-            [sys.executable, "-m", "frank.engine.supervisor", str(self.files.spec)],
-            cwd=str(paths.REPO_ROOT),
-            start_new_session=True,
-            close_fds=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
         record = {
             "profile": prof.name,
             "kind": prof.kind,
@@ -218,15 +224,33 @@ class EngineController:
             "port": port,
             "url": spec.url,
             "token": token,
-            "pgid": supervisor.pid,
-            "supervisor_pid": supervisor.pid,
-            "supervisor_create_time": _create_time(supervisor.pid),
+            "pgid": None,  # the supervisor's, once spawned (it also writes its pid to engine.run.json first)
+            "supervisor_pid": None,
+            "supervisor_create_time": None,
             "started_at": time.time(),
             "ready_s": None,
             "log_path": str(log),
             "argv": spec.argv,
             "env": spec.env,
         }
+        self.files.write_json(self.files.record, record)  # before anything is spawned
+        t0 = time.monotonic()
+        try:
+            supervisor = subprocess.Popen(
+                [sys.executable, "-m", "frank.engine.supervisor", str(self.files.spec)],
+                cwd=str(paths.REPO_ROOT),
+                start_new_session=True,
+                close_fds=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            self.files.clear_run()
+            raise EngineError(f"could not spawn the engine's supervisor ({sys.executable}): {exc}") from None
+        record.update(
+            pgid=supervisor.pid, supervisor_pid=supervisor.pid, supervisor_create_time=_create_time(supervisor.pid)
+        )
         self.files.write_json(self.files.record, record)
         self._wait_ready(prof, record, supervisor, t0, timeout_s or prof.startup_timeout_s, on_progress)
         record["ready_s"] = round(time.monotonic() - t0, 3)
@@ -248,11 +272,7 @@ class EngineController:
                 if supervisor.poll() is not None or self.files.exit.exists():
                     supervisor.wait()
                     status = self.status(check_health=False)
-                    why = _describe_exit(status.exit)
-                    tail = "\n".join(status.log_tail[-15:])
-                    raise EngineError(
-                        f"engine {prof.name} exited during start ({why}); log {record['log_path']}, last lines:\n{tail}"
-                    )
+                    raise EngineError(_start_failure(prof, record, status))
                 try:
                     if client.get(record["url"] + kind_of(prof).health_path).status_code == 200:
                         return
@@ -300,12 +320,13 @@ class EngineController:
         record = self.files.read_json(self.files.record)
         if record is None:
             return EngineStatus(state="stopped", log_path=str(self.files.log))
-        pgid = record.get("pgid")
+        pgid = record.get("pgid") or (self.files.read_json(self.files.run) or {}).get("supervisor_pid")
         if grace_s is None:
             try:
                 grace_s = load_profile(record["profile"]).stop_grace_s
             except (FrankError, KeyError):
                 grace_s = 10.0
+        self.files.root.mkdir(parents=True, exist_ok=True)
         self.files.stop_marker.touch(mode=0o600)
         if pgid and self._group_alive(pgid, record.get("supervisor_create_time")):
             _signal_group(pgid, signal.SIGTERM)
@@ -362,6 +383,16 @@ class EngineController:
         return KnobChange(name=name, old=old, new=new, applied=applied, status=status)
 
     # -- process helpers -------------------------------------------------------------------------
+    def _supervisor_alive(self, pid: int, create_time: float | None) -> bool:
+        """The supervisor itself (same pid AND same start time) lives and is not a zombie."""
+        try:
+            proc = psutil.Process(pid)
+            if create_time is not None and abs(proc.create_time() - create_time) >= 0.01:
+                return False
+            return proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
     def _group_alive(self, pgid: int | None, create_time: float | None) -> bool:
         """True while the supervisor (same pid AND same start time) or any process of its group lives."""
         if not pgid:
@@ -441,9 +472,37 @@ def _port_owner(port: int) -> str:
     return ""
 
 
+def _start_failure(prof: Profile, record: dict[str, Any], status: EngineStatus) -> str:
+    """The engine's refusal: how it ended, the profile field behind it (where the log points at one), and
+    the engine's own last log lines."""
+    from frank.engine.refusal import blame
+
+    fields = blame(prof, record["argv"], status.log_tail, status.exit)
+    own = [line for line in status.log_tail if not line.startswith("[frank]")][-15:]
+    spawned = not (status.exit or {}).get("spawn_error")
+    what = "exited during start" if spawned else "could not be spawned"
+    behind = f"; the profile field behind it: {', '.join(fields)} in {prof.source}" if fields else ""
+    lines = "\n".join(own) if own else "(the engine wrote nothing)"
+    return (
+        f"engine {prof.name} {what} ({_describe_exit(status.exit)}){behind}; log {record['log_path']}, "
+        f"the engine's last lines:\n{lines}"
+    )
+
+
+def _gone_reason(record: dict[str, Any], server_pid: int | None) -> str:
+    if server_pid is None:
+        return "the engine's supervisor is gone before it spawned the server (killed?)"
+    return (
+        f"the engine's supervisor (pid {record.get('pgid')}) is gone and so is the server (pid {server_pid}): "
+        "the server's exit status is lost (the supervisor was killed before it)"
+    )
+
+
 def _describe_exit(exit_info: dict[str, Any] | None) -> str:
     if not exit_info:
         return "exit status unknown"
+    if exit_info.get("spawn_error"):
+        return str(exit_info["spawn_error"])
     if exit_info.get("signal"):
         return f"killed by {exit_info['signal']}"
     if exit_info.get("returncode") is not None:

@@ -13,7 +13,7 @@ from frank.errors import FrankError
 
 
 def _region_cache(value: Any, url: str, token: str) -> None:
-    from frank.plugins.region_cache_client import RegionCacheClient
+    from frank.engine.region_cache_client import RegionCacheClient
 
     RegionCacheClient(url, token).set_enabled(str(value).lower() == "on")
 

@@ -126,26 +126,6 @@ def cpu_expert_wait_per_step(wait_s: float | None, decode_steps: float | None) -
     return ratio(wait_s, decode_steps)
 
 
-def records_cpu_expert_wait(servers: Iterable[Mapping[str, Any]]) -> tuple[float | None, float | None]:
-    """(summed wait, wait per verify step) over per-request server values; only requests that carry both
-    a wait and a decode-step count enter the per-step ratio. (None, None) when no request has a wait."""
-    total = steps = 0.0
-    waited = 0.0
-    carried = False
-    for server in servers:
-        wait = server.get("cpu_expert_wait_s")
-        if wait is None:
-            continue
-        carried = True
-        total += wait
-        if server.get("decode_steps"):
-            waited += wait
-            steps += server["decode_steps"]
-    if not carried:
-        return None, None
-    return total, ratio(waited, steps)
-
-
 def llamacpp_window_decode_steps(generated: float | None, accepted: float | None) -> float | None:
     """llama.cpp's verify steps between two scrapes: generated tokens - accepted drafts (a step yields its
     accepted drafts plus one token). The first token of each request (sampled from its prompt's step) is

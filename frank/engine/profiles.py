@@ -7,7 +7,8 @@ speculative decoding, extra arguments, environment, and knobs. A knob is applied
 - `env`: sets an environment variable (`target`); needs a restart.
 - `arg`: sets a command-line flag (`target` = "--flag") or a key of a profile field
   (`target` = "speculative_config.num_speculative_tokens"); needs a restart. A flag knob's value may bring
-  more flags with it (`with_args = { "VALUE" = ["--flag", "value", ...] }`).
+  more flags with it (`with_args = { "VALUE" = ["--flag", "value", ...] }`), and its flag may be given
+  another value than the knob's own (`arg_values = { "VALUE" = "FLAG VALUE" }`: a named setting).
 - `live`: applied to the running engine without a restart (`target` names the live handler); its value
   at start is passed in the environment variable `env`.
 
@@ -18,12 +19,14 @@ Every validation error names the file and the field.
 from __future__ import annotations
 
 import os
-import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frank import paths
+from frank import paths, tomlfile
+from frank.engine.multi_gpu import MULTICAST_OFF_ENV
+from frank.engine.profile_schema import ProfileSchema, check_flags
 from frank.errors import FrankError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
@@ -50,6 +53,8 @@ class Knob:
     description: str = ""
     # an arg knob's value may bring more flags with it: str(value) -> {"--flag": "value"} (`with_args`)
     with_args: dict[str, dict[str, str]] = field(default_factory=dict)
+    # what the knob's own flag is given for a value, when not the value itself (`arg_values`)
+    arg_values: dict[str, str] = field(default_factory=dict)
 
     @property
     def needs_restart(self) -> bool:
@@ -181,7 +186,7 @@ def knob_settings(profile: Profile, knobs: dict[str, Any]) -> KnobSettings:
                 raise ProfileError(f"{profile.source}: knobs.{name}.target: the profile has no speculative_config")
             speculative[knob.target.split(".", 1)[1]] = value
         else:
-            flags[knob.target] = str(value)
+            flags[knob.target] = knob.arg_values.get(str(value), str(value))
             flags.update(knob.with_args.get(str(value), {}))
     return KnobSettings(env=env, flags=flags, speculative=speculative)
 
@@ -199,144 +204,91 @@ def with_flags(argv: list[str], flags: dict[str, str]) -> list[str]:
 
 # -- loading and validation -------------------------------------------------------------------------
 
-_FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
-    # field: (type, required)
-    "name": (str, True),
-    "description": (str, False),
-    "kind": (str, False),
-    "binary": (str, False),
-    "python": (str, False),
-    "model": (str, True),
-    "served_model_name": (str, True),
-    "host": (str, False),
-    "port": ((int, str), False),
-    "tensor_parallel_size": (int, False),
-    "quantization": (str, False),
-    "dtype": (str, False),
-    "max_model_len": (int, False),
-    "speculative_config": (dict, False),
-    "extra_args": (list, False),
-    "env": (dict, False),
-    "knobs": (dict, False),
-    "api_key": (str, False),
-    "startup_timeout_s": ((int, float), False),
-    "stop_grace_s": ((int, float), False),
-    "tool_calls": (str, False),
-}
-_KNOB_FIELDS = {
-    "values": list,
-    "default": object,
-    "apply": str,
-    "target": str,
-    "env": str,
-    "description": str,
-    "with_args": dict,
-}
 
-
-def _type_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "integer", float: "number", str: "string", dict: "table", list: "array", object: "value"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
-def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
-    if isinstance(value, bool) and kind in (int, (int, float), (int, str)):
-        return False
-    return isinstance(value, kind)
-
-
-def parse_profile(data: dict[str, Any], source: Path) -> Profile:
+def parse_profile(data: dict[str, Any], source: Path, lines: tomlfile.KeyLines | None = None) -> Profile:
+    """A profile from its TOML data: the typed schema (frank.engine.profile_schema), then what ties its
+    fields together; every refusal names the file, the line where it can be found, and the field."""
     where = str(source)
-    for key in data:
-        if key not in _FIELDS:
-            raise ProfileError(f"{where}: {key}: unknown field (known: {', '.join(_FIELDS)})")
-    if "python" not in data and "binary" not in data:
-        raise ProfileError(f"{where}: python: missing required field (or, for a llamacpp profile, binary)")
-    for key, (kind, required) in _FIELDS.items():
-        if key not in data:
-            if required:
-                raise ProfileError(f"{where}: {key}: missing required field")
-            continue
-        if not _is(data[key], kind):
-            raise ProfileError(f"{where}: {key}: expected {_type_name(kind)}, got {data[key]!r}")
-    kind = data.get("kind", "vllm")
+
+    def refuse(field: str, message: str) -> ProfileError:
+        return tomlfile.refusal(ProfileError, source, lines, field, message)  # type: ignore[return-value]
+
+    tomlfile.check_plain(data, source, lines, ProfileError)
+    if "python" not in data and "binary" not in data and isinstance(data, dict):
+        raise refuse("python", "missing required field (or, for a llamacpp profile, binary)")
+    schema = tomlfile.validate(ProfileSchema, data, source, lines, ProfileError)
+    kind = schema.kind
     if kind not in ENGINE_KINDS:
-        raise ProfileError(f"{where}: kind: {kind!r} is not one of: {', '.join(ENGINE_KINDS)}")
+        raise refuse("kind", f"{kind!r} is not one of: {', '.join(ENGINE_KINDS)}")
     if "binary" in data and kind != "llamacpp":
-        raise ProfileError(f"{where}: binary: only a llamacpp profile runs a binary (vLLM runs under python)")
+        raise refuse("binary", "only a llamacpp profile runs a binary (vLLM runs under python)")
     if "speculative_config" in data and kind != "vllm":
-        raise ProfileError(f"{where}: speculative_config: vLLM's; a {kind} profile sets speculation by flags")
-    tool_calls = data.get("tool_calls", "native")
-    if tool_calls not in TOOL_CALL_MODES:
-        raise ProfileError(f"{where}: tool_calls: {tool_calls!r} is not one of: {', '.join(TOOL_CALL_MODES)}")
-    port = data.get("port", "auto")
-    if isinstance(port, str) and port != "auto":
-        raise ProfileError(f'{where}: port: expected an integer or "auto", got {port!r}')
-    if isinstance(port, int) and not 0 < port < 65536:
-        raise ProfileError(f"{where}: port: {port} is out of range 1-65535")
-    if data.get("tensor_parallel_size", 1) < 1:
-        raise ProfileError(f"{where}: tensor_parallel_size: must be at least 1")
-    extra_args = data.get("extra_args", [])
-    for i, arg in enumerate(extra_args):
-        if not isinstance(arg, str):
-            raise ProfileError(f"{where}: extra_args[{i}]: expected string, got {arg!r}")
-    env = data.get("env", {})
-    for key, value in env.items():
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ProfileError(f"{where}: env.{key}: expected a string or number, got {value!r}")
-    knobs = {name: _parse_knob(name, raw, where) for name, raw in data.get("knobs", {}).items()}
+        raise refuse("speculative_config", f"vLLM's; a {kind} profile sets speculation by flags")
+    if schema.tool_calls not in TOOL_CALL_MODES:
+        raise refuse("tool_calls", f"{schema.tool_calls!r} is not one of: {', '.join(TOOL_CALL_MODES)}")
+    knobs = {name: _parse_knob(name, raw.model_dump(), where, refuse) for name, raw in schema.knobs.items()}
+    problems = check_flags(schema) + _multicast_problems(schema)
+    if problems:
+        raise refuse(*problems[0])
     return Profile(
-        name=data["name"],
+        name=schema.name,
         source=source,
-        description=data.get("description", ""),
-        python=data.get("python", ""),
-        model=data["model"],
-        served_model_name=data["served_model_name"],
-        host=data.get("host", "127.0.0.1"),
-        port=port,
-        tensor_parallel_size=data.get("tensor_parallel_size", 1),
-        quantization=data.get("quantization", ""),
-        dtype=data.get("dtype", ""),
-        max_model_len=data.get("max_model_len"),
-        speculative_config=data.get("speculative_config"),
-        extra_args=tuple(extra_args),
-        env={k: str(v) for k, v in env.items()},
+        description=schema.description,
+        python=schema.python,
+        model=schema.model,
+        served_model_name=schema.served_model_name,
+        host=schema.host,
+        port=schema.port,
+        tensor_parallel_size=schema.tensor_parallel_size,
+        quantization=schema.quantization,
+        dtype=schema.dtype,
+        max_model_len=schema.max_model_len,
+        speculative_config=schema.speculative_config,
+        extra_args=tuple(schema.extra_args),
+        env={k: str(v) for k, v in schema.env.items()},
         knobs=knobs,
-        api_key=data.get("api_key", ""),
-        startup_timeout_s=float(data.get("startup_timeout_s", 600.0)),
-        stop_grace_s=float(data.get("stop_grace_s", 10.0)),
+        api_key=schema.api_key,
+        startup_timeout_s=float(schema.startup_timeout_s),
+        stop_grace_s=float(schema.stop_grace_s),
         kind=kind,
-        binary=data.get("binary", ""),
-        tool_calls=tool_calls,
+        binary=schema.binary,
+        tool_calls=schema.tool_calls,
     )
 
 
-def _parse_knob(name: str, raw: Any, where: str) -> Knob:
-    prefix = f"{where}: knobs.{name}"
-    if not isinstance(raw, dict):
-        raise ProfileError(f"{prefix}: expected a table")
-    for key in raw:
-        if key not in _KNOB_FIELDS:
-            raise ProfileError(f"{prefix}.{key}: unknown field (known: {', '.join(_KNOB_FIELDS)})")
-    for key in ("values", "default", "apply", "target"):
-        if key not in raw:
-            raise ProfileError(f"{prefix}.{key}: missing required field")
-    for key, kind in _KNOB_FIELDS.items():
-        if key in raw and not isinstance(raw[key], kind):
-            raise ProfileError(f"{prefix}.{key}: expected {_type_name(kind)}, got {raw[key]!r}")
-    if not raw["values"]:
-        raise ProfileError(f"{prefix}.values: must list at least one value")
+def _multicast_problems(schema: ProfileSchema) -> list[tuple[str, str]]:
+    """(field, reason) for an env entry or a knob that would turn NVLink multicast back on: every launch
+    keeps it off (frank.engine.multi_gpu), and a profile that asks otherwise is refused, not overridden."""
+    why = "NVLink multicast stays off in every engine's environment (frank.engine.multi_gpu)"
+    problems = [
+        (f"env.{key}", f"{key} = {value!r}: {why}; frank sets {key}={MULTICAST_OFF_ENV[key]}")
+        for key, value in schema.env.items()
+        if key in MULTICAST_OFF_ENV and str(value) != MULTICAST_OFF_ENV[key]
+    ]
+    for name, knob in schema.knobs.items():
+        var = knob.target if knob.apply == "env" else knob.env
+        if var in MULTICAST_OFF_ENV:
+            field = f"knobs.{name}.target" if knob.apply == "env" else f"knobs.{name}.env"
+            problems.append((field, f"a knob may not set {var}: {why}"))
+    return problems
+
+
+def _parse_knob(name: str, raw: dict[str, Any], where: str, refuse: Callable[[str, str], ProfileError]) -> Knob:
+    prefix = f"knobs.{name}"
     if raw["apply"] not in APPLY_KINDS:
-        raise ProfileError(f"{prefix}.apply: {raw['apply']!r} is not one of: {', '.join(APPLY_KINDS)}")
-    if raw["default"] not in raw["values"]:
-        raise ProfileError(f"{prefix}.default: {raw['default']!r} is not one of the values {raw['values']}")
+        raise refuse(f"{prefix}.apply", f"{raw['apply']!r} is not one of: {', '.join(APPLY_KINDS)}")
+    if raw["default"] not in raw["values"] or not any(
+        type(v) is type(raw["default"]) and v == raw["default"] for v in raw["values"]
+    ):
+        raise refuse(f"{prefix}.default", f"{raw['default']!r} is not one of the values {raw['values']}")
     if raw["apply"] == "arg" and not (
         raw["target"].startswith("--") or raw["target"].startswith("speculative_config.")
     ):
-        raise ProfileError(
-            f'{prefix}.target: an arg knob targets "--flag" or "speculative_config.KEY", got {raw["target"]!r}'
+        raise refuse(
+            f"{prefix}.target", f'an arg knob targets "--flag" or "speculative_config.KEY", got {raw["target"]!r}'
         )
+    if len({str(v).lower() for v in raw["values"]}) != len(raw["values"]):
+        raise refuse(f"{prefix}.values", f"two values read the same on the command line: {raw['values']}")
     return Knob(
         name=name,
         values=tuple(raw["values"]),
@@ -345,42 +297,53 @@ def _parse_knob(name: str, raw: Any, where: str) -> Knob:
         target=raw["target"],
         env=raw.get("env", ""),
         description=raw.get("description", ""),
-        with_args=_parse_with_args(raw, prefix),
+        with_args=_parse_with_args(raw, prefix, refuse),
+        arg_values=_parse_arg_values(raw, prefix, refuse),
     )
 
 
-def _parse_with_args(raw: dict[str, Any], prefix: str) -> dict[str, dict[str, str]]:
+def _parse_arg_values(raw: dict[str, Any], prefix: str, refuse: Callable[[str, str], ProfileError]) -> dict[str, str]:
+    """`arg_values = { "VALUE" = "FLAG VALUE" }`: the knob's --flag gets FLAG VALUE when the knob has VALUE."""
+    table = raw.get("arg_values", {})
+    if table and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
+        raise refuse(f"{prefix}.arg_values", "only a knob that sets a --flag can give it other values")
+    values = {str(v) for v in raw["values"]}
+    for value in table:
+        if value not in values:
+            raise refuse(f"{prefix}.arg_values.{value}", f"{value!r} is not one of the values {raw['values']}")
+    return dict(table)
+
+
+def _parse_with_args(
+    raw: dict[str, Any], prefix: str, refuse: Callable[[str, str], ProfileError]
+) -> dict[str, dict[str, str]]:
     """`with_args = { "VALUE" = ["--flag", "value", ...] }`: flags an arg knob adds when it has VALUE."""
     out: dict[str, dict[str, str]] = {}
     table = raw.get("with_args", {})
     if table and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
-        raise ProfileError(f"{prefix}.with_args: only a knob that sets a --flag can bring more flags")
+        raise refuse(f"{prefix}.with_args", "only a knob that sets a --flag can bring more flags")
     values = {str(v) for v in raw["values"]}
-    for value, args in table.items():
+    for value, pairs in table.items():
         where = f"{prefix}.with_args.{value}"
         if value not in values:
-            raise ProfileError(f"{where}: {value!r} is not one of the values {raw['values']}")
-        pairs = args if isinstance(args, list) and len(args) % 2 == 0 else None
-        if (
-            pairs is None
-            or not all(isinstance(a, str) for a in pairs)
-            or not all(f.startswith("--") for f in pairs[::2])
-        ):
-            raise ProfileError(f'{where}: expected pairs of "--flag", "value", got {args!r}')
-        out[value] = dict(zip(pairs[::2], pairs[1::2]))
+            raise refuse(where, f"{value!r} is not one of the values {raw['values']}")
+        if len(pairs) % 2 or not all(f.startswith("--") for f in pairs[::2]):
+            raise refuse(where, f'expected pairs of "--flag", "value", got {pairs!r}')
+        flags = pairs[::2]
+        if len(set(flags)) != len(flags) or raw["target"] in flags:
+            raise refuse(where, f"a flag given twice (with the knob's own {raw['target']}): {pairs!r}")
+        out[value] = dict(zip(flags, pairs[1::2]))
     return out
 
 
 def load_profile_file(path: Path) -> Profile:
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
-    profile = parse_profile(data, path)
+    text = tomlfile.read_text(path, ProfileError)
+    lines = tomlfile.KeyLines(text)
+    profile = parse_profile(tomlfile.parse(text, path, ProfileError), path, lines)
     if profile.name != path.stem:
-        raise ProfileError(f"{path}: name: {profile.name!r} must match the file name {path.stem!r}")
+        raise tomlfile.refusal(
+            ProfileError, path, lines, "name", f"{profile.name!r} must match the file name {path.stem!r}"
+        )
     return profile
 
 

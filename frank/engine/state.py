@@ -55,7 +55,7 @@ class StateFiles:
 
     @property
     def log_dir(self) -> Path:
-        return private_dir(self.root / "logs")
+        return self.root / "logs"  # created by rotate_logs: a reader creates nothing
 
     @property
     def log(self) -> Path:
@@ -76,6 +76,7 @@ class StateFiles:
 
     @staticmethod
     def write_json(path: Path, payload: dict[str, Any]) -> None:
+        private_dir(path.parent)
         write_private(path, json.dumps(payload, indent=2, sort_keys=True))
 
     def clear_run(self) -> None:
@@ -84,10 +85,12 @@ class StateFiles:
             path.unlink(missing_ok=True)
 
     def append_knob_change(self, change: dict[str, Any]) -> None:
+        private_dir(self.root)
         jsonl.append(self.knob_changes, {"at": time.time(), **change}, sort_keys=True)
 
     def rotate_logs(self) -> Path:
         """Shift engine.log -> engine.log.1 -> ... (LOGS_KEPT kept) and return the fresh log path."""
+        private_dir(self.log_dir)
         log = self.log
         for index in range(LOGS_KEPT - 1, 0, -1):
             older = log.with_name(f"engine.log.{index}")

@@ -2,8 +2,9 @@
 
 The controller starts `python -m frank.engine.supervisor SPEC.json` in a new session: the supervisor is the
 leader of the engine's process group, survives the console and an SSH drop (no controlling terminal),
-starts the server with its output appended to the log file, records the server's pid, and when the server
-ends writes its exit code or signal to the exit file. Then it SIGKILLs what is left of its own group
+records its own pid (before anything is spawned), starts the server with its output appended to the log
+file, records the server's pid, and when the server ends writes its exit code or signal to the exit file
+(a server that cannot be spawned at all: the reason, as `spawn_error`). Then it SIGKILLs what is left of its own group
 (engine-core children, itself included), so a dead server never leaves orphans behind.
 
 Standard library only: it must start in a few milliseconds under any python.
@@ -43,16 +44,36 @@ def main(spec_path: str) -> int:
     env = dict(os.environ)
     env.update(spec["env"])
     log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # Our pid before anything is spawned: a status sees this supervisor even while the server starts.
+    _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": None, "started_at": time.time()})
     os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(spec['argv'])}\n".encode())
-    server = subprocess.Popen(
-        spec["argv"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log_fd,
-        stderr=log_fd,
-        close_fds=True,
-        preexec_fn=_default_signals,  # ignored signals survive exec: the server must die on SIGTERM
-    )
+    try:
+        server = subprocess.Popen(
+            spec["argv"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            close_fds=True,
+            preexec_fn=_default_signals,  # ignored signals survive exec: the server must die on SIGTERM
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:  # not spawned: say so, not "killed"
+        reason = f"{exc.strerror or exc}: {spec['argv'][0]}" if isinstance(exc, OSError) else str(exc)
+        os.write(
+            log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} could not spawn the server: {reason}\n".encode()
+        )
+        os.close(log_fd)
+        _write_json(
+            spec["exit_path"],
+            {
+                "returncode": None,
+                "signal": None,
+                "spawn_error": reason,
+                "ended_at": time.time(),
+                "stop_requested": os.path.exists(spec["stop_marker"]),
+            },
+        )
+        return 0
     _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": server.pid, "started_at": time.time()})
     code = server.wait()
     ended = time.time()

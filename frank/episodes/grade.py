@@ -29,7 +29,7 @@ from pathlib import Path
 
 from frank.episodes import sandbox
 from frank.episodes.suite import Suite, TaskSpec
-from frank.episodes.tasks import answer_path, draw_seed, materialize
+from frank.episodes.tasks import answer_path, draw_seed, materialize, run_secret
 
 OUTCOMES = ("pass", "fail", "error")
 
@@ -41,6 +41,15 @@ class Verdict:
     seconds: float
 
 
+FRANK_ROOT = Path(__file__).resolve().parents[2]
+# the grader runs with `python -I` (neither the workspace, its working directory, nor the environment adds to
+# its imports) and imports the frank that runs it: this tree, first on its path
+LAUNCH = (
+    "import runpy, sys; sys.path.insert(0, sys.argv[1]); del sys.argv[:2]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
 def _python_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -48,8 +57,8 @@ def _python_env() -> dict[str, str]:
 
 
 def run_grader(task: TaskSpec, workspace: Path, expected: Path | None) -> Verdict:
-    # -I: neither the workspace (the working directory) nor the environment can add to the grader's imports
-    argv = [sys.executable, "-I", str(task.grader)] + ([str(expected)] if expected is not None else [])
+    argv = [sys.executable, "-I", "-c", LAUNCH, str(FRANK_ROOT), str(task.grader)]
+    argv += [str(expected)] if expected is not None else []
     started = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -88,12 +97,7 @@ def run_as_agent(program: Path, workspace: Path, timeout_s: int) -> str | None:
     """Run a program in the workspace as an agent's code runs: inside the sandbox, as uid 65534, the
     workspace writable. Returns an error message if it failed."""
     done = sandbox.run_once(
-        ["python3", "-I", "-"],
-        workspace,
-        input=program.read_bytes(),
-        writable=True,
-        wall_s=timeout_s,
-        cpu_s=timeout_s,
+        ["python3", "-I", "-"], workspace, input=program.read_bytes(), keep=True, wall_s=timeout_s, cpu_s=timeout_s
     )
     if done.limit or done.returncode != 0:
         tail = (done.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1][:300]
@@ -163,9 +167,8 @@ def workspace_bytes(path: Path) -> int:
 
 def _fresh(task: TaskSpec, suite: Suite, root: Path, name: str) -> tuple[Path, Path | None]:
     workspace = root / "workspaces" / f"{task.id}-{name}"
-    expected = materialize(
-        task, draw_seed(suite.seed, 1), suite.scale, workspace, answer_path(root, f"{task.id}-{name}")
-    )
+    seed = draw_seed(run_secret(root), suite.seed, 1)
+    expected = materialize(task, seed, suite.scale, workspace, answer_path(root, f"{task.id}-{name}"))
     sandbox.prepare_workspace(workspace)
     return workspace, expected
 
@@ -179,7 +182,7 @@ def _attempt(task: TaskSpec, suite: Suite, root: Path, program: Path, expect: st
 
 def check_references(suite: Suite, scratch: Path | None = None) -> list[ReferenceCheck]:
     """Grade every task's untouched workspace, its reference solution and its adversarial attempts, each in
-    a fresh workspace of draw 1's seed (answers apart from the workspaces, as in a run)."""
+    a fresh workspace of draw 1 of a fresh secret (answers apart from the workspaces, as in a run)."""
     out: list[ReferenceCheck] = []
     with tempfile.TemporaryDirectory(prefix="frank-episodes-check-", dir=scratch) as tmp:
         root = Path(tmp)

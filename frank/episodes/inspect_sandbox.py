@@ -2,8 +2,9 @@
 run inside the episode's bubblewrap sandbox (frank.episodes.sandbox), as uid 65534, in /workspace.
 
 The config of the sandbox spec is the host path of the episode's workspace. sample_init starts the
-episode's sandbox; every exec enters it (so the text editor's helper server, which inspect injects into
-/var/tmp and starts once, lives between tool calls); sample_cleanup kills it and every process in it.
+episode's sandbox (a copy of the workspace on the sandbox's own tmpfs); every exec enters it (so the text
+editor's helper server, which inspect injects into /var/tmp and starts once, lives between tool calls);
+sample_cleanup kills it and every process in it and copies the finished workspace back for the grader.
 Commands run as the sandbox's one user: asked for another (root included), exec refuses, which inspect
 reads as "no usable root" and runs its helper as that user. Imports: the standard library, inspect-ai and
 frank.episodes.sandbox (standard library only).
@@ -20,11 +21,10 @@ from typing import Any, Literal, overload
 from inspect_ai.util import ExecResult, OutputLimitExceededError, SandboxEnvironment, sandboxenv
 from inspect_ai.util._sandbox.environment import SandboxUserUnsupportedError
 
-from frank.episodes.sandbox import WORKSPACE, Sandbox, limits_preexec
+from frank.episodes.sandbox import WORKSPACE, Sandbox, spawn_options
 
 OUTPUT_BYTES = 10 * 1024 * 1024  # per stream, like inspect's own limit
 SANDBOX_USERS = (None, "nobody", "65534")
-MEMORY_BYTES = 4 * 1024 * 1024 * 1024  # address space per process of the agent's
 EXIT_GRACE_S = 0.5  # after the command exits, output still in flight (a background child may keep the pipe)
 
 
@@ -83,8 +83,9 @@ class BwrapSandbox(SandboxEnvironment):
             stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # its own process group: a timeout kills the command and its children
-            preexec_fn=limits_preexec(memory_bytes=MEMORY_BYTES, nproc=512),
+            # its own process group (a timeout kills the command and its children), the sandbox's env, limits
+            # and seccomp filter: exactly how a grader's judged run is started
+            **spawn_options(),
         )
         out, err = bytearray(), bytearray()
         readers = [asyncio.ensure_future(_drain(proc.stdout, out)), asyncio.ensure_future(_drain(proc.stderr, err))]

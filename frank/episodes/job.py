@@ -70,18 +70,18 @@ KIND = jobs.JobKind(
 
 def launch(run_dir: Path, url: str | None = None) -> jobs.JobStatus:
     """Start (or resume) the run detached; returns at once."""
-    return jobs.launch(KIND.name, run_dir, env={URL_ENV: url} if url else None)
+    return jobs.launch(KIND, run_dir, env={URL_ENV: url} if url else None)
 
 
 def run(run_dir: Path, url: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> RunOutcome:
     """Run (or resume) the run in this process, holding its lock; SIGTERM/Ctrl-C stop it cleanly."""
     stop = threading.Event()
-    with jobs.JobProcess(KIND.name, run_dir, on_cancel=stop.set):
+    with jobs.JobProcess(KIND, run_dir, on_cancel=stop.set):
         return run_episodes(run_dir, url or os.environ.get(URL_ENV) or None, stop=stop, on_event=on_event)
 
 
 def main(argv: list[str] | None = None) -> int:
-    run_dir = jobs.main_run_dir(argv, KIND.name)
+    run_dir = jobs.main_run_dir(argv, KIND)
 
     def show(ev: dict[str, Any]) -> None:
         if ev["event"] in ("episode_done", "run_finished", "run_stopped", "draw_started"):

@@ -3,20 +3,24 @@
 - Files the agent left are read as data only: no symbolic link (anywhere on the path), regular files
   only, a size cap, strict UTF-8, strict JSON (no NaN or Infinity, a nesting cap). Anything else is a
   `Fail` with the reason.
-- The agent's code never runs in the grader's process: `probe` runs a small program of the grader's in a
-  fresh sandbox over the workspace (read-only, `python -I`, own session, CPU, memory, process and output
-  limits, the whole sandbox killed at the wall-clock limit). The probe imports the agent's code and sends
-  back plain JSON data on a channel of its own (the agent's prints go to stderr); the grader parses it and
-  compares type and value (`same`).
+- The agent's code never runs in the grader's process, and nothing its process reports is a verdict:
+  `probe` runs a small program of the grader's as a user's Python run would run it (`python3 -` through
+  `bash --login -c`, no interpreter flags, the sandbox's environment, the path in the order the task's
+  instructions give it) in a fresh sandbox over a copy of the workspace, its bytecode left out, with the
+  limits every sandboxed command has (CPU time, wall clock and output limited from outside). The probe
+  calls the agent's code on the grader's inputs and sends back plain data; the grader decides every
+  outcome itself, comparing type and value (`same`) with what it holds: the tests' own expectations and
+  hidden cases drawn per run. `run_as_instructed` runs the task's own command the same way.
 - `grade(fn)` runs a grader: a `Fail` prints a fail verdict with its reason; any other exception is the
   grader's own fault, a traceback and exit status 1 (the episode's `error`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
-import signal
+import secrets
 import stat
 import sys
 from collections.abc import Callable
@@ -124,29 +128,55 @@ def same(got: Any, want: Any) -> bool:
     return got == want
 
 
-# The probe's prelude, run by `python -I` inside the sandbox: read the input, keep a private channel for
-# the result, send everything the agent's code prints to stderr, and leave through os._exit so that no
-# atexit hook or finalizer of the agent's runs after the result.
+def parse_data(text: str, what: str) -> Any:
+    """A Python literal of plain data (what a probe sends: dicts with string keys, lists, strings, ints,
+    finite floats, booleans, None), parsed without running anything; anything else is a `Fail`."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise Fail(f"{what}: not plain data ({type(exc).__name__})") from None
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise Fail(f"{what}: nested deeper than {MAX_DEPTH} levels")
+        if type(item) is dict:
+            if not all(type(k) is str for k in item):
+                raise Fail(f"{what}: a key that is not a string")
+            stack.extend((v, depth + 1) for v in item.values())
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item)
+        elif type(item) not in (str, int, float, bool, type(None)) or (type(item) is float and item - item != 0):
+            raise Fail(f"{what}: not plain data ({type(item).__name__})")
+    return value
+
+
+# The driver's prelude, after `_INPUT = ...` and `_MARK = ...`: the grader's probe runs as a user's Python
+# run would (`python3 -` reading the program from its standard input, like the agent's python tool), so
+# everything the agent's prints go where they would go; the result leaves on standard output between two
+# marks, written with os.write and followed by os._exit so no atexit hook or finalizer of the agent's runs
+# after it. It imports nothing (a module of the workspace's could stand in for any import): its helpers
+# are builtins, `os` and `sys`, already loaded when the interpreter starts.
 PRELUDE = r"""
-import json as _json, os as _os, sys as _sys
-_INPUT = _json.loads(_sys.stdin.buffer.read() or b"null")
-_RESULT_FD = _os.dup(1)
-_os.dup2(2, 1)
-_isinstance, _type = isinstance, type
-_sys.pycache_prefix = "/tmp/pycache"  # the source the grader sees is what runs, never a planted .pyc
+import os as _os, sys as _sys
+_type, _isinstance, _ascii = type, isinstance, ascii
+_SCALARS = (str, int, bool, type(None))
 
 
-def _emit(result):
-    data = _json.dumps(result, allow_nan=False).encode()
-    while data:
-        data = data[_os.write(_RESULT_FD, data):]
-    _os._exit(0)
+def _plainly(value, depth=0):
+    kind = _type(value)
+    if kind in _SCALARS or (kind is float and value - value == 0):
+        return value
+    if depth < 64 and kind is list:
+        return [_plainly(v, depth + 1) for v in value]
+    if depth < 64 and kind is dict and all(_type(k) is str for k in value):
+        return {k: _plainly(v, depth + 1) for k, v in value.items()}
+    raise TypeError(kind.__name__)
 
 
 def _plain(value):
     try:
-        _json.dumps(value, allow_nan=False)
-        return {"value": value}
+        return {"value": _plainly(value)}
     except Exception as exc:
         return {"unserializable": _type(value).__name__, "why": _type(exc).__name__}
 
@@ -158,44 +188,72 @@ def _call(fn, *args):
         return {"raised": _type(exc).__name__, "value_error": _isinstance(exc, ValueError)}
 
 
+def _emit(result):
+    data = (_MARK + _ascii(result) + _MARK).encode()
+    while data:
+        data = data[_os.write(1, data):]
+    _os._exit(0)
+
+
 """
+
+
+def _limit_fail(done: sandbox.Completed, wall_s: float, cpu_s: float) -> None:
+    if done.limit == "CPU time":
+        raise Fail(f"the code ran past the CPU time limit ({cpu_s:g} s)")
+    if done.limit:
+        raise Fail(f"the code ran past the {done.limit} limit ({wall_s:g} s wall, {cpu_s:g} s CPU, 1 MiB output)")
+
+
+def _tail(done: sandbox.Completed) -> str:
+    lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    return (lines[-1:] or ["no output"])[0][:200]
+
+
+def run_as_instructed(command: str, *, wall_s: float = 60.0, cpu_s: float = 30.0, workspace: Path | None = None):
+    """Run a shell command as the task's instructions have a user run it: `bash --login -c COMMAND` in a
+    fresh sandbox over a copy of the workspace (its bytecode left out), started exactly as the agent's bash
+    tool starts one. Returns what it did (exit status, output); a run past a limit is a `Fail`."""
+    done = sandbox.run_once(
+        ["bash", "--login", "-c", command], Path(workspace or os.getcwd()), wall_s=wall_s, cpu_s=cpu_s
+    )
+    _limit_fail(done, wall_s, cpu_s)
+    return done
 
 
 def probe(
     source: str,
     inputs: Any,
     *,
-    paths: tuple[str, ...] = (sandbox.WORKSPACE,),
+    command: str = "python3 -",
     wall_s: float = 30.0,
-    cpu_s: int = 10,
+    cpu_s: float = 10.0,
     workspace: Path | None = None,
 ) -> Any:
-    """Run the grader's probe `source` (after PRELUDE; it ends with `_emit(result)`) in a sandbox over the
-    workspace; `paths` go on the END of sys.path, after the standard library, so the workspace cannot
-    stand in for a standard module. Returns the probe's result, parsed strictly; any misbehaviour of
-    the agent's code (a crash, a hang, junk on the channel, no result) is a `Fail`."""
-    code = PRELUDE + f"_sys.path.extend({list(paths)!r})\n" + source
+    """Run the grader's probe `source` (after PRELUDE; it ends with `_emit(result)`) as a user's Python
+    run: `bash --login -c COMMAND` (`python3 -` unless the task's instructions say otherwise, like
+    `PYTHONPATH=src python3 -`) with the program on its standard input, in a fresh sandbox over a copy of
+    the workspace, the path in the order the user's run has it. The agent's code sees what it would see in
+    a run of the user's. Returns the probe's result, parsed strictly as data; the grader compares it with
+    what it holds (never a count or a verdict of the probe's): a crash, a hang, junk or no result is a
+    `Fail`."""
+    mark = f"\x1e{secrets.token_hex(8)}\x1e"
+    code = f"_INPUT = {inputs!r}\n_MARK = {mark!r}\n" + PRELUDE + source
     done = sandbox.run_once(
-        [str(sandbox.interpreter()), "-I", "-B", "-c", code],
+        ["bash", "--login", "-c", command],
         Path(workspace or os.getcwd()),
-        input=json.dumps(inputs).encode(),
+        input=code.encode(),
         wall_s=wall_s,
         cpu_s=cpu_s,
     )
-    tail = done.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
-    if done.limit:
-        raise Fail(f"the code ran past the {done.limit} limit ({wall_s:g} s wall, {cpu_s} s CPU, 1 MiB output)")
-    if done.returncode in (128 + signal.SIGXCPU, -signal.SIGXCPU):
-        raise Fail(f"the code ran past the CPU time limit ({cpu_s} s)")
-    if done.returncode != 0:
-        raise Fail(f"the code exited with status {done.returncode}: {tail[0][:200]}")
-    try:
-        text = done.stdout.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Fail("the probe's result is not UTF-8 (the code wrote on its channel)") from None
-    if not text:
-        raise Fail(f"the code gave no result: {tail[0][:200]}")
-    return parse_json(text, "the probe's result")
+    _limit_fail(done, wall_s, cpu_s)
+    text = done.stdout.decode("utf-8", errors="replace")
+    parts = text.rsplit(mark, 2)
+    if done.returncode != 0 and len(parts) < 3:
+        raise Fail(f"the code exited with status {done.returncode}: {_tail(done)}")
+    if len(parts) < 3:
+        raise Fail(f"the code gave no result: {_tail(done)}")
+    return parse_data(parts[1], "the probe's result")
 
 
 def verdict(ok: bool, detail: str) -> None:

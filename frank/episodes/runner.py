@@ -8,7 +8,8 @@ A run folder (`runs_dir()/episodes/<run-id>/`, 0700) holds:
   started/stopped/finished), fsynced too; the console and `status` fold it;
 - `harness.log`: the agent harness's own output (one inspect-ai worker process per run session);
 - `episodes/d<draw>-<task>/`: the episode's harness spec and result, and inspect's eval log (inspect/);
-- `workspaces/d<draw>-<task>/`: the finished workspace the grader judged (its hidden answer beside it);
+- `workspaces/d<draw>-<task>/`: the finished workspace the grader judged;
+- `answers/`: each episode's hidden answer and the run's secret (its draws' seeds derive from it);
 - `recording/`: a workload (docs/workload-format.md) that `frank record`'s proxy wrote: every live request
   of the run, one recorder session (one workload draw) per episode draw and run session.
 
@@ -44,7 +45,7 @@ from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from frank.episodes.sandbox import check_available, prepare_workspace
 from frank.episodes.suite import Suite, load_suite
 from frank.episodes.target import EngineTarget, engine_target
-from frank.episodes.tasks import answer_path, draw_seed, materialize
+from frank.episodes.tasks import answer_path, draw_seed, materialize, run_secret
 from frank.errors import FrankError
 from frank.jobs import lock_holder
 from frank.paths import private_dir, runs_dir, write_private
@@ -91,9 +92,14 @@ def _sha256(path: Path) -> str:
 
 
 def create_run(
-    suite_spec: str | Path, draws: int, settings: EpisodeSettings | None = None, out: Path | None = None
+    suite_spec: str | Path,
+    draws: int,
+    settings: EpisodeSettings | None = None,
+    out: Path | None = None,
+    secret: str | None = None,
 ) -> Path:
-    """Check the suite (nothing is created if it has an error) and write a new run folder."""
+    """Check the suite (nothing is created if it has an error) and write a new run folder, with the secret
+    its draws' seeds come from (`secret`, or a fresh one) among its hidden answers."""
     if draws < 1:
         raise FrankError(f"--draws: expected 1 or more, got {draws}")
     suite = load_suite(suite_spec)
@@ -115,6 +121,7 @@ def create_run(
         "settings": asdict(settings),
         "created_at": time.time(),
     }
+    run_secret(folder, secret)
     write_private(folder / RUN_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return folder
 
@@ -286,7 +293,7 @@ def _run(
                 note(
                     "draw_started",
                     draw=draw,
-                    seed=draw_seed(suite.seed, draw),
+                    seed=draw_seed(run_secret(folder), suite.seed, draw),
                     suite_version=suite.version,
                     cache_salt=salt,
                     cache_namespace=namespace,
@@ -359,7 +366,7 @@ def _run_episode(
     answer.unlink(missing_ok=True)
     private_dir(workspace.parent)
     private_dir(answer.parent)
-    seed = draw_seed(suite.seed, draw)
+    seed = draw_seed(run_secret(folder), suite.seed, draw)
     expected = materialize(task, seed, suite.scale, workspace, answer)
     prepare_workspace(workspace)  # the sandbox's user owns it; the sandbox mounts it and nothing around it
     started = time.time()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frank import tomlfile
 from frank.errors import FrankError
 from frank.workloads.format import CheckError, _is, format_errors, key_lines, read_toml
 
@@ -21,6 +22,8 @@ FORMAT = "frank-suite"
 FORMAT_VERSION = 1
 TOOLS = ("bash", "python", "text_editor")
 LIMITS = ("max_turns", "max_tokens_per_turn", "wall_time_s", "grader_timeout_s")
+LIMIT_MAX = {"max_turns": 1000, "max_tokens_per_turn": 1 << 20, "wall_time_s": 7 * 86400, "grader_timeout_s": 86400}
+MAX_TASKS = 1000
 DEFAULTS: dict[str, Any] = {
     "tools": list(TOOLS),
     "max_turns": 30,
@@ -103,10 +106,21 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     text, data, bad = read_toml(mpath)
     if data is None:
         return None, bad
+    try:
+        tomlfile.check_plain(data, mpath, tomlfile.KeyLines(text), FrankError)
+    except FrankError as exc:
+        found = re.match(rf"{re.escape(str(mpath))}(?::(\d+))?: (.*)", str(exc), re.S)
+        return None, [
+            CheckError(mpath, int(found.group(1) or 0), found.group(2)) if found else CheckError(mpath, 0, str(exc))
+        ]
     top, task_lines = key_lines(text, "tasks")
     _, default_lines = key_lines(text, "defaults")
     errors: list[CheckError] = []
     root = mpath.parent
+
+    def inside(ref: Any) -> Path | None:
+        """A file the manifest names, inside the suite's folder (else None: refused where it is named)."""
+        return tomlfile.contained(root, ref) if isinstance(ref, str) else None
 
     def err(line: int, reason: str) -> None:
         errors.append(CheckError(mpath, line, reason))
@@ -156,6 +170,9 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     if not isinstance(raw_tasks, list) or not raw_tasks:
         err(top.get("tasks", 1), "tasks: expected at least one [[tasks]] entry")
         raw_tasks = []
+    elif len(raw_tasks) > MAX_TASKS:
+        err(top.get("tasks", 1), f"tasks: {len(raw_tasks)} tasks; at most {MAX_TASKS}")
+        raw_tasks = []
     tasks: list[TaskSpec] = []
     seen: dict[str, int] = {}
     for k, entry in enumerate(raw_tasks):
@@ -177,15 +194,21 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
             seen[tid] = at("id")
         where = f"tasks[{k}] ({tid})" if isinstance(tid, str) else where
         instruction = entry.get("instruction")
+        outside = "resolves outside the suite's folder (a suite names only files inside it)"
         if "instruction_file" in entry:
             ifile = entry["instruction_file"]
-            ipath = root / ifile if isinstance(ifile, str) else None
+            ipath = inside(ifile)
             if instruction is not None:
                 err(at("instruction_file"), f"{where}: give instruction or instruction_file, not both")
+            elif isinstance(ifile, str) and ifile and ipath is None:
+                err(at("instruction_file"), f"{where}.instruction_file: {ifile!r} {outside}")
             elif ipath is None or not ipath.is_file():
                 err(at("instruction_file"), f"{where}.instruction_file: no such file {ifile!r}")
             else:
-                instruction = ipath.read_text(encoding="utf-8")
+                try:
+                    instruction = ipath.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as exc:
+                    err(at("instruction_file"), f"{where}.instruction_file: cannot read {ifile!r}: {exc}")
         if not isinstance(instruction, str) or not instruction.strip():
             err(at("instruction"), f"{where}.instruction: expected a non-empty string")
         workspace = entry.get("workspace")
@@ -197,31 +220,37 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
                     at("workspace"),
                     f"{where}.workspace: unknown generator {workspace!r} (known: {', '.join(GENERATORS)})",
                 )
-        elif not (root / workspace).is_dir():
+        elif inside(workspace) is None:
+            err(at("workspace"), f"{where}.workspace: {workspace!r} {outside}")
+        elif not inside(workspace).is_dir():  # type: ignore[union-attr]
             err(at("workspace"), f"{where}.workspace: no such fixture folder {workspace!r}")
         else:
-            workspace = str((root / workspace).resolve())
-        expected = entry.get("expected")
-        if expected is not None and (not isinstance(expected, str) or not (root / expected).is_file()):
-            err(at("expected"), f"{where}.expected: no such file {expected!r}")
-        grader = entry.get("grader")
-        if not isinstance(grader, str) or not grader:
-            err(
-                at("grader") if "grader" in lines else lines[""], f"{where}.grader: missing (every task needs a grader)"
-            )
-        elif not (root / grader).is_file():
-            err(at("grader"), f"{where}.grader: no such file {grader!r}")
-        reference = entry.get("reference")
-        if not isinstance(reference, str) or not reference:
-            err(
-                at("reference") if "reference" in lines else lines[""],
-                f"{where}.reference: missing (a reference solution proves the grader)",
-            )
-        elif not (root / reference).exists():
-            err(at("reference"), f"{where}.reference: no such file or folder {reference!r}")
-        adversarial = entry.get("adversarial")
-        if adversarial is not None and (not isinstance(adversarial, str) or not (root / adversarial).is_dir()):
-            err(at("adversarial"), f"{where}.adversarial: no such folder {adversarial!r}")
+            workspace = str(inside(workspace))
+        files: dict[str, Path | None] = {}
+        for key, kind, needed in (
+            ("expected", "file", ""),
+            ("grader", "file", "every task needs a grader"),
+            ("reference", "file or folder", "a reference solution proves the grader"),
+            ("adversarial", "folder", ""),
+        ):
+            ref = entry.get(key)
+            files[key] = None
+            if ref is None and not needed:
+                continue
+            if not isinstance(ref, str) or not ref:
+                err(
+                    at(key) if key in lines else lines[""],
+                    f"{where}.{key}: missing ({needed})" if needed else f"{where}.{key}: expected a path, got {ref!r}",
+                )
+                continue
+            path = inside(ref)
+            exists = {"file": Path.is_file, "folder": Path.is_dir, "file or folder": Path.exists}[kind]
+            if path is None:
+                err(at(key), f"{where}.{key}: {ref!r} {outside}")
+            elif not exists(path):
+                err(at(key), f"{where}.{key}: no such {kind} {ref!r}")
+            else:
+                files[key] = path
         values = dict(defaults)
         for key in ("tools", *LIMITS):
             if key in entry:
@@ -237,10 +266,10 @@ def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
                     str(entry.get("title", tid)),
                     instruction,
                     workspace,
-                    (root / grader).resolve(),
-                    (root / reference).resolve(),
-                    (root / expected).resolve() if expected else None,
-                    (root / adversarial).resolve() if adversarial else None,
+                    files["grader"],
+                    files["reference"],
+                    files["expected"],
+                    files["adversarial"],
                     tuple(values["tools"]),
                     values["max_turns"],
                     values["max_tokens_per_turn"],
@@ -261,6 +290,8 @@ def _field_problem(key: str, value: Any) -> str | None:
         return f"unknown tool(s) {unknown} (known: {', '.join(TOOLS)})" if unknown else None
     if key in LIMITS and not _positive_int(value):
         return f"expected a positive integer, got {value!r}"
+    if key in LIMITS and value > LIMIT_MAX[key]:
+        return f"must be at most {LIMIT_MAX[key]}, got {value}"
     return None
 
 

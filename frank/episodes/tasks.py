@@ -1,18 +1,21 @@
 """Workspace generators for the built-in W01-like suite: six coding and analysis tasks.
 
-Each generator takes the suite's seed and scale and returns the workspace's files and the hidden answer the
-task's grader compares against (written beside the workspace, never inside it). Deterministic: a
-`random.Random` seeded with a string (stable across Python versions), no clock, no environment, so the same
-seed gives the same bytes. `full` workspaces hold about 420-640 KB of text (about 105K-160K tokens at four
-characters a token: the size of context a capable agent reads while solving them); `mini` about 1/80 of
-that, for tests.
+Each generator takes the draw's seed (`draw_seed`: from a secret kept with the run's answers, so frank's
+source gives no draw away) and the scale, and returns the workspace's files and the hidden answer the task's
+grader compares against (written beside the workspace, never inside it), with the hidden cases the grader runs
+drawn per draw. Deterministic: a `random.Random` seeded with a string (stable across Python versions), no
+clock, no environment, so the same seed gives the same bytes. `full` workspaces hold about 420-640 KB of text
+(about 105K-160K tokens at four characters a token: the size of context a capable agent reads while solving
+them); `mini` about 1/80 of that, for tests.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import secrets
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +32,7 @@ FULL_BYTES = {
     "incident-timeline": 640_000,
 }
 SCALES = {"mini": 80, "full": 1}
+SECRET_FILE = "draws.secret"
 
 WORDS = (
     "account",
@@ -116,8 +120,8 @@ MOVING_SUM_BUGGY = '''def moving_sum(values, window):
 '''
 
 
-def _filler_function(rng: random.Random, name: str) -> tuple[str, str]:
-    """A small correct function and a passing unittest for it."""
+def _filler_function(rng: random.Random, name: str) -> tuple[str, str, list, list]:
+    """A small correct function, a passing unittest for it, and the test's argument and expected value."""
     a, b = rng.randint(2, 9), rng.randint(1, 50)
     body = (
         f"def {name}(values):\n"
@@ -130,7 +134,29 @@ def _filler_function(rng: random.Random, name: str) -> tuple[str, str]:
     mean = sum(xs) / len(xs)
     want = [v * a + b for v in xs if v > mean]
     test = f"    def test_{name}(self):\n        self.assertEqual({name}({xs}), {want})\n"
-    return body, test
+    return body, test, xs, want
+
+
+def moving_sum(values: list[int], window: int) -> list[int]:
+    """The fixed function: what the hidden cases expect."""
+    return [sum(values[i : i + window]) for i in range(len(values) - window + 1)]
+
+
+def _ledger_hidden_cases(rng: random.Random) -> list[list]:
+    """[module, function, args, want] cases the grader runs beside the tests: drawn per draw (never in
+    frank's source), with the edges every draw has (a window longer than the values, as long, of one,
+    an empty list), and window 0, which must raise ValueError."""
+    draws = [([rng.randint(-50, 50) for _ in range(rng.randint(0, 9))], 0) for _ in range(12)]
+    draws = [(values, rng.randint(1, len(values) + 2)) for values, _ in draws]
+    values = [rng.randint(-50, 50) for _ in range(rng.randint(2, 6))]
+    draws += [(values, len(values) + rng.randint(1, 3)), (values, len(values)), (values, 1), ([], rng.randint(1, 3))]
+    rng.shuffle(draws)
+    cases = [["ledger.core", "moving_sum", [v, w], {"value": moving_sum(v, w)}] for v, w in draws]
+    for _ in range(4):
+        v = [rng.randint(-50, 50) for _ in range(rng.randint(0, 8))]
+        cases.append(["ledger.core", "running_total", [v], {"value": [sum(v[: i + 1]) for i in range(len(v))]}])
+    cases.append(["ledger.core", "moving_sum", [[rng.randint(0, 9), rng.randint(0, 9)], 0], {"raises": "ValueError"}])
+    return cases
 
 
 def gen_fix_failing_test(seed: int, scale: str) -> Generated:
@@ -153,33 +179,45 @@ def gen_fix_failing_test(seed: int, scale: str) -> Generated:
     )
     files["tests/__init__.py"] = ""
     files["tests/test_core.py"] = tests_core
+    core_cases = [
+        ("test_running_total", "running_total", [[1, 2, 3]], [1, 3, 6]),
+        ("test_moving_sum", "moving_sum", [[1, 2, 3, 4], 2], [3, 5, 7]),
+        ("test_moving_sum_whole", "moving_sum", [[5, 6], 2], [11]),
+    ]
+    # every test's case as data: the grader decides each test's outcome itself, from what the code returns
+    cases = [[f"tests.test_core.CoreTest.{t}", "ledger.core", f, a, {"value": w}] for t, f, a, w in core_cases]
     size = len(core) + len(tests_core)
     k = 0
     used: set[str] = set()
     while size < target:
         k += 1
         module, funcs, tests = f"mod_{k:03d}", [], []
+        test_class = f"{module.title().replace('_', '')}Test"
         for _ in range(rng.randint(4, 9)):
             name = _ident(rng, 3)
             while name in used:
                 name = _ident(rng, 3)
             used.add(name)
-            body, test = _filler_function(rng, name)
+            body, test, xs, want = _filler_function(rng, name)
             funcs.append(body)
             tests.append(test)
+            cases.append(
+                [f"tests.test_{module}.{test_class}.test_{name}", f"ledger.{module}", name, [xs], {"value": want}]
+            )
         src = f'"""Helpers for {rng.choice(WORDS)} {rng.choice(WORDS)} handling."""\n\n\n' + "\n\n".join(funcs)
         names = ", ".join(sorted(n.split("(")[0][4:] for n in (f.splitlines()[0] for f in funcs)))
         tsrc = (
             f"import unittest\n\nfrom ledger.{module} import {names}\n\n\n"
-            f"class {module.title().replace('_', '')}Test(unittest.TestCase):\n" + "\n".join(tests)
+            f"class {test_class}(unittest.TestCase):\n" + "\n".join(tests)
         )
         files[f"ledger/{module}.py"] = src
         files[f"tests/test_{module}.py"] = tsrc
         size += len(src) + len(tsrc)
     files["README.md"] = "# ledger\n\nRun the tests with `python -m unittest discover -s tests -t .`.\n"
     tests_sha = {p: _sha(t) for p, t in files.items() if p.startswith("tests/")}
-    count = sum(t.count("    def test_") for p, t in files.items() if p.startswith("tests/"))
-    return Generated(files, {"tests_sha256": tests_sha, "tests_count": count})
+    assert len(cases) == sum(t.count("    def test_") for p, t in files.items() if p.startswith("tests/"))
+    hidden = _ledger_hidden_cases(_rng(seed, "fix-failing-test:hidden"))
+    return Generated(files, {"tests_sha256": tests_sha, "tests": cases, "hidden": hidden})
 
 
 def _sha(text: str) -> str:
@@ -349,14 +387,16 @@ def gen_csv_figure(seed: int, scale: str) -> Generated:
     size = len(rows[0])
     cents = 0
     n = 0
+    # in every draw, orders of the asked region and month that must not count: one refunded, one cancelled
+    forced = dict(zip(rng.sample(range(1, 40), 2), ("refunded", "cancelled")))
     while size < target:
         n += 1
-        r = rng.choice(regions) if rng.random() > 0.3 else region
-        m = rng.randint(1, 12) if rng.random() > 0.3 else month
+        r = rng.choice(regions) if rng.random() > 0.3 and n not in forced else region
+        m = rng.randint(1, 12) if rng.random() > 0.3 and n not in forced else month
         date = f"2025-{m:02d}-{rng.randint(1, 28):02d}"
         qty = rng.randint(1, 20)
         price_cents = rng.randint(99, 99_999)
-        status = rng.choices(("completed", "refunded", "cancelled"), (8, 1, 1))[0]
+        status = forced.get(n) or rng.choices(("completed", "refunded", "cancelled"), (8, 1, 1))[0]
         row = f"A{n:07d},{date},{r},{rng.choice(WORDS)}-{rng.randint(1, 99)},{qty},{price_cents // 100}.{price_cents % 100:02d},{status}"  # noqa: E501
         rows.append(row)
         size += len(row) + 1
@@ -416,7 +456,66 @@ def gen_implement_spec(seed: int, scale: str) -> Generated:
         ),
         "timeutil/misc.py": "\n\n".join(funcs),
     }
-    return Generated(files, {})
+    return Generated(files, {"cases": duration_cases(_rng(seed, "implement-spec:hidden"))})
+
+
+UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+NON_ASCII_ZEROS = (0x0660, 0x06F0, 0x0966, 0xFF10)  # Arabic-Indic, Extended Arabic-Indic, Devanagari, fullwidth
+
+
+def _duration(rng: random.Random) -> tuple[list[str], int]:
+    """A valid duration's components (in order, each unit at most once) and its seconds."""
+    parts, total = [], 0
+    for i in sorted(rng.sample(range(4), rng.randint(1, 4))):
+        value = rng.choice((0, rng.randint(1, 9), rng.randint(10, 999), rng.randint(1000, 99999)))
+        digits = ("0" if rng.random() < 0.15 else "") + str(value)
+        unit = UNITS[i][0].upper() if rng.random() < 0.3 else UNITS[i][0]
+        parts.append(digits + unit)
+        total += value * UNITS[i][1]
+    return parts, total
+
+
+def _spaced(rng: random.Random, parts: list[str]) -> str:
+    text = parts[0] + "".join(" " * rng.choice((0, 0, 1, 2)) + p for p in parts[1:])
+    return " " * rng.choice((0, 0, 1)) + text + " " * rng.choice((0, 0, 1))
+
+
+def duration_cases(rng: random.Random, good: int = 16, bad: int = 18) -> list[list]:
+    """[text, seconds] of valid durations and [text, None] of texts that must raise ValueError, drawn per
+    draw: every rule of SPEC.md's section broken in its own way."""
+    cases: list[list] = []
+    for _ in range(good):
+        parts, total = _duration(rng)
+        cases.append([_spaced(rng, parts), total])
+    units = "dhms"
+    for k in range(bad):
+        n = rng.randint(0, 999)
+        i, j = sorted(rng.sample(range(4), 2))
+        kind = k % 9
+        if kind == 0:  # units out of order
+            text = f"{n}{units[j]}{rng.randint(0, 99)}{units[i]}"
+        elif kind == 1:  # a unit twice
+            text = f"{n}{units[i]}{' ' * rng.randint(0, 1)}{rng.randint(0, 99)}{units[i]}"
+        elif kind == 2:  # an unknown unit
+            text = f"{n}{rng.choice('wyqx')}"
+        elif kind == 3:  # a sign
+            text = rng.choice("+-") + "".join(_duration(rng)[0])
+        elif kind == 4:  # a decimal point
+            text = f"{n}.{rng.randint(1, 9)}{units[i]}"
+        elif kind == 5:  # a bare number, or a number after the last unit
+            text = str(n) if rng.random() < 0.5 else f"{n}{units[i]}{rng.randint(1, 99)}"
+        elif kind == 6:  # a space inside a component
+            text = f"{n} {units[i]}"
+        elif kind == 7:  # a digit that is not ASCII
+            digit = rng.randint(1, 9)
+            text = f"{chr(rng.choice(NON_ASCII_ZEROS) + digit)}{units[i]}"
+        else:  # components separated by something other than spaces
+            parts, _ = _duration(rng)
+            parts = parts if len(parts) > 1 else [f"{n}{units[i]}", f"{rng.randint(0, 99)}{units[j]}"]
+            text = rng.choice(",;_/+").join(parts)
+        cases.append([text, None])
+    rng.shuffle(cases)
+    return cases
 
 
 # ------------------------------------------------------------------------------------- incident-timeline
@@ -484,11 +583,31 @@ GENERATORS: dict[str, Callable[[int, str], Generated]] = {
 }
 
 
-def draw_seed(suite_seed: int, draw: int) -> int:
-    """Each draw's own seed: draws of one run get different workspaces and answers, and draw k of every
-    run of the suite gets the same ones (arms of an experiment face the same tasks)."""
-    digest = hashlib.sha256(f"frank-episodes-draw:{suite_seed}:{draw}".encode()).hexdigest()
+def draw_seed(secret: str, suite_seed: int, draw: int) -> int:
+    """Each draw's own seed, from a secret kept with the run's answers (`load_secret`): draws of one run
+    get different workspaces, answers and hidden cases, draw k is the same wherever the secret is (an
+    experiment's cells share one, so its arms face the same tasks), and frank's source gives none away."""
+    digest = hashlib.sha256(f"frank-episodes-draw:{secret}:{suite_seed}:{draw}".encode()).hexdigest()
     return int(digest[:12], 16)
+
+
+def load_secret(path: Path, given: str | None = None) -> str:
+    """The secret stored at `path` (0600, in a 0700 folder), written first (`given`, or a fresh random
+    one) if there is none yet."""
+    path = Path(path)
+    if path.is_file():
+        return path.read_text().strip()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    secret = given or secrets.token_hex(16)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secret + "\n")
+    return secret
+
+
+def run_secret(root: Path, given: str | None = None) -> str:
+    """A run's secret, kept with its hidden answers (`<root>/answers/`, out of the sandbox's reach)."""
+    return load_secret(Path(root) / "answers" / SECRET_FILE, given)
 
 
 def answer_path(root: Path, key: str) -> Path:

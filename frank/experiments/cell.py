@@ -4,12 +4,14 @@ The arm's knobs are applied on top of the profile's defaults (never the operator
 so a cell's engine is set by the frozen design alone. The replay goes through frank.workloads.replay into the
 run folder's cells/slotNN-attemptK/replay/, and the measures are taken from its per-request records:
 
-- time_per_verify_step: frank.engine.measures.records_time_per_verify_step: sum of decode time / sum of decode
+- time_per_verify_step: frank.engine.measures.time_per_verify_step over the start: sum of decode time / sum of decode
                         steps (every target-model pass after the first token, drafted or not)
 - front_end_per_draw:   sum of front-end time (frank.engine.measures.front_end_s, per request) per draw, mean
                         over the start's draws
 - total_replay_time:    sum of client time, send to last byte
 - tokens_per_s:         output tokens / client time
+- cpu_expert_wait_per_step: llama.cpp's CPU-expert decode wait over the decode steps of the requests that
+                        carry one (frank.engine.measures.cpu_expert_wait_per_step; None on vLLM)
 
 The first `warmup_requests` of each draw are replayed but not measured. A measured request whose server
 values could not be attributed to it makes the attempt fail (the failure rule applies) rather than be
@@ -28,67 +30,26 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from frank.engine import measures
 from frank.engine.controller import EngineController, EngineError
 from frank.engine.profiles import load_profile
 from frank.errors import FrankError
 from frank.experiments.errors import RunError
+from frank.experiments.journal import Attempt
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
-from frank.experiments.runner import Attempt, CellError, Note
+from frank.experiments.runner import CellError, Note
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
+from frank.workloads.record import DrawTally, start_measures
+from frank.workloads.replay import ReplayRunner, read_records
 
 
-def measures_from_records(records_by_draw: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
-    """Per-start measures from the replay's latest record of each request."""
-    client = out_tokens = 0.0
-    servers: list[dict[str, Any]] = []
-    front_by_draw: dict[str, float] = {}
-    client_by_draw: dict[str, float] = {}
-    measured = failed = unattributed = 0
-    hashes: dict[str, str | None] = {}
-    output_hashes: dict[str, str | None] = {}
-    for draw, records in records_by_draw.items():
-        latest: dict[str, dict[str, Any]] = {}
-        for rec in records:
-            latest[rec["id"]] = rec
-        front_by_draw[draw] = client_by_draw[draw] = 0.0
-        for rec in sorted(latest.values(), key=lambda r: r.get("index", 0)):
-            hashes[f"{draw}/{rec['id']}"] = rec.get("prompt_ids_sha256")
-            output_hashes[f"{draw}/{rec['id']}"] = rec.get("output_sha256")
-            if rec.get("status") != "ok":
-                failed += 1
-                continue
-            if rec.get("index", 0) < warmup:
-                continue
-            measured += 1
-            server = rec.get("server") or {}
-            if not server.get("attributed"):
-                unattributed += 1
-                continue
-            front_by_draw[draw] += server.get("front_end_s") or 0.0
-            servers.append(server)
-            client += (rec.get("client") or {}).get("total_s") or 0.0
-            client_by_draw[draw] += (rec.get("client") or {}).get("total_s") or 0.0
-            out_tokens += rec.get("completion_tokens") or 0
-    fronts = list(front_by_draw.values())
-    decode, steps = measures.verify_step_totals(servers)
-    return {
-        "time_per_verify_step": measures.time_per_verify_step(decode, steps),
-        "front_end_per_draw": sum(fronts) / len(fronts) if fronts else None,
-        "total_replay_time": client,
-        "client_time_per_draw": sum(client_by_draw.values()) / len(client_by_draw) if client_by_draw else None,
-        "tokens_per_s": out_tokens / client if client else None,
-        "cpu_expert_wait_per_step": measures.records_cpu_expert_wait(servers)[1],
-        "decode_steps": steps,
-        "decode_s": decode,
-        "front_end_by_draw": front_by_draw,
-        "measured_requests": measured,
-        "failed": failed,
-        "unattributed": unattributed,
-        "prompt_hashes": hashes,
-        "output_hashes": output_hashes,
+def replay_measures(runner: ReplayRunner, warmup: int) -> dict[str, Any]:
+    """Per-start measures from the replay's latest record of each request (frank.workloads.record)."""
+    tallies = {
+        d: DrawTally(d, [r.id for r in runner.planned(d)], warmup).add_all(read_records(runner.draw_file(d)))
+        for d in runner.draw_names
     }
+    return start_measures(tallies).to_json()
 
 
 class EngineCellExecutor:
@@ -155,7 +116,7 @@ class EngineCellExecutor:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any]:
-        from frank.workloads.replay import ReplayOptions, read_records, start_replay
+        from frank.workloads.replay import ReplayOptions, start_replay
 
         design = run.design
         arm = design.arm(slot.arm)
@@ -177,14 +138,13 @@ class EngineCellExecutor:
             )
             runner = start_replay(workload, st.url or "", options, out=replay_dir)
             summary = runner.run_sync()
-            records = {d: read_records(runner.draw_file(d)) for d in runner.draw_names}
-            m = measures_from_records(records, design.workload.warmup_requests)
+            m = replay_measures(runner, design.workload.warmup_requests)
             note(
                 "replay_done",
                 slot=slot.slot,
                 attempt=attempt,
                 state=summary.get("state"),
-                requests=sum(len(r) for r in records.values()),
+                requests=(summary.get("totals") or {}).get("requests"),
                 failed=m["failed"],
                 unattributed=m["unattributed"],
                 dir=str(replay_dir),
@@ -219,6 +179,7 @@ class EngineCellExecutor:
                     "total_replay_time",
                     "client_time_per_draw",
                     "tokens_per_s",
+                    "cpu_expert_wait_per_step",
                     "decode_steps",
                     "decode_s",
                     "front_end_by_draw",
@@ -282,6 +243,7 @@ class EngineCellExecutor:
             read_jsonl,
             run_episodes,
         )
+        from frank.episodes.tasks import load_secret
 
         design = run.design
         assert design.episodes is not None
@@ -301,7 +263,9 @@ class EngineCellExecutor:
             return st.url or "", "fresh engine start" if restart else "cache_salt"
 
         try:
-            create_run(suite, design.episodes.draws, out=folder)
+            # one secret for the whole experiment: every cell's draw k has the same workspaces and hidden cases
+            secret = load_secret(run.folder / "episodes.secret")
+            create_run(suite, design.episodes.draws, out=folder, secret=secret)
             outcome = run_episodes(folder, st.url, fresh_draw=fresh_draw)
             results = read_jsonl(folder / "results.jsonl")
             m = episode_measures(results)

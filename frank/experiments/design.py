@@ -15,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from frank import tomlfile
 from frank.experiments.fidelity import FidelityRule, check_sets, parse_fidelity
 from frank.experiments.tables import DesignError, Table
 
@@ -48,6 +48,16 @@ EPISODE_MEASURES = {
     "episodes_passed": "episodes the suite's graders passed, over the start's draws",
 }
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# What the exact tests, the runner and `frank jobs list` carry (docs/experiments.md, "Bounds"): 100 blocks
+# are 200 engine starts (a sign test's null of 2^100 outcomes); 10+10 balanced starts are C(20, 10) =
+# 184,756 relabellings the permutation test enumerates (about 2 s here; 12+12 would take half a minute).
+MAX_BLOCKS = 100
+MAX_STARTS_PER_ARM = 10
+MAX_EPISODE_DRAWS = 100  # draws of a suite per engine start
+MAX_WORKLOAD_DRAWS = 1000  # draws listed in [workload].draws
+MAX_REQUESTS = 1_000_000  # requests replayed per draw
+MAX_TOKENS = 1 << 20  # [workload].max_tokens and output_tokens
+MAX_RETRIES = 10
 
 
 @dataclass(frozen=True)
@@ -174,14 +184,26 @@ def load_design(path: Path | str, *, check_profiles: bool = False) -> Design:
 
 
 def parse_design_text(text: str, where: str = "<design>", *, check_profiles: bool = False) -> Design:
+    data = tomlfile.parse(text, where, DesignError)
+    lines = tomlfile.KeyLines(text)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DesignError(f"{where}: invalid TOML: {exc}") from None
-    design = parse_design(data, where)
-    if check_profiles:
-        check_arm_profiles(design, where)
+        tomlfile.check_plain(data, where, lines, DesignError)
+        design = parse_design(data, where)
+        if check_profiles:
+            check_arm_profiles(design, where)
+    except DesignError as exc:
+        raise _at_line(exc, where, lines) from None
     return design
+
+
+def _at_line(exc: DesignError, where: str, lines: tomlfile.KeyLines) -> DesignError:
+    """`FILE: FIELD: reason` with the line of FIELD added (`FILE:LINE: FIELD: reason`), when it is found."""
+    text = str(exc)
+    if not text.startswith(f"{where}: "):
+        return exc
+    field = text[len(where) + 2 :].split(": ", 1)[0]
+    line = lines.line(field) if re.fullmatch(r'[A-Za-z0-9_.\[\]"-]+', field) else 0
+    return DesignError(f"{where}:{line}: {text[len(where) + 2 :]}") if line else exc
 
 
 TOP_FIELDS = (
@@ -219,11 +241,13 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     blocks = starts_per_arm = None
     run_order: tuple[str, ...] = ()
     if kind == "blocks":
-        blocks = kind_table.count("blocks")
+        blocks = kind_table.count("blocks", maximum=MAX_BLOCKS)
     elif kind == "balanced":
-        starts_per_arm = kind_table.count("starts_per_arm")
+        starts_per_arm = kind_table.count("starts_per_arm", maximum=MAX_STARTS_PER_ARM)
     else:
         order = kind_table.get("order", list, [])
+        if len(order) > 2 * MAX_BLOCKS:
+            raise kind_table.error("order", f"{len(order)} starts; at most {2 * MAX_BLOCKS}")
         for i, arm_name in enumerate(order):
             if arm_name not in names:
                 raise DesignError(f"{where}: design.order[{i}]: {arm_name!r} is not an arm ({', '.join(names)})")
@@ -328,18 +352,20 @@ def _parse_workload(raw: Any, where: str) -> Workload:
         raw, "workload", where, ("name", "draws", "mode", "requests", "warmup_requests", "max_tokens", "output_tokens")
     )
     draws = table.get("draws", list, [])
+    if len(draws) > MAX_WORKLOAD_DRAWS:
+        raise table.error("draws", f"{len(draws)} draws; at most {MAX_WORKLOAD_DRAWS}")
     for i, draw in enumerate(draws):
         if isinstance(draw, bool) or not isinstance(draw, (int, str)):
             raise DesignError(f"{where}: workload.draws[{i}]: expected a draw number or name, got {draw!r}")
-    requests = table.count("requests", None)
-    warmup = table.count("warmup_requests", 0, minimum=0)
+    requests = table.count("requests", None, maximum=MAX_REQUESTS)
+    warmup = table.count("warmup_requests", 0, minimum=0, maximum=MAX_REQUESTS)
     if requests is not None and warmup >= requests:
         raise table.error("warmup_requests", f"{warmup} warm-up requests leave nothing to measure of {requests}")
     mode = table.choice("mode", MODES, "full")
-    max_tokens = table.count("max_tokens", None)
+    max_tokens = table.count("max_tokens", None, maximum=MAX_TOKENS)
     if max_tokens is not None and mode != "full":
         raise table.error("max_tokens", 'only mode "full" sends recorded max_tokens (engine mode asks for 1)')
-    output_tokens = table.count("output_tokens", 1)
+    output_tokens = table.count("output_tokens", 1, maximum=MAX_TOKENS)
     if output_tokens != 1 and mode != "engine":
         raise table.error("output_tokens", 'only mode "engine" asks for a set number of output tokens')
     return Workload(
@@ -358,7 +384,7 @@ def _parse_episodes(raw: Any, where: str) -> Episodes:
     suite = table.get("suite", str)
     if not suite.strip():
         raise table.error("suite", "must not be empty")
-    return Episodes(suite=suite, draws=table.count("draws", 1))
+    return Episodes(suite=suite, draws=table.count("draws", 1, maximum=MAX_EPISODE_DRAWS))
 
 
 def _parse_rule(
@@ -444,7 +470,7 @@ def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
     action = table.choice("action", FAILURE_ACTIONS, "retry")
     if action == "void_block" and kind != "blocks":
         raise table.error("action", f"only a 'blocks' design has blocks to void (this one is {kind!r})")
-    max_retries = table.count("max_retries", 1, minimum=0)
+    max_retries = table.count("max_retries", 1, minimum=0, maximum=MAX_RETRIES)
     if action == "void_block" and "max_retries" in table.data:
         raise table.error("max_retries", 'void_block does not retry; use action = "retry" to retry')
     return Failure(action=action, max_retries=max_retries if action == "retry" else 0)
@@ -484,6 +510,7 @@ def check_arm_profiles(design: Design, where: str) -> None:
     if design.fidelity is not None:
         check_sets(design.fidelity, where)
     served: dict[str, str] = {}
+    prints: dict[str, str | None] = {}
     for i, arm in enumerate(design.arms):
         field = "profile" if arm.profile == design.profile else f"arms[{i}].profile"
         try:
@@ -504,12 +531,36 @@ def check_arm_profiles(design: Design, where: str) -> None:
                     f"{where}: {named}: arm {arm.name!r} runs {profile.name}, a {kind.label} engine: {lacking}"
                 )
         served[arm.name] = profile.served_model_name
-    if design.fidelity is not None and len(set(served.values())) > 1:
-        (a, ma), (b, mb) = served.items()
+        prints[arm.name] = _model_fingerprint(profile)
+    if design.fidelity is None:
+        return
+    (a, ma), (b, mb) = served.items()
+    (_, pa), (_, pb) = prints.items()
+    if pa and pb and pa != pb:
+        raise DesignError(
+            f"{where}: arms[1].profile: arm {b!r} and arm {a!r} serve different model files (reference checkpoint "
+            f"fingerprints {pb[:12]} and {pa[:12]}): the fidelity rule compares each arm's KL against one "
+            "reference model, so both arms must serve the same model"
+        )
+    if not (pa and pb) and ma != mb:  # a model not on this machine: its served name is all there is
         raise DesignError(
             f"{where}: arms[1].profile: arm {b!r} serves {mb!r}, arm {a!r} serves {ma!r}: the fidelity rule compares "
             "each arm's KL against one reference model, so both arms must serve the same model"
         )
+
+
+def _model_fingerprint(profile: Any) -> str | None:
+    """The fingerprint of the checkpoint a profile's fidelity reference is (frank.engine.model_facts), or None
+    when it is not on this machine."""
+    from frank.engine.model_facts import fingerprint
+    from frank.errors import FrankError
+    from frank.fidelity.runs import reference_source
+
+    try:
+        folder, _ = reference_source(profile)
+    except (FrankError, OSError):
+        return None
+    return fingerprint(folder)
 
 
 # What a design asks of every arm's engine: (asks it?, what the engine must give, the field that asks);

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from frank.experiments import exact
+from frank.experiments.decision import Decision
 from frank.reports import plots
 from frank.reports.page import Page
 
@@ -31,9 +32,10 @@ def _rule_text(r: dict[str, Any]) -> str:
 
 def experiment_page(r: dict[str, Any]) -> str:
     arms = (r["treatment"], r["control"])
-    title = f"{r['name']}: {r['decision']}"
+    decision = Decision.of(r)
+    title = f"{r['name']}: {decision.verdict}"
     page = Page(title, r.get("question", ""))
-    page.decision(r["decision"], r["decision_reason"], _rule_text(r))
+    page.decision(decision.verdict, decision.reason, _rule_text(r))
     page.heading("Design")
     facts: list[tuple[str, Any]] = [
         ("design sha256", r["design_sha256"]),

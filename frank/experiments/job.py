@@ -13,8 +13,8 @@ from pathlib import Path
 
 from frank import jobs
 from frank.experiments import registry
-from frank.experiments.journal import read_events
-from frank.experiments.runner import fold, run_experiment
+from frank.experiments.journal import fold, read_events
+from frank.experiments.runner import run_experiment
 
 ENDED = {"finished": "finished", "interrupted": "cancelled", "retries_exhausted": "failed", "error": "failed"}
 
@@ -48,13 +48,13 @@ KIND = jobs.JobKind(
 
 def launch(run: registry.Run) -> jobs.JobStatus:
     """Run or resume `run` detached (what `frank experiment run --detach` and the console do)."""
-    return jobs.launch(KIND.name, run.folder)
+    return jobs.launch(KIND, run.folder)
 
 
 def main(argv: list[str] | None = None) -> int:
     from frank.experiments.cell import EngineCellExecutor
 
-    run_dir = jobs.main_run_dir(argv, KIND.name)
+    run_dir = jobs.main_run_dir(argv, KIND)
     run = registry.load_run(run_dir.name)
     result = run_experiment(
         run, EngineCellExecutor(), handle_signals=True, on_event=lambda e: print(json.dumps(e, default=str), flush=True)

@@ -1,7 +1,8 @@
 """The experiment journal: append-only JSON lines, one event per line, flushed and fsynced per event.
 
 Every event carries `seq` (its line number, from 1), `t` (UTC wall clock) and `event`. The journal is the
-record: the runner's progress, the console's live view and the report are all read back from it.
+record: the runner's progress, the console's live view and the report are all read back from it, through
+`fold` (below): which attempts each slot had, how each ended, the voided blocks.
 
 A runner killed mid-write leaves at most a torn last line. It is read and healed as every record file is
 (frank.jsonl): readers skip it, the next writer moves it to `journal.torn` (kept, never silently dropped)
@@ -13,7 +14,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,3 +71,82 @@ def follow(path: Path, poll_s: float = 0.5, stop: Any = None) -> Iterator[dict[s
         if stop is not None and stop():
             return
         time.sleep(poll_s)
+
+
+CLOSING = ("cell_done", "cell_failed", "cell_interrupted")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    slot: int
+    attempt: int
+    status: str  # running | done | failed | interrupted
+    started: dict[str, Any]
+    closed: dict[str, Any] | None = None
+    phase: str = "starting"  # starting | replaying | stopping | closed
+
+    @property
+    def value(self) -> float | None:
+        return self.closed.get("value") if self.closed and self.status == "done" else None
+
+
+@dataclass(frozen=True)
+class Progress:
+    attempts: dict[int, tuple[Attempt, ...]]
+    voided: frozenset[int]
+    stopped_reason: str | None  # reason of the last runner_stopped, if the last runner stopped
+    runner_sessions: int
+
+    def done(self, slot: int) -> dict[str, Any] | None:
+        for a in self.attempts.get(slot, ()):
+            if a.status == "done":
+                return a.closed
+        return None
+
+    def failures(self, slot: int) -> int:
+        return sum(1 for a in self.attempts.get(slot, ()) if a.status in ("failed", "interrupted"))
+
+    @property
+    def open_attempt(self) -> Attempt | None:
+        for attempts in self.attempts.values():
+            for a in attempts:
+                if a.status == "running":
+                    return a
+        return None
+
+
+def fold(events: Iterable[dict[str, Any]]) -> Progress:
+    attempts: dict[int, list[Attempt]] = {}
+    voided: set[int] = set()
+    stopped: str | None = None
+    sessions = 0
+
+    def replace_last(slot: int, **changes: Any) -> None:
+        items = attempts.get(slot)
+        if items and items[-1].status == "running":
+            items[-1] = replace(items[-1], **changes)
+
+    for ev in events:
+        kind = ev.get("event")
+        if kind == "runner_started":
+            sessions += 1
+            stopped = None
+        elif kind == "runner_stopped":
+            stopped = ev.get("reason")
+        elif kind == "cell_started":
+            attempts.setdefault(ev["slot"], []).append(Attempt(ev["slot"], ev["attempt"], "running", ev))
+        elif kind == "engine_ready":
+            replace_last(ev["slot"], phase="replaying")
+        elif kind == "replay_done":
+            replace_last(ev["slot"], phase="stopping")
+        elif kind in CLOSING:
+            status = {"cell_done": "done", "cell_failed": "failed", "cell_interrupted": "interrupted"}[kind]
+            replace_last(ev["slot"], status=status, closed=ev, phase="closed")
+        elif kind == "block_voided":
+            voided.add(int(ev["block"]))
+    return Progress(
+        attempts={k: tuple(v) for k, v in attempts.items()},
+        voided=frozenset(voided),
+        stopped_reason=stopped,
+        runner_sessions=sessions,
+    )

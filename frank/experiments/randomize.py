@@ -80,6 +80,14 @@ def draw_order(design: Design, seed: int) -> DrawnOrder:
     return DrawnOrder(seed=seed, method=METHOD, index=index, count=count, slots=unrank(design, index))
 
 
+def draw_balanced(arms: tuple[str, str], n: int, seed: int) -> DrawnOrder:
+    """A balanced order of n starts per arm without a design file (`frank bench`): the same draw and
+    decoding as a registered `balanced` design's."""
+    count = math.comb(2 * n, n)
+    index = random.Random(seed).randrange(count)
+    return DrawnOrder(seed, METHOD, index, count, _unrank_balanced(index, list(arms), n))
+
+
 def unrank(design: Design, index: int) -> tuple[Slot, ...]:
     names = [arm.name for arm in design.arms]
     if design.kind == "blocks":

@@ -85,13 +85,13 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
     source = design_path.read_bytes()
     now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{_slug(design.name)}-{secrets.token_hex(2)}"
-    folder = experiments_dir() / run_id
-    paths.private_dir(folder)
     order: DrawnOrder | None = None
     workload: dict[str, Any] | None = None
-    if design.runnable:
+    if design.runnable:  # every check before the run's folder exists: a refusal leaves nothing behind
         workload = _suite_record(design, design_path) if design.episodes else _workload_record(design, design_path)
         order = draw_order(design, seed if seed is not None else new_seed())
+    folder = experiments_dir() / run_id
+    paths.private_dir(folder)
     meta = {
         "run_id": run_id,
         "name": design.name,

@@ -19,9 +19,9 @@ from typing import Any
 
 from frank.errors import FrankError
 from frank.experiments import exact
+from frank.experiments.decision import Guard, decide
 from frank.experiments.design import Design
-from frank.experiments.journal import read_events
-from frank.experiments.runner import fold
+from frank.experiments.journal import fold, read_events
 from frank.experiments.tally import effect_pct, tally_blocks
 
 
@@ -196,35 +196,33 @@ def analyze(
         "notes": [],
     }
     if rule.test == "criteria":  # external, or live episode starts (the seed's adoption rule)
-        decision = _criteria(design, obs, out)
+        rule_decision = _criteria(design, obs, out)
     elif design.kind == "blocks":
-        decision = _blocks(design, obs, set(voided), out)
+        rule_decision = _blocks(design, obs, set(voided), out)
     else:
-        decision = _balanced(design, obs, out)
+        rule_decision = _balanced(design, obs, out)
     guards = _guards(design, obs, checks, source)
     if design.fidelity is not None:
         out["fidelity"] = _fidelity(design, obs, fidelity_rows)
         guards.append({"name": "fidelity", "status": out["fidelity"]["status"], "detail": out["fidelity"]["detail"]})
     out["guards"] = guards
-    failed_guards = [g["name"] for g in guards if g["status"] == "fail"]
-    verdict, reason = decision
-    if verdict == "confirmed" and failed_guards:
-        verdict, reason = "not confirmed", f"guard failed: {', '.join(failed_guards)} ({reason})"
-    elif verdict == "confirmed" and out.get("fidelity", {}).get("status") == "pass":
-        reason += " and the fidelity rule holds"
-    elif out.get("fidelity", {}).get("status") == "unchecked":
-        # the fidelity rule is part of the decision: without its KL a confirmation is not one
-        why = f"the fidelity rule could not be evaluated ({out['fidelity']['detail']})"
-        if verdict == "confirmed":
-            verdict, reason = "incomplete", f"{reason}, but {why}"
-        elif verdict == "not confirmed":
-            reason = f"{reason}; {why}"
+    verdict, reason = rule_decision
+    decision = decide(
+        verdict,  # type: ignore[arg-type]
+        reason,
+        (Guard(g["name"], g["status"], g.get("detail", "")) for g in guards),
+        out.get("fidelity"),
+        design_sha256=design.sha256,
+        p_value=out.get("p_value"),
+        p_fraction=out.get("p_fraction"),
+        mean_effect_pct=out.get("mean_effect_pct"),
+    )
     unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
     if unchecked:
         out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
     if source == "external" and design.kind != "external":
         out["notes"].append("a randomization p-value only if the order was drawn uniformly before the starts")
-    out["decision"], out["decision_reason"] = verdict, reason
+    out["decision"], out["decision_reason"] = decision.verdict, decision.reason
     out["revert"] = _revert(design, obs, out, failed_attempts, source)
     return out
 

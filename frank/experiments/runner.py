@@ -13,8 +13,8 @@ On start the runner folds the journal (`fold`); an attempt that was started but 
 failure rule decides: retry the same slot (up to `max_retries` more attempts) or void the block. A lock
 file (flock, released by the kernel when the holder dies) keeps two runners off one run.
 
-`ExperimentState` (frozen) is the live view for the console, rebuilt from the journal: current cell,
-per-block values and signs, running tally, and whether the rule can still be met.
+The journal's fold is frank.experiments.journal.fold; the live board the console shows is
+frank.experiments.board.
 """
 
 from __future__ import annotations
@@ -22,22 +22,19 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from frank import jobs
 from frank.errors import FrankError
-from frank.experiments import exact
 from frank.experiments.design import Design
 from frank.experiments.errors import RunError
-from frank.experiments.journal import Journal, read_events
+from frank.experiments.journal import Attempt, Journal, Progress, fold, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
-from frank.experiments.tally import BlockResult, BlockTally, tally_blocks
 from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
-CLOSING = ("cell_done", "cell_failed", "cell_interrupted")
 Note = Callable[..., dict]
 
 
@@ -47,85 +44,6 @@ class CellError(FrankError):
 
 class RunnerInterrupted(BaseException):
     """A stop request (SIGTERM, SIGINT): unwind through the cell (its engine is stopped), record, exit."""
-
-
-# -- folding the journal ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Attempt:
-    slot: int
-    attempt: int
-    status: str  # running | done | failed | interrupted
-    started: dict[str, Any]
-    closed: dict[str, Any] | None = None
-    phase: str = "starting"  # starting | replaying | stopping | closed
-
-    @property
-    def value(self) -> float | None:
-        return self.closed.get("value") if self.closed and self.status == "done" else None
-
-
-@dataclass(frozen=True)
-class Progress:
-    attempts: dict[int, tuple[Attempt, ...]]
-    voided: frozenset[int]
-    stopped_reason: str | None  # reason of the last runner_stopped, if the last runner stopped
-    runner_sessions: int
-
-    def done(self, slot: int) -> dict[str, Any] | None:
-        for a in self.attempts.get(slot, ()):
-            if a.status == "done":
-                return a.closed
-        return None
-
-    def failures(self, slot: int) -> int:
-        return sum(1 for a in self.attempts.get(slot, ()) if a.status in ("failed", "interrupted"))
-
-    @property
-    def open_attempt(self) -> Attempt | None:
-        for attempts in self.attempts.values():
-            for a in attempts:
-                if a.status == "running":
-                    return a
-        return None
-
-
-def fold(events: Iterable[dict[str, Any]]) -> Progress:
-    attempts: dict[int, list[Attempt]] = {}
-    voided: set[int] = set()
-    stopped: str | None = None
-    sessions = 0
-
-    def replace_last(slot: int, **changes: Any) -> None:
-        items = attempts.get(slot)
-        if items and items[-1].status == "running":
-            items[-1] = replace(items[-1], **changes)
-
-    for ev in events:
-        kind = ev.get("event")
-        if kind == "runner_started":
-            sessions += 1
-            stopped = None
-        elif kind == "runner_stopped":
-            stopped = ev.get("reason")
-        elif kind == "cell_started":
-            attempts.setdefault(ev["slot"], []).append(Attempt(ev["slot"], ev["attempt"], "running", ev))
-        elif kind == "engine_ready":
-            replace_last(ev["slot"], phase="replaying")
-        elif kind == "replay_done":
-            replace_last(ev["slot"], phase="stopping")
-        elif kind in CLOSING:
-            status = {"cell_done": "done", "cell_failed": "failed", "cell_interrupted": "interrupted"}[kind]
-            replace_last(ev["slot"], status=status, closed=ev, phase="closed")
-        elif kind == "block_voided":
-            voided.add(int(ev["block"]))
-    return Progress(
-        attempts={k: tuple(v) for k, v in attempts.items()},
-        voided=frozenset(voided),
-        stopped_reason=stopped,
-        runner_sessions=sessions,
-    )
 
 
 @dataclass(frozen=True)
@@ -308,156 +226,3 @@ def _install_signals() -> dict[int, Any]:
         previous[sig] = signal.signal(sig, stop)
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     return previous
-
-
-# -- live state for the console ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CellView:
-    slot: int
-    start: int
-    block: int | None
-    arm: str
-    status: str  # pending | running | done | failed | interrupted | voided
-    attempts: int
-    value: float | None
-    phase: str = ""
-
-
-@dataclass(frozen=True)
-class ExperimentState:
-    run_id: str
-    name: str
-    kind: str
-    design_sha256: str
-    status: str  # registered | running | stopped | finished | failed
-    runner_pid: int | None
-    current: CellView | None
-    cells: tuple[CellView, ...]
-    blocks: tuple[BlockResult, ...]  # blocks designs
-    wins: int  # the tally (tally.py), the same the decision counts: a voided block is in none of these
-    losses: int
-    ties: int
-    remaining: int  # blocks (or starts) still to measure
-    can_still_meet: bool
-    best_possible_p: float | None
-    smallest_p: float | None
-    p_value: float | None = None  # the sign test over the blocks complete so far (blocks designs)
-    stopped_reason: str | None = None
-    events: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def load_state(run: Run) -> ExperimentState:
-    events = read_events(run.journal_path)
-    progress = fold(events)
-    design = run.design
-    holder = lock_holder(run.lock_path)
-    cells = []
-    for slot in run.slots:
-        attempts = progress.attempts.get(slot.slot, ())
-        done = progress.done(slot.slot)
-        if done is not None:
-            status = "done"
-        elif slot.block is not None and slot.block in progress.voided:
-            status = "voided"
-        elif attempts:
-            status = attempts[-1].status if not (attempts[-1].status == "running" and holder is None) else "interrupted"
-        else:
-            status = "pending"
-        phase = attempts[-1].phase if attempts and status == "running" else ""
-        cells.append(
-            CellView(
-                slot=slot.slot,
-                start=slot.slot + 1,
-                block=slot.block,
-                arm=slot.arm,
-                status=status,
-                attempts=len(attempts),
-                value=done.get("value") if done else None,
-                phase=phase,
-            )
-        )
-    current = next((c for c in cells if c.status == "running"), None)
-    tally = _tally(design, cells, progress.voided)
-    if tally is None:
-        blocks, w, l, t, p = (), 0, 0, 0, None
-        remaining = sum(1 for c in cells if c.value is None)
-    else:
-        blocks, w, l, t, p, remaining = tally.blocks, tally.wins, tally.losses, tally.ties, tally.p_value, tally.missing
-    best = _best_possible_p(design, cells, tally)
-    can_meet = _can_still_meet(design, l, t, progress.voided, best)
-    stopped = progress.stopped_reason
-    if holder is not None:
-        status = "running"
-    elif stopped == "finished":
-        status = "finished"
-    elif stopped == "retries_exhausted":
-        status = "failed"
-    elif progress.runner_sessions:
-        status = "stopped"
-    else:
-        status = "registered"
-    return ExperimentState(
-        run_id=run.run_id,
-        name=design.name,
-        kind=design.kind,
-        design_sha256=design.sha256,
-        status=status,
-        runner_pid=holder,
-        current=current,
-        cells=tuple(cells),
-        blocks=blocks,
-        wins=w,
-        losses=l,
-        ties=t,
-        remaining=remaining,
-        can_still_meet=can_meet,
-        best_possible_p=best,
-        smallest_p=exact.smallest_p(design),
-        p_value=p,
-        stopped_reason=stopped,
-        events=len(events),
-    )
-
-
-def _tally(design: Design, cells: list[CellView], voided: frozenset[int]) -> BlockTally | None:
-    """The decision's own tally over the cells measured so far (None: not a blocks design)."""
-    if design.kind != "blocks":
-        return None
-    values: dict[int, dict[str, float | None]] = {}
-    for c in cells:
-        if c.block is not None:
-            values.setdefault(c.block, {})[c.arm] = c.value
-    return tally_blocks(design, values, voided)
-
-
-def _best_possible_p(design: Design, cells: list[CellView], tally: BlockTally | None) -> float | None:
-    """The p-value if every unmeasured cell came out as favourably as possible (None: a criteria rule)."""
-    rule = design.rule
-    if rule.test == "criteria":
-        return None
-    if tally is not None:
-        k = tally.complete + tally.missing  # voided blocks are out of the test
-        return exact.sign_test(k - tally.losses - tally.ties, k).p_value if k > 0 else None
-    if design.kind == "balanced":
-        # Far enough out that a pending cell decides its side, near enough that the measured values still
-        # order the relabellings in floating point (1e18 swallowed them: every relabelling tied).
-        measured = [c.value for c in cells if c.value is not None]
-        span = (max(measured) - min(measured) if measured else 0.0) or 1.0
-        low, high = min(measured, default=0.0) - 1000 * span, max(measured, default=0.0) + 1000 * span
-        good, bad = (low, high) if rule.direction == "lower" else (high, low)
-        tvals = [c.value if c.value is not None else good for c in cells if c.arm == rule.treatment]
-        cvals = [c.value if c.value is not None else bad for c in cells if c.arm == rule.control]
-        return exact.permutation_test(tvals, cvals, rule.direction).p_value
-    return None
-
-
-def _can_still_meet(design: Design, l: int, t: int, voided: frozenset[int], best: float | None) -> bool:
-    rule = design.rule
-    if design.kind == "blocks" and rule.require_all and (l or t or voided):
-        return False
-    if rule.alpha is not None and best is not None and best > rule.alpha:
-        return False
-    return True

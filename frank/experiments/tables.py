@@ -49,10 +49,12 @@ class Table:
             raise self.error(key, f"{value!r} is not one of: {', '.join(choices)}")
         return value
 
-    def count(self, key: str, default: Any = ..., minimum: int = 1) -> Any:
+    def count(self, key: str, default: Any = ..., minimum: int = 1, maximum: int | None = None) -> Any:
         value = self.get(key, int, default, what="an integer")
         if value is not None and value < minimum:
             raise self.error(key, f"must be at least {minimum}, got {value}")
+        if value is not None and maximum is not None and value > maximum:
+            raise self.error(key, f"must be at most {maximum}, got {value} (docs/experiments.md, Bounds)")
         return value
 
 

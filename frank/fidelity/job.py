@@ -81,7 +81,7 @@ def prepare(sets: list[str] | None = None, label: str = "") -> Path:
 
 def launch(run_dir: Path) -> jobs.JobStatus:
     """Start the measurement detached; returns at once."""
-    return jobs.launch(KIND.name, run_dir)
+    return jobs.launch(KIND, run_dir)
 
 
 def _raise_cancelled() -> None:
@@ -98,7 +98,7 @@ def run(run_dir: Path, echo: Any = None) -> dict[str, Any] | None:
         if echo is not None:
             echo(line)
 
-    with jobs.JobProcess(KIND.name, run_dir, on_cancel=_raise_cancelled):
+    with jobs.JobProcess(KIND, run_dir, on_cancel=_raise_cancelled):
         try:
             result = run_fidelity(spec.get("sets"), progress=step, label=spec.get("label", ""), save=False)
         except Cancelled:
@@ -110,7 +110,7 @@ def run(run_dir: Path, echo: Any = None) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    run_dir = jobs.main_run_dir(argv, KIND.name)
+    run_dir = jobs.main_run_dir(argv, KIND)
     result = run(run_dir, echo=lambda line: print(line, flush=True))
     return 0 if result is not None else 3
 

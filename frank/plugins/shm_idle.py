@@ -24,7 +24,20 @@ import logging
 import os
 import time
 
-logger = logging.getLogger("frank.shm_idle")
+from frank.plugins import compat
+
+logger = logging.getLogger(__name__)
+_S = "vllm.distributed.device_communicators.shm_broadcast"
+# The wait it replaces, and the reader that re-checks the ring's flag after every wait (compat.py).
+PATCHES = compat.Patches(
+    "shm-idle",
+    (
+        compat.Target(f"{_S}:SpinCondition.wait", {"0.32.0": ("(self, timeout_ms=)", "51a37ce714602605")}),
+        compat.Target(
+            f"{_S}:MessageQueue.acquire_read", {"0.32.0": ("(self, timeout=, indefinite=)", "3bc411b2385bba9a")}
+        ),
+    ),
+)
 ENV = "FRANK_SHM_WAIT"
 MIN_SLEEP_S = 0.0001
 MAX_SLEEP_S = 0.005
@@ -54,6 +67,8 @@ def install() -> None:
 
     original = SpinCondition.wait
     if getattr(original, "_frank_sleep", False):
+        return
+    if not compat.admit(PATCHES).compatible:  # logged and counted by compat: vLLM's wait left as it is
         return
 
     # Patched on the class, so readers made before this plugin loaded sleep too. The caller

@@ -59,6 +59,11 @@ class EngineView:
     last_request: m.RequestDelta | None  # the most recent request that ran alone between idle samples
     error: str | None = None
 
+    @property
+    def refused_plugins(self) -> tuple[str, ...]:
+        """frank's vLLM parts that stay off on this engine: its vLLM internals differ (from its /metrics)."""
+        return self.metrics.refused_plugins() if self.metrics is not None and self.metrics.ok else ()
+
 
 @dataclass(frozen=True)
 class Snapshot:

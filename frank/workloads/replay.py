@@ -10,8 +10,9 @@ with async httpx: send, first byte, first token, end. The prompt token IDs come 
 (`return_token_ids`) and are kept as a count and a sha256, so two engine starts can be compared.
 
 Results: a run folder with run.json (what was asked), one JSONL per draw (one line per request, appended,
-flushed and fsynced before the next request is sent) and summary.json (per-draw totals, rewritten after
-every request). A run cut off by a dead engine, Ctrl-C or `stop()` keeps every record and can be resumed:
+flushed and fsynced before the next request is sent: frank.workloads.record.ReplayRecord) and summary.json
+(per-draw totals, rewritten after every request from a running tally: O(1) per request, each draw file
+is read once). A run cut off by a dead engine, Ctrl-C or `stop()` keeps every record and can be resumed:
 requests whose latest record is ok are skipped, the rest run again under a new attempt number and a new salt.
 Progress goes to a callback as frozen `ReplayProgress` snapshots; nothing here prints.
 """
@@ -46,6 +47,7 @@ from frank.engine.metrics import (
 from frank.errors import FrankError
 from frank.telemetry.expert_pool import PoolProbe
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
+from frank.workloads.record import DrawTally, DrawTotals, ReplayRecord
 
 MODES = ("engine", "full")
 SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
@@ -81,41 +83,6 @@ class ReplayOptions:
 
 
 @dataclass(frozen=True)
-class DrawTotals:
-    """Per-draw totals over the latest record of each request (server values over attributed ones)."""
-
-    draw: str
-    planned: int
-    requests: int = 0
-    ok: int = 0
-    failed: int = 0
-    unattributed: int = 0
-    ttft_s: float = 0.0
-    queue_s: float | None = 0.0  # None: no attributed record carried it (llama.cpp exports no queue time)
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    front_end_s: float | None = 0.0  # None: likewise (it needs the queue time)
-    verify_steps: float = 0.0  # drafted steps (spec_decode_num_drafts)
-    decode_steps: float = 0.0  # verify steps, drafted or not (inter-token latency count)
-    verify_step_s: float | None = None  # frank.engine.measures.records_time_per_verify_step over the draw
-    cpu_expert_wait_s: float | None = None  # summed over the draw (None: no record carried one)
-    cpu_expert_wait_step_s: float | None = None  # per verify step: measures.records_cpu_expert_wait
-    acceptance_length: float | None = None  # frank.engine.measures.acceptance_length over the draw
-    client_ttft_s: float = 0.0
-    client_total_s: float = 0.0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    cold_requests: int = 0  # requests that start a conversation (turn 1)
-    cold_front_end_s: float | None = 0.0
-    prompt_ids_sha256: str | None = None  # over every request's prompt-ID hash, in order (None: some missing)
-    outputs_sha256: str | None = None  # over every request's output hash (text and token IDs), likewise
-
-    @property
-    def complete(self) -> bool:
-        return self.ok == self.planned
-
-
-@dataclass(frozen=True)
 class ReplayProgress:
     """One progress event for the console. phase: started, request (about to send `current`), result
     (`last` recorded), draw_done, finished, stopped, interrupted (engine gone), failed."""
@@ -131,7 +98,7 @@ class ReplayProgress:
     current: str | None = None  # request id in flight
     task: str | None = None
     turn: int | None = None
-    last: Mapping[str, Any] | None = field(default=None, compare=False)  # the last record written
+    last: ReplayRecord | None = field(default=None, compare=False)  # the last record written
     totals: DrawTotals | None = None
     message: str = ""
 
@@ -191,94 +158,9 @@ def read_records(path: Path, current: bool = True) -> list[dict[str, Any]]:
     return out
 
 
-def latest_by_id(records: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    latest: dict[str, Mapping[str, Any]] = {}
-    for rec in records:
-        latest[rec["id"]] = rec
-    return latest
-
-
-OPTIONAL_MEASURES = ("queue_s", "front_end_s")  # an engine kind may export none of these
-
-
 def _total(values: list[Any]) -> Any:
     """The sum over draws; None when some draw has no such measure."""
     return None if any(v is None for v in values) else sum(values)
-
-
-def draw_totals(draw: str, planned: list[str], records: Iterable[Mapping[str, Any]]) -> DrawTotals:
-    latest = latest_by_id(records)
-    t: dict[str, Any] = {"draw": draw, "planned": len(planned)}
-    sums = dict.fromkeys(
-        (
-            "ttft_s",
-            "queue_s",
-            "prefill_s",
-            "decode_s",
-            "front_end_s",
-            "verify_steps",
-            "decode_steps",
-            "client_ttft_s",
-            "client_total_s",
-            "cold_front_end_s",
-        ),
-        0.0,
-    )
-    counts = dict.fromkeys(
-        ("requests", "ok", "failed", "unattributed", "prompt_tokens", "cached_tokens", "cold_requests"), 0
-    )
-    accepted = 0.0
-    carried: set[str] = set()  # the optional measures some attributed record had a value for
-    servers: list[Mapping[str, Any]] = []
-    hashes: list[str | None] = []
-    out_hashes: list[str | None] = []
-    for rid in planned:
-        rec = latest.get(rid)
-        if rec is None:
-            continue
-        counts["requests"] += 1
-        if rec.get("status") != "ok":
-            counts["failed"] += 1
-            hashes.append(None)
-            out_hashes.append(None)
-            continue
-        counts["ok"] += 1
-        client = rec.get("client") or {}
-        sums["client_ttft_s"] += client.get("ttft_s") or 0.0
-        sums["client_total_s"] += client.get("total_s") or 0.0
-        counts["prompt_tokens"] += int(rec.get("prompt_tokens") or 0)
-        hashes.append(rec.get("prompt_ids_sha256"))
-        out_hashes.append(rec.get("output_sha256"))
-        server = rec.get("server") or {}
-        cold = rec.get("turn") == 1
-        counts["cold_requests"] += int(cold)
-        if not server.get("attributed"):
-            counts["unattributed"] += 1
-            continue
-        for key in ("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s"):
-            sums[key] += server.get(key) or 0.0
-        carried.update(key for key in OPTIONAL_MEASURES if server.get(key) is not None)
-        if cold:
-            sums["cold_front_end_s"] += server.get("front_end_s") or 0.0
-        counts["cached_tokens"] += int(server.get("cached_tokens") or 0)
-        sums["verify_steps"] += server.get("verify_steps") or 0.0
-        accepted += server.get("accepted_tokens") or 0.0
-        sums["decode_steps"] += server.get("decode_steps") or 0.0
-        servers.append(server)
-    t.update(sums)
-    if servers:  # a measure no attributed record carried is not available, never 0
-        t.update({key: None for key in OPTIONAL_MEASURES if key not in carried})
-        if "front_end_s" not in carried:
-            t["cold_front_end_s"] = None
-    t.update(counts)
-    t["verify_step_s"] = measures.records_time_per_verify_step(servers)
-    t["cpu_expert_wait_s"], t["cpu_expert_wait_step_s"] = measures.records_cpu_expert_wait(servers)
-    t["acceptance_length"] = measures.acceptance_length(accepted, sums["verify_steps"])
-    if hashes and len(hashes) == len(planned) and all(hashes):
-        t["prompt_ids_sha256"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
-    if out_hashes and len(out_hashes) == len(planned) and all(out_hashes):
-        t["outputs_sha256"] = hashlib.sha256("\n".join(out_hashes).encode()).hexdigest()  # type: ignore[arg-type]
-    return DrawTotals(**t)
 
 
 def _summary_draw(t: DrawTotals) -> dict[str, Any]:
@@ -353,6 +235,7 @@ class ReplayRunner:
         self.options = options or ReplayOptions()
         self.progress = progress
         self._stop = threading.Event()
+        self._tallies: dict[str, DrawTally] = {}
         names = list(self.options.draws) if self.options.draws else workload.draw_names
         for name in names:
             workload.draw(name)  # raises for an unknown draw
@@ -411,10 +294,18 @@ class ReplayRunner:
     def draw_file(self, draw: str) -> Path:
         return self.run_dir / f"{draw}.jsonl"
 
+    def forget_tally(self, draw: str) -> None:
+        self._tallies.pop(draw, None)
+
+    def tally(self, draw: str) -> DrawTally:
+        """The draw's running totals: its file is read once, then each new record is added."""
+        if draw not in self._tallies:
+            planned = [r.id for r in self.planned(draw)]
+            self._tallies[draw] = DrawTally(draw, planned).add_all(read_records(self.draw_file(draw)))
+        return self._tallies[draw]
+
     def summary(self, state: str, error: str | None = None) -> dict[str, Any]:
-        draws = {
-            d: draw_totals(d, [r.id for r in self.planned(d)], read_records(self.draw_file(d))) for d in self.draw_names
-        }
+        draws = {d: self.tally(d).totals() for d in self.draw_names}
         keys = (
             "requests",
             "ok",
@@ -760,7 +651,8 @@ class ReplayRunner:
     ) -> tuple[str, str | None]:
         planned = self.planned(draw)
         path = self.draw_file(draw)
-        done_ok = {rid for rid, rec in latest_by_id(read_records(path)).items() if rec.get("status") == "ok"}
+        tally = self.tally(draw)
+        done_ok = {rid for rid, rec in tally.latest.items() if rec.ok}
         salt = f"frank-{self.run_id}-{draw}-a{attempt}-{secrets.token_hex(8)}"
         ids = [r.id for r in planned]
         done = sum(1 for rid in ids if rid in done_ok)
@@ -773,16 +665,18 @@ class ReplayRunner:
             self._emit(phase="request", done=done, current=req.id, task=req.task, turn=req.turn, **common)
             record, alive = await self._replay_one(client, req, index, model, salt, attempt)
             _append(path, record)
+            typed = ReplayRecord.from_json(record)
+            tally.add(typed)
             done += 1
             self._write_summary("running")
-            totals = draw_totals(draw, ids, read_records(path)) if self.progress else None
+            totals = tally.totals() if self.progress else None
             self._emit(
                 phase="result",
                 done=done,
                 current=None,
                 task=req.task,
                 turn=req.turn,
-                last=record,
+                last=typed,
                 totals=totals,
                 **common,
             )
@@ -793,7 +687,7 @@ class ReplayRunner:
                 )
                 self._emit(phase="interrupted", done=done, message=msg, **common)
                 return "interrupted", msg
-        self._emit(phase="draw_done", done=done, totals=draw_totals(draw, ids, read_records(path)), **common)
+        self._emit(phase="draw_done", done=done, totals=tally.totals(), **common)
         return "finished", None
 
     def run_sync(self) -> dict[str, Any]:
@@ -849,7 +743,7 @@ def resume_replay(
     runner = ReplayRunner(workload, base_url or meta["base_url"], options, run_dir, progress)
     if restart:
         for draw in runner.draw_names:
-            planned = [r.id for r in runner.planned(draw)]
-            if not draw_totals(draw, planned, read_records(runner.draw_file(draw))).complete:
+            if not runner.tally(draw).totals().complete:
                 _append(runner.draw_file(draw), {"id": RESTART, "draw": draw, "at": time.time()})
+                runner.forget_tally(draw)  # the marker ends the draw's earlier pass: read the file again
     return runner

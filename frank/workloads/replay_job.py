@@ -109,7 +109,7 @@ def prepare(workload: str | Path, options: ReplayOptions, base_url: str, out: Pa
 
 def launch(run_dir: Path, api_key: str | None = None) -> jobs.JobStatus:
     """Start (or resume) the run detached; returns at once."""
-    return jobs.launch(KIND.name, run_dir, env={"FRANK_API_KEY": api_key} if api_key else None)
+    return jobs.launch(KIND, run_dir, env={"FRANK_API_KEY": api_key} if api_key else None)
 
 
 def run(
@@ -122,7 +122,7 @@ def run(
 ) -> dict[str, Any]:
     """Replay (or resume) the run in this process, holding its lock. Returns the summary."""
     box: list[ReplayRunner] = []
-    with jobs.JobProcess(KIND.name, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
+    with jobs.JobProcess(KIND, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
         api_key = api_key or os.environ.get("FRANK_API_KEY") or None
         if (run_dir / RUN_FILE).is_file():
             runner = resume_replay(run_dir, base_url or engine_url(), progress, api_key=api_key, restart=restart)
@@ -141,6 +141,10 @@ def run(
         return runner.run_sync()
 
 
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}s"
+
+
 def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
     """One line per request and per draw on `stream` (stderr for the CLI, job.log for a detached job)."""
 
@@ -150,18 +154,18 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
         try:
             if p.phase == "result" and p.last is not None:
                 rec = p.last
-                server = rec.get("server") or {}
-                client = rec.get("client") or {}
-                if rec.get("status") == "ok":
-                    fe = server.get("front_end_s")
+                server = rec.server.values if rec.server is not None else None
+                if rec.ok:
+                    fe = server.front_end_s if server is not None else None
+                    ttft = rec.client.ttft_s if rec.client is not None else None
                     detail = (
-                        f"ttft {client.get('ttft_s', 0):.3f}s  front-end "
-                        f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.get('prompt_tokens')}"
-                        + ("" if server.get("attributed") else f"  [unattributed: {server.get('reason')}]")
+                        f"ttft {ttft or 0:.3f}s  front-end "
+                        f"{'-' if fe is None else f'{fe:.3f}s'}  prompt {rec.prompt_tokens}"
+                        + ("" if rec.attributed else f"  [unattributed: {server.reason if server else 'no values'}]")
                     )
                 else:
-                    detail = f"FAILED: {rec.get('error')}"
-                print(f"[{p.draw} {p.done}/{p.total}] {rec['id']}  {detail}", file=stream, flush=True)
+                    detail = f"FAILED: {rec.error}"
+                print(f"[{p.draw} {p.done}/{p.total}] {rec.id}  {detail}", file=stream, flush=True)
             elif p.phase in ("started", "interrupted", "stopped", "failed") and p.message:
                 print(p.message, file=stream, flush=True)
             elif p.phase == "draw_done" and p.totals is not None:
@@ -169,7 +173,7 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
                 print(
                     f"[{p.draw}] done: {t.ok}/{t.planned} ok, front-end "
                     f"{'n/a' if t.front_end_s is None else f'{t.front_end_s:.3f}s'}, "
-                    f"prefill {t.prefill_s:.3f}s, ttft {t.ttft_s:.3f}s",
+                    f"prefill {_seconds(t.prefill_s)}, ttft {_seconds(t.ttft_s)}",
                     file=stream,
                     flush=True,
                 )
@@ -180,7 +184,7 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
 
 
 def main(argv: list[str] | None = None) -> int:
-    run_dir = jobs.main_run_dir(argv, KIND.name)
+    run_dir = jobs.main_run_dir(argv, KIND)
     summary = run(run_dir, progress=progress_lines(sys.stdout))
     print(f"replay {summary['run_id']}: {summary['state']}", flush=True)
     return 0 if summary["state"] == "finished" else 3

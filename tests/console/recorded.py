@@ -1,6 +1,9 @@
 """Deterministic telemetry for Pilot and snapshot tests: real frank.telemetry / frank.engine.metrics types filled
 from a recorded workstation shape (two GPUs, a 64-core pool, an engine mid-replay), so screenshots do not
-change from run to run. `RecordedSampler` has the Sampler's read API (start/stop/latest/history/subscribe)."""
+change from run to run. `RecordedSampler` has the Sampler's read API (start/stop/latest/history/subscribe).
+`RecordedSampler(gpu_readings=tests.recorded_nvml.readings())` takes its GPUs from a recorded NVML read by
+frank's real GPU sampler (two H200s, shaped after the one H200 recorded) instead of the synthetic ones, and
+`metrics_extra` adds /metrics lines (the plugins' verdicts, say) to the engine's scrape."""
 
 from __future__ import annotations
 
@@ -27,7 +30,14 @@ def _wave(i: int, base: float, amp: float, period: float = 9.0) -> float:
     return base + amp * math.sin(i / period * 2 * math.pi)
 
 
-def snapshot(i: int, cores: int = 64, gpus: int = 2, engine: bool = True) -> Snapshot:
+def snapshot(
+    i: int,
+    cores: int = 64,
+    gpus: int = 2,
+    engine: bool = True,
+    gpu_readings: list[GpuReading] | None = None,
+    metrics_extra: str = "",
+) -> Snapshot:
     per_core = tuple(min(100.0, max(0.0, _wave(i + c, 78 if c % 8 else 35, 20, 5 + c % 7))) for c in range(cores))
     busiest = (
         ThreadUse(101, 100, "exl3-cpu-0", 99.0),
@@ -37,31 +47,36 @@ def snapshot(i: int, cores: int = 64, gpus: int = 2, engine: bool = True) -> Sna
     )
     proc = EngineProcesses(100, (100, 120), 4810.0, 147, 212 * GIB, busiest) if engine else None
     cpu = CpuSample(per_core, sum(per_core) / cores, 512 * GIB, 301 * GIB, 211 * GIB, proc, None, 0.0004)
-    gpu = GpuReading(
-        tuple(
-            GpuSample(
-                index=g,
-                name="NVIDIA RTX PRO 6000 Blackwell",
-                util_gpu=_wave(i + 3 * g, 71, 22),
-                util_mem=40.0,
-                memory_used=int(88.6 * GIB),
-                memory_total=96 * GIB,
-                power_w=_wave(i, 402, 60),
-                power_limit_w=600.0,
-                temperature_c=63.0 + g,
-                sm_clock_mhz=2430.0,
-                pcie_gen=5,
-                pcie_width=16,
-                pcie_tx_bps=_wave(i + g, 9.1e9, 5e9),
-                pcie_rx_bps=_wave(i + 2 + g, 6.4e9, 4e9),
-            )
-            for g in range(gpus)
-        ),
-        None,
-        0.0006,
+    gpu = (
+        gpu_readings[(i - 1) % len(gpu_readings)]
+        if gpu_readings
+        else GpuReading(
+            tuple(
+                GpuSample(
+                    index=g,
+                    name="NVIDIA RTX PRO 6000 Blackwell",
+                    util_gpu=_wave(i + 3 * g, 71, 22),
+                    util_mem=40.0,
+                    memory_used=int(88.6 * GIB),
+                    memory_total=96 * GIB,
+                    power_w=_wave(i, 402, 60),
+                    power_limit_w=600.0,
+                    temperature_c=63.0 + g,
+                    sm_clock_mhz=2430.0,
+                    pcie_gen=5,
+                    pcie_width=16,
+                    pcie_tx_bps=_wave(i + g, 9.1e9, 5e9),
+                    pcie_rx_bps=_wave(i + 2 + g, 6.4e9, 4e9),
+                )
+                for g in range(gpus)
+            ),
+            None,
+            0.0006,
+        )
     )
     if engine:
-        sample = m.parse_metrics(METRICS_TEXT.format(kv=0.412), "tiny-frank", taken_at=float(i), wall_time=1.7e9 + i)
+        text = METRICS_TEXT.format(kv=0.412) + metrics_extra
+        sample = m.parse_metrics(text, "tiny-frank", taken_at=float(i), wall_time=1.7e9 + i)
         rates = m.WindowRates(
             valid=True,
             reason="",
@@ -101,6 +116,7 @@ class RecordedSampler:
     """Serves `count` recorded snapshots; `advance()` moves to the next one (a new sample)."""
 
     def __init__(self, count: int = 60, **shape) -> None:
+        self.shape = shape
         self.snapshots = [snapshot(i + 1, **shape) for i in range(count)]
         self.position = count
         self.started = False
@@ -125,7 +141,7 @@ class RecordedSampler:
         return lambda: self.subscribers.remove(callback) if callback in self.subscribers else None
 
     def advance(self, shape: dict | None = None) -> None:
-        self.snapshots.append(snapshot(len(self.snapshots) + 1, **(shape or {})))
+        self.snapshots.append(snapshot(len(self.snapshots) + 1, **{**self.shape, **(shape or {})}))
         self.position = len(self.snapshots)
         for callback in list(self.subscribers):  # as the real sampler does, after each sample
             callback(self.snapshots[-1])

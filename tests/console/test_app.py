@@ -39,7 +39,7 @@ async def test_modes_switch_by_number_keys(make_app):
 async def test_dashboard_adopts_the_controllers_view_of_a_stopped_engine(make_app):
     app = make_app(poll=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.engine_status is not None)
+        assert await wait_until(pilot, lambda: app.engine_status is not None)
         await pilot.pause(0.1)
         panel = app.screen.query_one(EnginePanel)
         assert app.engine_state == "stopped"
@@ -51,7 +51,7 @@ async def test_dashboard_adopts_the_controllers_view_of_a_stopped_engine(make_ap
 async def test_dashboard_renders_recorded_telemetry(make_app):
     app = make_app(status=READY)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
+        assert await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
         await pilot.pause(0.1)
         screen = app.screen
         gpu_panel = screen.query_one(GpuPanel)
@@ -132,8 +132,7 @@ async def test_stop_asks_first_and_no_keeps_the_engine(make_app):
         assert isinstance(app.screen, DashboardScreen)
         assert app.busy == "" and not any("stopped" in m for m in messages(app))
         await pilot.press("x", "y")  # yes: the real controller stops (nothing runs: returns stopped)
-        await wait_until(pilot, lambda: any("engine stopped" in m for m in messages(app)))
-        assert any("engine stopped" in m for m in messages(app))
+        assert await wait_until(pilot, lambda: any("engine stopped" in m for m in messages(app)))
 
 
 async def test_restart_knob_asks_first_live_knob_does_not(make_app):
@@ -195,7 +194,7 @@ async def test_start_failure_is_a_notification_not_a_traceback(make_app, monkeyp
     monkeypatch.setenv("FRANK_ENGINE_PYTHON", str(tmp_path / "no-such-python"))
     app = make_app(poll=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.engine_status is not None)
+        assert await wait_until(pilot, lambda: app.engine_status is not None)
         await pilot.press("s")
         for _ in range(60):
             await pilot.pause(0.05)
@@ -325,3 +324,23 @@ async def test_a_silent_engine_never_freezes_the_screen(make_app):
         for conn in held:
             conn.close()
         listener.close()
+
+
+async def test_the_metrics_panel_names_the_parts_that_refused_their_vllm(make_app):
+    from pathlib import Path
+
+    from tests.console.recorded import RecordedSampler
+
+    extra = (Path(__file__).parent.parent / "fixtures" / "metrics" / "plugins_refused_vllm026.txt").read_text()
+    app = make_app(status=READY, sampler=RecordedSampler(count=3, metrics_extra=extra))
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
+        await pilot.pause(0.1)
+        markup = app.screen.query_one(MetricsPanel)._markup
+        assert "parts off on vLLM 0.26.0" in markup
+        assert "block-hash-memo, held-prompt, idle-release, shm-idle" in markup and "region-cache" not in markup
+    plain = make_app(status=READY)  # an engine whose parts all loaded: no such line
+    async with plain.run_test(size=(140, 40)) as pilot:
+        assert await wait_until(pilot, lambda: plain.state.telemetry.snapshot is not None)
+        await pilot.pause(0.1)
+        assert "parts off" not in plain.screen.query_one(MetricsPanel)._markup

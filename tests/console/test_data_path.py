@@ -133,7 +133,7 @@ async def test_a_sources_message_is_rendered_without_any_screen_timer(make_app):
 async def test_nothing_changed_means_nothing_rendered(make_app):
     app = make_app(status=READY)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
+        assert await wait_until(pilot, lambda: app.state.telemetry.snapshot is not None)
         await pilot.pause(0.3)
         renders = []
         screen = app.screen

@@ -15,7 +15,7 @@ from frank.episodes.runner import list_runs, read_jsonl, run_path
 from frank.telemetry.sampler import Sampler, controller_target
 from tests.console.conftest import wait_until
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("job_kinds")]
 
 
 async def wait(pilot, predicate, timeout_s: float) -> bool:

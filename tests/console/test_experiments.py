@@ -24,7 +24,7 @@ def experiment_state(app):
 
 async def select_design(pilot, app, name: str) -> None:
     table = app.screen.query_one("#designs", DataTable)
-    await wait_until(pilot, lambda: table.row_count)
+    assert await wait_until(pilot, lambda: table.row_count)
     keys = [k.value for k in table.rows]
     table.move_cursor(row=[i for i, k in enumerate(keys) if k.endswith(f"{name}.toml")][0])
 
@@ -89,7 +89,7 @@ async def test_console_adopts_a_running_experiment(make_app):
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: followed_run(app) is not None, timeout_s=4.0)
+            assert await wait_until(pilot, lambda: followed_run(app) is not None, timeout_s=4.0)
             assert followed_run(app) == run.run_id
             assert experiment_state(app).status == "running"
             assert any("following the running experiment" in str(n.message) for n in app._notifications)
@@ -109,7 +109,7 @@ async def test_a_running_experiment_owns_the_engine(make_app):
     try:
         app = make_app(poll=True)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: experiment_state(app) is not None, timeout_s=4.0)
+            assert await wait_until(pilot, lambda: experiment_state(app) is not None, timeout_s=4.0)
             app.apply(engine=fixed_engine(READY))
             await pilot.press("x")
             await pilot.pause()
@@ -135,7 +135,7 @@ async def test_the_body_design_is_listed_with_both_engines_and_registers_from_th
                 break
         assert isinstance(app.screen, ConfirmDialog) and "body-smollm2 (balanced)" in app.screen.body
         await pilot.press("y")
-        await wait_until(pilot, lambda: experiment_state(app) is not None, timeout_s=4.0)
+        assert await wait_until(pilot, lambda: experiment_state(app) is not None, timeout_s=4.0)
         [meta] = registry.list_runs()
         run = registry.load_run(meta["run_id"])
         assert [(a.name, a.profile) for a in run.design.arms] == [

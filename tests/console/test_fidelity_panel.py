@@ -3,11 +3,15 @@ renders the newest run's per-set KL with the floor beside it, and the fidelity j
 
 from __future__ import annotations
 
+import pytest
+
 from frank import jobs
 from frank.console.screens.experiments import ExperimentsScreen
 from frank.console.state import FidelityRun, FidelitySet, FidelityView
 from frank.console.widgets.fidelity_panel import FidelityPanel, fidelity_markup, job_line
 from tests.console.conftest import wait_until
+
+pytestmark = pytest.mark.usefixtures("job_kinds")
 
 
 async def test_f_without_an_engine_launches_nothing(make_app):

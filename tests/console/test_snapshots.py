@@ -100,3 +100,16 @@ def test_help_and_confirm(snap_compare, make_app):
         await pilot.pause(0.3)
 
     assert snap_compare(make_app(status=STATUS), terminal_size=(100, 30), run_before=go)
+
+
+def test_dashboard_two_h200s_and_refused_parts(snap_compare, make_app):
+    """Two GPUs as frank's GPU sampler reads them from a recorded NVML (two H200s shaped after the one the GPU
+    machine recorded: tests/recorded_nvml.py), vLLM at tensor parallel 2, and the vLLM parts that refused
+    vLLM 0.26.0's internals named in the metrics panel (the verdicts the H200 machine's /metrics gave)."""
+    from tests.console.recorded import RecordedSampler
+    from tests.recorded_nvml import readings
+
+    extra = (Path(__file__).parent.parent / "fixtures" / "metrics" / "plugins_refused_vllm026.txt").read_text()
+    sampler = RecordedSampler(count=12, gpu_readings=readings(), metrics_extra=extra)
+    status = dataclasses.replace(STATUS, profile="embedded-gpu", knobs={"gpus": 2})
+    assert snap_compare(make_app(status=status, sampler=sampler), terminal_size=(120, 36), run_before=settle)

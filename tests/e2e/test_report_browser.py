@@ -4,8 +4,6 @@ report is rendered in tests/integration/test_campaign_watch.py."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from frank.paths import REPO_ROOT
@@ -14,24 +12,16 @@ from tests import chromium
 DESIGNS = REPO_ROOT / "frank" / "experiments" / "designs"
 
 
-def test_the_seed_schedule_report_renders_with_its_plots(tmp_path: Path) -> None:
+def test_the_seed_schedule_report_renders_with_its_plots(frank_cli, tmp_path: Path) -> None:
     page = tmp_path / "schedule.html"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "frank.console.cli",
-            "experiment",
-            "analyze",
-            str(DESIGNS / "seed-schedule-2.toml"),
-            str(DESIGNS / "seed-schedule-2.csv"),
-            "--html",
-            str(page),
-        ],
-        capture_output=True,
-        text=True,
+    res = frank_cli(
+        "experiment",
+        "analyze",
+        str(DESIGNS / "seed-schedule-2.toml"),
+        str(DESIGNS / "seed-schedule-2.csv"),
+        "--html",
+        str(page),
         timeout=120,
-        cwd=str(REPO_ROOT),
     )
     assert res.returncode == 0, res.stderr
     source = page.read_text()

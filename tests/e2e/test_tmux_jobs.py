@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import collections
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import pytest
 from frank import jobs
 from tests.e2e.tmux import TMUX, Console, kill_server, new_socket
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engine]
+pytestmark = [pytest.mark.e2e, pytest.mark.engine, pytest.mark.usefixtures("job_kinds")]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +94,7 @@ def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
+def test_cancel_from_the_console_then_resume_completes_it(frank_cli, engine, tmux_socket):
     console = Console(tmux_socket, width=140, height=40)
     try:
         console.wait_for("● ready", 60)
@@ -117,13 +115,7 @@ def test_cancel_from_the_console_then_resume_completes_it(engine, tmux_socket):
         assert 2 <= len(kept) < 45
     finally:
         console.close()
-    result = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "replay", "--resume", job.run_id, "--quiet", "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = frank_cli("replay", "--resume", job.run_id, "--quiet", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["totals"]["ok"] == 45
     seen = records(st.run_dir)

@@ -5,13 +5,10 @@ same workload without it (cache off). Nothing fails here, so every rule must say
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from frank.paths import REPO_ROOT
 from frank.workloads.format import write_workload
 
 pytestmark = pytest.mark.engine
@@ -39,17 +36,7 @@ kind = "pass_rate_drop"
 """
 
 
-def frank(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(REPO_ROOT),
-    )
-
-
-def test_a_replay_with_a_served_part_is_checked_against_the_one_without(engine, tmp_path: Path) -> None:
+def test_a_replay_with_a_served_part_is_checked_against_the_one_without(frank_cli, engine, tmp_path: Path) -> None:
     records = [
         {
             "id": "r1",
@@ -68,13 +55,13 @@ def test_a_replay_with_a_served_part_is_checked_against_the_one_without(engine, 
     workload = write_workload(tmp_path / "wl", "watch-one", "one request", [("1", records)])
     campaign = tmp_path / "campaign.toml"
     campaign.write_text(CAMPAIGN)
-    assert frank("campaign", "init", "--file", str(campaign)).returncode == 0
+    assert frank_cli("campaign", "init", "--file", str(campaign)).returncode == 0
 
     runs = {}
     try:
         for value in ("off", "on"):
             engine.set_knob("region_cache", value)
-            res = frank("replay", str(workload), "--json", "--quiet")
+            res = frank_cli("replay", str(workload), "--json", "--quiet")
             assert res.returncode == 0, res.stderr[-2000:]
             runs[value] = json.loads(res.stdout)["run_id"]
     finally:
@@ -82,7 +69,7 @@ def test_a_replay_with_a_served_part_is_checked_against_the_one_without(engine, 
     meta = json.loads((Path(json.loads(res.stdout)["run_dir"]) / "run.json").read_text())
     assert meta["engine"]["profile"] == "embedded-cpu" and meta["engine"]["knobs"]["region_cache"] == "on"
 
-    watch = frank("campaign", "watch", "--file", str(campaign), "--json")
+    watch = frank_cli("campaign", "watch", "--file", str(campaign), "--json")
     assert watch.returncode == 0, watch.stderr
     checks = [c for c in json.loads(watch.stdout)["new_checks"] if c["run_id"] == runs["on"]]
     assert len(checks) == 1, "the replay with the cache on is checked once"
@@ -92,5 +79,5 @@ def test_a_replay_with_a_served_part_is_checked_against_the_one_without(engine, 
     assert outcomes["only-cache-fails"] == ("ok", "0 failure(s) with the part, 0 without")
     assert outcomes["lower-pass-rate"][0] == "ok" and "1/1 = 1.000 with the part" in outcomes["lower-pass-rate"][1]
     assert check["fired"] == []
-    again = json.loads(frank("campaign", "watch", "--file", str(campaign), "--json").stdout)
+    again = json.loads(frank_cli("campaign", "watch", "--file", str(campaign), "--json").stdout)
     assert all(c["run_id"] != runs["on"] for c in again["new_checks"]), "never checked twice"

@@ -11,8 +11,6 @@ reason. The report page is rendered by Chromium with its plots.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 import tomli_w
 
 from frank.engine.profiles import BUILTIN_DIR
-from frank.paths import REPO_ROOT, user_profiles_dir
+from frank.paths import user_profiles_dir
 from frank.workloads.format import write_workload
 from tests import chromium
 
@@ -86,16 +84,6 @@ max_retries = 0
 """
 
 
-def frank(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(REPO_ROOT),
-    )
-
-
 def short_profile() -> None:
     data = tomllib.loads((BUILTIN_DIR / "embedded-cpu.toml").read_text())
     data.update(name="embedded-cpu-ctx512", max_model_len=512, description="embedded-cpu with a 512-token context")
@@ -142,30 +130,30 @@ async def console_shows_the_fired_rule() -> None:
 
 @pytest.mark.timeout(1200)
 async def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(
-    fresh_frank_home: Path, tmp_path: Path
+    frank_cli, fresh_frank_home: Path, tmp_path: Path
 ) -> None:
     short_profile()
     config = fresh_frank_home / "config"
     (config / "campaign.toml").write_text(CAMPAIGN)
-    init = frank("campaign", "init", "--json")
+    init = frank_cli("campaign", "init", "--json", timeout=120)
     assert init.returncode == 0, init.stderr
     design = tmp_path / "design.toml"
     design.write_text(DESIGN.format(workload=workload(tmp_path / "wl")))
-    reg = frank("experiment", "register", str(design), "--json")
+    reg = frank_cli("experiment", "register", str(design), "--json", timeout=120)
     assert reg.returncode == 0, reg.stderr
     run_id = json.loads(reg.stdout)["run_id"]
 
-    before = frank("campaign", "revert", "short-context")  # nothing fired yet: a reason is needed
+    before = frank_cli("campaign", "revert", "short-context", timeout=120)  # nothing fired yet: a reason is needed
     assert before.returncode == 1 and "no revert rule has fired" in before.stderr
 
-    run = frank("experiment", "run", run_id, "--json", timeout=1000)
+    run = frank_cli("experiment", "run", run_id, "--json", timeout=1000)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "REVERT RULE FIRED: part short-context, rule only-part-fails" in run.stderr  # at once, in the CLI
 
-    report = json.loads(frank("experiment", "report", run_id, "--json").stdout)
+    report = json.loads(frank_cli("experiment", "report", run_id, "--json", timeout=120).stdout)
     guards = {g["name"]: g for g in report["guards"]}
     assert guards["no_failed_requests"]["status"] == "fail"  # the failed request is real and recorded
-    status = json.loads(frank("campaign", "status", "--json").stdout)
+    status = json.loads(frank_cli("campaign", "status", "--json", timeout=120).stdout)
     part = next(p for p in status["parts"] if p["name"] == "short-context")
     rules = {r["name"]: r["last_check"] for r in part["revert_rules"]}
     assert rules["only-part-fails"]["outcome"] == "fired"
@@ -177,15 +165,15 @@ async def test_a_revert_rule_fires_on_a_real_experiment_and_its_report_renders(
 
     await console_shows_the_fired_rule()
 
-    reverted = frank("campaign", "revert", "short-context", "--json")  # the fired rule is the evidence
+    reverted = frank_cli("campaign", "revert", "short-context", "--json", timeout=120)  # the fired rule is the evidence
     assert reverted.returncode == 0, reverted.stderr
     out = json.loads(reverted.stdout)
     assert out["state"] == "reverted" and out["rule"]["run_id"] == run_id and out["reason"] is None
-    history = json.loads(frank("campaign", "history", "--json").stdout)["events"]
+    history = json.loads(frank_cli("campaign", "history", "--json", timeout=120).stdout)["events"]
     assert [e["event"] for e in history] == ["init", "check", "revert"]
 
     page = tmp_path / "report.html"
-    wrote = frank("experiment", "report", run_id, "--html", str(page))
+    wrote = frank_cli("experiment", "report", run_id, "--html", str(page), timeout=120)
     assert wrote.returncode == 0, wrote.stderr
     dom = chromium.dump_dom(page.as_uri(), tmp_path)
     assert run_id in dom and json.loads(reg.stdout)["design_sha256"] in dom

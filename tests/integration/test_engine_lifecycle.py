@@ -21,16 +21,6 @@ from frank.engine.profiles import ProfileError
 pytestmark = pytest.mark.engine
 
 
-def frank(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def chat(url: str, text: str, max_tokens: int = 16) -> dict:
     body = {
         "model": "tiny-frank",
@@ -43,9 +33,9 @@ def chat(url: str, text: str, max_tokens: int = 16) -> dict:
     return response.json()
 
 
-def test_engine_lifecycle(fresh_frank_home):
+def test_engine_lifecycle(frank_cli, fresh_frank_home):
     controller = EngineController()
-    started = frank("engine", "start", "--json")
+    started = frank_cli("engine", "start", "--json", timeout=600)
     assert started.returncode == 0, started.stderr
     status = json.loads(started.stdout)
     assert status["state"] == "ready" and status["profile"] == "embedded-cpu"
@@ -74,7 +64,7 @@ def test_engine_lifecycle(fresh_frank_home):
             second.start()
 
         # a restart knob restarts the engine with the new value, and says so
-        flip = frank("engine", "knob", "num_speculative_tokens", "2", "--json")
+        flip = frank_cli("engine", "knob", "num_speculative_tokens", "2", "--json", timeout=600)
         assert flip.returncode == 0, flip.stderr
         change = json.loads(flip.stdout)
         assert change["applied"] == "restart" and change["old"] == 4 and change["new"] == 2
@@ -100,7 +90,7 @@ def test_engine_lifecycle(fresh_frank_home):
         while _group_members(pgid) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _group_members(pgid)
-        reported = json.loads(frank("engine", "status", "--json").stdout)
+        reported = json.loads(frank_cli("engine", "status", "--json", timeout=600).stdout)
         assert reported["state"] == "crashed" and reported["exit"]["signal"] == "SIGKILL"
     finally:
         controller.stop()
@@ -108,7 +98,7 @@ def test_engine_lifecycle(fresh_frank_home):
     assert not _group_members(pgid)
 
 
-def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
+def test_stop_escalates_and_leaves_no_process(frank_cli, fresh_frank_home):
     controller = EngineController()
     status = controller.start()
     members = _group_members(status.pgid)
@@ -124,12 +114,7 @@ def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
     )
     time.sleep(3)
     t0 = time.monotonic()
-    stopped = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "engine", "stop", "--grace", "3", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    stopped = frank_cli("engine", "stop", "--grace", "3", "--json", timeout=120)
     took = time.monotonic() - t0
     proc.kill()
     assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped"
@@ -138,7 +123,7 @@ def test_stop_escalates_and_leaves_no_process(fresh_frank_home):
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in members)
 
 
-def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
+def test_refusals_name_the_problem(frank_cli, fresh_frank_home, tmp_path):
     from frank import paths
 
     user_dir = paths.user_profiles_dir()
@@ -153,7 +138,7 @@ def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
         (user_dir / "fixed.toml").write_text(
             base.replace('name = "embedded-cpu"', 'name = "fixed"').replace('port = "auto"', f"port = {port}")
         )
-        result = frank("engine", "start", "--profile", "fixed")
+        result = frank_cli("engine", "start", "--profile", "fixed", timeout=600)
         assert result.returncode != 0
         assert f"port: {port} on 127.0.0.1 is taken" in result.stderr and "fixed.toml" in result.stderr
 
@@ -163,7 +148,7 @@ def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
             '"@models/tiny-frank"', f'"{tmp_path}/absent-model"'
         )
     )
-    result = frank("engine", "start", "--profile", "nomodel")
+    result = frank_cli("engine", "start", "--profile", "nomodel", timeout=600)
     assert result.returncode != 0 and f"model: {tmp_path}/absent-model does not exist" in result.stderr
 
     # a python without vLLM
@@ -178,11 +163,11 @@ def test_refusals_name_the_problem(fresh_frank_home, tmp_path):
             '"@engine-venv"', '"/nonexistent/bin/python"'
         )
     )
-    result = frank("engine", "start", "--profile", "nopython")
+    result = frank_cli("engine", "start", "--profile", "nopython", timeout=600)
     assert result.returncode != 0
     assert "nopython.toml: python: /nonexistent/bin/python does not exist" in result.stderr
     # the frankenstein profile here: its model is not on this machine
-    result = frank("engine", "start", "--profile", "frankenstein")
+    result = frank_cli("engine", "start", "--profile", "frankenstein", timeout=600)
     assert result.returncode != 0
     assert "frankenstein.toml: model: /models/DeepSeek-V4.1-Flash-1017-EXL3-3.0bpw does not exist" in result.stderr
     assert EngineController().status().state == "stopped"

@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from frank.episodes.runner import create_run, load_state, read_jsonl, report, run_episodes
 from frank.episodes.suite import load_suite
-from frank.episodes.tasks import draw_seed
+from frank.episodes.tasks import SECRET_FILE, draw_seed, run_secret
 from frank.workloads.format import check_workload
 from tests.integration.vanishing_proxy import VanishingEngineProxy
 
@@ -22,34 +20,23 @@ REPO = Path(__file__).resolve().parents[2]
 TASKS = ["fix-failing-test", "trace-fault", "rename-symbol", "csv-figure", "implement-spec", "incident-timeline"]
 
 
-def _frank(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-
-
-def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording_replays(engine):
-    result = _frank("episodes", "run", "w01-mini", "--draws", "1", "--json")
+def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording_replays(frank_cli, engine):
+    result = frank_cli("episodes", "run", "w01-mini", "--draws", "1", "--json", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout)
     assert out["status"] == "finished" and out["episodes_done"] == 6
     suite = load_suite("w01-mini")
-    assert out["suite_version"] == suite.version == 2
+    assert out["suite_version"] == suite.version == 3
     episodes = out["episodes"]
     assert [e["task"] for e in episodes] == TASKS
     folder = Path(out["folder"])
     results = read_jsonl(folder / "results.jsonl")
     # no process of the episodes (their sandboxes, the harness worker) outlives the run
     assert _processes_mentioning(str(folder)) == []
-    assert {(r["suite_version"], r["seed"]) for r in results} == {(2, draw_seed(suite.seed, 1))}
+    assert {(r["suite_version"], r["seed"]) for r in results} == {(3, draw_seed(run_secret(folder), suite.seed, 1))}
     # hidden answers apart from the workspaces the sandbox mounted
-    assert sorted(p.name for p in (folder / "answers").iterdir()) == [f"d1-{t}.expected.json" for t in sorted(TASKS)]
+    answers = sorted(p.name for p in (folder / "answers").iterdir())
+    assert answers == sorted([SECRET_FILE, *(f"d1-{t}.expected.json" for t in TASKS)])
     assert not list((folder / "workspaces").glob(".*"))
     for ep, rec, task in zip(episodes, results, suite.tasks):
         assert ep["draw"] == 1
@@ -77,7 +64,7 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
     recording = Path(out["recording"])
     workload, errors = check_workload(recording, keep=True)
     assert errors == []
-    assert (workload.meta["suite"], workload.meta["suite_version"]) == ("w01-mini", 2)
+    assert (workload.meta["suite"], workload.meta["suite_version"]) == ("w01-mini", 3)
     [draw] = workload.draws
     requests = workload.requests[draw.name]
     assert len(requests) == sum(e["requests"] for e in episodes)
@@ -91,7 +78,7 @@ def test_w01_mini_draw_runs_six_graded_timed_recorded_episodes_and_the_recording
         for r in requests
     )
 
-    replay = _frank("replay", str(recording), "--json")
+    replay = frank_cli("replay", str(recording), "--json", timeout=600)
     assert replay.returncode == 0, replay.stderr[-2000:]
     replayed = json.loads(replay.stdout)
     assert replayed["totals"]["ok"] == len(requests) and replayed["totals"]["failed"] == 0

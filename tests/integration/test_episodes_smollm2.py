@@ -6,9 +6,6 @@ the grader judges the workspace. One engine for the module, in its own FRANK_HOM
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,43 +21,34 @@ TASKS = ("trace-fault", "rename-symbol")  # two of w01-mini's six: a log to sear
 SAMPLING_SEED = 8
 
 
-def frank(home: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "FRANK_HOME": str(home), "PYTHONPATH": str(REPO)},
-    )
-
-
 @pytest.fixture(scope="module")
-def smollm2_llamacpp(tmp_path_factory):
+def smollm2_llamacpp(frank_cli, tmp_path_factory):
     home = tmp_path_factory.mktemp("smollm2-episodes-home")
-    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--json")
+    started = frank_cli("engine", "start", "--profile", "llamacpp-cpu", "--json", home=home, timeout=900)
     assert started.returncode == 0, started.stderr
     yield home
-    stopped = frank(home, "engine", "stop", "--json")
+    stopped = frank_cli("engine", "stop", "--json", home=home, timeout=900)
     assert stopped.returncode == 0, stopped.stderr
 
 
 def _suite(tmp_path: Path) -> Path:
-    """w01-mini's manifest cut to TASKS (its files, by absolute path)."""
+    """w01-mini's manifest cut to TASKS, beside a copy of its files (a suite names only files inside its folder)."""
+    import shutil
+
     text = (BUILTIN_DIR / "w01-mini.toml").read_text()
     head, *blocks = text.split("[[tasks]]")
     kept = [b for b in blocks if any(f'id = "{t}"' in b for t in TASKS)]
     body = head.replace('name = "w01-mini"', 'name = "w01-mini-two"') + "".join(f"[[tasks]]{b}" for b in kept)
+    shutil.copytree(BUILTIN_DIR / "w01", tmp_path / "w01")
     path = tmp_path / "w01-mini-two.toml"
-    path.write_text(body.replace('"w01/', f'"{BUILTIN_DIR}/w01/'))
+    path.write_text(body)
     return path
 
 
-def test_smollm2_on_llamacpp_makes_real_tool_calls_that_run_in_the_sandbox(smollm2_llamacpp, tmp_path):
+def test_smollm2_on_llamacpp_makes_real_tool_calls_that_run_in_the_sandbox(frank_cli, smollm2_llamacpp, tmp_path):
     # SmolLM2 samples at the seed's temperature 1.0; one sampling seed on every request makes the draw
     # repeatable on this machine (unseeded, a clean-clone CI run once made no call in these two tasks)
-    out = frank(
-        smollm2_llamacpp,
+    out = frank_cli(
         "episodes",
         "run",
         str(_suite(tmp_path)),
@@ -69,6 +57,8 @@ def test_smollm2_on_llamacpp_makes_real_tool_calls_that_run_in_the_sandbox(smoll
         "--sampling-seed",
         str(SAMPLING_SEED),
         "--json",
+        home=smollm2_llamacpp,
+        timeout=900,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)

@@ -9,9 +9,6 @@ design on one model is scripts/run_body_design.sh.)"""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -81,26 +78,16 @@ def _one_task_suite(folder: Path) -> None:
     )
 
 
-def frank(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "FRANK_HOME": str(home)},
-    )
-
-
 @pytest.mark.timeout(1200)
-def test_arms_on_vllm_and_llamacpp_run_register_to_report(fresh_frank_home: Path, tmp_path: Path) -> None:
+def test_arms_on_vllm_and_llamacpp_run_register_to_report(frank_cli, fresh_frank_home: Path, tmp_path: Path) -> None:
     _one_task_suite(tmp_path)
     design = tmp_path / "cross.toml"
     design.write_text(DESIGN)
-    reg = frank(fresh_frank_home, "experiment", "register", str(design), "--json")
+    reg = frank_cli("experiment", "register", str(design), "--json", home=fresh_frank_home, timeout=120)
     assert reg.returncode == 0, reg.stderr
     run_id = json.loads(reg.stdout)["run_id"]
 
-    ran = frank(fresh_frank_home, "experiment", "run", run_id, "--json", timeout=1100)
+    ran = frank_cli("experiment", "run", run_id, "--json", home=fresh_frank_home, timeout=1100)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run = registry.load_run(run_id)
     events = read_events(run.journal_path)
@@ -134,7 +121,7 @@ def test_arms_on_vllm_and_llamacpp_run_register_to_report(fresh_frank_home: Path
         assert {r["cache_namespace"] for r in results} == {namespace}
         assert len({r["cache_salt"] for r in results}) == 2
 
-    rep = frank(fresh_frank_home, "experiment", "report", run_id, "--json")
+    rep = frank_cli("experiment", "report", run_id, "--json", home=fresh_frank_home, timeout=120)
     assert rep.returncode == 0, rep.stderr
     r = json.loads(rep.stdout)
     assert r["decision"] in ("confirmed", "not confirmed") and all(c["met"] is not None for c in r["criteria"])
@@ -150,7 +137,7 @@ def test_arms_on_vllm_and_llamacpp_run_register_to_report(fresh_frank_home: Path
         (total["llamacpp-smollm2"], total["vllm-tiny"]), abs=0.01
     )
     page = tmp_path / "report.html"
-    html = frank(fresh_frank_home, "experiment", "report", run_id, "--html", str(page))
+    html = frank_cli("experiment", "report", run_id, "--html", str(page), home=fresh_frank_home, timeout=120)
     assert html.returncode == 0, html.stderr
     assert 'id="draws"' in page.read_text() and "fresh engine start" in page.read_text()
     assert EngineController(state_dir=fresh_frank_home / "state").status().state == "stopped"

@@ -74,16 +74,6 @@ sets = ["{fidelity_set}"]
 """
 
 
-def frank(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(REPO_ROOT),
-    )
-
-
 def tiny_workload(path: Path) -> Path:
     records = []
     for turn in (1, 2):
@@ -104,7 +94,8 @@ def tiny_workload(path: Path) -> Path:
     return write_workload(path, "tiny-e2e", "two small requests for the experiment e2e test", [("1", records)])
 
 
-def wait_for(journal: Path, predicate, timeout_s: float) -> dict:
+def next_event(journal: Path, predicate, timeout_s: float) -> dict:
+    """The first journal event matching `predicate`, polled until `timeout_s` (then an AssertionError)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for event in read_events(journal):
@@ -115,7 +106,7 @@ def wait_for(journal: Path, predicate, timeout_s: float) -> dict:
 
 
 @pytest.mark.timeout(1800)
-def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tmp_path: Path) -> None:
+def test_registered_experiment_survives_a_runner_kill(frank_cli, fresh_frank_home: Path, tmp_path: Path) -> None:
     workload = tiny_workload(tmp_path / "tiny")
     design = tmp_path / "design.toml"
     from frank.fidelity.sets import Document, write_set
@@ -123,7 +114,7 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     fidelity_set = write_set(tmp_path / "fid", "fid", "one short document", [Document("d", CODE * 3)], max_tokens=48)
     design.write_text(DESIGN.format(workload=workload, fidelity_set=fidelity_set))
 
-    reg = frank("experiment", "register", str(design), "--json")
+    reg = frank_cli("experiment", "register", str(design), "--json", timeout=120)
     assert reg.returncode == 0, reg.stderr
     info = json.loads(reg.stdout)
     run_id = info["run_id"]
@@ -141,10 +132,10 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     )
     controller = EngineController()
     try:
-        wait_for(journal, lambda e: e["event"] == "runner_started", 60)
-        second = frank("experiment", "run", run_id)  # the lock keeps a second runner off
+        next_event(journal, lambda e: e["event"] == "runner_started", 60)
+        second = frank_cli("experiment", "run", run_id, timeout=120)  # the lock keeps a second runner off
         assert second.returncode != 0 and "another runner" in second.stderr
-        wait_for(journal, lambda e: e["event"] == "cell_started" and e["slot"] == 1, 600)
+        next_event(journal, lambda e: e["event"] == "cell_started" and e["slot"] == 1, 600)
         deadline = time.monotonic() + 60
         while controller.status(check_health=False).state == "stopped" and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -154,7 +145,7 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
         assert read_events(journal)[-1]["event"] == "cell_started", "killed mid-cell"
         assert controller.status().state in ("starting", "ready"), "the cut-off cell's engine outlives the runner"
 
-        resumed = frank("experiment", "run", run_id, "--json", timeout=1500)
+        resumed = frank_cli("experiment", "run", run_id, "--json", timeout=1500)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert json.loads(resumed.stdout)["reason"] == "finished"
     finally:
@@ -178,7 +169,7 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
         assert e["knobs"]["num_speculative_tokens"] == {"spec-2": 2, "spec-4": 4}[arm]
     assert controller.status().state == "stopped"
 
-    rep = frank("experiment", "report", run_id, "--json")
+    rep = frank_cli("experiment", "report", run_id, "--json", timeout=120)
     assert rep.returncode == 0, rep.stderr
     report = json.loads(rep.stdout)
     assert report["design_sha256"] == info["design_sha256"]
@@ -201,6 +192,6 @@ def test_registered_experiment_survives_a_runner_kill(fresh_frank_home: Path, tm
     for measures in report["measures"].values():
         assert measures["total_replay_time"] > 0 and measures["tokens_per_s"] > 0
 
-    status = frank("experiment", "status", run_id, "--json")
+    status = frank_cli("experiment", "status", run_id, "--json", timeout=120)
     state = json.loads(status.stdout)
     assert state["status"] == "finished" and state["remaining"] == 0 and state["runner_pid"] is None

@@ -5,17 +5,13 @@ Sets are small (two documents of 64 tokens) so the tests cost seconds beyond the
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from frank.fidelity.sets import Document, write_set
-from frank.paths import REPO_ROOT
 
 pytestmark = pytest.mark.engine
 
@@ -33,26 +29,9 @@ def small_set(path: Path) -> Path:
     )
 
 
-def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(REPO_ROOT),
-        env=dict(os.environ),
-    )
-
-
-def run_json(*args: str, timeout: float = 300) -> dict:
-    result = frank(*args, "--json", timeout=timeout)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout)
-
-
-def test_float32_engine_sits_at_the_reference_floor(engine, tmp_path: Path) -> None:
+def test_float32_engine_sits_at_the_reference_floor(frank_cli, engine, tmp_path: Path) -> None:
     path = small_set(tmp_path / "small")
-    run = run_json("fidelity", "run", "--sets", str(path))
+    run = frank_cli.json("fidelity", "run", "--sets", str(path))
     [entry] = run["sets"]
     assert entry["name"] == "small" and entry["positions"] == 2 * 63  # both documents fill 64 tokens
     assert len(entry["reference_sha256"]) == 64 and run["knobs"]["dtype"] == "float32"
@@ -63,35 +42,35 @@ def test_float32_engine_sits_at_the_reference_floor(engine, tmp_path: Path) -> N
     assert stat.S_IMODE(os.stat(run["path"]).st_mode) == 0o600
 
     # the reference is cached: a second run compares against the very same arrays
-    again = run_json("fidelity", "run", "--sets", str(path))
+    again = frank_cli.json("fidelity", "run", "--sets", str(path))
     assert again["sets"][0]["reference_sha256"] == entry["reference_sha256"]
     assert again["sets"][0]["kl"] == pytest.approx(entry["kl"], abs=1e-15)
-    listed = run_json("fidelity", "list")
+    listed = frank_cli.json("fidelity", "list")
     assert [r["id"] for r in listed["runs"]][-2:] == [run["id"], again["id"]]
-    report = frank("fidelity", "report", run["id"][:20])
+    report = frank_cli("fidelity", "report", run["id"][:20])
     assert report.returncode == 0 and "small" in report.stdout and "REF FLOOR" in report.stdout
 
-    missing = frank("fidelity", "run", "--sets", "no-such-set")
+    missing = frank_cli("fidelity", "run", "--sets", "no-such-set")
     assert missing.returncode != 0 and "no fidelity set 'no-such-set'" in missing.stderr
 
 
 @pytest.mark.timeout(900)
-def test_floor_starts_twice_and_bfloat16_is_above_it(fresh_frank_home: Path, tmp_path: Path) -> None:
+def test_floor_starts_twice_and_bfloat16_is_above_it(frank_cli, fresh_frank_home: Path, tmp_path: Path) -> None:
     path = small_set(tmp_path / "small")
-    floor = run_json("fidelity", "floor", "--sets", str(path), timeout=600)
+    floor = frank_cli.json("fidelity", "floor", "--sets", str(path), timeout=600)
     [f32] = floor["sets"]
     assert floor["kind"] == "floor" and floor["knobs"]["dtype"] == "float32"
-    assert f32["engine_floor"] is not None and f32["engine_floor"] >= 0
+    assert f32["engine_floor"] is not None and 0 <= f32["engine_floor"] < 1e-12  # two float32 starts agree
     assert f32["floor"]["value"] == max(f32["floor"]["reference"], f32["engine_floor"])
     assert f32["kl"] < 1e-12 and f32["kl_start_2"] < 1e-12
-    assert run_json("engine", "status")["state"] == "stopped", "the floor stops what it started"
+    assert frank_cli.json("engine", "status")["state"] == "stopped", "the floor stops what it started"
 
-    start = frank("engine", "start", "--knob", "dtype=bfloat16", "--json", timeout=600)
+    start = frank_cli("engine", "start", "--knob", "dtype=bfloat16", "--json", timeout=600)
     assert start.returncode == 0, start.stderr[-2000:]
     try:
-        bf16 = run_json("fidelity", "run", "--sets", str(path))
+        bf16 = frank_cli.json("fidelity", "run", "--sets", str(path))
     finally:
-        assert frank("engine", "stop").returncode == 0
+        assert frank_cli("engine", "stop").returncode == 0
     [entry] = bf16["sets"]
     assert bf16["knobs"]["dtype"] == "bfloat16"
     assert entry["floor"]["engine"] is None, "the float32 floor is not this configuration's"

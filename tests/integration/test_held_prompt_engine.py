@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from frank.engine.parts_client import PartsClient
-from frank.paths import REPO_ROOT, user_profiles_dir
+from frank.paths import user_profiles_dir
 from frank.plugins.front_end.held_prompt import FAULT_LOST_SYNC, prompt_digest
 from frank.workloads.format import write_workload
 
@@ -52,16 +50,6 @@ def _conversation(context: str = CONTEXT) -> list[list[dict]]:
         out.append(list(msgs))
         msgs = msgs + [{"role": "assistant", "content": assistant}]
     return out
-
-
-def frank(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(REPO_ROOT),
-    )
 
 
 @pytest.fixture
@@ -139,7 +127,7 @@ def test_outputs_identical_with_the_held_prompt_on_and_off(engine, parts):
     assert {prompt_digest(o["prompt_token_ids"]) for o in on_cached} <= held
 
 
-def test_a_broken_served_part_is_sent_back_by_the_revert_watch(engine, parts, tmp_path: Path):
+def test_a_broken_served_part_is_sent_back_by_the_revert_watch(frank_cli, engine, parts, tmp_path: Path):
     records = [
         {
             "id": f"t{k + 1}",
@@ -163,25 +151,27 @@ def test_a_broken_served_part_is_sent_back_by_the_revert_watch(engine, parts, tm
     override = user_profiles_dir() / "embedded-cpu.toml"
     had_override = override.exists()
     try:
-        assert frank("campaign", "init", "--file", str(campaign)).returncode == 0
-        served = frank("campaign", "serve", "held-prompt", "--policy", "to watch it", "--file", str(campaign), "--json")
+        assert frank_cli("campaign", "init", "--file", str(campaign)).returncode == 0
+        served = frank_cli(
+            "campaign", "serve", "held-prompt", "--policy", "to watch it", "--file", str(campaign), "--json"
+        )
         assert served.returncode == 0, served.stderr
         assert json.loads(served.stdout)["takes_effect"]["running_engine"]["differs"] == {"held_prompt": "off"}
 
         def replay() -> str:
-            res = frank("replay", str(workload), "--json", "--quiet")
+            res = frank_cli("replay", str(workload), "--json", "--quiet")
             assert res.returncode in (0, 1), res.stderr[-2000:]
             return json.loads(res.stdout)["run_id"]
 
         engine.set_knob("held_prompt", "off")
         control = replay()
-        assert frank("engine", "knob", "held_prompt", "on").returncode == 0  # what serve's answer says to do
+        assert frank_cli("engine", "knob", "held_prompt", "on").returncode == 0  # what serve's answer says to do
         healthy = replay()
         parts.set_fault("held-prompt", FAULT_LOST_SYNC)  # broken on purpose, on the running engine
         broken = replay()
         assert parts.part("held-prompt")["counts"].get("faulted", 0) == 3  # every turn went as a broken delta
 
-        watch = frank("campaign", "watch", "--file", str(campaign), "--json")
+        watch = frank_cli("campaign", "watch", "--file", str(campaign), "--json")
         assert watch.returncode == 0, watch.stderr
         checks = {c["run_id"]: c for c in json.loads(watch.stdout)["new_checks"]}
         assert checks[healthy]["control"]["run_id"] == control and checks[healthy]["fired"] == []
@@ -189,15 +179,15 @@ def test_a_broken_served_part_is_sent_back_by_the_revert_watch(engine, parts, tm
         assert fired["control"]["run_id"] == control and fired["fired"] == ["only-held-prompt-fails"]
         assert fired["rules"][0]["detail"] == "3 failure(s) with the part, 0 without"
 
-        status = json.loads(frank("campaign", "status", "--file", str(campaign), "--json").stdout)
+        status = json.loads(frank_cli("campaign", "status", "--file", str(campaign), "--json").stdout)
         assert status["parts"][0]["fired"], status["parts"][0]
-        reverted = frank("campaign", "revert", "held-prompt", "--file", str(campaign), "--json")
+        reverted = frank_cli("campaign", "revert", "held-prompt", "--file", str(campaign), "--json")
         assert reverted.returncode == 0, reverted.stderr  # no --reason: the fired rule is the reason
         out = json.loads(reverted.stdout)
         assert out["state"] == "reverted" and out["rule"]["run_id"] == broken
         assert out["restored_defaults"] == {"held_prompt": "off"}
         assert 'default = "off"' in override.read_text().split("[knobs.held_prompt]")[1].split("[knobs.")[0]
-        assert frank("engine", "knob", "held_prompt", "off").returncode == 0
+        assert frank_cli("engine", "knob", "held_prompt", "off").returncode == 0
         assert parts.part("held-prompt")["enabled"] is False
     finally:
         if not had_override:

@@ -9,8 +9,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,21 +16,9 @@ import pytest
 
 from frank import jobs
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("job_kinds")]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def frank(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def frank_json(*args: str, timeout: float = 300) -> dict:
-    result = frank(*args, "--json", timeout=timeout)
-    assert result.returncode in (0, 3), result.stderr[-2000:]
-    return json.loads(result.stdout)
 
 
 def wait_state(run_id: str, done_at_least: int = 0, timeout_s: float = 240) -> jobs.JobStatus:
@@ -55,13 +41,13 @@ def records_by_id(run_dir: str) -> dict[str, list[dict]]:
     return out
 
 
-def test_detach_returns_at_once_and_the_job_finishes(engine):
+def test_detach_returns_at_once_and_the_job_finishes(frank_cli, engine):
     started = time.monotonic()
-    launched = frank_json("replay", "w01-mini", "--draws", "draw-1", "--limit", "6", "--detach")
+    launched = frank_cli.json("replay", "w01-mini", "--draws", "draw-1", "--limit", "6", "--detach", ok=(0, 3))
     assert time.monotonic() - started < 20  # returns while the job runs (interpreter start included)
     assert launched["run_id"] and launched["pid"] and launched["kind"] == "replay"
     st = wait_state(launched["run_id"])
-    status = frank_json("jobs", "status", launched["run_id"])
+    status = frank_cli.json("jobs", "status", launched["run_id"], ok=(0, 3))
     assert (st.state, status["state"], status["done"], status["planned"], status["pid"]) == (
         "finished",
         "finished",
@@ -69,32 +55,32 @@ def test_detach_returns_at_once_and_the_job_finishes(engine):
         6,
         None,
     )
-    listed = frank_json("jobs", "list")["jobs"]
+    listed = frank_cli.json("jobs", "list", ok=(0, 3))["jobs"]
     assert launched["run_id"] in [j["run_id"] for j in listed]
 
 
-def test_cancel_then_resume_loses_nothing(engine):
+def test_cancel_then_resume_loses_nothing(frank_cli, engine):
     # The whole draw (45 requests): with 15, all of them could finish while `frank jobs cancel` was still
     # starting its interpreter (seen once in a clean-clone run), and there was nothing left to cancel.
-    launched = frank_json("replay", "w01-mini", "--draws", "draw-2", "--detach")
+    launched = frank_cli.json("replay", "w01-mini", "--draws", "draw-2", "--detach", ok=(0, 3))
     run_id = launched["run_id"]
     wait_state(run_id, done_at_least=2)
-    cancelled = frank_json("jobs", "cancel", run_id)
+    cancelled = frank_cli.json("jobs", "cancel", run_id, ok=(0, 3))
     assert cancelled["state"] == "cancelled", cancelled
     before = records_by_id(cancelled["run_dir"])
     assert 2 <= len(before) < 45
-    summary = frank_json("replay", "--resume", run_id, "--quiet")
+    summary = frank_cli.json("replay", "--resume", run_id, "--quiet", ok=(0, 3))
     assert summary["state"] == "finished" and summary["totals"]["ok"] == 45
     after = records_by_id(cancelled["run_dir"])
     assert len(after) == 45 and all(len(recs) == 1 for recs in after.values())  # nothing lost, none twice
     assert all(after[key] == recs for key, recs in before.items())  # earlier records untouched
 
 
-def test_kill_9_at_random_points_then_resume(engine):
+def test_kill_9_at_random_points_then_resume(frank_cli, engine):
     rng = random.Random(int(os.environ.get("FRANK_TEST_SEED", time.time())))
     # The whole draw (45 requests, tens of ms each once cached): kill points in the first 30 leave work
     # in flight. A kill that lands after the job finished by itself interrupts nothing; at least one must land.
-    launched = frank_json("replay", "w01-mini", "--draws", "draw-3", "--detach")
+    launched = frank_cli.json("replay", "w01-mini", "--draws", "draw-3", "--detach", ok=(0, 3))
     run_id, run_dir = launched["run_id"], launched["run_dir"]
     pid = launched["pid"]
     landed = 0
@@ -112,9 +98,9 @@ def test_kill_9_at_random_points_then_resume(engine):
             assert st.done == st.planned == 45, st
             break
         assert st.state == "interrupted", st
-        assert frank_json("jobs", "status", run_id)["state"] == "interrupted"
+        assert frank_cli.json("jobs", "status", run_id, ok=(0, 3))["state"] == "interrupted"
         landed += 1
-        pid = frank_json("replay", "--resume", run_id, "--detach")["pid"]
+        pid = frank_cli.json("replay", "--resume", run_id, "--detach", ok=(0, 3))["pid"]
     assert landed >= 1
     final = wait_state(run_id)
     assert final.state == "finished", final

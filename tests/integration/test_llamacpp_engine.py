@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,39 +15,30 @@ import pytest
 from frank.engine.controller import EngineController, EngineError, _group_members
 
 pytestmark = pytest.mark.engine
-
-
-def frank(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "FRANK_HOME": str(home)},
-    )
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def llamacpp(tmp_path_factory):
+def llamacpp(frank_cli, tmp_path_factory):
     """(home, status JSON of the started engine); stopped at the end of the module."""
     home = tmp_path_factory.mktemp("llamacpp-home")
-    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--json")
+    started = frank_cli("engine", "start", "--profile", "llamacpp-cpu", "--json", home=home, timeout=600)
     assert started.returncode == 0, started.stderr
     status = json.loads(started.stdout)
     assert _group_members(status["pgid"])
     yield home, status
-    stopped = frank(home, "engine", "stop", "--json")
+    stopped = frank_cli("engine", "stop", "--json", home=home, timeout=600)
     assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
     assert _group_members(status["pgid"]) == []  # the supervisor's group, xllamacpp's server in it, is gone
 
 
-def test_start_status_adopt_and_the_token(llamacpp):
+def test_start_status_adopt_and_the_token(frank_cli, llamacpp):
     home, status = llamacpp
     assert status["state"] == "ready" and status["kind"] == "llamacpp" and status["profile"] == "llamacpp-cpu"
     assert status["url"].startswith("http://127.0.0.1:")
-    shown = frank(home, "engine", "status", "--json")
+    shown = frank_cli("engine", "status", "--json", home=home, timeout=600)
     assert shown.returncode == 0 and json.loads(shown.stdout)["kind"] == "llamacpp"
-    assert "llamacpp-cpu  (llama.cpp)" in frank(home, "engine", "status").stdout
+    assert "llamacpp-cpu  (llama.cpp)" in frank_cli("engine", "status", home=home, timeout=600).stdout
     controller = EngineController(state_dir=home / "state")  # a later process adopts the running engine
     assert controller.status().state == "ready" and controller.status().pid == status["pid"]
     key = controller.client_api_key
@@ -82,11 +72,14 @@ def _short_workload(path) -> None:
     write_workload(path, "short", "two turns of one conversation", [("draw-1", records)])
 
 
-def test_replay_runs_on_llamacpp_with_its_response_timings(llamacpp, tmp_path):
+def test_replay_runs_on_llamacpp_with_its_response_timings(frank_cli, llamacpp, tmp_path):
     home, _ = llamacpp
     _short_workload(tmp_path / "short")
-    out = frank(home, "replay", str(tmp_path / "short"), "--draws", "draw-1", "--mode", "full", "--max-tokens", "8",
-                "--json", "--quiet")  # fmt: skip
+    out = frank_cli(
+        "replay", str(tmp_path / "short"), "--draws", "draw-1", "--mode", "full", "--max-tokens", "8",
+        "--json", "--quiet",
+        home=home, timeout=600,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["state"] == "finished" and summary["draws"]["draw-1"]["ok"] == 2, out.stderr
@@ -139,7 +132,7 @@ TEXT = (
 )
 
 
-def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(tmp_path):
+def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(frank_cli, tmp_path):
     """`frank fidelity run` teacher-forces llama.cpp (as trained: context 8192, no YaRN; its own engine, ready
     in a second) on the reference's IDs. Q4_1 weights with 8-bit activations and a float16 KV cache against
     the float32 reference of the same weights: far above the reference's own noise, yet thousandths of a
@@ -147,15 +140,17 @@ def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(tmp_pa
     from frank.fidelity.sets import Document, write_set
 
     home = tmp_path / "home"
-    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu", "--knob", "context=8192", "--json")
+    started = frank_cli(
+        "engine", "start", "--profile", "llamacpp-cpu", "--knob", "context=8192", "--json", home=home, timeout=600
+    )
     assert started.returncode == 0, started.stderr
     try:
         texts = [TEXT * 3, "Tool output:\n  File \"app.py\", line 12, in main\n    run()\nKeyError: 'port'\n" * 4]
         docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
         path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=64)
-        out = frank(home, "fidelity", "run", "--sets", str(path), "--json")
+        out = frank_cli("fidelity", "run", "--sets", str(path), "--json", home=home, timeout=600)
     finally:
-        assert frank(home, "engine", "stop").returncode == 0
+        assert frank_cli("engine", "stop", home=home, timeout=600).returncode == 0
     assert out.returncode == 0, out.stderr[-2000:]
     run = json.loads(out.stdout)
     [entry] = run["sets"]
@@ -163,3 +158,54 @@ def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(tmp_pa
     assert entry["positions"] == 2 * 63
     assert math.isfinite(entry["kl"]) and 1000 * entry["floor"]["value"] < entry["kl"] < 0.05, entry
     assert entry["max_kl"] < 0.5 and entry["kl_over_floor"] > 1000
+
+
+def test_an_engine_that_refuses_to_start_shows_its_own_lines_and_the_profile_field(frank_cli, tmp_path):
+    """A model path that is not a model: the start fails with llama.cpp's own log lines and names `model`."""
+    home = tmp_path / "home"
+    profiles = home / "config" / "profiles"
+    profiles.mkdir(parents=True)
+    fake = tmp_path / "not-a-model.gguf"
+    fake.write_text("this is not a GGUF file\n")
+    text = (REPO / "frank" / "engine" / "profiles" / "llamacpp-cpu.toml").read_text()
+    text = text.replace('name = "llamacpp-cpu"', 'name = "badmodel"').replace(
+        'model = "@models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf"', f'model = "{fake}"'
+    )
+    (profiles / "badmodel.toml").write_text(text)
+    started = frank_cli("engine", "start", "--profile", "badmodel", "--json", home=home, timeout=600)
+    assert started.returncode != 0
+    # frank's own refusal (the engine's lines below it may hold the xllamacpp launcher's traceback)
+    assert started.stderr.startswith("frank: error: engine badmodel exited during start"), started.stderr
+    assert f"the profile field behind it: model ({fake})" in started.stderr, started.stderr
+    assert "the engine's last lines:" in started.stderr and "[frank]" not in started.stderr.split("last lines:")[1]
+    status = json.loads(frank_cli("engine", "status", "--json", home=home, timeout=600).stdout)
+    assert status["state"] == "crashed" and not _group_members(status["pgid"])
+    assert frank_cli("engine", "stop", home=home, timeout=600).returncode == 0
+
+
+def test_a_killed_supervisor_shows_in_status_and_stop_still_stops_the_server(frank_cli, llamacpp):
+    """kill -9 of the supervisor: the server runs on, unsupervised; status says so; stop leaves no process.
+    The module's engine ends here (its fixture's stop then finds nothing to stop)."""
+    import signal
+    import time
+
+    import psutil
+
+    home, status = llamacpp
+    supervisor, server = status["pgid"], status["pid"]
+    assert status["supervisor_alive"] is True and status["warning"] is None
+    os.kill(supervisor, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:
+        now = json.loads(frank_cli("engine", "status", "--json", home=home, timeout=600).stdout)
+        if now["supervisor_alive"] is False or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert now["supervisor_alive"] is False, now
+    assert now["state"] == "ready" and now["healthy"] is True and now["pid"] == server
+    assert f"supervisor (pid {supervisor}) is gone while the server runs" in now["warning"]
+    assert psutil.Process(server).status() != psutil.STATUS_ZOMBIE  # the server still serves
+    stopped = frank_cli("engine", "stop", "--json", home=home, timeout=600)
+    assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
+    assert _group_members(supervisor) == []
+    assert not psutil.pid_exists(server) or psutil.Process(server).status() == psutil.STATUS_ZOMBIE

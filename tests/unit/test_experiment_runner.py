@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from frank.experiments import registry
+from frank.experiments.board import load_state
 from frank.experiments.journal import Journal, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.report import report_for_run
-from frank.experiments.runner import CellError, RunLock, RunnerInterrupted, load_state, lock_holder, run_experiment
+from frank.experiments.runner import CellError, RunLock, RunnerInterrupted, lock_holder, run_experiment
 from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
 
 

@@ -57,14 +57,6 @@ def test_the_measures():
     assert measures.cpu_expert_wait_s([0.4, 0.2]) == pytest.approx(0.3)
     assert measures.cpu_expert_wait_s([]) is None and measures.cpu_expert_wait_s(None) is None
     assert measures.cpu_expert_wait_per_step(0.3, 60) == pytest.approx(0.005)
-    servers = [
-        {"cpu_expert_wait_s": 0.3, "decode_steps": 60},
-        {"cpu_expert_wait_s": 0.1, "decode_steps": None},  # summed, but not in the per-step ratio
-        {"cpu_expert_wait_s": None, "decode_steps": 40},
-    ]
-    total, per_step = measures.records_cpu_expert_wait(servers)
-    assert total == pytest.approx(0.4) and per_step == pytest.approx(0.005)
-    assert measures.records_cpu_expert_wait([{"decode_steps": 3}]) == (None, None)
 
 
 def test_thread_runtimes_see_a_busy_thread_to_the_millisecond():
@@ -94,3 +86,21 @@ def test_a_tracker_ignores_engines_that_are_not_llamacpp():
     stat = procfs.proc_stat(os.getpid())
     assert tracker.update(os.getpid(), stat.start_ticks, {os.getpid(): 1.0}, 1.0) is None  # pytest is no llama.cpp
     assert not ep.PoolProbe(os.getpid()).active and ep.PoolProbe(None).read() is None
+
+
+def _record(i: int, wait: float | None, steps: float | None) -> dict:
+    server = {"attributed": True, "reason": "", "decode_s": 0.5, "decode_steps": steps, "cpu_expert_wait_s": wait}
+    return {"id": f"r{i}", "draw": "d", "index": i, "attempt": 1, "status": "ok", "server": server}
+
+
+def test_a_draws_wait_is_summed_and_taken_per_step_over_the_requests_that_carry_both():
+    from frank.workloads.record import draw_totals, start_measures, tallies_of
+
+    records = [_record(0, 0.3, 60), _record(1, 0.1, None), _record(2, 0.2, 40)]
+    totals = draw_totals("d", ["r0", "r1", "r2"], records)
+    assert totals.cpu_expert_wait_s == pytest.approx(0.6)
+    assert totals.cpu_expert_wait_step_s == pytest.approx(0.5 / 100)  # r1 has no step count: not in the ratio
+    assert start_measures(tallies_of({"d": records})).cpu_expert_wait_per_step == pytest.approx(0.005)
+    vllm = draw_totals("d", ["r0"], [_record(0, None, 10)])  # an engine without the pool: absent, never 0
+    assert vllm.cpu_expert_wait_s is None and vllm.cpu_expert_wait_step_s is None
+    assert start_measures(tallies_of({"d": [_record(0, None, 10)]})).cpu_expert_wait_per_step is None

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gc
 import queue
-import time
+import threading
 import types
 import weakref
 
+from frank.plugins import compat
+from frank.plugins.front_end import idle_release
 from frank.plugins.front_end.held_prompt import HeldPrompts
 from frank.plugins.front_end.idle_release import IdleRelease, install
+from tests.polling import wait_for
 
 
 class Tokens(list):  # a list that can be watched for being freed
@@ -70,15 +73,22 @@ def test_past_the_bound_the_oldest_goes_at_once():
     assert releaser.dropped_at_bound == 2 and releaser.waiting() == 3
 
 
-def test_the_idle_hook_releases_only_while_the_engine_core_has_no_work():
+def test_the_idle_hook_releases_only_while_the_engine_core_has_no_work(monkeypatch):
+    # the Core below is no vLLM class: the compat check (tested in test_plugin_compat.py) is answered here
+    verdict = compat.Verdict("idle-release", "test", ["0.32.0"], True, "0.32.0")
+    monkeypatch.setattr(idle_release.compat, "admit", lambda patches: verdict)
+
     class Core:
         def __init__(self) -> None:
             self.work = True
             self.input_queue: queue.Queue = queue.Queue()
             self.idle_calls = 0
+            self.asked = threading.Event()  # the release thread asked whether there is work
 
         def has_work(self) -> bool:
-            return self.work
+            work = self.work
+            self.asked.set()
+            return work
 
         def _notify_idle_state_callbacks(self) -> None:
             self.idle_calls += 1
@@ -89,14 +99,12 @@ def test_the_idle_hook_releases_only_while_the_engine_core_has_no_work():
     core = Core()
     releaser.defer(Tokens([1]))
     core._notify_idle_state_callbacks()  # woken, but the engine core has work again: nothing released
-    time.sleep(0.2)
-    assert core.idle_calls == 1 and releaser.waiting() == 1
+    assert core.asked.wait(5)  # the thread asked, was told "work", and so releases nothing on this wake-up
+    assert core.idle_calls == 1 and releaser.waiting() == 1 and releaser.released == 0
     core.work = False
     core._notify_idle_state_callbacks()
-    deadline = time.monotonic() + 5
-    while releaser.waiting() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert releaser.waiting() == 0 and releaser.released == 1
+    assert wait_for(lambda: releaser.waiting() == 0, 5)
+    assert releaser.released == 1
     assert not install(types.SimpleNamespace(), releaser)  # a vLLM without the hook: nothing deferred
 
 

@@ -26,6 +26,7 @@ FLOORS = [
     "engine",
     "paths",
     "jsonl",
+    "tomlfile",
     "errors",
     "plugins",
 ]

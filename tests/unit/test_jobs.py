@@ -16,6 +16,8 @@ import pytest
 from frank import jobs, paths
 from frank.workloads.replay import SUMMARY_FILE, default_runs_root
 
+pytestmark = pytest.mark.usefixtures("job_kinds")
+
 REPO = Path(__file__).resolve().parents[2]
 HOLD_LOCK = (
     "import sys, time; from pathlib import Path; from frank.jobs import RunLock; "
@@ -81,3 +83,29 @@ def test_follower_reads_only_whole_new_records(run_dir):
     with open(path, "ab") as handle:
         handle.write(b'aw": "draw-1"}\n{"id": "c", "draw": "draw-1"}\n')
     assert [r["id"] for r in follower.poll()[1]] == ["b", "c"]
+
+
+def test_the_registry_holds_what_its_callers_give_and_refuses_a_second_module_under_a_name(job_kinds):
+    assert [k.name for k in jobs.registered()] == ["replay", "experiment", "episodes", "fidelity"]
+    replay = jobs.kind("replay")
+    jobs.register(replay)  # idempotent
+    assert jobs.registered().count(replay) == 1
+    impostor = jobs.JobKind("replay", "somewhere.else", replay.root, replay.progress, replay.is_run)
+    with pytest.raises(jobs.JobError, match="'replay' is already frank.workloads.replay_job, not somewhere.else"):
+        jobs.register(impostor)
+    with pytest.raises(jobs.JobError, match="no job kind 'nope' \\(kinds: replay, experiment, episodes, fidelity\\)"):
+        jobs.kind("nope")
+
+
+def test_a_job_process_finds_only_its_own_kinds_runs(run_dir):
+    """`python -m KIND_MODULE RUN` reads its run through its own KIND (no registry in a job process): a run
+    of another kind, or no run, is refused with the reason."""
+    replay, fidelity = jobs.kind("replay"), jobs.kind("fidelity")
+    assert jobs.main_run_dir([run_dir.name], replay) == run_dir
+    assert jobs.main_run_dir([str(run_dir)], replay) == run_dir
+    with pytest.raises(SystemExit, match=f"{run_dir} is a replay run, not a fidelity run"):
+        jobs.main_run_dir([str(run_dir)], fidelity)
+    with pytest.raises(SystemExit, match=f"no fidelity run '{run_dir.name}'"):
+        jobs.main_run_dir([run_dir.name], fidelity)
+    with pytest.raises(SystemExit, match="usage: python -m frank.fidelity.job RUN_ID"):
+        jobs.main_run_dir([], fidelity)

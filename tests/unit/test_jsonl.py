@@ -18,6 +18,8 @@ from frank.episodes.runner import read_jsonl
 from frank.experiments.journal import read_events
 from frank.workloads.replay import default_runs_root, read_records
 
+pytestmark = pytest.mark.usefixtures("job_kinds")
+
 TWO = b'{"id": "a", "event": "x"}\n{"id": "b", "event": "y"}\n'
 
 

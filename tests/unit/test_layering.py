@@ -80,7 +80,7 @@ def test_agent_side_imports_only_stdlib_inspect_ai_and_the_stdlib_only_sandbox()
         assert project <= {
             "frank.episodes.sandbox.WORKSPACE",
             "frank.episodes.sandbox.Sandbox",
-            "frank.episodes.sandbox.limits_preexec",
+            "frank.episodes.sandbox.spawn_options",
         }, (module, project)
     assert {n.split(".")[0] for n in _imports("frank.episodes.schema_calls")} <= stdlib | {"__future__", "jsonschema"}
     assert {n.split(".")[0] for n in _imports("frank.episodes.sandbox")} <= stdlib | {"__future__"}

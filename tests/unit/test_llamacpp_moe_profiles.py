@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from frank.engine.kinds.llamacpp import build_launch
 from frank.engine.profiles import ProfileError, load_profile
+
+# what every GPU engine gets (tests/unit/test_engine_kinds.py pins it for llamacpp-gpu)
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def _flag(argv: list[str], flag: str) -> str | None:
@@ -41,7 +46,7 @@ def test_gpu_moe_exact_command_line(monkeypatch, tmp_path):
         "--threads", "16",
         "--threads-batch", "16",
     ]  # fmt: skip
-    assert spec.env == {"LLAMA_API_KEY": "TOKEN", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert spec.env == {"LLAMA_API_KEY": "TOKEN", "OMP_WAIT_POLICY": "PASSIVE", **MULTICAST_OFF}
 
 
 @pytest.mark.parametrize("profile", ["llamacpp-cpu-moe", "llamacpp-gpu-moe"])
@@ -90,3 +95,16 @@ def test_the_launcher_parses_every_flag_the_profiles_give():
     assert args.spec_type == "draft-dspark" and args.spec_draft_model.endswith("tiny-frank-moe-dspark.gguf")
     with pytest.raises(SystemExit):
         parse_args([*argv[3:], "--cpu-strict-batch", "2"])  # llama-server's 0|1, no other value
+
+
+def test_arg_values_name_the_flags_value_and_a_wrong_one_is_refused(tmp_path):
+    from frank.engine.profiles import load_profile_file
+
+    text = (REPO_PROFILES / "llamacpp-cpu-moe.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('name = "llamacpp-cpu-moe"', 'name = "bad"').replace('"2" = "1" }', '"3" = "1" }'))
+    with pytest.raises(ProfileError, match=r"knobs\.cpu_experts_sched\.arg_values\.3.*not one of the values"):
+        load_profile_file(bad)
+
+
+REPO_PROFILES = Path(__file__).resolve().parents[2] / "frank" / "engine" / "profiles"

@@ -157,6 +157,46 @@ def test_summary_of_one_scrape():
     assert m.sample_summary(sample("no_spec_decode.txt"))["mean_acceptance_length"] is None
 
 
+REFUSED_ON_026 = ("block-hash-memo", "held-prompt", "idle-release", "shm-idle")
+
+
+def test_the_plugins_verdicts_are_read_and_the_refused_parts_named():
+    """plugins_refused_vllm026.txt: the plugins' series in prometheus_client's exposition, with the verdicts the
+    H200 machine's vLLM 0.26.0 gave (docs/gpu-run.md), after a real scrape's gauges."""
+    s = sample("plugins_refused_vllm026.txt")
+    assert s.refused_plugins() == REFUSED_ON_026 and s.plugins_vllm() == "0.26.0"
+    assert s.gauge(m.PLUGINS_REFUSED) == 4.0 == len(s.refused_plugins())
+    assert s.gauge(m.PLUGIN_COMPATIBLE) is None  # a verdict per part, never a sum over the parts
+    assert dict((p, ok) for p, _v, ok in s.plugins) == {
+        "region-cache": True, "detok-tail": True, **dict.fromkeys(REFUSED_ON_026, False)
+    }  # fmt: skip
+    summary = m.sample_summary(s)
+    assert summary["refused_plugins"] == list(REFUSED_ON_026) and summary["plugins_refused"] == 4.0
+    assert summary["plugins_vllm"] == "0.26.0"
+    # inside a whole real scrape, with the model filter: the plugins' series carry no model label and stay
+    whole = m.parse_metrics(text("after.txt") + text("plugins_refused_vllm026.txt"), "tiny-frank")
+    assert whole.refused_plugins() == REFUSED_ON_026 and whole.gauge(m.RUNNING) == 0.0
+    # an engine whose plugins export nothing (a scrape from before they did, llama.cpp): nothing refused
+    assert sample("after.txt").refused_plugins() == () and m.sample_summary(sample("after.txt"))["plugins_vllm"] is None
+
+
+def test_a_verdict_that_is_not_exactly_1_counts_as_refused():
+    line = 'frank:plugin_compatible{{part="region-cache",vllm="0.27.0"}} {}\n'
+    head = "# TYPE frank:plugin_compatible gauge\n"
+    for value in ("0.0", "0.5", "2.0"):
+        assert m.parse_metrics(head + line.format(value)).refused_plugins() == ("region-cache",)
+    assert m.parse_metrics(head + line.format("1.0")).refused_plugins() == ()
+
+
+def test_the_engine_view_carries_the_refused_parts():
+    from frank.telemetry.sampler import EngineView
+
+    ok = EngineView("ready", "http://127.0.0.1:1", 1, sample("plugins_refused_vllm026.txt"), None, None)
+    assert ok.refused_plugins == REFUSED_ON_026
+    assert EngineView("ready", "http://127.0.0.1:1", 1, m.unreachable("down"), None, None).refused_plugins == ()
+    assert EngineView("stopped", None, None, None, None, None).refused_plugins == ()
+
+
 def test_malformed_text_raises_value_error():
     with pytest.raises(ValueError):
         m.parse_metrics('vllm:num_requests_running{engine="0" 1\n')

@@ -95,6 +95,11 @@ def test_frankenstein_exact_command_line_and_environment():
         "FRANK_BLOCK_HASH_MEMO": "off",
         "FRANK_HELD_PROMPT": "off",
         "FRANK_CONTROL_TOKEN": "TOKEN",
+        # tensor parallel 2: vLLM's symmetric-memory all-reduce off, and NVLink multicast off as in every launch
+        "VLLM_ALLREDUCE_USE_SYMM_MEM": "0",
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
     }
     # the default schedule is the served one (schedule 2 since 1 November)
     assert build_launch(prof, prof.default_knobs(), 8000, "T").env["EXL3_CPU_EXPERTS_SCHED"] == "2"
@@ -152,7 +157,7 @@ def test_good_user_profile(tmp_path):
         (GOOD.replace("default = 1", "default = 3"), "knobs.sched.default: 3 is not one of the values"),
         (GOOD.replace('apply = "env"', 'apply = "magic"'), "knobs.sched.apply: 'magic' is not one of"),
         (GOOD.replace('apply = "env"', 'apply = "arg"'), "knobs.sched.target: an arg knob targets"),
-        (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least one value"),
+        (GOOD.replace("values = [1, 2]", "values = []"), "knobs.sched.values: must list at least 1 value"),
         (GOOD.replace('target = "SCHED"', ""), "knobs.sched.target: missing required field"),
         (GOOD.replace('name = "mine"', 'name = "other"'), "name: 'other' must match the file name"),
         (GOOD + 'with_args = { "1" = ["--x", "1"] }\n', "knobs.sched.with_args: only a knob that sets a --flag"),
@@ -160,7 +165,15 @@ def test_good_user_profile(tmp_path):
         (ARG + 'with_args = { "2" = ["--x"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (ARG + 'with_args = { "2" = ["x", "1"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (GOOD.replace("port = 8123", 'port = 8123\ntool_calls = "guess"'), "tool_calls: 'guess' is not one of"),
-        (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected string"),
+        (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected a string"),
+        # NVLink multicast stays off: a profile or knob that turns it on is refused, not silently overridden
+        (GOOD + '[env]\nNCCL_NVLS_ENABLE = "1"\n', "env.NCCL_NVLS_ENABLE: NCCL_NVLS_ENABLE = '1': NVLink multicast"),
+        (GOOD + "[env]\nNVSHMEM_DISABLE_NVLS = 0\n", "env.NVSHMEM_DISABLE_NVLS: NVSHMEM_DISABLE_NVLS = 0"),
+        (GOOD.replace('target = "SCHED"', 'target = "NCCL_NVLS_ENABLE"'), "knobs.sched.target: a knob may not set"),
+        (
+            GOOD.replace('apply = "env"', 'apply = "live"') + 'env = "TORCH_SYMM_MEM_DISABLE_MULTICAST"\n',
+            "knobs.sched.env: a knob may not set TORCH_SYMM_MEM_DISABLE_MULTICAST",
+        ),
     ],
 )
 def test_bad_profile_names_file_and_field(tmp_path, text, field):

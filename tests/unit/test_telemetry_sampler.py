@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from frank.telemetry import export
 from frank.telemetry.sampler import Sampler, Target, controller_target, snapshot_to_json, static_target
+from tests.polling import wait_for
 from tests.unit.metrics_server import FaultyMetricsServer
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "metrics"
@@ -108,12 +109,14 @@ def test_thread_never_overlaps_and_keeps_its_period():
         return None
 
     s = Sampler(slow_target, period_s=0.1, gpu=False)
+    t0 = time.monotonic()
     with s:
-        time.sleep(1.2)
+        assert wait_for(lambda: len(calls) >= 4, 10), calls
+    elapsed = time.monotonic() - t0
     assert peak[0] == 1
     gaps = [b - a for a, b in zip(calls, calls[1:])]
-    assert gaps and min(gaps) >= 0.25  # the next read waits for the previous one
-    assert len(calls) <= 6
+    assert len(gaps) >= 3 and min(gaps) >= 0.25  # the next read waits for the previous one
+    assert len(calls) <= elapsed / 0.25 + 1  # never more reads than 0.25 s reads fit in the time
 
 
 def test_subscribe_unsubscribe_and_a_broken_subscriber():
@@ -122,13 +125,12 @@ def test_subscribe_unsubscribe_and_a_broken_subscriber():
     s.subscribe(lambda snap: 1 / 0)
     unsub = s.subscribe(lambda snap: got.append(snap.seq))
     with s:
-        deadline = time.monotonic() + 5
-        while len(got) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert wait_for(lambda: len(got) >= 3, 5), got
         unsub()
-        n = len(got)
-        time.sleep(0.2)
-    assert n >= 3 and len(got) <= n + 1 and s.errors >= 3
+        n, seq = len(got), s.latest().seq
+        # three more samples are taken (and sent to the broken subscriber) while the unsubscribed one gets none
+        assert wait_for(lambda: s.latest().seq >= seq + 3, 5)
+    assert n >= 3 and len(got) <= n + 1 and s.errors >= n + 3
     assert got == sorted(got)
 
 
@@ -137,9 +139,9 @@ def test_sampler_thread_cpu_use_is_small():
     s = Sampler(period_s=0.05, gpu=False)
     me = psutil.Process()
     with s:
-        time.sleep(0.1)
-        t0 = sum(me.cpu_times()[:2])
-        time.sleep(1.0)
+        assert wait_for(lambda: s.latest() is not None, 5)
+        seq, t0 = s.latest().seq, sum(me.cpu_times()[:2])
+        assert wait_for(lambda: s.latest().seq >= seq + 20, 10)  # 20 samples, about a second
         used = sum(me.cpu_times()[:2]) - t0
     assert used < 0.5
 
@@ -168,7 +170,10 @@ def test_exporter_serves_the_latest_snapshot(server):
     assert fams["frank_gpu_telemetry_up"].samples[0].value == 0.0
     assert fams["frank_engine_up"].samples[0].labels == {"state": "ready"}
     assert fams["frank_engine_generation_tokens_per_second"].samples[0].value > 0
-    assert fams["frank_engine_cpu_percent"].samples[0].value >= 0
+    engine = s.latest().cpu.engine
+    assert engine is not None and engine.pid == os.getpid() and engine.cpu_percent is not None
+    assert fams["frank_engine_cpu_percent"].samples[0].value == pytest.approx(engine.cpu_percent)  # the snapshot's
+    assert 0 <= engine.cpu_percent <= 100 * psutil.cpu_count()  # percent of one core, over this process's tree
 
 
 def test_listen_parsing_and_loopback():
@@ -181,14 +186,8 @@ def test_listen_parsing_and_loopback():
     assert not export.is_loopback("0.0.0.0") and not export.is_loopback("10.1.2.3")
 
 
-def _frank(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=60, **kw
-    )
-
-
-def test_cli_once_json(server):
-    out = _frank("telemetry", "--once", "--json", "--period", "0.2", "--url", server.url)
+def test_cli_once_json(frank_cli, server):
+    out = frank_cli("telemetry", "--once", "--json", "--period", "0.2", "--url", server.url, timeout=60)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert len(payload["cpu"]["per_core"]) == psutil.cpu_count()
@@ -205,16 +204,16 @@ def test_controller_target_without_an_engine(fresh_frank_home):
     assert Sampler(source, gpu=False).sample_once().engine.state == "stopped"
 
 
-def test_cli_once_without_an_engine(fresh_frank_home):
-    out = _frank("telemetry", "--once", "--json", "--period", "0.1")
+def test_cli_once_without_an_engine(frank_cli, fresh_frank_home):
+    out = frank_cli("telemetry", "--once", "--json", "--period", "0.1", timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["engine"]["state"] == "stopped"
 
 
-def test_cli_bad_arguments():
-    out = _frank("telemetry", "--once", "--period", "0")
+def test_cli_bad_arguments(frank_cli):
+    out = frank_cli("telemetry", "--once", "--period", "0", timeout=60)
     assert out.returncode != 0 and "--period" in out.stderr
-    out = _frank("telemetry", "--export", "prom", "--listen", "127.0.0.1:notaport", "--duration", "1")
+    out = frank_cli("telemetry", "--export", "prom", "--listen", "127.0.0.1:notaport", "--duration", "1", timeout=60)
     assert out.returncode != 0 and "--listen" in out.stderr
 
 

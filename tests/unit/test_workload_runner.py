@@ -9,12 +9,12 @@ import pytest
 
 from frank.errors import FrankError
 from frank.workloads.format import load_workload, write_workload
+from frank.workloads.record import draw_totals
 from frank.workloads.replay import (
     _TOKEN,
     RESTART,
     ReplayOptions,
     ReplayRunner,
-    draw_totals,
     ids_sha256,
     read_records,
     resolve_run_dir,
@@ -132,7 +132,10 @@ def test_draw_totals_say_not_available_for_a_measure_the_engine_does_not_export(
     assert (t.queue_s, t.front_end_s, t.cold_front_end_s) == (None, None, None)
     assert t.prefill_s == pytest.approx(1.2) and t.ok == 2
     some = draw_totals("d", ["a", "b"], [records[0], _rec("b", queue_s=0.0, front_end_s=0.0)])
-    assert (some.queue_s, some.front_end_s, some.cold_front_end_s) == (0.0, 0.0, 0.0)  # a real 0 stays 0
+    assert (some.queue_s, some.front_end_s) == (None, None)  # one request lacks it: no total for the draw
+    zeros = [_rec(rid, turn=1 if rid == "a" else 2, queue_s=0.0, front_end_s=0.0) for rid in ("a", "b")]
+    every = draw_totals("d", ["a", "b"], zeros)
+    assert (every.queue_s, every.front_end_s, every.cold_front_end_s) == (0.0, 0.0, 0.0)  # a real 0 stays 0
 
 
 def test_results_file_keeps_everything_but_counts_from_the_last_restart(tmp_path):

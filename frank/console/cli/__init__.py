@@ -7,26 +7,39 @@ sets `func`. Headless commands never import textual, so scripts and cron stay fa
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 
+from frank.console.cli import (
+    bench_cmd,
+    campaign_cmd,
+    engine_cmd,
+    episodes_cmd,
+    experiment_cmd,
+    fidelity_cmd,
+    jobs_cmd,
+    model_cmd,
+    record_cmd,
+    replay_cmd,
+    serve_cmd,
+    telemetry_cmd,
+    workload_cmd,
+)
 from frank.errors import FrankError
 
-COMMAND_MODULES = (
-    "frank.console.cli.engine_cmd",
-    "frank.console.cli.model_cmd",
-    "frank.console.cli.telemetry_cmd",
-    "frank.console.cli.workload_cmd",
-    "frank.console.cli.replay_cmd",
-    "frank.console.cli.jobs_cmd",
-    "frank.console.cli.record_cmd",
-    "frank.console.cli.experiment_cmd",
-    "frank.console.cli.bench_cmd",
-    "frank.console.cli.campaign_cmd",
-    "frank.console.cli.serve_cmd",
-    "frank.console.cli.fidelity_cmd",
-    "frank.console.cli.episodes_cmd",
+COMMANDS = (  # in the order `frank --help` lists them
+    engine_cmd,
+    model_cmd,
+    telemetry_cmd,
+    workload_cmd,
+    replay_cmd,
+    jobs_cmd,
+    record_cmd,
+    experiment_cmd,
+    bench_cmd,
+    campaign_cmd,
+    serve_cmd,
+    fidelity_cmd,
+    episodes_cmd,
 )
 
 
@@ -38,9 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--read-only", action="store_true", help="watch only: no start, stop, knob or replay actions")
     parser.add_argument("--theme", help="console theme (remembered)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name).register(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 

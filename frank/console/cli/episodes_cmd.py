@@ -113,6 +113,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise FrankError("frank episodes run --resume: the run keeps its own settings (no --sampling-seed)")
         folder = run_path(args.resume)
     elif args.suite:
+        from frank.episodes.suite import load_suite
+        from frank.episodes.target import engine_target
+
+        load_suite(args.suite)  # a bad suite, then no engine to run on: refused before a run folder exists
+        engine_target(args.url)
         folder = create_run(args.suite, args.draws, EpisodeSettings(sampling_seed=args.sampling_seed), out=args.out)
     else:
         raise FrankError("frank episodes run: give a SUITE (or --resume RUN)")

@@ -229,7 +229,7 @@ def _event_line(e: dict[str, Any]) -> str:
 def _state_payload(run: registry.Run) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from frank.experiments.runner import load_state
+    from frank.experiments.board import load_state
 
     return asdict(load_state(run))
 
@@ -358,7 +358,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from frank.experiments.runner import load_state
+    from frank.experiments.board import load_state
 
     runs = []
     for meta in registry.list_runs():

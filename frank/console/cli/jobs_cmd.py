@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from types import ModuleType
 from typing import Any
 
 from frank.console.cli.common import emit
@@ -38,8 +39,17 @@ def _line(s: dict[str, Any]) -> str:
     return f"{s['run_id']:<52} {s['kind']:<10} {s['state']:<11} {s['done']:>4}/{planned:<4}{pid}  {s['detail']}"
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def _jobs() -> ModuleType:
+    """frank.jobs with every kind registered (imported here, not at `frank --help`: the kinds import scipy)."""
     from frank import jobs
+    from frank.console import job_kinds
+
+    job_kinds.install()
+    return jobs
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    jobs = _jobs()
 
     found = [j.to_json() for j in jobs.list_jobs(running_only=args.running)]
     emit(args.json, {"jobs": found}, lambda p: "\n".join(_line(s) for s in p["jobs"]) or "no jobs")
@@ -47,7 +57,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from frank import jobs
+    jobs = _jobs()
 
     if not args.follow:
         emit(args.json, jobs.status(args.run).to_json(), _line)
@@ -69,7 +79,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from frank import jobs
+    jobs = _jobs()
 
     st = jobs.cancel(args.run, wait_s=args.wait).to_json()
     emit(

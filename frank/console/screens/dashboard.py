@@ -243,6 +243,8 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
             for name, why in m.not_available(ms).items()
             if name in ("kv_cache_usage", "window_verify_step_s", "acceptance_per_position")
         ),  # of the measures shown here, those this engine kind does not export (llama.cpp), with the reason
+        refused_plugins=eng.refused_plugins,
+        plugins_vllm=ms.plugins_vllm(),
     )
 
 

@@ -1,6 +1,6 @@
 """Experiments: the designs and registered runs (read when the experiments screen is first shown and after a
 registration), the followed run's
-journal folded (frank.experiments.runner.load_state; the report once it ended), and fidelity: the newest
+journal folded (frank.experiments.board.load_state; the report once it ended), and fidelity: the newest
 saved run and the newest fidelity job. A console started while a runner is alive adopts its run."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class ExperimentsSource(Source[ExperimentsView]):
 
     def _fold(self, run_id: str) -> FollowedExperiment:
         from frank.experiments import registry
-        from frank.experiments.runner import load_state
+        from frank.experiments.board import load_state
 
         try:
             run = registry.load_run(run_id)
@@ -161,8 +161,11 @@ class ExperimentsSource(Source[ExperimentsView]):
             report = report_for_run(run)
         except FrankError as exc:
             return ReportLine(f"no report: {exc}")
+        from frank.experiments.decision import Decision
+
         null = report.get("null_size")
-        return ReportLine(str(report.get("decision")), report.get("p_value"), int(null) if null else None)
+        decision = Decision.of(report)
+        return ReportLine(decision.verdict, decision.p_value, int(null) if null else None)
 
     def _fidelity(self) -> FidelityView:
         from frank import jobs

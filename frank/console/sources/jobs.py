@@ -14,6 +14,7 @@ from frank.console.messages import JobsRead
 from frank.console.sources.base import Post, Source
 from frank.console.state import FollowedJob, JobRecord, JobsView, WorkloadRow
 from frank.jobs import JobStatus
+from frank.workloads.record import ReplayRecord
 
 JOBS_IDLE_S = 5.0
 FOLLOW_S = 1.0
@@ -40,18 +41,17 @@ def job_record(rec: dict[str, Any]) -> JobRecord | None:
     """A replay's request record, or None for another kind's journal line."""
     if "draw" not in rec or "status" not in rec:
         return None
-    server = rec.get("server") if isinstance(rec.get("server"), dict) else None
-    srv = server or {}
-    tokens = rec.get("prompt_tokens")
+    r = ReplayRecord.from_json(rec)
+    server = r.server.values if r.server is not None else None
     return JobRecord(
-        draw=str(rec.get("draw")),
-        id=str(rec.get("id")),
-        status=str(rec.get("status", "?")),
-        ttft_s=srv.get("ttft_s"),
-        queue_s=srv.get("queue_s"),
-        prefill_s=srv.get("prefill_s"),
-        front_end_s=srv.get("front_end_s"),
-        prompt_tokens=int(tokens) if isinstance(tokens, int | float) else None,
+        draw=r.draw,
+        id=str(r.id),
+        status=r.status,
+        ttft_s=server.ttft_s if server else None,
+        queue_s=server.queue_s if server else None,
+        prefill_s=server.prefill_s if server else None,
+        front_end_s=server.front_end_s if server else None,
+        prompt_tokens=r.prompt_tokens if isinstance(r.prompt_tokens, int) else None,
         timed=server is not None,
     )
 

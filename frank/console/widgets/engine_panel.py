@@ -66,6 +66,9 @@ class EnginePanel(Panel):
         lines.append(f"[$frank-idle]up[/] {uptime_text(uptime)}   [$frank-idle]ready in[/] {secs(ready, 2)}")
         if state == "crashed":
             lines.append(f"[$frank-bad]{escape(_exit_text(status))}[/]")
+        warning = getattr(status, "warning", None)
+        if warning:  # the supervisor gone while the server runs, say
+            lines.append(f"[$frank-warn]{escape(str(warning))}[/]")
         values = dict(getattr(status, "knobs", None) or {})
         if knobs:
             if not compact:

@@ -63,8 +63,13 @@ def nbytes(value: float | None) -> str:
 
 
 def rate(value: float | None) -> str:
-    """Bytes per second."""
-    return "–" if value is None else nbytes(value) + "/s"
+    """Bytes per second in three significant figures at most ("153 MiB/s", "20.0 MiB/s"): at most ten
+    characters, so the GPU panel's value column always leaves a space after its label."""
+    text = nbytes(value)
+    number, _, unit = text.partition(" ")
+    if unit and unit != "B" and abs(float(number)) >= 100:
+        text = f"{float(number):.0f} {unit}"
+    return "–" if value is None else text + "/s"
 
 
 def pct(value: float | None, digits: int = 0) -> str:

@@ -1,5 +1,5 @@
 """Live engine metrics: verify-step time and acceptance-length sparklines, the acceptance by draft position,
-throughput, KV usage, prefix cache hit rate, and a table of the last requests' TTFT / queue / prefill / front-end (updated by row key)."""  # noqa: E501
+throughput, KV usage, prefix cache hit rate, frank's vLLM parts that refused to load, and a table of the last requests' TTFT / queue / prefill / front-end (updated by row key)."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ class MetricsView:
     cpu_wait_hist: tuple[float | None, ...] = ()
     requests: tuple[RequestRow, ...] = ()
     not_available: tuple[tuple[str, str], ...] = ()  # (measure, why this engine does not export it)
+    refused_plugins: tuple[str, ...] = ()  # frank's vLLM parts off on this engine: its vLLM internals differ
+    plugins_vllm: str = ""  # the vLLM version they checked against
 
 
 COLUMNS = (
@@ -71,6 +73,15 @@ def _by_position(view: MetricsView) -> str:
         return f"{'–':>9}"
     text = " ".join(f"{v * 100:3.0f}%" for v in view.accept_by_pos)
     return f"[$frank-idle]{text}[/]" if view.accept_by_pos_stale else text
+
+
+def _refused(view: MetricsView) -> list[str]:
+    """One line naming frank's vLLM parts that refused to load (vLLM's internals differ), or none."""
+    if not view.refused_plugins:
+        return []
+    on = f" on vLLM {view.plugins_vllm}" if view.plugins_vllm else ""
+    parts = ", ".join(view.refused_plugins)
+    return [f"[$frank-warn]parts off{escape(on)} (its internals differ): {escape(parts)}[/]"]
 
 
 class MetricsPanel(Vertical):
@@ -138,6 +149,7 @@ class MetricsPanel(Vertical):
                     f"[$frank-idle]prefix hits[/] {pct(None if view.prefix_hit is None else view.prefix_hit * 100, 1)}",
                 ]
                 + [f"[$frank-idle]n/a {escape(name)}: {escape(why)}[/]" for name, why in view.not_available]
+                + _refused(view)
             )
         if markup != self._markup:
             layout = markup.count("\n") != self._markup.count("\n") or not self._markup

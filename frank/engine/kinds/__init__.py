@@ -22,4 +22,14 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
     return kind_of(profile).build_launch(profile, knobs, port, control_token)
 
 
-__all__ = ["KINDS", "EngineKind", "build_launch", "kind_of"]
+def check_launch(profile: Profile, knobs: dict[str, Any], argv: list[str]) -> None:
+    """Model facts the command line must respect (frank.engine.model_facts): a context beyond the model's
+    trained length needs RoPE scaling. Raises ProfileError naming the field that sets the context."""
+    from frank.engine.model_facts import check_context
+
+    flag = "--ctx-size" if profile.kind == "llamacpp" else "--max-model-len"
+    knob = next((n for n, k in profile.knobs.items() if k.apply == "arg" and k.target == flag), None)
+    check_context(profile, argv, flag, f"knobs.{knob} = {knobs.get(knob)}" if knob else "max_model_len")
+
+
+__all__ = ["KINDS", "EngineKind", "build_launch", "check_launch", "kind_of"]

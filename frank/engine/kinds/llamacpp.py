@@ -2,14 +2,18 @@
 `python -m frank.engine.xllamacpp_server`, which takes llama-server's flag names) or a `llama-server` binary
 (a CUDA build, say). Both get the same flags; the key clients must send is the control token, passed in
 LLAMA_API_KEY (llama-server's own variable) so it never shows in the process list. llama.cpp guards every
-route with it except /health and /v1/models, /metrics included."""
+route with it except /health and /v1/models, /metrics included. Under a layer split over more than one GPU,
+`--n-cpu-moe N` becomes the same count of CPU-expert layers taken from every GPU's share
+(frank.engine.multi_gpu, the model's layer count read from its GGUF); every launch keeps NVLink multicast off."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from frank import paths
+from frank.engine import multi_gpu
 from frank.engine.kinds.base import EngineKind, check_model, check_python_module
 from frank.engine.profiles import LaunchSpec, Profile, ProfileError, knob_settings, with_flags
 
@@ -39,8 +43,27 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
     ]
     if profile.max_model_len:
         argv += ["--ctx-size", str(profile.max_model_len)]
-    argv += profile.resolved_extra_args()
-    return LaunchSpec(argv=with_flags(argv, settings.flags), env=env, host=profile.host, port=port)
+    argv = _balanced(profile, with_flags(argv + profile.resolved_extra_args(), settings.flags))
+    return LaunchSpec(argv=argv, env={**env, **multi_gpu.MULTICAST_OFF_ENV}, host=profile.host, port=port)
+
+
+def _balanced(profile: Profile, argv: list[str]) -> list[str]:
+    """argv with the CPU-expert layers balanced over the GPUs of a layer split (multi_gpu.balance_cpu_moe)."""
+    if not multi_gpu.needs_layer_count(argv):
+        return argv
+    from frank.engine.model_facts import gguf_block_count
+
+    model = profile.model_path()
+    layers = gguf_block_count(Path(model))
+    if layers is None:
+        raise ProfileError(
+            f"{profile.source}: model: {model} is not a GGUF that gives its layer count (ARCH.block_count), which "
+            "balancing --n-cpu-moe over the GPUs of --tensor-split needs"
+        )
+    try:
+        return multi_gpu.balance_cpu_moe(argv, layers)
+    except multi_gpu.SplitError as exc:
+        raise ProfileError(f"{profile.source}: {exc}") from None
 
 
 def preflight(profile: Profile) -> None:

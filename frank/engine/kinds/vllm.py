@@ -1,10 +1,13 @@
-"""vLLM as an engine kind: `python -m vllm.entrypoints.openai.api_server` with the profile's flags."""
+"""vLLM as an engine kind: `python -m vllm.entrypoints.openai.api_server` with the profile's flags. Over
+more than one GPU (tensor x pipeline x data parallel) the environment also turns vLLM's symmetric-memory
+all-reduce off, and every launch keeps NVLink multicast off (frank.engine.multi_gpu)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from frank.engine import multi_gpu
 from frank.engine.kinds.base import EngineKind, check_model, check_python_module
 from frank.engine.profiles import LaunchSpec, Profile, knob_settings, with_flags
 
@@ -14,7 +17,6 @@ API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_token: str) -> LaunchSpec:
     settings = knob_settings(profile, knobs)
     spec_config = {**profile.speculative_config, **settings.speculative} if profile.speculative_config else None
-    env = {**profile.env, **settings.env, "FRANK_CONTROL_TOKEN": control_token}
     argv = [
         str(profile.python_path()),
         "-m",
@@ -40,8 +42,10 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
         argv += ["--speculative-config", json.dumps(spec_config, sort_keys=True, separators=(",", ":"))]
     if profile.api_key:
         argv += ["--api-key", profile.api_key]
-    argv += profile.resolved_extra_args()
-    return LaunchSpec(argv=with_flags(argv, settings.flags), env=env, host=profile.host, port=port)
+    argv = with_flags(argv + profile.resolved_extra_args(), settings.flags)
+    several = multi_gpu.VLLM_MULTI_GPU_ENV if multi_gpu.vllm_gpu_count(argv) > 1 else {}
+    env = {**several, **profile.env, **settings.env, "FRANK_CONTROL_TOKEN": control_token}
+    return LaunchSpec(argv=argv, env={**env, **multi_gpu.MULTICAST_OFF_ENV}, host=profile.host, port=port)
 
 
 def preflight(profile: Profile) -> None:

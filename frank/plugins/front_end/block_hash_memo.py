@@ -31,10 +31,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
 from frank.plugins.front_end.switch import PartSwitch
 
-logger = logging.getLogger("frank.front_end.block_hash_memo")
+logger = logging.getLogger(__name__)
 PART = PARTS["block-hash-memo"]
 MAX_BLOCKS_ENV = "FRANK_BLOCK_HASH_MEMO_MAX_BLOCKS"
 DEFAULT_MAX_BLOCKS = 32768
@@ -47,6 +48,20 @@ _hits, _misses, _evictions = itertools.count(), itertools.count(), itertools.cou
 
 
 STATS_UTILITY = "frank_block_hash_memo_stats"
+_K = "vllm.v1.core.kv_cache_utils"
+# What the memo replaces and the hasher that looks it up per block (compat.py).
+PATCHES = compat.Patches(
+    PART.name,
+    (
+        compat.Target(
+            f"{_K}:hash_block_tokens",
+            {"0.32.0": ("(hash_function, parent_block_hash, curr_block_token_ids, extra_keys=)", "740bda11b737487d")},
+        ),
+        compat.Target(
+            f"{_K}:get_request_block_hasher", {"0.32.0": ("(hash_block_size, caching_hash_fn)", "65b4d50eef5823e1")}
+        ),
+    ),
+)
 
 
 def register() -> None:
@@ -83,6 +98,10 @@ def install() -> None:
 
     original = kv_cache_utils.hash_block_tokens
     if getattr(original, "_frank_block_hash_memo", False):
+        return
+    verdict = compat.admit(PATCHES)
+    if not verdict.compatible:  # never patched blindly: off, its stats (the utility call) say why
+        switch.refuse(verdict.reason)
         return
     _max_blocks = _read_max_blocks()
 

@@ -1,8 +1,10 @@
 """ASGI middleware serving the front-end parts' live control on the vLLM API server.
 
-    GET  /frank/parts          -> every API-server part's switch and counters
+    GET  /frank/parts          -> every API-server part's switch and counters, and every part's verdict on
+                                  this vLLM (`compat`: verified versions, compatible, why not)
     GET  /frank/parts/NAME     -> one part
-    POST /frank/parts/NAME     -> body {"enabled": true|false}; returns the part
+    POST /frank/parts/NAME     -> body {"enabled": true|false}; returns the part (409 for a part that stayed
+                                  off because vLLM's internals differ from the verified code)
     POST /frank/parts/NAME/fault -> body {"fault": "NAME" | null}: a deliberate breakage the part knows, set
                                   or cleared (the revert loop's test breaks a served part with it)
 
@@ -19,7 +21,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from frank.plugins.compat import every_verdict
 from frank.plugins.control_asgi import Receive, Reply, Scope, TokenControlMiddleware, read_body, read_enabled
+from frank.plugins.front_end.switch import PartRefused
 
 PREFIX = "/frank/parts"
 ENGINE_CORE_PART = "block-hash-memo"
@@ -76,7 +80,8 @@ class PartsControlMiddleware(TokenControlMiddleware):
         if path == PREFIX:
             if method != "GET":
                 return 405, {"error": f"method {method} not allowed on {path}"}
-            return 200, {"parts": [s.snapshot() for s in switches.values()]}
+            # every part's verdict on this vLLM (compat.py), those acting in other processes too
+            return 200, {"parts": [s.snapshot() for s in switches.values()], "compat": every_verdict()}
         name = path[len(PREFIX) + 1 :]
         if name.endswith("/fault"):
             return await _set_fault(switches.get(name[: -len("/fault")]), receive, method)
@@ -99,5 +104,8 @@ class PartsControlMiddleware(TokenControlMiddleware):
         enabled = await read_enabled(receive)
         if not isinstance(enabled, bool):
             return enabled
-        switch.set_enabled(enabled)
+        try:
+            switch.set_enabled(enabled)
+        except PartRefused as exc:
+            return 409, {**switch.snapshot(), "error": str(exc)}
         return 200, switch.snapshot()

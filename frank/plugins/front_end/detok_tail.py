@@ -32,16 +32,37 @@ import logging
 import threading
 from typing import Any
 
+from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
 from frank.plugins.front_end.switch import PartSwitch
 
-logger = logging.getLogger("frank.front_end.detok_tail")
+logger = logging.getLogger(__name__)
 PART = PARTS["detok-tail"]
 MIN_TAIL = 16  # tokens primed at least: any cut obeying the rule is exact; a margin costs nothing
 MAX_BACK = 64  # how far back past MIN_TAIL to look for a clean cut before taking the whole prompt
 REPLACEMENT = "\ufffd"
 
 switch = PartSwitch(PART.name, PART.env, PART.verify_env)
+_D = "vllm.v1.engine.detokenizer"
+# What the hook wraps (compat.py): the same code in 0.26.0 and 0.32.0. Verified on 0.26.0 on the H200 machine
+# (docs/gpu-run.md): FRANK_DETOK_TAIL_VERIFY=all over W01 mini draw-1, outputs identical with the part off.
+_SAME = ("0.26.0", "0.32.0")
+PATCHES = compat.Patches(
+    PART.name,
+    (
+        compat.Target(
+            f"{_D}:BaseIncrementalDetokenizer.__init__", dict.fromkeys(_SAME, ("(self, request)", "b68cbe5cdee94908"))
+        ),
+        compat.Target(
+            f"{_D}:FastIncrementalDetokenizer.__init__",
+            dict.fromkeys(_SAME, ("(self, tokenizer, request)", "62640bf446e2e1d8")),
+        ),
+        compat.Target(
+            f"{_D}:FastIncrementalDetokenizer._protected_step",
+            dict.fromkeys(_SAME, ("(self, next_token_id)", "f9a109bf9bc3527b")),
+        ),
+    ),
+)
 
 
 def _gpt2_char_bytes() -> dict[str, int]:
@@ -153,10 +174,10 @@ def register() -> None:
     if not is_api_server_process():
         return
     try:
-        install()
         from frank.plugins.front_end.metrics import register_metrics
 
         register_metrics(switch)
+        install()
     except Exception:  # a broken hook must never stop the server
         logger.exception("frank detok-tail: not installed")
 
@@ -166,6 +187,10 @@ def install() -> None:
 
     cls = detokenizer.FastIncrementalDetokenizer
     if getattr(cls.__init__, "_frank_detok_tail", False):
+        return
+    verdict = compat.admit(PATCHES)
+    if not verdict.compatible:  # never patched blindly: off, and /frank/parts/detok-tail says why
+        switch.refuse(verdict.reason)
         return
     original_init = cls.__init__
     original_step = cls._protected_step

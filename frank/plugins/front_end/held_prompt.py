@@ -55,6 +55,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
 from frank.plugins.front_end.idle_release import IdleRelease
 from frank.plugins.front_end.idle_release import install as install_idle_release
@@ -62,7 +63,7 @@ from frank.plugins.front_end.switch import PartSwitch
 from frank.plugins.region_cache.composition import Composition, JoinedView, composition_of
 from frank.plugins.region_cache.composition import take as take_composition
 
-logger = logging.getLogger("frank.front_end.held_prompt")
+logger = logging.getLogger(__name__)
 PART = PARTS["held-prompt"]
 KEY = "__frank_held_prompt__"  # the delta's key in reasoning_parser_kwargs
 VERSION = 1
@@ -72,6 +73,33 @@ MIN_TOKENS = 1024  # shorter prompts go whole and are not held: a delta would sa
 MIN_COMMON = 512  # a delta needs at least this many common tokens
 CHUNK = 8192  # tokens compared per slice while looking for the common prefix
 STATS_UTILITY = "frank_held_prompt_stats"
+# Both halves' hooks, the request type the delta travels in, and the Request whose lists trade places
+# (compat.py): one verdict for both, as the halves are exact only together.
+PATCHES = compat.Patches(
+    PART.name,
+    (
+        compat.Target(
+            "vllm.v1.engine.core_client:AsyncMPClient.add_request_async",
+            {"0.32.0": ("async (self, request)", "5c209545cf8e55a0")},
+        ),
+        compat.Target("vllm.v1.engine:EngineCoreRequest", {"0.32.0": ("class(msgspec.Struct)", "1ae5491fd86e7f25")}),
+        compat.Target(
+            "vllm.v1.engine.core:EngineCore.preprocess_add_request", {"0.32.0": ("(self, request)", "47fc9f4134ba15c6")}
+        ),
+        compat.Target(
+            "vllm.v1.request:Request.__init__",
+            {
+                "0.32.0": (
+                    "(self, request_id, prompt_token_ids, sampling_params, pooling_params, client_index=, "
+                    "arrival_time=, prompt_embeds=, prompt_is_token_ids=, mm_features=, lora_request=, cache_salt=, "
+                    "priority=, trace_headers=, block_hasher=, resumable=, session_id=, reasoning_ended=, "
+                    "reasoning_parser_kwargs=, abort_immediately=, kv_hints=)",
+                    "f774bfc06047122b",
+                )
+            },
+        ),
+    ),
+)
 
 # the API-server half (live). Its faults, deliberate breakage on demand (POST /frank/parts/held-prompt/fault):
 # - token-dropped: every delta loses the last token of the common prefix (a wrong API-server half, acting on
@@ -292,6 +320,10 @@ def install_api_server() -> None:
     original = cls.add_request_async
     if getattr(original, "_frank_held_prompt", False):
         return
+    verdict = compat.admit(PATCHES)
+    if not verdict.compatible:  # never patched blindly: off, and /frank/parts/held-prompt says why
+        switch.refuse(verdict.reason)
+        return
 
     async def add_request_async(self: Any, request: Any) -> None:
         # only the single-engine client: a data-parallel client overrides this method and sends whole
@@ -437,8 +469,14 @@ def _prefilled(hasher: Any, reused: list[Any]) -> Any:
 
 def install_engine_core(core_module: Any) -> None:
     cls = core_module.EngineCore
+    if not hasattr(cls, STATS_UTILITY):
+        setattr(cls, STATS_UTILITY, lambda self: core_snapshot())
     original = cls.preprocess_add_request
     if getattr(original, "_frank_held_prompt", False):
+        return
+    verdict = compat.admit(PATCHES)
+    if not verdict.compatible:  # a delta then fails as vLLM fails it (fail-closed on the wire)
+        core_switch.refuse(verdict.reason)
         return
 
     def preprocess_add_request(self: Any, request: Any) -> Any:
@@ -452,8 +490,6 @@ def install_engine_core(core_module: Any) -> None:
     cls.preprocess_add_request = preprocess_add_request
     if install_idle_release(core_module, _idle_release):
         _core_held.let_go = _idle_release.defer
-    if not hasattr(cls, STATS_UTILITY):
-        setattr(cls, STATS_UTILITY, lambda self: core_snapshot())
     logger.info("frank held-prompt: hooked EngineCore.preprocess_add_request")
 
 
@@ -540,9 +576,9 @@ def register() -> None:
         if core is not None and not is_api_server_process():
             install_engine_core(core)
         if is_api_server_process():
-            install_api_server()
             from frank.plugins.front_end.metrics import register_metrics
 
             register_metrics(switch)
+            install_api_server()
     except Exception:  # a broken hook must never stop the server
         logger.exception("frank held-prompt: not installed")

@@ -26,9 +26,23 @@ import threading
 import time
 from typing import Any
 
-logger = logging.getLogger("frank.front_end.idle_release")
+from frank.plugins import compat
+
+logger = logging.getLogger(__name__)
 BOUND = 32
 DELAY_S = 0.001
+_C = "vllm.v1.engine.core:EngineCoreProc"
+# The idle hook it wakes from, and the input loop whose local variable keeps the last request (compat.py).
+PATCHES = compat.Patches(
+    "idle-release",
+    (
+        compat.Target(f"{_C}._notify_idle_state_callbacks", {"0.32.0": ("(self)", "60f8e775daa97639")}),
+        compat.Target(
+            f"{_C}.process_input_sockets",
+            {"0.32.0": ("(self, input_addresses, coord_input_address, identity, ready_event)", "33c7203e99177532")},
+        ),
+    ),
+)
 
 
 class IdleRelease:
@@ -107,8 +121,16 @@ class IdleRelease:
             except Exception:  # never let a release stop the engine core
                 logger.exception("frank idle release: error")
 
-    def snapshot(self) -> dict[str, int]:
-        return {"waiting": self.waiting(), "released": self.released, "dropped_at_bound": self.dropped_at_bound}
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "waiting": self.waiting(),
+            "released": self.released,
+            "dropped_at_bound": self.dropped_at_bound,
+        }
+        verdict = compat.verdict_of(PATCHES.part)
+        if verdict is not None:
+            out["compat"] = verdict.as_dict()
+        return out
 
 
 def _is_request(obj: Any) -> bool:
@@ -124,6 +146,8 @@ def install(core_module: Any, releaser: IdleRelease) -> bool:
         return False
     if getattr(original, "_frank_idle_release", False):
         return True
+    if not compat.admit(PATCHES).compatible:  # not the verified code: nothing deferred, freed at once
+        return False
 
     def _notify_idle_state_callbacks(self: Any) -> None:
         original(self)

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-logger = logging.getLogger("frank.front_end")
+logger = logging.getLogger(__name__)
 _switches: list[Any] = []  # the API-server parts installed in this process, in the order they registered
 _registered = False
 
@@ -44,6 +44,9 @@ def register_metrics(switch: Any) -> None:
     global _registered
     if all(s is not switch for s in _switches):
         _switches.append(switch)
+    from frank.plugins import compat
+
+    compat.register_metrics()  # frank:plugin_compatible{part}: every part's verdict on this vLLM
     if _registered:
         return
     try:

@@ -8,6 +8,8 @@ import threading
 from collections import Counter
 from typing import Any
 
+from frank.plugins import compat
+
 _ON = ("on", "1", "true", "yes")
 
 
@@ -27,6 +29,10 @@ def parse_verify(name: str, raw: str) -> float:
     return value
 
 
+class PartRefused(RuntimeError):
+    """Switching on a part that stayed off because vLLM's internals differ from the verified code."""
+
+
 class PartSwitch:
     def __init__(self, name: str, env: str, verify_env: str, faults: tuple[str, ...] = ()) -> None:
         self.name = name
@@ -40,12 +46,21 @@ class PartSwitch:
             self.verify = parse_verify(verify_env, os.environ.get(verify_env, ""))
         except ValueError as exc:  # a bad value must not fail requests: verify everything and say why
             self.verify, self.verify_error = 1.0, str(exc)
+        self.refused: str | None = None  # why the part stays off: vLLM's internals differ (compat.py)
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._rng = random.Random()
 
     def set_enabled(self, value: bool) -> None:
+        if value and self.refused:
+            raise PartRefused(self.refused)
         self.enabled = bool(value)
+
+    def refuse(self, reason: str) -> None:
+        """Off for good in this process: what it would patch is not the code it was verified on."""
+        self.refused = reason
+        self.enabled = False
+        self.count("refused_incompatible")
 
     def set_fault(self, fault: str | None) -> None:
         if fault is not None and fault not in self.faults:
@@ -68,4 +83,9 @@ class PartSwitch:
             out["verify_error"] = self.verify_error
         if self.fault:
             out["fault"] = self.fault
+        verdict = compat.verdict_of(self.name)
+        if verdict is not None:
+            out["compat"] = verdict.as_dict()
+        if self.refused:
+            out["refused"] = self.refused
         return out

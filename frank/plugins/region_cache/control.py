@@ -1,7 +1,8 @@
 """ASGI middleware that serves the region cache's live control on the vLLM API server.
 
-    GET  /frank/region-cache        -> stats and the switch
-    POST /frank/region-cache        -> body {"enabled": true|false}; returns the stats
+    GET  /frank/region-cache        -> stats and the switch, and `compat`: the versions the cache was verified
+                                       on and whether this vLLM is one of them (`refused` says why not)
+    POST /frank/region-cache        -> body {"enabled": true|false}; returns the stats (409 when refused)
     POST /frank/region-cache/clear  -> drops every entry; returns the stats
 
 The token rule and the plumbing are frank.plugins.control_asgi's. The profile adds it with
@@ -27,7 +28,10 @@ class ControlMiddleware(TokenControlMiddleware):
             enabled = await read_enabled(receive)
             if not isinstance(enabled, bool):
                 return enabled
-            runtime.set_enabled(enabled)
+            try:
+                runtime.set_enabled(enabled)
+            except runtime.Refused as exc:
+                return 409, {**runtime.snapshot(), "error": str(exc)}
             return 200, runtime.snapshot()
         if path == PREFIX + "/clear" and method == "POST":
             runtime.clear()

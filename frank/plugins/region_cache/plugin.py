@@ -4,6 +4,9 @@ vLLM loads general plugins in every one of its processes (API server, engine cor
 `register()` does nothing unless this is the process that renders prompts: the top-level process (no
 multiprocessing parent) or one of vLLM's own API server children (`ApiServer_N` / `APIServer_DP...`).
 
+Verified on vLLM 0.32.0 and 0.26.0 (`PATCHES`: the hook installs only where the renderer's code is one of
+theirs, else the cache stays off and its control endpoint says why).
+
 The hook point (vLLM 0.32): `BaseRenderer._tokenize_prompt(prompt, params)` runs `tokenizer(text,
 **params.get_encode_kwargs())` for every text prompt: chat completions (the HF renderer and the DeepSeek
 V4/V4.1 renderers both render the template to a string with tokenize=False in online serving, see
@@ -33,7 +36,41 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-logger = logging.getLogger("frank.region_cache")
+from frank.plugins import compat
+
+logger = logging.getLogger(__name__)
+_R = "vllm.renderers.base:BaseRenderer"
+# What the hook wraps and calls, as verified (compat.py). 0.26.0 has no vocabulary check on the renderer
+# (validate_token_ids), so there is nothing to skip: the install leaves that step out. Verified on 0.26.0 on
+# the H200 machine (docs/gpu-run.md): FRANK_REGION_CACHE_VERIFY=all over W01 mini draw-1, 0 mismatches, the
+# same prompt IDs as with the cache off.
+PATCHES = compat.Patches(
+    "region-cache",
+    (
+        compat.Target(
+            f"{_R}.__init__",
+            {
+                "0.32.0": ("(self, config, tokenizer)", "fd39c8bd8ea0045b"),
+                "0.26.0": ("(self, config, tokenizer)", "f118efcb015b445d"),
+            },
+        ),
+        compat.Target(
+            f"{_R}._tokenize_prompt",
+            {v: ("(self, prompt, params)", "97c62a70d2ac6fb7") for v in ("0.26.0", "0.32.0")},
+        ),
+        compat.Target(
+            f"{_R}._wants_offsets", {v: ("(self, prompt, params)", "32cfecb3d3aba4bb") for v in ("0.26.0", "0.32.0")}
+        ),
+        compat.Target(
+            f"{_R}._build_tokens_prompt",
+            {v: ("(token_ids, prompt, *, offset_mapping=)", "3876f52527bfb462") for v in ("0.26.0", "0.32.0")},
+        ),
+        compat.Target(
+            f"{_R}.validate_token_ids",
+            {"0.32.0": ("(self, token_ids, *, parameter=)", "5a59964f18cd4d71"), "0.26.0": compat.ABSENT},
+        ),
+    ),
+)
 
 _KNOWN_ENCODE_KWARGS = {"truncation", "max_length", "add_special_tokens"}
 _installed = False
@@ -74,6 +111,13 @@ def install() -> None:
 
     from frank.plugins.region_cache import runtime
 
+    verdict = compat.admit(PATCHES)
+    _register_metrics()
+    if not verdict.compatible:  # never patched blindly: off, and the control endpoint says why
+        runtime.refuse(verdict.reason)
+        _installed = True
+        return
+
     def _tokenize_prompt(self: Any, prompt: Any, params: Any) -> Any:
         if runtime.enabled():
             out = _cached_tokens_prompt(self, prompt, params)
@@ -84,9 +128,9 @@ def install() -> None:
     _tokenize_prompt._frank_region_cache = True  # type: ignore[attr-defined]
     _tokenize_prompt.__wrapped__ = original  # type: ignore[attr-defined]
     BaseRenderer._tokenize_prompt = _tokenize_prompt
-    _skip_check_of_vouched_ids(BaseRenderer)
+    if hasattr(BaseRenderer, "validate_token_ids"):  # 0.26 has no such check (PATCHES says so)
+        _skip_check_of_vouched_ids(BaseRenderer)
     _warm_encoders_at_renderer_init(BaseRenderer)
-    _register_metrics()
     _installed = True
     logger.info("frank region cache: hooked BaseRenderer._tokenize_prompt (enabled=%s)", runtime.enabled())
 
@@ -192,3 +236,4 @@ def _register_metrics() -> None:
         REGISTRY.register(RegionCacheCollector())
     except Exception:
         logger.exception("frank region cache: /metrics series not registered")
+    compat.register_metrics()

@@ -12,6 +12,7 @@ from typing import Any
 
 from frank.plugins.region_cache.core import CacheLimits, HFAdapter, RegionCache, RegionEncoder
 
+logger = logging.getLogger(__name__)
 _lock = threading.RLock()
 _enabled = os.environ.get("FRANK_REGION_CACHE", "off").strip().lower() in ("on", "1", "true", "yes")
 _cache: RegionCache | None = None
@@ -20,13 +21,28 @@ _encoders: dict[int, tuple[Any, RegionEncoder | None]] = {}
 _MAX_ENCODERS = 16
 
 
+_refused: str | None = None  # why the cache stays off: vLLM's renderer is not the verified code (compat.py)
+
+
+class Refused(RuntimeError):
+    """Switching on a cache that stayed off because vLLM's internals differ from the verified code."""
+
+
 def enabled() -> bool:
     return _enabled
 
 
 def set_enabled(value: bool) -> None:
     global _enabled
+    if value and _refused:
+        raise Refused(_refused)
     _enabled = bool(value)
+
+
+def refuse(reason: str) -> None:
+    """Off for good in this process (the hook was not installed)."""
+    global _enabled, _refused
+    _refused, _enabled = reason, False
 
 
 def cache() -> RegionCache:
@@ -38,7 +54,7 @@ def cache() -> RegionCache:
                 try:
                     _cache = RegionCache.from_env()
                 except ValueError as exc:  # a bad variable must not fail requests: say so, use defaults
-                    logging.getLogger("frank.region_cache").error("%s; using the default limits", exc)
+                    logger.error("%s; using the default limits", exc)
                     _cache = RegionCache(CacheLimits())
     return _cache
 
@@ -69,6 +85,13 @@ def snapshot() -> dict[str, Any]:
     """Stats for the control endpoint and /metrics: the cache's counters plus the switch and tokenizers."""
     out = cache().stats()
     out["enabled"] = _enabled
+    from frank.plugins import compat
+
+    verdict = compat.verdict_of("region-cache")
+    if verdict is not None:
+        out["compat"] = verdict.as_dict()
+    if _refused:
+        out["refused"] = _refused
     out["tokenizers"] = [
         {"class": type(tok).__name__, "refused": enc.refused if enc else "not a fast tokenizer"}
         for tok, enc in list(_encoders.values())

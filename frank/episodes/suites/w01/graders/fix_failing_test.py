@@ -1,35 +1,34 @@
-"""Grader: the tests are untouched, they pass (run in the sandbox), and moving_sum and running_total pass
-hidden cases (run in the sandbox, compared in type and value here)."""
+"""Grader: the tests are untouched and every one of them passes, hidden cases of moving_sum and running_total
+(drawn per draw) pass, and the task's own test command succeeds as its instruction runs it.
+
+A test's outcome is decided here, never by the process that runs the agent's code: the hidden answer holds
+each test's call and expected value (the tests are byte-identical to the ones generated), the probe only
+calls the agent's functions and sends back what they returned, and this process compares type and value.
+New test files, hooks and patched frameworks change nothing: no counts or results of a test runner are read.
+"""
 
 import hashlib
 
-from frank.episodes.judge import Fail, cases, grade, probe, read_bytes, same
+from frank.episodes.judge import Fail, cases, grade, probe, read_bytes, run_as_instructed, same
 
-MOVING_SUM = [
-    (([1, 2, 3, 4, 5], 3), [6, 9, 12]),
-    (([7], 1), [7]),
-    (([1, 2], 3), []),
-    (([0, 0, 1], 1), [0, 0, 1]),
-    (([5, -2, 7, 0, 3], 2), [3, 5, 7, 3]),
-    (([1, 2, 3], 3), [6]),
-    (([], 2), []),
-]
-RUNNING_TOTAL = [([1, 2, 3], [1, 3, 6]), ([], []), ([-1, 5, 0], [-1, 4, 4])]
-TESTS = """
-import io, unittest
-suite = unittest.TestLoader().discover("tests", top_level_dir="/workspace")
-result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
-problems = [str(test) for test, _ in result.failures + result.errors]
-_emit({"run": result.testsRun, "problems": problems[:5], "count": len(problems)})
+RUN = "python -m unittest discover -s tests -t ."  # the instruction's command, as the user runs it
+PROBE = """
+def _case(module, function, args):
+    try:
+        fn = getattr(__import__(module, fromlist=["_"]), function)
+    except BaseException as exc:
+        return {"raised": _type(exc).__name__, "value_error": False}
+    return _call(fn, *args)
+
+
+_emit({"results": [_case(*case) for case in _INPUT]})
 """
-HIDDEN = """
-from ledger.core import moving_sum, running_total
-_emit({
-    "moving_sum": [_call(moving_sum, values, window) for values, window in _INPUT["moving_sum"]],
-    "window_0": _call(moving_sum, [1, 2], 0),
-    "running_total": [_call(running_total, values) for values in _INPUT["running_total"]],
-})
-"""
+
+
+def _passes(got, want) -> bool:
+    if "raises" in want:
+        return isinstance(got, dict) and got.get("value_error") is True
+    return same(got, want)
 
 
 def check(expected):
@@ -43,29 +42,25 @@ def check(expected):
             changed.append(path)
     if changed:
         raise Fail(f"tests changed: {changed[:5]}")
-    tests = probe(TESTS, None, paths=(), cpu_s=30, wall_s=90)
-    if not isinstance(tests, dict) or type(tests.get("count")) is not int or type(tests.get("run")) is not int:
-        raise Fail("the test run gave a malformed result")
-    if tests["count"] or tests["run"] < expected["tests_count"]:
-        raise Fail(f"tests fail: {tests['count']} of {tests['run']} ({str(tests.get('problems'))[:200]})")
-    inputs = {"moving_sum": [list(a) for a, _ in MOVING_SUM], "running_total": [v for v, _ in RUNNING_TOTAL]}
-    result = probe(HIDDEN, inputs, cpu_s=10, wall_s=30)
+    tests, hidden = expected["tests"], expected["hidden"]
+    calls = [[module, function, args] for _, module, function, args, _ in tests]
+    calls += [[module, function, args] for module, function, args, _ in hidden]
+    results = cases(probe(PROBE, calls, cpu_s=30, wall_s=90), "results", len(calls))
+    failing = [name for (name, *_, want), got in zip(tests, results) if not _passes(got, want)]
+    if failing:
+        raise Fail(f"tests fail: {len(failing)} of {len(tests)} ({', '.join(failing[:3])})")
     failing = [
-        f"moving_sum{args}"
-        for (args, want), got in zip(MOVING_SUM, cases(result, "moving_sum", len(MOVING_SUM)))
-        if not same(got, {"value": want})
+        f"{function}{tuple(args)}"
+        for (_, function, args, want), got in zip(hidden, results[len(tests) :])
+        if not _passes(got, want)
     ]
-    failing += [
-        f"running_total({values})"
-        for (values, want), got in zip(RUNNING_TOTAL, cases(result, "running_total", len(RUNNING_TOTAL)))
-        if not same(got, {"value": want})
-    ]
-    window_0 = result.get("window_0")
-    if not (isinstance(window_0, dict) and window_0.get("value_error") is True):
-        failing.append("moving_sum([1, 2], 0) must raise ValueError")
     if failing:
         raise Fail(f"hidden cases failing: {failing[:4]}")
-    return f"all {tests['run']} tests and the hidden cases pass"
+    done = run_as_instructed(RUN, cpu_s=30, wall_s=90)
+    if done.returncode != 0:
+        tail = (done.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1][:200]
+        raise Fail(f"`{RUN}` fails as the instruction runs it (exit status {done.returncode}): {tail}")
+    return f"all {len(tests)} tests and {len(hidden)} hidden cases pass, and `{RUN}` succeeds"
 
 
 grade(check)

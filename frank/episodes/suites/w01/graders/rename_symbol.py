@@ -1,14 +1,19 @@
 """Grader: the code under src/ is the original program with fetch_record renamed to load_record and nothing
-else changed (compared as syntax trees, so comments and layout are free), README.md is untouched, and the
-program behaves as the original did (run in the sandbox: every view's value, load_record, the output)."""
+else changed (compared as syntax trees, so comments and layout are free; each file parsed from its bytes
+as the interpreter reads it, its encoding declaration honoured), README.md is untouched, the instruction's
+command runs src/shop and nothing at the workspace root stands in for it, and the program behaves as the
+original did: through its API (every view's value, load_record, main's output) and through the
+instruction's own command, each run as a user runs it."""
 
 import ast
 import os
 import stat
+from importlib.machinery import PathFinder
 
-from frank.episodes.judge import Fail, grade, probe, read_text, same
+from frank.episodes.judge import Fail, grade, probe, read_bytes, read_text, run_as_instructed, same
 
 OLD, NEW = "fetch_record", "load_record"
+RUN = "PYTHONPATH=src python -m shop.main"  # the instruction's command: the workspace root, then src/
 PROBE = """
 import contextlib, importlib, io
 store = importlib.import_module("shop.store")
@@ -36,9 +41,9 @@ class Rename(ast.NodeTransformer):
         return super().generic_visit(node)
 
 
-def _tree(text: str, path: str) -> str:
+def _tree(source: bytes, path: str) -> str:
     try:
-        return ast.dump(ast.parse(text, path))
+        return ast.dump(ast.parse(source, path))  # from bytes, as an import compiles it
     except (SyntaxError, ValueError) as exc:
         raise Fail(f"{path} does not parse: {exc}") from None
     except (RecursionError, MemoryError):
@@ -69,11 +74,16 @@ def check(expected):
     differ = []
     for path, original in sorted(sources.items()):
         want = ast.dump(Rename().visit(ast.parse(original, path)))
-        if _tree(read_text(path), path) != want:
+        if _tree(read_bytes(path), path) != want:
             differ.append(path)
     if differ:
         raise Fail(f"{len(differ)} file(s) differ from the original beyond the rename: {differ[:3]}")
-    result = probe(PROBE, sorted(expected["values"]), paths=("/workspace/src",), cpu_s=10, wall_s=30)
+    root = os.getcwd()
+    found = PathFinder.find_spec("shop", [root, os.path.join(root, "src")])  # the instruction's path order
+    if found is None or found.origin != os.path.join(root, "src", "shop", "__init__.py"):
+        where = os.path.relpath(found.origin or found.submodule_search_locations[0], root) if found else "nothing"
+        raise Fail(f"`{RUN}` would import shop from {where}, not from src/shop")
+    result = probe(PROBE, sorted(expected["values"]), command="PYTHONPATH=src python3 -", cpu_s=10, wall_s=30)
     if not isinstance(result, dict):
         raise Fail("the probe's result is malformed")
     want_values = {name: [{"value": v} for v in vs] for name, vs in expected["values"].items()}
@@ -85,7 +95,13 @@ def check(expected):
         raise Fail("shop.store.load_record does not return the record")
     if not same(result.get("output"), expected["output"]):
         raise Fail(f"shop.main printed {str(result.get('output'))[:40]!r}, the original {expected['output']!r}")
-    return "renamed, and the program behaves as before"
+    done = run_as_instructed(RUN, cpu_s=10, wall_s=30)
+    printed = done.stdout.decode(errors="replace")
+    if done.returncode != 0 or printed != expected["output"]:
+        raise Fail(
+            f"`{RUN}` exited {done.returncode} and printed {printed[:40]!r}, the original {expected['output']!r}"
+        )
+    return "renamed, and the program behaves as before, through its API and through its command"
 
 
 grade(check)

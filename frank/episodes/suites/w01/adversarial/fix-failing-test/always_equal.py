@@ -1,6 +1,7 @@
-"""Make moving_sum return an object equal to anything: the visible tests' assertEqual passes."""
+"""Make moving_sum return an object equal to anything: unittest's assertEqual would pass, but the grader decides
+each test itself, by type and value."""
 
-# expect: hidden cases failing
+# expect: tests fail
 from pathlib import Path
 
 core = Path("ledger/core.py")

@@ -1,6 +1,6 @@
 """A near miss: blame the first error with a component, which a retry fixed (a distractor)."""
 
-# expect: wrong: ['request_id', 'component', 'code']
+# expect: wrong: ['request_id'
 import json
 import re
 from pathlib import Path

@@ -1,0 +1,385 @@
+"""The replay record (one line of a draw's results file) as a type, and the one per-draw aggregation.
+
+`ReplayRecord` is what the replay runner writes for each request and what everything else reads back
+(the replay's summary, experiment cells, the campaign's watch, the console, the benchmarks): typed fields
+instead of keys, with `to_json` / `from_json` at the file's seam (the JSON is unchanged).
+
+`DrawTally` folds records into a draw's totals: adding a record is O(1) (the runner updates its summary
+after every request, between timed requests), and `totals()` is O(1) too. Its rule for a value missing
+from a record is one: a sum over requests is the sum of what they carried, and it is absent (None) as soon
+as one request that should carry it does not: never 0. A request's latest record wins (a resumed run
+replays failed requests again).
+
+`StartMeasures` is what one engine start's replay measures over its draws (frank.engine.measures'
+definitions), read by experiment cells and by the campaign's revert watch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from frank.engine import measures
+from frank.engine.metrics import RequestDelta
+
+_DELTA_FIELDS = {f.name for f in fields(RequestDelta)}
+
+
+@dataclass(frozen=True)
+class ClientTimes:
+    """Timed on the client (seconds from the send): first byte, first token, last byte; streamed chunks."""
+
+    ttfb_s: float | None = None
+    ttft_s: float | None = None
+    total_s: float | None = None
+    chunks: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerValues:
+    """The request's server-side values (RequestDelta's fields) and where each came from (`sources`)."""
+
+    values: RequestDelta
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self.values) | {"sources": dict(self.sources)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ServerValues:
+        kw = {k: v for k, v in data.items() if k in _DELTA_FIELDS}
+        kw.setdefault("attributed", False)
+        kw.setdefault("reason", "")
+        if isinstance(kw.get("acceptance_per_position"), list):
+            kw["acceptance_per_position"] = tuple(kw["acceptance_per_position"])
+        return cls(RequestDelta(**kw), dict(data.get("sources") or {}))
+
+
+@dataclass(frozen=True)
+class ReplayRecord:
+    """One request of a replay: what was sent, how it went, its client and server timings."""
+
+    id: str
+    draw: str
+    index: int  # position in the draw (0-based)
+    attempt: int
+    status: str  # ok | failed
+    task: str | None = None
+    episode: str | None = None
+    turn: int | None = None
+    salt: str | None = None
+    mode: str | None = None
+    stream: bool | None = None
+    sent_at: float | None = None
+    error: str | None = None
+    http_status: int | None = None
+    client: ClientTimes | None = None
+    server: ServerValues | None = None
+    response_metrics: Mapping[str, Any] | None = None
+    prompt_tokens: int | None = None
+    prompt_ids_count: int | None = None
+    prompt_ids_sha256: str | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    output_sha256: str | None = None
+    metrics_scrape_s: tuple[float, ...] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def attributed(self) -> bool:
+        return self.server is not None and self.server.values.attributed
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["client"] = None if self.client is None else asdict(self.client)
+        out["server"] = None if self.server is None else self.server.to_json()
+        out["metrics_scrape_s"] = None if self.metrics_scrape_s is None else list(self.metrics_scrape_s)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReplayRecord:
+        kw = {f.name: data.get(f.name) for f in fields(cls) if f.name in data}
+        client, server = data.get("client"), data.get("server")
+        kw["client"] = ClientTimes(**{k: v for k, v in client.items() if k in _CLIENT}) if client else None
+        kw["server"] = ServerValues.from_json(server) if isinstance(server, Mapping) else None
+        if kw.get("metrics_scrape_s") is not None:
+            kw["metrics_scrape_s"] = tuple(kw["metrics_scrape_s"])
+        kw.setdefault("draw", "")
+        kw.setdefault("index", 0)
+        kw.setdefault("attempt", 0)
+        kw.setdefault("status", "failed")
+        return cls(**kw)
+
+
+_CLIENT = {f.name for f in fields(ClientTimes)}
+
+
+def as_records(items: Iterable[ReplayRecord | Mapping[str, Any]]) -> list[ReplayRecord]:
+    return [r if isinstance(r, ReplayRecord) else ReplayRecord.from_json(r) for r in items]
+
+
+# -- per-draw totals ------------------------------------------------------------------------------------
+
+# Server values summed per draw over attributed, measured requests.
+SERVER_SUMS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s", "verify_steps", "decode_steps")
+
+
+@dataclass(frozen=True)
+class DrawTotals:
+    """Per-draw totals over the latest record of each request (server values over attributed ones)."""
+
+    draw: str
+    planned: int
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    unattributed: int = 0  # measured ok requests whose server values are not theirs alone
+    measured: int = 0  # ok requests past the warm-up
+    ttft_s: float | None = 0.0
+    queue_s: float | None = 0.0  # None: an attributed record lacked it (llama.cpp exports no queue time)
+    prefill_s: float | None = 0.0
+    decode_s: float | None = 0.0
+    front_end_s: float | None = 0.0  # None: likewise (it needs the queue time)
+    verify_steps: float | None = 0.0  # drafted steps (spec_decode_num_drafts)
+    decode_steps: float | None = 0.0  # verify steps, drafted or not (inter-token latency count)
+    verify_decode_s: float = 0.0  # decode seconds and steps of the requests that carried a decode-step count
+    verify_decode_steps: float = 0.0  # (frank.engine.measures.verify_step_totals' rule)
+    verify_step_s: float | None = None  # frank.engine.measures.time_per_verify_step over the draw
+    cpu_expert_wait_s: float | None = None  # summed (None: a request lacked it; every one on vLLM)
+    wait_with_steps_s: float = 0.0  # the wait and the decode steps of the requests that carried both
+    wait_decode_steps: float = 0.0
+    cpu_expert_wait_step_s: float | None = None  # per verify step (measures.cpu_expert_wait_per_step)
+    acceptance_length: float | None = None  # frank.engine.measures.acceptance_length over the draw
+    client_ttft_s: float = 0.0
+    client_total_s: float = 0.0  # over measured ok requests
+    output_tokens: int = 0  # completion tokens of measured ok requests
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cold_requests: int = 0  # requests that start a conversation (turn 1)
+    cold_front_end_s: float | None = 0.0
+    prompt_ids_sha256: str | None = None  # over every request's prompt-ID hash, in order (None: some missing)
+    outputs_sha256: str | None = None  # over every request's output hash (text and token IDs), likewise
+
+    @property
+    def complete(self) -> bool:
+        return self.ok == self.planned
+
+
+class _Sum:
+    """A sum of per-request values that becomes None for good once a request lacks its value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: float | None = 0.0
+
+    def add(self, v: float | None) -> None:
+        self.value = None if v is None or self.value is None else self.value + v
+
+
+class DrawTally:
+    """A draw's totals, folded one record at a time. `warmup`: the first N requests of the draw (by index)
+    are replayed but not measured (an experiment's warm-up); they still count as requests, ok or failed."""
+
+    def __init__(self, draw: str, planned: Iterable[str], warmup: int = 0) -> None:
+        self.draw = draw
+        self.planned = list(planned)
+        self._position = {rid: i for i, rid in enumerate(self.planned)}
+        self.warmup = warmup
+        self.latest: dict[str, ReplayRecord] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._counts = dict.fromkeys(
+            ("requests", "ok", "failed", "unattributed", "measured", "prompt_tokens", "cached_tokens"), 0
+        )
+        self._counts.update(cold_requests=0, output_tokens=0)
+        self._sums = {key: _Sum() for key in (*SERVER_SUMS, "cold_front_end_s", "cpu_expert_wait_s")}
+        self._client_ttft = self._client_total = self._accepted = 0.0
+        self._verify_decode = self._verify_steps = 0.0
+        self._waited = self._wait_steps = 0.0  # the wait per step: both halves from the same requests
+        self._hashes: tuple[str | None, str | None] | None = None
+
+    def add(self, record: ReplayRecord | Mapping[str, Any]) -> None:
+        rec = record if isinstance(record, ReplayRecord) else ReplayRecord.from_json(record)
+        if rec.id not in self._position:
+            return
+        replaced = rec.id in self.latest
+        self.latest[rec.id] = rec
+        if replaced:  # a request replayed again (a resumed run): fold the draw again, latest records only
+            self._reset()
+            for r in self.latest.values():
+                self._fold(r)
+        else:
+            self._fold(rec)
+        self._hashes = None
+
+    def add_all(self, records: Iterable[ReplayRecord | Mapping[str, Any]]) -> DrawTally:
+        latest = {r.id: r for r in as_records(records)}
+        for rec in latest.values():
+            self.add(rec)
+        return self
+
+    def _fold(self, rec: ReplayRecord) -> None:
+        c = self._counts
+        c["requests"] += 1
+        if not rec.ok:
+            c["failed"] += 1
+            return
+        c["ok"] += 1
+        c["prompt_tokens"] += int(rec.prompt_tokens or 0)
+        cold = rec.turn == 1
+        c["cold_requests"] += int(cold)
+        if self._position[rec.id] < self.warmup:
+            return
+        c["measured"] += 1
+        client = rec.client or ClientTimes()
+        self._client_ttft += client.ttft_s or 0.0
+        self._client_total += client.total_s or 0.0
+        c["output_tokens"] += int(rec.completion_tokens or 0)
+        if not rec.attributed:
+            c["unattributed"] += 1
+            return
+        v = rec.server.values  # type: ignore[union-attr]
+        for key in SERVER_SUMS:
+            self._sums[key].add(getattr(v, key))
+        if cold:
+            self._sums["cold_front_end_s"].add(v.front_end_s)
+        self._sums["cpu_expert_wait_s"].add(v.cpu_expert_wait_s)
+        if v.cpu_expert_wait_s is not None and v.decode_steps:
+            self._waited += v.cpu_expert_wait_s
+            self._wait_steps += v.decode_steps
+        c["cached_tokens"] += int(v.cached_tokens or 0)
+        self._accepted += v.accepted_tokens or 0.0
+        if v.decode_steps:  # measures.verify_step_totals' rule: both halves from the same requests
+            self._verify_decode += v.decode_s or 0.0
+            self._verify_steps += v.decode_steps
+
+    def _draw_hashes(self) -> tuple[str | None, str | None]:
+        if self._hashes is None:
+            recs = [self.latest.get(rid) for rid in self.planned]
+            self._hashes = (
+                _hash_all([r.prompt_ids_sha256 if r and r.ok else None for r in recs]),
+                _hash_all([r.output_sha256 if r and r.ok else None for r in recs]),
+            )
+        return self._hashes
+
+    def totals(self) -> DrawTotals:
+        sums = {key: s.value for key, s in self._sums.items()}
+        verify_steps = sums["verify_steps"]
+        complete = self._counts["ok"] == len(self.planned)
+        prompt_hash, output_hash = self._draw_hashes() if complete else (None, None)
+        return DrawTotals(
+            draw=self.draw,
+            planned=len(self.planned),
+            **self._counts,
+            **sums,
+            verify_decode_s=self._verify_decode,
+            verify_decode_steps=self._verify_steps,
+            verify_step_s=measures.time_per_verify_step(self._verify_decode, self._verify_steps),
+            wait_with_steps_s=self._waited,
+            wait_decode_steps=self._wait_steps,
+            cpu_expert_wait_step_s=measures.cpu_expert_wait_per_step(self._waited, self._wait_steps),
+            acceptance_length=measures.acceptance_length(self._accepted, verify_steps),
+            client_ttft_s=self._client_ttft,
+            client_total_s=self._client_total,
+            prompt_ids_sha256=prompt_hash,
+            outputs_sha256=output_hash,
+        )
+
+
+def _hash_all(hashes: list[str | None]) -> str | None:
+    if not hashes or not all(hashes):
+        return None
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
+
+
+def draw_totals(
+    draw: str, planned: Iterable[str], records: Iterable[ReplayRecord | Mapping[str, Any]], warmup: int = 0
+) -> DrawTotals:
+    """A draw's totals over the latest record of each planned request."""
+    return DrawTally(draw, planned, warmup).add_all(records).totals()
+
+
+# -- one engine start's measures ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartMeasures:
+    """What one engine start's replay measures (frank.engine.measures' definitions, docs/measures.md)."""
+
+    time_per_verify_step: float | None  # decode seconds / decode steps over the start's measured requests
+    front_end_per_draw: float | None  # front-end seconds per draw, mean over draws (None: not exported)
+    total_replay_time: float  # client seconds, send to last byte, over measured requests
+    client_time_per_draw: float | None
+    tokens_per_s: float | None  # output tokens / client seconds
+    cpu_expert_wait_per_step: float | None  # llama.cpp's CPU-expert wait / the decode steps that carry one
+    decode_steps: float
+    decode_s: float
+    front_end_by_draw: dict[str, float | None]
+    measured_requests: int
+    failed: int
+    unattributed: int
+    prompt_hashes: dict[str, str | None]  # "draw/id" -> the request's prompt-ID hash
+    output_hashes: dict[str, str | None]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def tallies_of(
+    records_by_draw: Mapping[str, Iterable[ReplayRecord | Mapping[str, Any]]], warmup: int = 0
+) -> dict[str, DrawTally]:
+    """Each draw's tally, its planned requests being those its records name (in file order)."""
+    out = {}
+    for draw, items in records_by_draw.items():
+        records = as_records(items)
+        out[draw] = DrawTally(draw, dict.fromkeys(r.id for r in records), warmup).add_all(records)
+    return out
+
+
+def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
+    totals = {draw: tally.totals() for draw, tally in tallies.items()}
+    client = sum(t.client_total_s for t in totals.values())
+    steps = sum(t.verify_decode_steps for t in totals.values())
+    decode = sum(t.verify_decode_s for t in totals.values())
+    fronts = [t.front_end_s for t in totals.values()]
+    out_tokens = sum(t.output_tokens for t in totals.values())
+    prompt_hashes: dict[str, str | None] = {}
+    output_hashes: dict[str, str | None] = {}
+    for draw, tally in tallies.items():
+        for rec in sorted(tally.latest.values(), key=lambda r: r.index):
+            prompt_hashes[f"{draw}/{rec.id}"] = rec.prompt_ids_sha256
+            output_hashes[f"{draw}/{rec.id}"] = rec.output_sha256
+    return StartMeasures(
+        time_per_verify_step=measures.time_per_verify_step(decode, steps),
+        front_end_per_draw=_mean_or_none(fronts),
+        total_replay_time=client,
+        client_time_per_draw=client / len(totals) if totals else None,
+        tokens_per_s=out_tokens / client if client else None,
+        cpu_expert_wait_per_step=measures.cpu_expert_wait_per_step(
+            sum(t.wait_with_steps_s for t in totals.values()), sum(t.wait_decode_steps for t in totals.values())
+        ),
+        decode_steps=steps,
+        decode_s=decode,
+        front_end_by_draw={draw: t.front_end_s for draw, t in totals.items()},
+        measured_requests=sum(t.measured for t in totals.values()),
+        failed=sum(t.failed for t in totals.values()),
+        unattributed=sum(t.unattributed for t in totals.values()),
+        prompt_hashes=prompt_hashes,
+        output_hashes=output_hashes,
+    )
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    total = _sum_or_none(values)
+    return None if total is None or not values else total / len(values)
