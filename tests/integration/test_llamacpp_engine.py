@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from frank.engine.controller import EngineController, EngineError, _group_members
+from tests.short_workload import write_short_workload
 
 pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[2]
@@ -57,24 +58,9 @@ def test_start_status_adopt_and_the_token(frank_cli, llamacpp):
         controller.start("llamacpp-cpu")
 
 
-def _short_workload(path) -> None:
-    """One conversation of two turns that fits SmolLM2's 8192-token context (W01 mini's prompts do not)."""
-    from frank.workloads.format import write_workload
-
-    system = {"role": "system", "content": "You are a terse coding assistant. " * 20}
-    first = [system, {"role": "user", "content": "Write a Python function that adds two numbers."}]
-    second = [*first, {"role": "assistant", "content": "def add(a, b):\n    return a + b"}]
-    second.append({"role": "user", "content": "Now one that multiplies them."})
-    records = [
-        {"id": f"r{i}", "task": "t", "episode": "e", "turn": i, "offset_s": 0.0, "body": {"messages": msgs}}
-        for i, msgs in enumerate((first, second), 1)
-    ]
-    write_workload(path, "short", "two turns of one conversation", [("draw-1", records)])
-
-
 def test_replay_runs_on_llamacpp_with_its_response_timings(frank_cli, llamacpp, tmp_path):
     home, _ = llamacpp
-    _short_workload(tmp_path / "short")
+    write_short_workload(tmp_path / "short")
     out = frank_cli(
         "replay", str(tmp_path / "short"), "--draws", "draw-1", "--mode", "full", "--max-tokens", "8",
         "--json", "--quiet",

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from frank.engine.controller import EngineController, _group_members
+from tests.short_workload import write_short_workload
 
 pytestmark = pytest.mark.engine
 
@@ -128,23 +129,9 @@ def test_telemetry_names_the_cpu_pool_and_sees_it_compute(moe):
     assert 0 < busy["expert_pool"]["busy_pct"] <= 100 and busy["cost_ms"]["cpu"] < 50
 
 
-def _short_workload(path) -> None:
-    from frank.workloads.format import write_workload
-
-    system = {"role": "system", "content": "You are a terse coding assistant. " * 20}
-    first = [system, {"role": "user", "content": "Write a Python function that adds two numbers."}]
-    second = [*first, {"role": "assistant", "content": "def add(a, b):\n    return a + b"}]
-    second.append({"role": "user", "content": "Now one that multiplies them."})
-    records = [
-        {"id": f"r{i}", "task": "t", "episode": "e", "turn": i, "offset_s": 0.0, "body": {"messages": msgs}}
-        for i, msgs in enumerate((first, second), 1)
-    ]
-    write_workload(path, "short", "two turns of one conversation", [("draw-1", records)])
-
-
 def test_a_replay_records_verify_steps_and_the_cpu_expert_wait(moe, tmp_path):
     home, _, _ = moe
-    _short_workload(tmp_path / "short")
+    write_short_workload(tmp_path / "short")
     out = frank(home, "replay", str(tmp_path / "short"), "--mode", "full", "--max-tokens", "24", "--json", "--quiet")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
