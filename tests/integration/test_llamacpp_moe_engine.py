@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -29,26 +27,16 @@ TEXT = (
 )
 
 
-def frank(home, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "FRANK_HOME": str(home)},
-    )
-
-
 @pytest.fixture(scope="module")
-def moe(tmp_path_factory):
+def moe(frank_cli, tmp_path_factory):
     """(home, status JSON, client headers); stopped at the end of the module."""
     home = tmp_path_factory.mktemp("moe-home")
-    started = frank(home, "engine", "start", "--profile", "llamacpp-cpu-moe", "--json")
+    started = frank_cli("engine", "start", "--profile", "llamacpp-cpu-moe", "--json", home=home, timeout=600)
     assert started.returncode == 0, started.stderr
     status = json.loads(started.stdout)
     key = EngineController(state_dir=home / "state").client_api_key
     yield home, status, {"Authorization": f"Bearer {key}"}
-    stopped = frank(home, "engine", "stop", "--json")
+    stopped = frank_cli("engine", "stop", "--json", home=home, timeout=600)
     assert stopped.returncode == 0 and json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
     assert _group_members(status["pgid"]) == []
 
@@ -91,11 +79,11 @@ def test_it_serves_the_moe_with_dspark_drafts_verified(moe):
     assert _counter(metrics, "llamacpp:spec_decode_num_draft_tokens_total") >= timings["draft_n"]
 
 
-def test_telemetry_names_the_cpu_pool_and_sees_it_compute(moe):
+def test_telemetry_names_the_cpu_pool_and_sees_it_compute(frank_cli, moe):
     from frank.telemetry.sampler import Sampler, snapshot_to_json, static_target
 
     home, status, headers = moe
-    once = frank(home, "telemetry", "--once", "--json", "--period", "0.3")
+    once = frank_cli("telemetry", "--once", "--json", "--period", "0.3", home=home, timeout=600)
     assert once.returncode == 0, once.stderr
     pool = json.loads(once.stdout)["expert_pool"]
     tids = {int(t) for t in os.listdir(f"/proc/{status['pid']}/task")}
@@ -129,10 +117,21 @@ def test_telemetry_names_the_cpu_pool_and_sees_it_compute(moe):
     assert 0 < busy["expert_pool"]["busy_pct"] <= 100 and busy["cost_ms"]["cpu"] < 50
 
 
-def test_a_replay_records_verify_steps_and_the_cpu_expert_wait(moe, tmp_path):
+def test_a_replay_records_verify_steps_and_the_cpu_expert_wait(frank_cli, moe, tmp_path):
     home, _, _ = moe
     write_short_workload(tmp_path / "short")
-    out = frank(home, "replay", str(tmp_path / "short"), "--mode", "full", "--max-tokens", "24", "--json", "--quiet")
+    out = frank_cli(
+        "replay",
+        str(tmp_path / "short"),
+        "--mode",
+        "full",
+        "--max-tokens",
+        "24",
+        "--json",
+        "--quiet",
+        home=home,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     totals = summary["draws"]["draw-1"]
@@ -152,7 +151,7 @@ def test_a_replay_records_verify_steps_and_the_cpu_expert_wait(moe, tmp_path):
     assert totals["verify_steps"] > 0 and totals["decode_steps"] >= totals["verify_steps"]
 
 
-def test_fidelity_on_the_moe_against_its_transformers_checkpoint(moe, tmp_path):
+def test_fidelity_on_the_moe_against_its_transformers_checkpoint(frank_cli, moe, tmp_path):
     """The transformers DeepseekV4ForCausalLM of the same weights (MXFP4-exact experts) as the reference:
     llama.cpp's deepseek4 agrees with it to hundredths of a nat at most (8-bit activations into the MXFP4
     experts, a float16 KV cache), far above the reference's own noise."""
@@ -161,7 +160,7 @@ def test_fidelity_on_the_moe_against_its_transformers_checkpoint(moe, tmp_path):
     home, _, _ = moe
     docs = [Document("d0", TEXT * 2), Document("d1", "Tool output:\n  KeyError: 'port'\n" * 6)]
     path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=48)
-    out = frank(home, "fidelity", "run", "--sets", str(path), "--json")
+    out = frank_cli("fidelity", "run", "--sets", str(path), "--json", home=home, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     run = json.loads(out.stdout)
     [entry] = run["sets"]

@@ -41,6 +41,8 @@ def test_gpu_moe_exact_command_line(monkeypatch, tmp_path):
         "--cpu-range-batch", "0-511",
         "--threads", "16",
         "--threads-batch", "16",
+        "--split-mode", "none",  # gpu_split: GPU 0 only, also on a machine with two
+        "--main-gpu", "0",
     ]  # fmt: skip
     assert spec.env == {"LLAMA_API_KEY": "TOKEN", "OMP_WAIT_POLICY": "PASSIVE", **MULTICAST_OFF}
 
