@@ -56,17 +56,57 @@ s.stop()
 """
 
 
-async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> dict:
+async def key_to_paint(app, sequence: list[tuple[str, type]], keys: int, gap_s: float = 0.3):
+    """Press `keys` keys from `sequence` (key, the screen class it shows) in turn; each one's seconds from
+    entering the app's queue to the moment the new screen is written out to the terminal. Returns (seconds
+    per key, ms per key by screen name)."""
     from textual.screen import Screen
 
+    lat: list[float] = []
+    per_screen: dict[str, list[float]] = {}
+    painted: dict[str, float] = {}
+    original = Screen._compositor_refresh
+
+    def timed_refresh(screen: Screen) -> None:  # the moment a screen is written out to the terminal
+        original(screen)
+        if screen is app.screen:
+            painted.setdefault(type(screen).__name__, time.perf_counter())
+
+    Screen._compositor_refresh = timed_refresh  # type: ignore[method-assign]
+    try:
+        for i in range(keys):
+            key, kind = sequence[i % len(sequence)]
+            painted.clear()
+            t0 = time.perf_counter()
+            app.simulate_key(key)  # the key enters the app's queue as the driver would put it
+            while kind.__name__ not in painted and time.perf_counter() - t0 < 10:
+                await asyncio.sleep(0.001)
+            lat.append(painted.get(kind.__name__, time.perf_counter()) - t0)
+            per_screen.setdefault(kind.__name__, []).append(lat[-1] * 1000)
+            await asyncio.sleep(gap_s)  # let telemetry and the run redraw in between
+    finally:
+        Screen._compositor_refresh = original  # type: ignore[method-assign]
+    return lat, per_screen
+
+
+def latency_figures(lat: list[float], per_screen: dict[str, list[float]]) -> dict:
+    lat_ms = sorted(x * 1000 for x in lat)
+    return {
+        "keys": len(lat_ms),
+        "p50_ms": statistics.median(lat_ms),
+        "p95_ms": lat_ms[int(0.95 * (len(lat_ms) - 1))],
+        "max_ms": lat_ms[-1],
+        "per_screen": {k: (statistics.median(v), max(v)) for k, v in per_screen.items()},
+    }
+
+
+async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> dict:
     from frank.console.app import FrankApp, default_services
     from frank.console.screens.dashboard import DashboardScreen
     from frank.console.screens.logs import LogsScreen
     from frank.console.screens.replays import ReplaysScreen
 
     app = FrankApp(default_services(None, 1.0), remember_theme=False)
-    lat: list[float] = []
-    per_screen: dict[str, list[float]] = {}
     async with app.run_test(size=(120, 36)) as pilot:
         for _ in range(100):
             await pilot.pause(0.1)
@@ -86,28 +126,7 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
             if app.job is not None and app.job.records:  # the detached replay job, followed
                 break
         sequence = [("4", LogsScreen), ("1", DashboardScreen), ("2", ReplaysScreen), ("1", DashboardScreen)]
-        painted: dict[str, float] = {}
-        original = Screen._compositor_refresh
-
-        def timed_refresh(screen: Screen) -> None:  # the moment a screen is written out to the terminal
-            original(screen)
-            if screen is app.screen:
-                painted.setdefault(type(screen).__name__, time.perf_counter())
-
-        Screen._compositor_refresh = timed_refresh  # type: ignore[method-assign]
-        try:
-            for i in range(keys):
-                key, kind = sequence[i % len(sequence)]
-                painted.clear()
-                t0 = time.perf_counter()
-                app.simulate_key(key)  # the key enters the app's queue as the driver would put it
-                while kind.__name__ not in painted and time.perf_counter() - t0 < 10:
-                    await asyncio.sleep(0.001)
-                lat.append(painted.get(kind.__name__, time.perf_counter()) - t0)
-                per_screen.setdefault(kind.__name__, []).append(lat[-1] * 1000)
-                await asyncio.sleep(0.3)  # let telemetry and the replay redraw in between
-        finally:
-            Screen._compositor_refresh = original  # type: ignore[method-assign]
+        lat, per_screen = await key_to_paint(app, sequence, keys)
         job = app.job
         done = job.status.done if job and job.status else 0
         still_running = bool(job and job.running)
@@ -115,15 +134,10 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
         from frank import jobs
 
         jobs.cancel(job.run_id, wait_s=60)  # the job outlives the console: stop it here
-    lat_ms = sorted(x * 1000 for x in lat)
     return {
-        "keys": len(lat_ms),
-        "p50_ms": statistics.median(lat_ms),
-        "p95_ms": lat_ms[int(0.95 * (len(lat_ms) - 1))],
-        "max_ms": lat_ms[-1],
+        **latency_figures(lat, per_screen),
         "replay_requests_during": done,
         "replay_still_running": still_running,
-        "per_screen": {k: (statistics.median(v), max(v)) for k, v in per_screen.items()},
     }
 
 

@@ -46,26 +46,7 @@ trap finish EXIT
 trap "exit 143" TERM INT
 exec > >(tee "$LOG/run.log") 2>&1
 
-stamp "join and check the wheel"
-WHEEL=$W/$(cut -d' ' -f3 "$D/SHA256SUMS")
-cat "$PARTS"/vllm.whl.part-* >"$WHEEL" && (cd "$W" && sha256sum -c "$D/SHA256SUMS") || exit 1
-
-stamp "install offline (--no-deps --target)"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl "$WHEEL" || exit 1
-# frank's plugins as vLLM finds them: the entry points of pyproject.toml in a dist-info of their own
-python3 - "$TREE/pyproject.toml" "$W/site" <<'PY' || exit 1
-import sys, tomllib, pathlib
-project = tomllib.loads(pathlib.Path(sys.argv[1]).read_text())["project"]
-info = pathlib.Path(sys.argv[2]) / f"frank-{project['version']}.dist-info"
-info.mkdir(exist_ok=True)
-(info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: frank\nVersion: {project['version']}\n")
-lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in project["entry-points"].items()]
-(info / "entry_points.txt").write_text("\n".join(lines))
-print(info, sorted(project["entry-points"]["vllm.general_plugins"]))
-PY
-tar -xzf "$D/models.tar.gz" -C "$FRANK_MODELS"
-python3 -c 'import torch, vllm; print("vllm", vllm.__version__, "torch", torch.__version__, torch.cuda.get_device_name(0))'
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+. "$TREE/scripts/device_vllm_install.sh"   # join, check, install offline, entry points, models
 
 stamp "the plugins' verdicts on this vLLM (files, then imported)"
 python3 -m frank.plugins.verified >"$LOG/compat.json" 2>"$LOG/compat.err"

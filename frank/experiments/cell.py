@@ -177,6 +177,7 @@ class EngineCellExecutor:
                     "total_replay_time",
                     "client_time_per_draw",
                     "tokens_per_s",
+                    "cpu_expert_wait_per_step",
                     "decode_steps",
                     "decode_s",
                     "front_end_by_draw",

@@ -8,6 +8,7 @@ cleanly (the cell in flight is recorded as interrupted and redone on resume).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,13 @@ from frank.experiments import registry
 from frank.experiments.journal import fold, read_events
 from frank.experiments.runner import run_experiment
 
-ENDED = {"finished": "finished", "interrupted": "cancelled", "retries_exhausted": "failed", "error": "failed"}
+ENDED = {
+    "finished": "finished",
+    "interrupted": "cancelled",
+    "time_limit": "cancelled",  # stopped between cells at its time limit: resumable as after a cancel
+    "retries_exhausted": "failed",
+    "error": "failed",
+}
 
 
 def progress(run_dir: Path) -> jobs.Progress:
@@ -46,9 +53,14 @@ KIND = jobs.JobKind(
 )
 
 
-def launch(run: registry.Run) -> jobs.JobStatus:
-    """Run or resume `run` detached (what `frank experiment run --detach` and the console do)."""
-    return jobs.launch(KIND, run.folder)
+STOP_BY_ENV = "FRANK_RUN_STOP_BY"  # the runner's time limit (time.time()), handed to the job process
+
+
+def launch(run: registry.Run, stop_by: float | None = None) -> jobs.JobStatus:
+    """Run or resume `run` detached (what `frank experiment run --detach` and the console do); with
+    `stop_by` (time.time()) the runner starts no cell after it."""
+    env = {STOP_BY_ENV: repr(stop_by)} if stop_by is not None else {}
+    return jobs.launch(KIND, run.folder, env=env, stop_by=stop_by)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,8 +68,13 @@ def main(argv: list[str] | None = None) -> int:
 
     run_dir = jobs.main_run_dir(argv, KIND)
     run = registry.load_run(run_dir.name)
+    stop_by = os.environ.pop(STOP_BY_ENV, None)  # not inherited by the engines it starts
     result = run_experiment(
-        run, EngineCellExecutor(), handle_signals=True, on_event=lambda e: print(json.dumps(e, default=str), flush=True)
+        run,
+        EngineCellExecutor(),
+        handle_signals=True,
+        on_event=lambda e: print(json.dumps(e, default=str), flush=True),
+        stop_by=float(stop_by) if stop_by else None,
     )
     print(f"runner stopped: {result.reason} ({result.message}); {result.cells_run} cells run", flush=True)
     return 0 if result.reason == "finished" else 3

@@ -6,12 +6,16 @@ the next step begins, so the journal alone tells where a killed runner was:
 
     runner_started  cell_started  engine_ready  replay_done  engine_stopped  cell_done   (one attempt)
     cell_failed / cell_interrupted   (an attempt that did not finish: the design's failure rule applies)
-    block_voided    runner_stopped {reason: finished | interrupted | retries_exhausted | error}
+    block_voided    runner_stopped {reason: finished | interrupted | time_limit | retries_exhausted | error}
 
 On start the runner folds the journal (`fold`); an attempt that was started but never closed was cut off
 (runner or engine killed): it is recorded as `cell_interrupted`, its leftover engine is stopped, and the
 failure rule decides: retry the same slot (up to `max_retries` more attempts) or void the block. A lock
 file (flock, released by the kernel when the holder dies) keeps two runners off one run.
+
+A runner given `stop_by` (a wall-clock time) starts no cell after it: it stops between cells (reason
+`time_limit`), nothing interrupted, and the next runner goes on with the next cell. That is how a run fits
+into windows of limited time (a GPU machine lent by the call) without spending its retries.
 
 The journal's fold is frank.experiments.journal.fold; the live board the console shows is
 frank.experiments.board.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,15 +106,21 @@ class RunLock(jobs.RunLock):
 
 @dataclass
 class RunnerResult:
-    reason: str  # finished | interrupted | retries_exhausted | error
+    reason: str  # finished | interrupted | time_limit | retries_exhausted | error
     message: str = ""
     cells_run: int = 0
 
 
 def run_experiment(
-    run: Run, executor: CellExecutor, *, on_event: Callable[[dict], None] | None = None, handle_signals: bool = False
+    run: Run,
+    executor: CellExecutor,
+    *,
+    on_event: Callable[[dict], None] | None = None,
+    handle_signals: bool = False,
+    stop_by: float | None = None,
 ) -> RunnerResult:
-    """Execute (or resume) the run until every cell is done, voided, or the failure rule stops it."""
+    """Execute (or resume) the run until every cell is done, voided, or the failure rule stops it; with
+    `stop_by` (time.time()), also before the first cell that would start after it."""
     if not run.design.runnable:
         raise RunError(
             f"{run.run_id}: an external design's measures come from elsewhere; "
@@ -125,14 +136,14 @@ def run_experiment(
 
         previous = _install_signals() if handle_signals else None
         try:
-            return _run(run, executor, note)
+            return _run(run, executor, note, stop_by)
         finally:
             if previous:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
 
-def _run(run: Run, executor: CellExecutor, note: Note) -> RunnerResult:
+def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = None) -> RunnerResult:
     progress = fold(read_events(run.journal_path))
     note(
         "runner_started",
@@ -177,6 +188,14 @@ def _run(run: Run, executor: CellExecutor, note: Note) -> RunnerResult:
                     f"slot {action.slot.slot + 1} ({action.slot.arm}) failed "
                     f"{progress.failures(action.slot.slot)} times; the design allows "
                     f"{run.design.failure.max_retries} retries",
+                    result.cells_run,
+                )
+                break
+            if stop_by is not None and time.time() >= stop_by:
+                left = sum(1 for s in run.slots if progress.done(s.slot) is None)
+                result = RunnerResult(
+                    "time_limit",
+                    f"the time limit came before start {action.slot.slot + 1}; {left} left",
                     result.cells_run,
                 )
                 break

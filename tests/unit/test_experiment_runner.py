@@ -194,6 +194,39 @@ def test_interrupt_records_the_cut_cell_and_resume_redoes_it(tmp_path: Path) -> 
     assert report_for_run(run)["attempts"]["3"][0]["status"] == "interrupted"
 
 
+def test_a_time_limit_stops_between_cells_and_the_next_runner_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--stop-after`: no cell starts after the limit; nothing is interrupted, no retry is spent, and a
+    later runner does exactly the cells that are left (a GPU machine lent call by call)."""
+    import frank.experiments.runner as runner_mod
+
+    clock = [1000.0]
+    monkeypatch.setattr(runner_mod.time, "time", lambda: clock[0])
+
+    class Ticking(FakeCellExecutor):
+        def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+            clock[0] += 60.0  # each cell takes a minute
+            return super().execute(run, slot, attempt, note)
+
+    run = _register(tmp_path)
+    first = Ticking()
+    result = run_experiment(run, first, stop_by=1000.0 + 150.0)
+    assert result.reason == "time_limit" and result.cells_run == 3  # started at 0, 60 and 120 s; not at 180
+    assert "before start 4; 3 left" in result.message
+    events = read_events(run.journal_path)
+    assert events[-1]["event"] == "runner_stopped" and events[-1]["reason"] == "time_limit"
+    assert not any(e["event"] in ("cell_interrupted", "cell_failed") for e in events)
+    assert load_state(run).status == "stopped"
+    second = Ticking()
+    assert run_experiment(run, second, stop_by=clock[0] + 10_000).reason == "finished"
+    assert second.calls == [(3, 1), (4, 1), (5, 1)], "the cells left, each at its first attempt"
+    assert report_for_run(run)["decision"] == "confirmed"
+    (tmp_path / "late").mkdir()
+    late = _register(tmp_path / "late")
+    assert run_experiment(late, Ticking(), stop_by=clock[0] - 1).cells_run == 0  # already past: starts none
+
+
 def test_two_runners_never_run_one_experiment(tmp_path: Path) -> None:
     run = _register(tmp_path)
     with RunLock(run.lock_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from frank.console.cli.common import emit
+from frank.errors import FrankError
 from frank.experiments import exact, registry
 from frank.experiments.design import load_design
 from frank.experiments.journal import read_events
@@ -33,6 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("run_id")
     run.add_argument(
         "--detach", action="store_true", help="run as a job in its own session; output to the run folder's job.log"
+    )
+    run.add_argument(
+        "--stop-after",
+        type=float,
+        metavar="S",
+        help="start no cell after S seconds: stop between cells (reason time_limit); a later run resumes",
     )
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=cmd_run)
@@ -153,8 +160,11 @@ def _human_register(p: dict[str, Any]) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     run = registry.load_run(args.run_id)  # refuses an altered frozen copy before anything starts
+    if args.stop_after is not None and args.stop_after <= 0:
+        raise FrankError(f"--stop-after: expected seconds > 0, got {args.stop_after:g}")
+    stop_by = time.time() + args.stop_after if args.stop_after is not None else None
     if args.detach:
-        return _detach(run, args.json)
+        return _detach(run, args.json, stop_by)
     from frank.experiments.cell import EngineCellExecutor
     from frank.experiments.runner import run_experiment
 
@@ -166,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError:
             pass  # the terminal went away (SSH drop): the journal is the record, keep going
 
-    result = run_experiment(run, EngineCellExecutor(), on_event=show, handle_signals=True)
+    result = run_experiment(run, EngineCellExecutor(), on_event=show, handle_signals=True, stop_by=stop_by)
     from frank.console.cli.campaign_cmd import watch_after_run
 
     watch_after_run()  # the campaign's revert watch: a fired rule shows now
@@ -178,10 +188,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.reason == "finished" else 3
 
 
-def _detach(run: registry.Run, as_json: bool) -> int:
+def _detach(run: registry.Run, as_json: bool, stop_by: float | None = None) -> int:
     from frank.experiments import job
 
-    st = job.launch(run)
+    st = job.launch(run, stop_by)
     emit(
         as_json,
         {**st.to_json(), "log": str(run.log_path), "journal": str(run.journal_path)},

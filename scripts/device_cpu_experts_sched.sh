@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The seed's CPU-expert schedule test, ON the GPU machine (issue 32; docs/gpu-run.md, "The schedule test"):
+# llama.cpp's CUDA llama-server (carried, built there by an earlier call) serving frank-moe-gpu (drawn and
+# converted there) through `llamacpp-gpu-moe`, and then only frank's own commands:
+#
+#   1. the A/A run: frank/experiments/designs/cpu-experts-aa.toml registered and run (3 blocks of two starts
+#      of one schedule);
+#   2. `frank experiment plan cpu-experts-sched.toml --noise AA_RUN --effect-pct $EFFECT`: the blocks the
+#      schedule test gets are the plan's for 80% power, at least the seed's 5 and at most FRANK_SCHED_MAX_BLOCKS,
+#      written into the design before it is registered (the registered design comes back in $OUT);
+#   3. the schedule test registered and run detached; the console's dashboard and experiments screen saved
+#      mid-run with the keypress-to-paint figure (scripts/console_shots.py), telemetry recorded beside;
+#   4. once finished: the report (JSON, text, HTML with plots) and its CSV.
+#
+# A call there lasts at most 10 minutes: every phase resumes in the next call from what $W holds (a warm
+# machine keeps /tmp), the runs through their journals (`frank experiment run --detach --stop-after S`:
+# the runner stops between cells). Call it again until it prints "all done".
+#
+#   here:   BIN_PARTS=/path/to/llama-bin-parts scripts/stage_cpu_experts_device.sh .device/i32
+#   there:  FRANK_DEVICE_DIR=$PWD/.device/i32 bash scripts/device_cpu_experts_sched.sh     (carry .device/i32)
+#
+# A dry run here (mechanics only: the CPU wheel's llama-server, tiny-frank-moe, no GPU readings):
+#   FRANK_SCHED_PROFILE=llamacpp-cpu-moe FRANK_SCHED_MODEL=tiny-frank-moe FRANK_SCHED_PYTHON=$PWD/.venv/bin/python \
+#   FRANK_SCHED_MODEL_PYTHON=$PWD/.venv-engine/bin/python FRANK_MODELS=$PWD/.build/models FRANK_SCHED_SHOT_SAMPLES=0 \
+#   FRANK_SCHED_KNOBS="cpu_threads = 2" bash scripts/device_cpu_experts_sched.sh
+set -uo pipefail
+
+TREE=$(cd "$(dirname "$0")/.." && pwd)
+D=${FRANK_DEVICE_DIR:-$PWD/.device/i32}
+OUT=${OUT:-/tmp/frank-sched-out}
+W=${FRANK_SCHED_WORK:-/tmp/frank-sched}
+PROFILE=${FRANK_SCHED_PROFILE:-llamacpp-gpu-moe}
+MODEL=${FRANK_SCHED_MODEL:-frank-moe-gpu}
+EFFECT=${FRANK_SCHED_EFFECT_PCT:-5}        # the effect to plan for: issue 31's table saw 6% at 16 threads
+MAX_BLOCKS=${FRANK_SCHED_MAX_BLOCKS:-8}
+BUDGET_S=${FRANK_SCHED_BUDGET_S:-560}
+CELL_S=${FRANK_SCHED_CELL_S:-45}
+DESIGNS=$TREE/frank/experiments/designs
+mkdir -p "$W/models" "$W/designs" "$OUT"
+N=$(( $(cat "$W/calls" 2>/dev/null || echo 0) + 1 )); echo "$N" >"$W/calls"
+LOG=$W/logs-$N
+mkdir -p "$LOG"
+cd "$W" || exit 1   # not the checkout's root: `python3 -m frank...` would import whatever frank is there first
+export FRANK_HOME=$W/home FRANK_MODELS=${FRANK_MODELS:-$W/models} PYTHONUNBUFFERED=1 PYTHONPATH=$TREE:$W/site
+export FRANK_LLAMACPP_SRC=$W/llama.cpp NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+PY=$(command -v "${FRANK_SCHED_PYTHON:-python3}")
+MODEL_PY=$(command -v "${FRANK_SCHED_MODEL_PYTHON:-$PY}")
+frank() { "$PY" -m frank.console.cli "$@"; }
+stamp() { echo "== $(date -u +%H:%M:%S) [$SECONDS s] $*"; }
+runs_dir=$FRANK_HOME/data/runs/experiments
+finish() {
+    stamp "pack"
+    frank engine stop --json >/dev/null 2>&1
+    local keep=("logs-$N" designs)
+    [ -d "$runs_dir" ] && keep+=(home/data/runs/experiments)
+    [ -d home/state/logs ] && keep+=(home/state/logs)
+    tar -czf "$OUT/sched-$N.tar.gz" --exclude='*.npz' -C "$W" "${keep[@]}" $(ls -d shots 2>/dev/null)
+    cp "$LOG/run.log" "$OUT/run-$N.log"
+}
+trap finish EXIT
+trap "exit 143" TERM INT
+exec > >(tee "$LOG/run.log") 2>&1
+left() { echo $(( BUDGET_S - SECONDS )); }
+
+stamp "call $N"
+if ! "$PY" -c 'import textual, psutil, httpx, pynvml' 2>/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl || exit 1
+fi
+if [ ! -f "$W/llama.cpp/conversion/deepseek.py" ]; then
+    mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-convert.tar.gz" -C "$W/llama.cpp" || exit 1
+fi
+if [ -z "${FRANK_LLAMA_SERVER:-}" ]; then
+    if [ ! -x "$W/build/bin/llama-server" ]; then
+        mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build" || exit 1
+    fi
+    export FRANK_LLAMA_SERVER=$W/build/bin/llama-server
+fi
+if ! frank model verify --model "$MODEL" --json >/dev/null 2>&1; then
+    stamp "build $MODEL"
+    KIT=(); [ -f "$D/kit-$MODEL/shapes.json" ] && KIT=(--kit "$D/kit-$MODEL")
+    ( time "$MODEL_PY" -m frank.engine.models.moe_model build --model "$MODEL" --out "$FRANK_MODELS/$MODEL" "${KIT[@]}" ) \
+        >"$LOG/model-build.json" 2>"$LOG/model-build.err" || { tail -30 "$LOG/model-build.err"; exit 1; }
+    tail -4 "$LOG/model-build.err"
+fi
+frank model verify --model "$MODEL" --json >"$LOG/model-verify.json" && head -c 400 "$LOG/model-verify.json"; echo
+frank engine start --profile "$PROFILE" --dry-run >"$LOG/engine-dry-run.txt" 2>&1
+
+# the designs as this machine runs them: the profile and model (a dry run elsewhere names others), knobs
+localize() {  # SRC DEST [BLOCKS]
+    sed -e "s/^profile = \"llamacpp-gpu-moe\"/profile = \"$PROFILE\"/" "$1" >"$2"
+    if [ -n "${FRANK_SCHED_KNOBS:-}" ]; then sed -i "s/cpu_threads = 16/${FRANK_SCHED_KNOBS}/" "$2"; fi
+    if [ -n "${3:-}" ]; then sed -i "s/^blocks = [0-9]*/blocks = $3/" "$2"; fi
+}
+register() {  # DESIGN -> prints the run id (kept in $W/run-NAME)
+    local name; name=$(basename "$1" .toml)
+    if [ ! -f "$W/run-$name" ]; then
+        frank experiment register "$1" --json >"$LOG/register-$name.json" || exit 1
+        "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$LOG/register-$name.json" >"$W/run-$name"
+    fi
+    cat "$W/run-$name"
+}
+status_of() { "$PY" -c 'import json,sys; print(json.load(sys.stdin)["status"])' < <(frank experiment status "$1" --json); }
+run_until() {  # RUN: run or resume it detached until it stops (finished, or the time limit); 0 if finished
+    local run=$1 stop_after
+    [ "$(status_of "$run")" = finished ] && return 0
+    stop_after=$(( $(left) - CELL_S - 20 ))
+    [ "$stop_after" -gt 0 ] || return 1
+    stamp "run $run (detached; no cell starts after $stop_after s)"
+    frank experiment run "$run" --detach --stop-after "$stop_after" --json >"$LOG/detach-$run.json" || return 1
+    [ -n "${2:-}" ] && "$2" "$run"
+    while "$PY" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["state"] == "running" else 1)' \
+            < <(frank jobs status "$run" --json 2>/dev/null); do
+        if [ "$(left)" -le 15 ]; then
+            stamp "the call's deadline: cancel the runner (the cell in flight is redone on resume)"
+            frank jobs cancel "$run" >/dev/null 2>&1; sleep 8; break
+        fi
+        sleep 3
+    done
+    grep -h '"event"' "$runs_dir/$run/job.log" | tail -n 30 | cut -c1-240
+    frank experiment status "$run" | tee "$LOG/status-$run.txt"
+    [ "$(status_of "$run")" = finished ]
+}
+shots() {  # RUN: the console mid-run, once; telemetry beside the run until it stops
+    if [ ! -f "$W/shots/dashboard.svg" ]; then
+        stamp "the console mid-run (after the first block)"
+        timeout 240 "$PY" "$TREE/scripts/console_shots.py" --out-dir "$W/shots" --run "$1" \
+            --samples "${FRANK_SCHED_SHOT_SAMPLES:-8}" --cells 2 --keys 20 --timeout 180 \
+            >"$LOG/console-shots.json" 2>"$LOG/console-shots.err"
+        echo "console shots exit $?"; tail -3 "$LOG/console-shots.err"; cat "$LOG/console-shots.json"
+    fi
+    # SIGINT back to its default (a background job of a script ignores it): telemetry ends its JSON on it
+    "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$PY" -m frank.console.cli telemetry --period 1 --json >"$LOG/telemetry-$1.json" 2>/dev/null &
+    echo $! >"$W/telemetry.pid"
+}
+
+stamp "the A/A run"
+localize "$DESIGNS/cpu-experts-aa.toml" "$W/designs/cpu-experts-aa.toml"
+AA=$(register "$W/designs/cpu-experts-aa.toml")
+run_until "$AA" || { stamp "the A/A run is not finished: call again"; exit 0; }
+frank experiment report "$AA" --json >"$LOG/report-aa.json"
+frank experiment report "$AA" | tee "$LOG/report-aa.txt"
+
+SCHED=$W/designs/cpu-experts-sched.toml
+if [ ! -f "$W/run-cpu-experts-sched" ]; then
+    stamp "plan the schedule test from the A/A spread ($EFFECT% effect)"
+    localize "$DESIGNS/cpu-experts-sched.toml" "$SCHED"
+    frank experiment plan "$SCHED" --noise "$AA" --effect-pct "$EFFECT" --json >"$LOG/plan.json" || exit 1
+    frank experiment plan "$SCHED" --noise "$AA" --effect-pct "$EFFECT" | tee "$LOG/plan.txt"
+    BLOCKS=$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1])); n=p["blocks_for_80"] or int(sys.argv[2])
+print(max(5, min(int(sys.argv[2]), n)))' "$LOG/plan.json" "$MAX_BLOCKS")
+    localize "$DESIGNS/cpu-experts-sched.toml" "$SCHED" "$BLOCKS"
+    stamp "blocks: $BLOCKS"
+    frank experiment plan "$SCHED" --noise "$AA" --effect-pct "$EFFECT" --json >"$LOG/plan-registered.json"
+fi
+RUN=$(register "$SCHED")
+if [ -f "$W/telemetry.pid" ]; then kill -INT "$(cat "$W/telemetry.pid")" 2>/dev/null; rm -f "$W/telemetry.pid"; fi
+run_until "$RUN" shots; done_rc=$?
+if [ -f "$W/telemetry.pid" ]; then kill -INT "$(cat "$W/telemetry.pid")" 2>/dev/null; rm -f "$W/telemetry.pid"; fi
+[ $done_rc = 0 ] || { stamp "the schedule test is not finished: call again"; exit 0; }
+
+stamp "report"
+frank experiment report "$RUN" --json >"$LOG/report.json"
+frank experiment report "$RUN" | tee "$LOG/report.txt"
+frank experiment report "$RUN" --html "$LOG/report.html"
+frank experiment report "$RUN" --csv "$LOG/cpu-experts-sched-h200.csv"
+cp "$LOG/report.html" "$LOG/cpu-experts-sched-h200.csv" "$W/designs/"
+stamp "all done"
