@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from frank import tomlfile
-from frank.experiments.fidelity import FidelityRule, check_sets, parse_fidelity
+from frank.experiments.fidelity import FidelityRule, check_control_starts, check_sets, parse_fidelity
 from frank.experiments.tables import DesignError, Table
 
 KINDS = ("blocks", "balanced", "external")
@@ -290,6 +290,9 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     failure = _parse_failure(data.get("failure", {}), where, kind)
     revert = _parse_revert(data["revert"], where) if "revert" in data else None
     fidelity = parse_fidelity(data["fidelity"], where) if "fidelity" in data else None
+    if fidelity is not None:
+        control_starts = blocks if kind == "blocks" else starts_per_arm if kind == "balanced" else None
+        check_control_starts(fidelity, rule.control, control_starts, where)
     if revert is not None and revert.fidelity_regression and fidelity is None:
         raise DesignError(f"{where}: revert.fidelity_regression: needs a [fidelity] table (which sets, which floor)")
 

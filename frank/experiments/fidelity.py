@@ -18,6 +18,12 @@ first two control starts (two starts of the same configuration); with one contro
 The guard `fidelity` fails when any set breaks the rule, so the decision is "not confirmed"; a revert rule
 with `fidelity_regression = true` reverts on it. Measures taken elsewhere give rows `fidelity:SET` (a
 start's KL) and optionally `fidelity_floor:SET` (a measured floor) in the results CSV.
+
+With `reference = "control"` (a model with no reference checkpoint) a cell keeps only the engine's top k on
+its own tokens (frank.fidelity.control) and the rule measures a part's effect relative to the control: the
+first control start with a candidate file is the reference, every other start's KL is against its top k,
+the control's mean is over the control starts other than it, and a measured floor is the engine floor. A
+start whose scored token IDs differ from the reference start's fails the rule (frank.experiments.fidelity_control).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from frank.errors import FrankError
 from frank.experiments.tables import DesignError, Table
 
 FLOOR_MEASURED = "measured"
+REFERENCES = ("model", "control")  # the checkpoint's transformers implementation, or the control's first start
 CANDIDATE_FILE = "fidelity-candidate.npz"
 
 
@@ -41,17 +48,21 @@ CANDIDATE_FILE = "fidelity-candidate.npz"
 class FidelityRule:
     sets: tuple[str, ...]
     floor: str | float  # FLOOR_MEASURED or a fixed KL tolerance
+    reference: str = "model"  # one of REFERENCES
 
     def canonical(self) -> dict[str, Any]:
-        return {"sets": list(self.sets), "floor": self.floor}
+        # "reference" only when not the default, so designs registered before it keep their hashes
+        return {"sets": list(self.sets), "floor": self.floor} | (
+            {"reference": self.reference} if self.reference != "model" else {}
+        )
 
 
 def parse_fidelity(raw: Any, where: str) -> FidelityRule:
     """The `[fidelity]` table; every error names `fidelity.FIELD`."""
-    from frank.fidelity.sets import SHIPPED
+    from frank.fidelity.sets import DEFAULT_SETS
 
-    table = Table(raw, "fidelity", where, ("sets", "floor"))
-    sets = table.get("sets", list, list(SHIPPED))
+    table = Table(raw, "fidelity", where, ("sets", "floor", "reference"))
+    sets = table.get("sets", list, list(DEFAULT_SETS))
     if not sets:
         raise table.error("sets", "must name at least one text set")
     for i, name in enumerate(sets):
@@ -64,7 +75,20 @@ def parse_fidelity(raw: Any, where: str) -> FidelityRule:
         raise table.error("floor", f'{floor!r}: expected "measured" or a number')
     if not isinstance(floor, str) and floor < 0:
         raise table.error("floor", f"must be 0 or more, got {floor}")
-    return FidelityRule(sets=tuple(sets), floor=floor if isinstance(floor, str) else float(floor))
+    reference = table.choice("reference", REFERENCES, "model")
+    return FidelityRule(sets=tuple(sets), floor=floor if isinstance(floor, str) else float(floor), reference=reference)
+
+
+def check_control_starts(rule: FidelityRule, control: str, starts: int | None, where: str) -> None:
+    """`reference = "control"` with a measured floor takes the floor from the first two control starts: the
+    design must give the control arm two (`starts`: how many it gets; None for an external design, whose
+    floor comes from `fidelity_floor:SET` rows)."""
+    if rule.reference == "control" and rule.floor == FLOOR_MEASURED and starts is not None and starts < 2:
+        raise DesignError(
+            f'{where}: fidelity.reference: "control" with floor = "measured" takes the floor from two starts of '
+            f"the control arm {control!r}, which gets {starts} in this design: give it 2 or more (blocks or "
+            f"starts_per_arm), or fix the floor (a number)"
+        )
 
 
 def check_sets(rule: FidelityRule, where: str) -> None:
@@ -85,12 +109,18 @@ def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> d
     """Measure the running engine (the cell's) over the rule's sets; keep its top-k in the cell folder.
     Returns {"sets": {spec: {name, kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
     "candidate": path}, keyed by each set as the design names it: put it in the cell's result under
-    "fidelity"."""
+    "fidelity". With `reference = "control"`: {spec: {name, kl: None, positions, documents, set_sha256,
+    tokens_sha256}} (the KL is computed at evaluation, against a control start)."""
     from frank.fidelity.runs import measure_target, running_target
 
-    target = running_target(controller)
-    measured = measure_target(target, rule.sets)
     path = Path(cell_dir) / CANDIDATE_FILE
+    if rule.reference == "control":
+        from frank.fidelity.control import measure_engine
+
+        own = measure_engine(running_target(controller, reference=False), rule.sets)
+        save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, own)})
+        return {"sets": {spec: entry for spec, (entry, _) in zip(rule.sets, own)}, "candidate": str(path)}
+    measured = measure_target(running_target(controller), rule.sets)
     save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, measured)})
     keep = ("name", "kl", "positions", "misses", "set_sha256", "reference_sha256")
     return {
@@ -147,7 +177,7 @@ def engine_floor_between(first: Path | str, second: Path | str, name: str, k: in
 class StartFidelity:
     start: int
     arm: str
-    sets: dict[str, dict[str, Any]]  # name -> {"kl", "reference_floor"?, ...}
+    sets: dict[str, dict[str, Any]]  # name -> {"kl", "reference_floor"?, "tokens_sha256"?, ...}
     candidate: str | None = None
 
 
@@ -162,17 +192,27 @@ def evaluate(
 ) -> dict[str, Any]:
     """Per set: each arm's mean KL, the floor and whether the rule holds. `floors` (name -> KL) are floors
     measured elsewhere (results CSV rows). Returns {"status": pass|fail|unchecked, "sets": [...], "notes"}."""
-    starts = sorted(starts, key=lambda s: s.start)
+    measured = sorted(starts, key=lambda s: s.start)
     notes: list[str] = []
+    relative = None
+    if rule.reference == "control":
+        from frank.experiments.fidelity_control import against_control
+
+        relative = against_control(rule, measured, control)
+    scored = relative.starts if relative else measured
     rows, failed, missing = [], [], []
-    controls = [s for s in starts if s.arm == control]
+    controls = [s for s in measured if s.arm == control]
     for name in rule.sets:
         per_arm = {
-            arm: [s.sets[name]["kl"] for s in starts if s.arm == arm and name in s.sets] for arm in (treatment, control)
+            arm: [s.sets[name]["kl"] for s in scored if s.arm == arm and s.sets.get(name, {}).get("kl") is not None]
+            for arm in (treatment, control)
         }
         t_kl = mean(per_arm[treatment]) if per_arm[treatment] else None
         c_kl = mean(per_arm[control]) if per_arm[control] else None
-        floor, parts = _floor(rule, name, starts, controls, profile, control_knobs, floors, notes)
+        if relative is not None:
+            floor, parts = relative.floor(rule, name, floors, notes)
+        else:
+            floor, parts = _floor(rule, name, measured, controls, profile, control_knobs, floors, notes)
         met = None if t_kl is None or c_kl is None or floor is None else t_kl <= c_kl + floor
         if met is None:
             missing.append(name)
@@ -188,17 +228,24 @@ def evaluate(
                 "difference": None if t_kl is None or c_kl is None else t_kl - c_kl,
                 "met": met,
                 "starts": {arm: len(v) for arm, v in per_arm.items()},
+                **({"reference_start": relative.reference.get(name)} if relative else {}),
             }
         )
-    status = "fail" if failed else ("unchecked" if missing else "pass")
-    detail = (
-        f"KL above control + floor for: {', '.join(failed)}"
-        if failed
-        else f"no fidelity measured for: {', '.join(missing)}"
+    mismatched = relative.mismatched if relative else []
+    status = "fail" if failed or mismatched else ("unchecked" if missing else "pass")
+    detail = "; ".join(
+        ([f"KL above control + floor for: {', '.join(failed)}"] if failed else [])
+        + ([f"not the reference's tokens: {'; '.join(m['detail'] for m in mismatched)}"] if mismatched else [])
+    ) or (
+        f"no fidelity measured for: {', '.join(missing)}"
         if missing
         else f"{treatment} no worse than {control} by more than the floor on all {len(rows)} sets"
     )
-    return {"status": status, "detail": detail, "sets": rows, "notes": sorted(set(notes)), "floor_rule": rule.floor}
+    out = {"status": status, "detail": detail, "sets": rows, "floor_rule": rule.floor, "reference": rule.reference}
+    if relative is not None:
+        notes += relative.notes
+        out |= {"reference_start": relative.reference_start, "mismatched": mismatched, "per_start": relative.per_start}
+    return out | {"notes": sorted(set(notes))}
 
 
 def _floor(

@@ -175,6 +175,10 @@ def _fidelity_section(page: Page, fid: dict[str, Any], arms: tuple[str, str]) ->
     that gave no KL is named with the reason (never shown as a zero)."""
     page.heading("Fidelity")
     page.paragraph(f"rule per set: mean KL({arms[0]}) <= mean KL({arms[1]}) + floor (floor: {fid['floor_rule']})")
+    if fid.get("reference") == "control":
+        from frank.experiments.fidelity_control import control_reference
+
+        page.paragraph(f"reference: {control_reference(fid)}; KL measures the effect relative to the control")
     if any(row["treatment"] is not None or row["control"] is not None for row in fid["sets"]):
         page.figure(plots.kl_by_set(fid["sets"], arms), "mean KL per set and arm", element_id="plot-kl")
     page.table(
@@ -193,6 +197,8 @@ def _fidelity_section(page: Page, fid: dict[str, Any], arms: tuple[str, str]) ->
         ],
         element_id="fidelity",
     )
+    for m in fid.get("mismatched", []):
+        page.paragraph(f"tokens differ: {m['detail']}", "note")
     for u in fid.get("unavailable", []):
         page.paragraph(f"no KL from start {u['start']} ({u['arm']}): {u['reason']}", "note")
     for note in fid.get("notes", []):

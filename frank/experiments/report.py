@@ -138,7 +138,8 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
         if math.isnan(value) or math.isinf(value):
             raise ResultsError(f"{where}: value: {get('value')!r} is not a finite number")
         measure = get("measure")
-        if design.kind == "blocks":
+        # a start's KL or a floor (`fidelity:SET`, `fidelity_floor:SET`) is named by its start, not a block
+        if design.kind == "blocks" and not measure.startswith(("fidelity:", "fidelity_floor:")):
             if block is None or not 1 <= block <= int(design.blocks or 0):
                 raise ResultsError(f"{where}: block: {get('block')!r} is not a block of 1..{design.blocks}")
             if any(o.block == block and o.arm == arm and o.measure == measure for o in out):
@@ -623,14 +624,23 @@ def results_csv_for_run(run: Any) -> str:
 
 def _fidelity_rows(obs: list[Observation], fidelity: dict[str, Any] | None, control: str) -> list[tuple[str, ...]]:
     """The KL each start measured (`fidelity:SET`), and the floor the run's rule used (`fidelity_floor:SET`,
-    on the control arm's row), so that `analyze` of the CSV decides the fidelity rule as the run did."""
+    on the control arm's row), so that `analyze` of the CSV decides the fidelity rule as the run did. With
+    the control as reference, each start's KL is the one evaluated against the reference start (which has
+    none); a set on which a start scored other tokens gives no rows, so the CSV cannot pass where the run
+    failed."""
     rows: list[tuple[str, ...]] = []
-    for o in obs:
-        for name, cell in sorted(((o.fidelity or {}).get("sets") or {}).items()):
-            if cell.get("kl") is not None:
-                rows.append((str(o.start), o.arm, cell["kl"], f"fidelity:{name}"))
-    for row in (fidelity or {}).get("sets", []) if rows else []:
-        if row.get("floor") is not None:
+    if (fidelity or {}).get("reference") == "control":
+        spoiled = {m["set"] for m in fidelity["mismatched"]}
+        kls = [e for e in fidelity["per_start"] if e["set"] not in spoiled]
+        rows += [(str(e["start"]), e["arm"], e["kl"], f"fidelity:{e['set']}") for e in kls]
+    else:
+        for o in obs:
+            for name, cell in sorted(((o.fidelity or {}).get("sets") or {}).items()):
+                if cell.get("kl") is not None:
+                    rows.append((str(o.start), o.arm, cell["kl"], f"fidelity:{name}"))
+    named = {measure.split(":", 1)[1] for *_, measure in rows}
+    for row in (fidelity or {}).get("sets", []):
+        if row.get("floor") is not None and row["name"] in named:
             rows.append(("", control, row["floor"], f"fidelity_floor:{row['name']}"))
     return rows
 
@@ -667,6 +677,11 @@ def format_fidelity(fid: dict[str, Any], treatment: str, control: str) -> list[s
             f"  {row['name']:<10} {kl(row['treatment']):>12} {kl(row['control']):>12} "
             f"{kl(row['difference']):>12} {kl(row['floor']):>12}  {mark}"
         )
+    if fid.get("reference") == "control":
+        from frank.experiments.fidelity_control import control_reference
+
+        lines.append(f"  reference: {control_reference(fid)}")
+    lines += [f"  tokens differ: {m['detail']}" for m in fid.get("mismatched", [])]
     lines += [f"  no KL: start {u['start']} ({u['arm']}): {u['reason']}" for u in fid.get("unavailable", [])]
     return lines + [f"  note: {n}" for n in fid.get("notes", [])]
 

@@ -8,6 +8,9 @@ so the measure sees the same shape from either (docs/fidelity.md):
   next token; the extra token is dropped here (llama.cpp cannot give it), so a reference token outside the
   engine's top k is a miss on both kinds alike. The engine's `--max-logprobs` must be at least k.
 - llama.cpp (`frank.fidelity.candidate_llamacpp`): one `/completion` per position, `n_probs` k.
+
+`engine_tokenize` is each kind's own tokenizer endpoint (`/tokenize`): the token IDs of a measure that has
+no reference model to tokenize for it (frank.fidelity.control).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import httpx
 import numpy as np
 
 from frank.errors import FrankError
-from frank.fidelity.candidate_llamacpp import llamacpp_logprobs
+from frank.fidelity.candidate_llamacpp import llamacpp_logprobs, llamacpp_tokenize
 
 Candidate = list[dict[int, float]]  # one mapping token ID -> log-probability per scored position
 OnDocument = Callable[[int], None]
@@ -81,6 +84,28 @@ def engine_logprobs(
     if kind not in KINDS:
         raise FrankError(f"fidelity cannot measure a {kind} engine (kinds: {', '.join(KINDS)})")
     return KINDS[kind](client, base_url, model, documents, k, on_document)
+
+
+def vllm_tokenize(client: httpx.Client, base_url: str, model: str, text: str) -> list[int]:
+    """vLLM's token IDs of `text` as a prompt (special tokens added as the model's tokenizer adds them)."""
+    body = {"model": model, "prompt": text, "add_special_tokens": True}
+    try:
+        response = client.post(f"{base_url}/tokenize", json=body)
+    except httpx.HTTPError as exc:
+        raise FrankError(f"fidelity: the engine at {base_url} did not answer: {exc}") from None
+    if response.status_code != 200:
+        raise FrankError(f"fidelity: vLLM's /tokenize answered {response.status_code}: {response.text[:400]}")
+    return [int(t) for t in response.json()["tokens"]]
+
+
+TOKENIZERS: dict[str, Callable[..., list[int]]] = {"vllm": vllm_tokenize, "llamacpp": llamacpp_tokenize}
+
+
+def engine_tokenize(client: httpx.Client, base_url: str, model: str, text: str, *, kind: str = "vllm") -> list[int]:
+    """The token IDs an engine of `kind` gives `text` as a prompt, from its own tokenizer."""
+    if kind not in TOKENIZERS:
+        raise FrankError(f"fidelity cannot tokenize on a {kind} engine (kinds: {', '.join(TOKENIZERS)})")
+    return TOKENIZERS[kind](client, base_url, model, text)
 
 
 def top_k_arrays(candidate: Candidate, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,9 @@ the top k of a softmax over the whole vocabulary of that position's logits, befo
 - The one token generated is forced to a plain ASCII one (greedy, `logit_bias`; samplers run after the
   probabilities are read): llama.cpp withholds a generated token that ends inside a UTF-8 character, and
   its probabilities with it.
+
+`llamacpp_tokenize` is the engine's own tokenizer (`POST /tokenize`, special tokens added as for a prompt):
+the IDs a measure without a reference model teacher-forces (frank.fidelity.control).
 """
 
 from __future__ import annotations
@@ -79,3 +82,15 @@ def llamacpp_logprobs(
         if on_document:
             on_document(n + 1)
     return out
+
+
+def llamacpp_tokenize(client: httpx.Client, base_url: str, model: str, text: str) -> list[int]:
+    """The server's token IDs of `text` as a prompt (BOS added where the model adds one)."""
+    del model  # one model per server
+    try:
+        response = client.post(f"{base_url}/tokenize", json={"content": text, "add_special": True})
+    except httpx.HTTPError as exc:
+        raise FrankError(f"fidelity: the engine at {base_url} did not answer: {exc}") from None
+    if response.status_code != 200:
+        raise FrankError(f"fidelity: llama.cpp's /tokenize answered {response.status_code}: {response.text[:400]}")
+    return [int(t) for t in response.json()["tokens"]]

@@ -30,7 +30,7 @@ from frank.errors import FrankError
 from frank.fidelity.candidate import Candidate, engine_logprobs, top_k_arrays
 from frank.fidelity.measure import TOP_K, dense_candidate, mean_kl
 from frank.fidelity.reference import FLOOR_THREADS, Reference, get_reference, model_fingerprint
-from frank.fidelity.sets import SHIPPED, TextSet, load_set, resolve_set
+from frank.fidelity.sets import DEFAULT_SETS, TextSet, load_set, resolve_set
 
 Progress = Callable[[str], None]
 REQUEST_TIMEOUT_S = 600.0
@@ -38,12 +38,13 @@ REQUEST_TIMEOUT_S = 600.0
 
 @dataclass(frozen=True)
 class Target:
-    """The engine a run measures, and where its reference comes from."""
+    """The engine a run measures, and where its reference comes from (None: measured without a reference
+    model, frank.fidelity.control)."""
 
     url: str
     served_model: str
-    model_dir: Path
-    python: Path  # the engine venv's python: it runs the reference
+    model_dir: Path | None
+    python: Path | None  # the engine venv's python: it runs the reference
     profile: str
     knobs: dict[str, Any]
     api_key: str = ""
@@ -73,7 +74,8 @@ def reference_source(prof) -> tuple[Path, Path]:
     return folder, paths.engine_venv_python()
 
 
-def running_target(controller=None) -> Target:
+def running_target(controller=None, *, reference: bool = True) -> Target:
+    """The running engine; with `reference` false its reference model is not looked for (it may have none)."""
     from frank.engine.controller import EngineController
 
     controller = controller or EngineController()
@@ -81,7 +83,7 @@ def running_target(controller=None) -> Target:
     if status.state != "ready":
         raise FrankError(f"fidelity needs a running engine (it is {status.state}): `frank engine start` first")
     prof = load_profile(status.profile)
-    model_dir, python = reference_source(prof)
+    model_dir, python = reference_source(prof) if reference else (None, None)
     return Target(
         url=status.url,
         served_model=prof.served_model_name,
@@ -99,10 +101,10 @@ def fidelity_runs_dir() -> Path:
 
 
 def load_sets(specs: Iterable[str] | None) -> list[TextSet]:
-    return [load_set(resolve_set(spec)) for spec in (list(specs) if specs else list(SHIPPED))]
+    return [load_set(resolve_set(spec)) for spec in (list(specs) if specs else list(DEFAULT_SETS))]
 
 
-def _client(target: Target) -> httpx.Client:
+def target_client(target: Target) -> httpx.Client:
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
     return httpx.Client(timeout=REQUEST_TIMEOUT_S, headers=headers)
 
@@ -134,7 +136,7 @@ def _candidates(
     target: Target, sets: list[TextSet], refs: list[Reference], k: int, progress: Progress | None
 ) -> list[Candidate]:
     out = []
-    with _client(target) as client:
+    with target_client(target) as client:
         for text_set, ref in zip(sets, refs):
             total = len(text_set.documents)
             if progress:

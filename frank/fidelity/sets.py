@@ -5,7 +5,8 @@
                       documents, max_tokens, [meta]
       texts.jsonl     one {"id": ..., "text": ...} per line
 
-The three shipped sets (code, agent, prose) live in frank/fidelity/sets/ and are made by
+The shipped sets (code, agent, prose, and short: a few documents of each, for engines that score one
+position per request) live in frank/fidelity/sets/ and are made by
 frank/fidelity/make_sets.py (deterministic; `make_sets.py --check` proves the shipped bytes). User sets
 go in `<data>/fidelity-sets/` or are named by path. `check_set` reports every problem as `file:line: reason`.
 """
@@ -36,7 +37,8 @@ FORMAT = "frank-fidelity-set"
 FORMAT_VERSION = 1
 MANIFEST = "set.toml"
 SHIPPED_DIR = Path(__file__).resolve().parent / "sets"
-SHIPPED = ("code", "agent", "prose")
+DEFAULT_SETS = ("code", "agent", "prose")  # what a run or a [fidelity] table measures when it names none
+SHIPPED = DEFAULT_SETS + ("short",)  # short: ~200 positions, for engines that score one position a request
 MAX_TOKENS_LIMIT = 32768  # per document: the reference keeps [tokens, vocab] float64 logits in memory
 
 
@@ -167,7 +169,7 @@ def user_sets_dir() -> Path:
 
 
 def resolve_set(spec: str | Path) -> Path:
-    """A set folder from a path, a shipped name (code, agent, prose) or a folder in the user sets dir."""
+    """A set folder from a path, a shipped name (code, agent, prose, short) or a folder in the user sets dir."""
     path = Path(spec).expanduser()
     if (path / MANIFEST).is_file():
         return path

@@ -166,3 +166,23 @@ def test_fidelity_on_the_moe_against_its_transformers_checkpoint(frank_cli, moe,
     [entry] = run["sets"]
     assert run["profile"] == "llamacpp-cpu-moe" and entry["positions"] == 2 * 47
     assert math.isfinite(entry["kl"]) and entry["floor"]["value"] < entry["kl"] < 0.1, entry
+
+
+def test_fidelity_with_the_control_as_reference_measures_the_engine_on_its_own_tokens(moe, tmp_path):
+    """A design's `[fidelity] reference = "control"` (frank-moe-gpu has no transformers checkpoint): a cell
+    tokenizes the shipped short set on the engine and keeps its top 64; two cells of one engine scored the
+    same token IDs, as many positions as the set scores, and agree (the KL of one against the other)."""
+    from frank.experiments.fidelity import engine_floor_between, measure_cell, parse_fidelity
+    from frank.fidelity.sets import load_set, resolve_set
+
+    home, _, _ = moe
+    rule = parse_fidelity({"sets": ["short"], "reference": "control"}, "d.toml")
+    controller = EngineController(state_dir=home / "state")
+    first, second = (measure_cell(rule, tmp_path / f"cell-{n}", controller) for n in (1, 2))
+    short = load_set(resolve_set("short"))
+    for cell in (first, second):
+        entry = cell["sets"]["short"]
+        assert entry["kl"] is None and entry["set_sha256"] == short.sha256  # no KL at cell time
+        assert entry["positions"] == len(short.documents) * (short.max_tokens - 1) == 192
+    assert first["sets"]["short"]["tokens_sha256"] == second["sets"]["short"]["tokens_sha256"]
+    assert engine_floor_between(first["candidate"], second["candidate"], "short") < 1e-6

@@ -10,13 +10,15 @@ import pytest
 from frank.console.cli import main
 from frank.errors import FrankError
 from frank.fidelity import make_sets
-from frank.fidelity.sets import SHIPPED, Document, check_set, load_set, resolve_set, write_set
+from frank.fidelity.sets import DEFAULT_SETS, SHIPPED, Document, check_set, load_set, resolve_set, write_set
 
 
 def test_shipped_sets_check_and_are_what_the_generator_makes(tmp_path):
+    assert SHIPPED == ("code", "agent", "prose", "short") and DEFAULT_SETS == SHIPPED[:3]
     for name in SHIPPED:
         text_set = load_set(resolve_set(name))
-        assert text_set.name == name and len(text_set.documents) == make_sets.DOCUMENTS
+        documents = 3 * make_sets.SHORT_PER_SET if name == "short" else make_sets.DOCUMENTS
+        assert text_set.name == name and len(text_set.documents) == documents
         fresh = make_sets.make(name, tmp_path)
         for child in fresh.iterdir():
             assert (text_set.path / child.name).read_bytes() == child.read_bytes(), (
@@ -39,6 +41,21 @@ def good(tmp_path: Path) -> Path:
 def _edit_manifest(path: Path, old: str, new: str) -> None:
     manifest = path / "set.toml"
     manifest.write_text(manifest.read_text().replace(old, new))
+
+
+def test_the_short_set_scores_about_two_hundred_positions():
+    """Six documents that each fill max_tokens on the tiny tokenizer (frank-moe-gpu's too): 6 x 32 positions."""
+    from tokenizers import Tokenizer
+
+    from frank.engine.models import tiny_model
+
+    short = load_set(resolve_set("short"))
+    assert short.max_tokens == make_sets.SHORT_MAX_TOKENS == 33
+    assert {d.id.split("-")[1] for d in short.documents} == {"code", "agent", "prose"}
+    tokenizer = Tokenizer.from_file(str(tiny_model.default_dir() / "tokenizer.json"))
+    lengths = [len(tokenizer.encode(d.text).ids) for d in short.documents]
+    assert min(lengths) >= short.max_tokens, lengths
+    assert len(short.documents) * (short.max_tokens - 1) == 192
 
 
 def test_user_set_round_trips(good):
@@ -81,5 +98,5 @@ def test_cli_sets_check(good, capsys):
 def test_cli_sets_list_json(capsys):
     assert main(["fidelity", "sets", "list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert [s["name"] for s in listing["sets"]][:3] == list(SHIPPED)
+    assert [s["name"] for s in listing["sets"]][: len(SHIPPED)] == list(SHIPPED)
     assert all(len(s["sha256"]) == 64 for s in listing["sets"])
