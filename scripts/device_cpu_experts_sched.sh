@@ -22,7 +22,8 @@
 # A dry run here (mechanics only: the CPU wheel's llama-server, tiny-frank-moe, no GPU readings):
 #   FRANK_SCHED_PROFILE=llamacpp-cpu-moe FRANK_SCHED_MODEL=tiny-frank-moe FRANK_SCHED_PYTHON=$PWD/.venv/bin/python \
 #   FRANK_SCHED_MODEL_PYTHON=$PWD/.venv-engine/bin/python FRANK_MODELS=$PWD/.build/models FRANK_SCHED_SHOT_SAMPLES=0 \
-#   FRANK_SCHED_KNOBS="cpu_threads = 2" bash scripts/device_cpu_experts_sched.sh
+#   FRANK_LLAMA_SERVER=none FRANK_SCHED_KNOBS="cpu_moe_layers = 2, cpu_threads = 2" FRANK_SCHED_REQUESTS=2 \
+#   FRANK_SCHED_AA_BLOCKS=2 FRANK_SCHED_MIN_BLOCKS=2 FRANK_SCHED_MAX_BLOCKS=2 bash scripts/device_cpu_experts_sched.sh
 set -uo pipefail
 
 TREE=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +33,7 @@ W=${FRANK_SCHED_WORK:-/tmp/frank-sched}
 PROFILE=${FRANK_SCHED_PROFILE:-llamacpp-gpu-moe}
 MODEL=${FRANK_SCHED_MODEL:-frank-moe-gpu}
 EFFECT=${FRANK_SCHED_EFFECT_PCT:-5}        # the effect to plan for: issue 31's table saw 6% at 16 threads
+MIN_BLOCKS=${FRANK_SCHED_MIN_BLOCKS:-5}   # the seed's five
 MAX_BLOCKS=${FRANK_SCHED_MAX_BLOCKS:-8}
 BUDGET_S=${FRANK_SCHED_BUDGET_S:-560}
 CELL_S=${FRANK_SCHED_CELL_S:-45}
@@ -69,7 +71,7 @@ fi
 if [ ! -f "$W/llama.cpp/conversion/deepseek.py" ]; then
     mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-convert.tar.gz" -C "$W/llama.cpp" || exit 1
 fi
-if [ -z "${FRANK_LLAMA_SERVER:-}" ]; then
+if [ -z "${FRANK_LLAMA_SERVER:-}" ]; then   # (a dry run sets it to none: the CPU profile needs no binary)
     if [ ! -x "$W/build/bin/llama-server" ]; then
         mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build" || exit 1
     fi
@@ -86,9 +88,10 @@ frank model verify --model "$MODEL" --json >"$LOG/model-verify.json" && head -c 
 frank engine start --profile "$PROFILE" --dry-run >"$LOG/engine-dry-run.txt" 2>&1
 
 # the designs as this machine runs them: the profile and model (a dry run elsewhere names others), knobs
-localize() {  # SRC DEST [BLOCKS]
+localize() {  # SRC DEST [BLOCKS]: on the GPU machine the designs as shipped, with the plan's blocks
     sed -e "s/^profile = \"llamacpp-gpu-moe\"/profile = \"$PROFILE\"/" "$1" >"$2"
-    if [ -n "${FRANK_SCHED_KNOBS:-}" ]; then sed -i "s/cpu_threads = 16/${FRANK_SCHED_KNOBS}/" "$2"; fi
+    if [ -n "${FRANK_SCHED_KNOBS:-}" ]; then sed -i "s/cpu_moe_layers = 4, cpu_threads = 16/${FRANK_SCHED_KNOBS}/" "$2"; fi
+    if [ -n "${FRANK_SCHED_REQUESTS:-}" ]; then sed -i "s/^requests = [0-9]*/requests = $FRANK_SCHED_REQUESTS/" "$2"; fi
     if [ -n "${3:-}" ]; then sed -i "s/^blocks = [0-9]*/blocks = $3/" "$2"; fi
 }
 register() {  # DESIGN -> prints the run id (kept in $W/run-NAME)
@@ -135,7 +138,7 @@ shots() {  # RUN: the console mid-run, once; telemetry beside the run until it s
 }
 
 stamp "the A/A run"
-localize "$DESIGNS/cpu-experts-aa.toml" "$W/designs/cpu-experts-aa.toml"
+localize "$DESIGNS/cpu-experts-aa.toml" "$W/designs/cpu-experts-aa.toml" "${FRANK_SCHED_AA_BLOCKS:-}"
 AA=$(register "$W/designs/cpu-experts-aa.toml")
 run_until "$AA" || { stamp "the A/A run is not finished: call again"; exit 0; }
 frank experiment report "$AA" --json >"$LOG/report-aa.json"
@@ -148,7 +151,7 @@ if [ ! -f "$W/run-cpu-experts-sched" ]; then
     frank experiment plan "$SCHED" --noise "$AA" --effect-pct "$EFFECT" --json >"$LOG/plan.json" || exit 1
     frank experiment plan "$SCHED" --noise "$AA" --effect-pct "$EFFECT" | tee "$LOG/plan.txt"
     BLOCKS=$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1])); n=p["blocks_for_80"] or int(sys.argv[2])
-print(max(5, min(int(sys.argv[2]), n)))' "$LOG/plan.json" "$MAX_BLOCKS")
+print(max(int(sys.argv[3]), min(int(sys.argv[2]), n)))' "$LOG/plan.json" "$MAX_BLOCKS" "$MIN_BLOCKS")
     localize "$DESIGNS/cpu-experts-sched.toml" "$SCHED" "$BLOCKS"
     stamp "blocks: $BLOCKS"
     frank experiment plan "$SCHED" --noise "$AA" --effect-pct "$EFFECT" --json >"$LOG/plan-registered.json"

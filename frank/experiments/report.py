@@ -9,8 +9,10 @@ against the control's: (treatment - control) / control, in percent.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +56,20 @@ _COLUMNS = {
     "arm": "arm",
     "value": "value",
     "measure": "measure",
+    "failed_requests": "failed_requests",
+    "prompt_ids_sha256": "prompt_ids_sha256",
 }
+ALL_PROMPTS = "every request (one digest per start)"  # the key of a CSV row's prompt-ID digest
+
+
+def prompt_ids_digest(hashes: dict[str, str | None] | None) -> str:
+    """One sha256 over a start's per-request prompt-ID hashes ("draw/id hash" lines, sorted), so a results
+    CSV carries what the prompt-IDs guard compares; empty when a request has none (the guard then says
+    unchecked, never pass)."""
+    if not hashes or any(not h for h in hashes.values()):
+        return ""
+    lines = "".join(f"{k} {hashes[k]}\n" for k in sorted(hashes))
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 PROVENANCE_KEYS = ("run", "design", "design-sha256")  # `# key: value` comment lines of an exported run
@@ -103,7 +118,7 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
         if key is None:
             raise ResultsError(
                 f"{path}:{header_no}: unknown column {raw.strip()!r} "
-                f"(columns: start_order, block, arm, value[, measure])"
+                f"(columns: start_order, block, arm, value[, measure, failed_requests, prompt_ids_sha256])"
             )
         columns[key] = i
     needed = ["start", "arm", "value"] + (["measure"] if design.kind == "external" else [])
@@ -144,7 +159,23 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
                 raise ResultsError(f"{where}: block: {get('block')!r} is not a block of 1..{design.blocks}")
             if any(o.block == block and o.arm == arm and o.measure == measure for o in out):
                 raise ResultsError(f"{where}: block {block} has a second row for arm {arm!r}")
-        out.append(Observation(start=start, block=block, arm=arm, value=value, measure=measure))
+        failed = get("failed_requests")
+        if failed and not failed.isdigit():
+            raise ResultsError(f"{where}: failed_requests: {failed!r} is not a whole number")
+        digest = get("prompt_ids_sha256")
+        if digest and not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ResultsError(f"{where}: prompt_ids_sha256: {digest[:20]!r} is not a sha256 (64 hex digits)")
+        out.append(
+            Observation(
+                start=start,
+                block=block,
+                arm=arm,
+                value=value,
+                measure=measure,
+                failed_requests=int(failed) if failed else None,
+                prompt_hashes={ALL_PROMPTS: digest} if "prompt_ids_sha256" in columns else None,
+            )
+        )
     # one value per start and measure (a criteria design has a row per criterion's measure of each start)
     seen: set[tuple[int, str]] = set()
     for o in out:
@@ -280,6 +311,7 @@ def _balanced(design: Design, obs: list[Observation], out: dict[str, Any]) -> tu
     if tvals and cvals:
         out["mean_difference"] = mean(tvals) - mean(cvals)
         out["mean_effect_pct"] = effect_pct(mean(tvals), mean(cvals))
+        out["ratio_of_means"] = mean(cvals) / mean(tvals) if mean(tvals) else None  # control / treatment
         below = all(tv < cv for tv in tvals for cv in cvals)
         above = all(tv > cv for tv in tvals for cv in cvals)
         out["separated"] = below if rule.direction == "lower" else above
@@ -468,7 +500,8 @@ def _identical_hashes(
             "status": "fail",
             "detail": f"{len(differ)} of {len(keys)} requests had different {what} across starts (first: {differ[0]})",
         }
-    return {"name": name, "status": "pass", "detail": f"{len(keys)} requests identical in all {len(per_start)} starts"}
+    counted = "the digest of every request's" if keys == {ALL_PROMPTS} else f"{len(keys)} requests'"
+    return {"name": name, "status": "pass", "detail": f"{counted} {what} identical in all {len(per_start)} starts"}
 
 
 def _revert(
@@ -596,9 +629,11 @@ def report_for_run(run: Any) -> dict[str, Any]:
 
 def results_csv_for_run(run: Any) -> str:
     """A registered run's values as the CSV `frank experiment analyze` reads, with its provenance in comment
-    lines (run id, design name and canonical sha256, order) and what its own report decided, guards included:
-    the CSV carries only the values, so a guard is `unchecked` when the CSV is analyzed, and the run's own
-    report stays the record of it."""
+    lines (run id, design name and canonical sha256, order) and what its own report decided, guards included.
+    Per start it also carries what the guards compare: its failed requests and, under the prompt-IDs guard,
+    one digest of its requests' prompt-ID hashes (`prompt_ids_digest`), so `analyze` checks those guards
+    from the file; the others (outputs, episodes' checks) are `unchecked` there, and the run's own report
+    stays the record of them."""
     report = report_for_run(run)
     obs, _, _ = run_observations(run)
     design = run.design
@@ -614,11 +649,21 @@ def results_csv_for_run(run: Any) -> str:
     lines += [f"# guard in the run: {g['name']}: {g['status']} ({g['detail']})" for g in report.get("guards", [])]
     fidelity = _fidelity_rows(obs, report.get("fidelity"), design.rule.control)
     with_measure = criteria or bool(fidelity)
-    lines.append("start_order,block,arm,value" + (",measure" if with_measure else ""))
+    # what the guards compare, per start: failed requests, and one digest of its requests' prompt-ID hashes
+    with_failed = any(o.failed_requests is not None for o in obs)
+    with_prompts = design.guards.prompt_token_ids_identical and any(o.prompt_hashes for o in obs)
+    extra = (["failed_requests"] if with_failed else []) + (["prompt_ids_sha256"] if with_prompts else [])
+    lines.append(",".join(["start_order", "block", "arm", "value"] + (["measure"] if with_measure else []) + extra))
     for o in obs:
         row = [str(o.start), "" if o.block is None else str(o.block), o.arm, repr(float(o.value))]
-        lines.append(",".join(row + ([o.measure] if with_measure else [])))
-    lines += [",".join((start, "", arm, repr(float(value)), measure)) for start, arm, value, measure in fidelity]
+        row += [o.measure] if with_measure else []
+        row += [str(o.failed_requests) if o.failed_requests is not None else ""] if with_failed else []
+        row += [prompt_ids_digest(o.prompt_hashes)] if with_prompts else []
+        lines.append(",".join(row))
+    blank = [""] * len(extra)
+    lines += [
+        ",".join([start, "", arm, repr(float(value)), measure, *blank]) for start, arm, value, measure in fidelity
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -717,7 +762,11 @@ def format_report(r: dict[str, Any]) -> str:
         for s in r.get("starts", []):
             lines.append(f"  start {s['start']:>2}  {s['arm']:<14} {_num(s['value'])}")
         if r.get("mean_difference") is not None:
-            lines.append(f"  mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
+            ratio = r.get("ratio_of_means")
+            lines.append(
+                f"  mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)"
+                + (f", ratio of the means {r['control']}/{r['treatment']} {ratio:.3g}x" if ratio else "")
+            )
     else:
         for s in r.get("starts", []):
             if s.get("start"):  # live criteria starts: each measure of each start

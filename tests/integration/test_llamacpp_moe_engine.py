@@ -186,3 +186,68 @@ def test_fidelity_with_the_control_as_reference_measures_the_engine_on_its_own_t
         assert entry["positions"] == len(short.documents) * (short.max_tokens - 1) == 192
     assert first["sets"]["short"]["tokens_sha256"] == second["sets"]["short"]["tokens_sha256"]
     assert engine_floor_between(first["candidate"], second["candidate"], "short") < 1e-6
+
+
+SCHEDULE_DESIGN = """
+name = "sched-mini"
+question = "Does the pinned schedule shorten a verify step?"
+profile = "llamacpp-cpu-moe"
+
+[[arms]]
+name = "sched-1"
+knobs = {{ cpu_experts_sched = 1 }}
+
+[[arms]]
+name = "sched-2"
+knobs = {{ cpu_experts_sched = 2 }}
+
+[design]
+kind = "blocks"
+blocks = 1
+
+[workload]
+name = "{workload}"
+mode = "full"
+max_tokens = 12
+
+[measure]
+name = "time_per_verify_step"
+
+[rule]
+test = "sign"
+treatment = "sched-2"
+control = "sched-1"
+direction = "lower"
+require_all = true
+
+[guards]
+no_failed_requests = true
+"""
+
+
+def test_a_registered_schedule_run_on_the_moe_stops_at_its_time_limit_and_resumes(frank_cli, tmp_path):
+    """The schedule test's path on a real llama.cpp engine, in a FRANK_HOME of its own: each cell starts the
+    engine with the arm's schedule, replays through the engine's key (llama.cpp's server refuses a request
+    without it), and records the time per verify step and the CPU-expert wait beside it. `--stop-after`
+    stops the runner between cells (reason time_limit, nothing interrupted); the next run does the cell
+    that is left, at its first attempt."""
+    home = tmp_path / "home"
+    write_short_workload(tmp_path / "short")
+    design = tmp_path / "sched-mini.toml"
+    design.write_text(SCHEDULE_DESIGN.format(workload=tmp_path / "short"))
+    run = frank_cli.json("experiment", "register", str(design), "--seed", "1", home=home)["run_id"]
+    first = frank_cli.json("experiment", "run", run, "--stop-after", "0.5", home=home, timeout=600, ok=(3,))
+    assert (first["reason"], first["cells_run"]) == ("time_limit", 1), first
+    second = frank_cli.json("experiment", "run", run, home=home, timeout=600)
+    assert (second["reason"], second["cells_run"]) == ("finished", 1), second
+    events = [json.loads(line) for line in open(home / "data/runs/experiments" / run / "journal.jsonl")]
+    assert not [e for e in events if e["event"] in ("cell_failed", "cell_interrupted")]
+    done = [e for e in events if e["event"] == "cell_done"]
+    assert [(e["attempt"], e["failed"]) for e in done] == [(1, 0), (1, 0)]
+    for e in done:
+        m = e["measures"]
+        assert e["value"] == m["time_per_verify_step"] > 0
+        assert 0 < m["cpu_expert_wait_per_step"] <= m["time_per_verify_step"]  # every op is on this CPU pool
+    report = frank_cli.json("experiment", "report", run, home=home)
+    assert report["decision"] in ("confirmed", "not confirmed") and report["p_fraction"] in ("1/2", "1")
+    assert [g["status"] for g in report["guards"]] == ["pass"]

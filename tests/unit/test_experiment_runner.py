@@ -406,3 +406,53 @@ def test_a_finished_run_exported_as_csv_is_decided_again_the_same(tmp_path: Path
     c = load_campaign(campaign)
     ev = check_evidence(c, c.parts[0], c.parts[0].evidence[0])
     assert ev["ok"] and ev["decision"] == "confirmed" and ev["results_run_id"] == run.run_id
+
+
+def test_the_exported_csv_carries_what_the_prompt_guard_compares_and_a_forged_one_fails(tmp_path: Path) -> None:
+    """A balanced run's CSV has, per start, its failed requests and one digest of its requests' prompt-ID
+    hashes: analyzing the file checks both guards as the run did (pass), gives the ratio of the means, and a
+    CSV whose one start had other prompt IDs fails the guard (not confirmed); a blanked digest is unchecked,
+    never pass; a digest that is not a sha256 is refused with its line."""
+    from frank.console.cli import main
+    from frank.experiments.design import load_design
+    from frank.experiments.report import ResultsError, analyze, prompt_ids_digest, read_results_csv
+
+    run = _register(tmp_path, BALANCED_DESIGN + "no_failed_requests = true\n")
+    assert run_experiment(run, FakeCellExecutor()).reason == "finished"
+    csv_path = tmp_path / "exported.csv"
+    assert main(["experiment", "report", run.run_id, "--csv", str(csv_path)]) == 0
+    lines = csv_path.read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("start_order"))
+    assert lines[header] == "start_order,block,arm,value,failed_requests,prompt_ids_sha256"
+    digest = prompt_ids_digest({"d1/r1": "h1", "d1/r2": "h2"})
+    assert all(line.endswith(f",0,{digest}") for line in lines[header + 1 :])
+    design = load_design(tmp_path / "design.toml")
+
+    def analyzed(text: str) -> dict:
+        path = tmp_path / "edited.csv"
+        path.write_text(text)
+        return analyze(design, read_results_csv(path, design), source="external")
+
+    report = analyzed("\n".join(lines) + "\n")
+    guards = {g["name"]: g["status"] for g in report["guards"]}
+    assert guards == {"no_failed_requests": "pass", "prompt_token_ids_identical": "pass"}
+    assert report["decision"] == "confirmed" and report["p_fraction"] == "1/20"
+    means = report["arm_means"]
+    assert report["ratio_of_means"] == pytest.approx(means["off"] / means["on"])
+
+    forged = list(lines)
+    forged[header + 3] = forged[header + 3].replace(digest, prompt_ids_digest({"d1/r1": "h1", "d1/r2": "other"}))
+    report = analyzed("\n".join(forged) + "\n")
+    assert {g["name"]: g["status"] for g in report["guards"]}["prompt_token_ids_identical"] == "fail"
+    assert report["decision"] == "not confirmed"
+
+    blanked = list(lines)
+    blanked[header + 2] = blanked[header + 2].removesuffix(digest)
+    report = analyzed("\n".join(blanked) + "\n")
+    assert {g["name"]: g["status"] for g in report["guards"]}["prompt_token_ids_identical"] == "unchecked"
+
+    bad = list(lines)
+    bad[header + 1] = bad[header + 1].replace(digest, "not-a-hash")
+    (tmp_path / "bad.csv").write_text("\n".join(bad) + "\n")
+    with pytest.raises(ResultsError, match=rf"bad\.csv:{header + 2}: prompt_ids_sha256: 'not-a-hash' is not a sha256"):
+        read_results_csv(tmp_path / "bad.csv", design)
