@@ -189,16 +189,16 @@ def evaluate(
     profile: str = "",
     control_knobs: dict[str, Any] | None = None,
     floors: dict[str, float] | None = None,
+    relative: Any = None,
 ) -> dict[str, Any]:
     """Per set: each arm's mean KL, the floor and whether the rule holds. `floors` (name -> KL) are floors
-    measured elsewhere (results CSV rows). Returns {"status": pass|fail|unchecked, "sets": [...], "notes"}."""
+    measured elsewhere (results CSV rows). With `reference = "control"`, `relative` is the starts' KL
+    against the reference start (frank.experiments.fidelity_control.against_control, which the caller
+    runs: that module builds on this one). Returns {"status": pass|fail|unchecked, "sets": [...], "notes"}."""
     measured = sorted(starts, key=lambda s: s.start)
     notes: list[str] = []
-    relative = None
-    if rule.reference == "control":
-        from frank.experiments.fidelity_control import against_control
-
-        relative = against_control(rule, measured, control)
+    if rule.reference == "control" and relative is None:
+        raise ValueError("a control-reference fidelity rule needs the starts' KL against the reference start")
     scored = relative.starts if relative else measured
     rows, failed, missing = [], [], []
     controls = [s for s in measured if s.arm == control]

@@ -448,6 +448,11 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
             by_start.setdefault((row.start, row.arm), {})[name] = {"kl": row.value}
     starts += [StartFidelity(start, arm, sets) for (start, arm), sets in by_start.items()]
     control = design.arm(design.rule.control)
+    relative = None
+    if design.fidelity.reference == "control":
+        from frank.experiments.fidelity_control import against_control
+
+        relative = against_control(design.fidelity, sorted(starts, key=lambda s: s.start), design.rule.control)
     result = evaluate(
         design.fidelity,
         starts,
@@ -456,6 +461,7 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
         profile=control.profile,
         control_knobs=control.knob_dict,
         floors=floors or None,
+        relative=relative,
     )
     unavailable = [
         {"start": o.start, "arm": o.arm, "reason": o.fidelity["unavailable"]}
