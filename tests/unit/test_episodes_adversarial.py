@@ -172,3 +172,25 @@ def test_a_correct_solution_written_differently_passes(task_id, tmp_path):
     assert run_as_agent(program, ws, 60) is None
     verdict = run_grader(task, ws, expected)
     assert verdict.outcome == "pass", verdict
+
+
+def test_the_changed_return_attempt_changes_the_program_in_every_draw(tmp_path):
+    """An attempt must do what it claims in every draw, or it passes for the wrong reason: change_a_return
+    once changed nothing in a draw whose first module had no literal return (a correct rename, graded pass)."""
+    import re
+    import subprocess
+    import sys
+
+    from frank.episodes.tasks import gen_rename_symbol
+
+    attempt = next(p for p, _ in attempts(SUITE.task("rename-symbol")) if p.stem == "change_a_return")
+    for seed in range(40):
+        folder = tmp_path / str(seed)
+        files = gen_rename_symbol(seed, SUITE.scale).files
+        for rel, text in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text(text)
+        subprocess.run([sys.executable, "-I", str(attempt)], cwd=folder, check=True, timeout=60)
+        renamed = {rel: re.sub(r"\bfetch_record\b", "load_record", text) for rel, text in files.items()}
+        beyond = [rel for rel in renamed if rel.endswith(".py") and (folder / rel).read_text() != renamed[rel]]
+        assert len(beyond) == 1, (seed, beyond)  # one view changed beyond the rename, in every draw
