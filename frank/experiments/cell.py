@@ -133,7 +133,7 @@ class EngineCellExecutor:
                 max_tokens=design.workload.max_tokens,
                 output_tokens=design.workload.output_tokens,
                 token_ids=True,
-                api_key=self.controller.client_api_key,  # llama.cpp's server wants the engine's key everywhere
+                api_key=self.controller.client_api_key,  # llama.cpp's /v1 wants its key (vLLM's: none)
             )
             runner = start_replay(workload, st.url or "", options, out=replay_dir)
             summary = runner.run_sync()

@@ -1,9 +1,10 @@
 """The campaign's revert watch on a REAL run, and the experiment's HTML report in headless Chromium.
 
-A served part `short-context` is a profile of its own (embedded-cpu with max_model_len 512). A registered
-1-block experiment (two engine starts, about a minute each here) replays one short and one long request
-with it and with plain embedded-cpu: the real engine answers the long one with HTTP 400 only in the part's
-arm. The watch must fire the part's `treatment_only_failures` and `pass_rate_drop` rules at the end of
+A served part `short-context` is a profile of its own (llamacpp-cpu with a 512-token context). A
+registered 1-block experiment (two engine starts of llama.cpp, seconds each: what is checked here is the
+watch, not the engine, so the cheapest real one) replays one short and one long request with it and with
+plain llamacpp-cpu: the real engine answers the long one (about 750 tokens) with HTTP 400 only in the
+part's arm. The watch must fire the part's `treatment_only_failures` and `pass_rate_drop` rules at the end of
 `frank experiment run`, `frank campaign status` must show it, and `revert` must then go through without a
 reason. The report page is rendered by Chromium with its plots.
 """
@@ -32,7 +33,7 @@ name = "watch-test"
 [[parts]]
 name = "short-context"
 title = "serve with a 512-token context"
-profile = "embedded-cpu-ctx512"
+profile = "llamacpp-cpu-ctx512"
 state = "served"
 
 [[parts.evidence]]
@@ -52,11 +53,11 @@ max_drop = 0.0
 DESIGN = """
 name = "watch-short-context"
 question = "Is a 512-token context as good as the full one on two review requests?"
-profile = "embedded-cpu"
+profile = "llamacpp-cpu"
 
 [[arms]]
 name = "ctx512"
-profile = "embedded-cpu-ctx512"
+profile = "llamacpp-cpu-ctx512"
 
 [[arms]]
 name = "full"
@@ -85,10 +86,12 @@ max_retries = 0
 
 
 def short_profile() -> None:
-    data = tomllib.loads((BUILTIN_DIR / "embedded-cpu.toml").read_text())
-    data.update(name="embedded-cpu-ctx512", max_model_len=512, description="embedded-cpu with a 512-token context")
+    data = tomllib.loads((BUILTIN_DIR / "llamacpp-cpu.toml").read_text())
+    data.update(name="llamacpp-cpu-ctx512", max_model_len=512, description="llamacpp-cpu with a 512-token context")
+    data["knobs"]["context"].update(values=[512], default=512)
+    del data["knobs"]["context"]["with_args"]  # YaRN is for 32768 only
     user_profiles_dir().mkdir(parents=True, exist_ok=True)
-    (user_profiles_dir() / "embedded-cpu-ctx512.toml").write_text(tomli_w.dumps(data))
+    (user_profiles_dir() / "llamacpp-cpu-ctx512.toml").write_text(tomli_w.dumps(data))
 
 
 def workload(path: Path) -> Path:
@@ -100,14 +103,14 @@ def workload(path: Path) -> Path:
             "turn": turn,
             "offset_s": 0.0,
             "body": {
-                "model": "tiny-frank",
+                "model": "smollm2-135m",
                 "max_tokens": 8,
                 "temperature": 0,
                 "messages": [{"role": "user", "content": f"Review this:\n{text}"}],
             },
         }
 
-    records = [request("short", 1, CODE), request("long", 2, CODE * 60)]  # about 60 and 1,500 tokens
+    records = [request("short", 1, CODE), request("long", 2, CODE * 40)]  # about 50 and 750 tokens
     return write_workload(path, "ctx-check", "one short, one long request", [("1", records)])
 
 

@@ -193,14 +193,19 @@ def test_cli_replay_json_summary_and_a_bad_workload_sends_nothing(engine, mini, 
     assert after == before and not (tmp_path / "badrun").exists()  # not one request reached the engine
 
 
-def test_engine_killed_during_a_request_then_resumed_on_another_engine(engine, mini, tmp_path, fresh_frank_home):
-    """A real crash: our own engine is SIGKILLed (whole group) while the first request is prefilling. The
-    run records the failure and stops; resuming it against the shared engine finishes the draw."""
+def test_engine_killed_during_a_request_then_resumed_on_another_engine(
+    frank_cli, engine, mini, tmp_path, fresh_frank_home
+):
+    """A real crash: our own engine's server is SIGKILLed while the first request is prefilling. The
+    controller reports `crashed` with the signal and the log tail, and the supervisor cleans up the rest
+    of the group; the run records the failure and stops; resuming it against the shared engine finishes
+    the draw."""
     import os
     import signal
     import threading
 
-    from frank.engine.controller import EngineController
+    from frank.engine.controller import EngineController, _group_members
+    from tests.polling import wait_for
 
     own = EngineController()
     status = own.start("embedded-cpu")
@@ -211,7 +216,7 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(engine, m
         if p.phase == "request" and p.done == 0 and not killed.is_set():
 
             def kill():
-                os.killpg(status.pgid, signal.SIGKILL)
+                os.kill(status.pid, signal.SIGKILL)
                 killed.set()
 
             threading.Timer(0.5, kill).start()
@@ -221,9 +226,18 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(engine, m
             mini, status.url, ReplayOptions(draws=("draw-1",), limit=2), out=tmp_path / "crash", progress=kill_soon
         )
         summary = runner.run_sync()
+        assert killed.wait(10)
+        assert wait_for(lambda: own.status().state == "crashed", 30)
+        crashed = own.status()
+        assert crashed.exit["signal"] == "SIGKILL" and crashed.log_tail
+        # the supervisor cleaned up the rest of the group (engine-core children)
+        assert wait_for(lambda: not _group_members(status.pgid), 15)
+        reported = json.loads(frank_cli("engine", "status", "--json", timeout=600).stdout)
+        assert reported["state"] == "crashed" and reported["exit"]["signal"] == "SIGKILL"
     finally:
         killed.wait(10)
         own.stop()
+    assert own.status().state == "stopped" and not _group_members(status.pgid)
     records = read_records(runner.draw_file("draw-1"))
     assert summary["state"] == "interrupted"
     assert len(records) == 1 and records[0]["status"] == "failed"
