@@ -60,7 +60,7 @@ def launch(run: registry.Run, stop_by: float | None = None) -> jobs.JobStatus:
     """Run or resume `run` detached (what `frank experiment run --detach` and the console do); with
     `stop_by` (time.time()) the runner starts no cell after it."""
     env = {STOP_BY_ENV: repr(stop_by)} if stop_by is not None else {}
-    return jobs.launch(KIND, run.folder, env=env, stop_by=stop_by)
+    return jobs.launch(KIND, run.folder, env=env)
 
 
 def main(argv: list[str] | None = None) -> int:

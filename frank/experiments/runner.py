@@ -192,7 +192,7 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
                 )
                 break
             if stop_by is not None and time.time() >= stop_by:
-                left = sum(1 for s in run.slots if progress.done(s.slot) is None)
+                left = sum(1 for s in run.slots if progress.done(s.slot) is None and s.block not in progress.voided)
                 result = RunnerResult(
                     "time_limit",
                     f"the time limit came before start {action.slot.slot + 1}; {left} left",

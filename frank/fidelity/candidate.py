@@ -22,6 +22,7 @@ import numpy as np
 
 from frank.errors import FrankError
 from frank.fidelity.candidate_llamacpp import llamacpp_logprobs, llamacpp_tokenize
+from frank.fidelity.engine_http import post_json
 
 Candidate = list[dict[int, float]]  # one mapping token ID -> log-probability per scored position
 OnDocument = Callable[[int], None]
@@ -32,6 +33,10 @@ def own_top_k(row: dict[int, float], k: int) -> dict[int, float]:
     if len(row) <= k:
         return row
     return dict(sorted(row.items(), key=lambda item: -item[1])[:k])
+
+
+def _max_logprobs_hint(detail: str) -> str:
+    return " (raise the profile's --max-logprobs to at least k)" if "max allowed" in detail else ""
 
 
 def vllm_logprobs(
@@ -46,15 +51,8 @@ def vllm_logprobs(
     out: Candidate = []
     for n, ids in enumerate(documents):
         body = {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": k}
-        try:
-            response = client.post(f"{base_url}/v1/completions", json=body)
-        except httpx.HTTPError as exc:
-            raise FrankError(f"fidelity: the engine at {base_url} did not answer: {exc}") from None
-        if response.status_code != 200:
-            detail = response.text[:400]
-            hint = " (raise the profile's --max-logprobs to at least k)" if "max allowed" in detail else ""
-            raise FrankError(f"fidelity: the engine answered {response.status_code}{hint}: {detail}")
-        rows = response.json()["choices"][0].get("prompt_logprobs")
+        answer = post_json(client, base_url, "/v1/completions", body, hint=_max_logprobs_hint)
+        rows = answer["choices"][0].get("prompt_logprobs")
         if not rows or len(rows) != len(ids):
             raise FrankError(
                 f"fidelity: the engine returned {len(rows or [])} prompt positions for a "
@@ -89,13 +87,7 @@ def engine_logprobs(
 def vllm_tokenize(client: httpx.Client, base_url: str, model: str, text: str) -> list[int]:
     """vLLM's token IDs of `text` as a prompt (special tokens added as the model's tokenizer adds them)."""
     body = {"model": model, "prompt": text, "add_special_tokens": True}
-    try:
-        response = client.post(f"{base_url}/tokenize", json=body)
-    except httpx.HTTPError as exc:
-        raise FrankError(f"fidelity: the engine at {base_url} did not answer: {exc}") from None
-    if response.status_code != 200:
-        raise FrankError(f"fidelity: vLLM's /tokenize answered {response.status_code}: {response.text[:400]}")
-    return [int(t) for t in response.json()["tokens"]]
+    return [int(t) for t in post_json(client, base_url, "/tokenize", body, "vLLM's /tokenize")["tokens"]]
 
 
 TOKENIZERS: dict[str, Callable[..., list[int]]] = {"vllm": vllm_tokenize, "llamacpp": llamacpp_tokenize}

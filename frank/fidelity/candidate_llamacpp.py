@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 import httpx
 
 from frank.errors import FrankError
+from frank.fidelity.engine_http import post_json
 
 _FORCED = {"temperature": 0.0, "logit_bias": [["x", 1000.0]], "post_sampling_probs": False}
 _RETRIES = 3
@@ -31,13 +32,7 @@ _RETRIES = 3
 
 def _ask(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict:
     body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True, "stream": False, **_FORCED}
-    try:
-        response = client.post(f"{base_url}/completion", json=body)
-    except httpx.HTTPError as exc:
-        raise FrankError(f"fidelity: the engine at {base_url} did not answer: {exc}") from None
-    if response.status_code != 200:
-        raise FrankError(f"fidelity: the engine answered {response.status_code}: {response.text[:400]}")
-    answer = response.json()
+    answer = post_json(client, base_url, "/completion", body)
     if answer.get("tokens_evaluated") != len(prompt):  # the server added or cut tokens: not the reference's
         raise FrankError(
             f"fidelity: llama.cpp evaluated {answer.get('tokens_evaluated')} tokens for a {len(prompt)}-token prompt"
@@ -87,10 +82,5 @@ def llamacpp_logprobs(
 def llamacpp_tokenize(client: httpx.Client, base_url: str, model: str, text: str) -> list[int]:
     """The server's token IDs of `text` as a prompt (BOS added where the model adds one)."""
     del model  # one model per server
-    try:
-        response = client.post(f"{base_url}/tokenize", json={"content": text, "add_special": True})
-    except httpx.HTTPError as exc:
-        raise FrankError(f"fidelity: the engine at {base_url} did not answer: {exc}") from None
-    if response.status_code != 200:
-        raise FrankError(f"fidelity: llama.cpp's /tokenize answered {response.status_code}: {response.text[:400]}")
-    return [int(t) for t in response.json()["tokens"]]
+    body = {"content": text, "add_special": True}
+    return [int(t) for t in post_json(client, base_url, "/tokenize", body, "llama.cpp's /tokenize")["tokens"]]
