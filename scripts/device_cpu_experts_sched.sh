@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The seed's CPU-expert schedule test, ON the GPU machine (issue 32; docs/gpu-run.md, "The schedule test"):
-# llama.cpp's CUDA llama-server (carried, built there by an earlier call) serving frank-moe-gpu (drawn and
+# llama.cpp's CUDA llama-server (carried from an earlier call, or built there from the carried source) serving frank-moe-gpu (drawn and
 # converted there) through `llamacpp-gpu-moe`, and then only frank's own commands:
 #
 #   1. the A/A run: frank/experiments/designs/cpu-experts-aa.toml registered and run (3 blocks of two starts
@@ -16,8 +16,10 @@
 # machine keeps /tmp), the runs through their journals (`frank experiment run --detach --stop-after S`:
 # the runner stops between cells). Call it again until it prints "all done".
 #
-#   here:   BIN_PARTS=/path/to/llama-bin-parts scripts/stage_cpu_experts_device.sh .device/i32
+#   here:   [BIN_PARTS=/path/to/llama-bin-parts] scripts/stage_cpu_experts_device.sh .device/i32
 #   there:  FRANK_DEVICE_DIR=$PWD/.device/i32 bash scripts/device_cpu_experts_sched.sh     (carry .device/i32)
+#   (with no BIN_PARTS the first call builds llama-server there: copy the llama-bin.part-* it sends back into
+#   .device/i32 before the next call, in case the machine is not warm any more)
 #
 # A dry run here (mechanics only: the CPU wheel's llama-server, tiny-frank-moe, no GPU readings):
 #   FRANK_SCHED_PROFILE=llamacpp-cpu-moe FRANK_SCHED_MODEL=tiny-frank-moe FRANK_SCHED_PYTHON=$PWD/.venv/bin/python \
@@ -71,9 +73,20 @@ fi
 if [ ! -f "$W/llama.cpp/conversion/deepseek.py" ]; then
     mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-convert.tar.gz" -C "$W/llama.cpp" || exit 1
 fi
-if [ -z "${FRANK_LLAMA_SERVER:-}" ]; then   # (a dry run sets it to none: the CPU profile needs no binary)
-    if [ ! -x "$W/build/bin/llama-server" ]; then
+# llama-server: given (a dry run sets none: the CPU profile needs no binary), built by an earlier call on this
+# machine, carried as parts, or built now from the carried source beside the model (about 300 s on 16 cores;
+# its bin/ comes back in $OUT as llama-bin.part-*, to carry next time)
+BUILD_PID=
+if [ -z "${FRANK_LLAMA_SERVER:-}" ]; then
+    if [ ! -x "$W/build/bin/llama-server" ] && compgen -G "$D/llama-bin.part-*" >/dev/null; then
         mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build" || exit 1
+    elif [ ! -x "$W/build/bin/llama-server" ]; then
+        stamp "build llama-server (CUDA, sm_90) in the background"
+        rm -rf "$W/llama.cpp-src" && mkdir -p "$W/llama.cpp-src" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp-src" || exit 1
+        (cmake -S "$W/llama.cpp-src" -B "$W/build" -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+            -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
+            ninja -C "$W/build" -j"$(nproc)" llama-server) >"$LOG/build.log" 2>&1 &
+        BUILD_PID=$!
     fi
     export FRANK_LLAMA_SERVER=$W/build/bin/llama-server
 fi
@@ -85,6 +98,11 @@ if ! frank model verify --model "$MODEL" --json >/dev/null 2>&1; then
     tail -4 "$LOG/model-build.err"
 fi
 frank model verify --model "$MODEL" --json >"$LOG/model-verify.json" && head -c 400 "$LOG/model-verify.json"; echo
+if [ -n "$BUILD_PID" ]; then
+    wait "$BUILD_PID" || { tail -40 "$LOG/build.log"; rm -rf "$W/build"; exit 1; }
+    stamp "built llama-server"
+    tar -czf - -C "$W/build" bin | split -b 15000000 - "$OUT/llama-bin.part-" && ls -la "$OUT"/llama-bin.part-*
+fi
 frank engine start --profile "$PROFILE" --dry-run >"$LOG/engine-dry-run.txt" 2>&1
 
 # the designs as this machine runs them: the profile and model (a dry run elsewhere names others), knobs

@@ -3,8 +3,8 @@
 # carries beside the checkout's tree (about 52 MB of its 64 MiB): llama.cpp's converter alone (its
 # convert_hf_to_gguf.py, conversion/ and gguf-py: the model is drawn and converted there), the console's
 # wheels, frank-moe-gpu's kit (state-dict shapes and tokenizer) and, when BIN_PARTS names them, the CUDA
-# llama-server an earlier call built there (scripts/device_llamacpp_moe.sh FRANK_MOE_STEP=build sends its
-# bin/ back as llama-bin.part-*), so no call has to build it again.
+# llama-server an earlier call built there (the first call builds it from llama.cpp's source, carried when
+# BIN_PARTS is not given, and sends its bin/ back as llama-bin.part-*), so no later call has to build it again.
 #
 #   BIN_PARTS=DIR scripts/stage_cpu_experts_device.sh DEST      (from the checkout's root; DEST e.g. .device/i32)
 set -euo pipefail
@@ -18,5 +18,5 @@ tar -czf "$DEST/llama.cpp-convert.tar.gz" -C "$SRC" convert_hf_to_gguf.py conver
 scripts/device_wheels.sh "$DEST/wheels" >/dev/null
 KIT=$DEST/kit-frank-moe-gpu
 [ -f "$KIT/shapes.json" ] || PYTHONPATH=$PWD "$ENGINE_PY" -m frank.engine.models.moe_model kit --model frank-moe-gpu --out "$KIT"
-if [ -n "${BIN_PARTS:-}" ]; then cp "$BIN_PARTS"/llama-bin.part-* "$DEST/"; fi
+if [ -n "${BIN_PARTS:-}" ]; then cp "$BIN_PARTS"/llama-bin.part-* "$DEST/"; else cp .device/llama.cpp-src.tar.gz "$DEST/"; fi
 du -sh "$DEST"/* "$DEST"

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from frank.experiments.design import Design, DesignError
 
@@ -33,6 +32,8 @@ class TestResult:
 def sign_test(wins: int, blocks: int) -> TestResult:
     if blocks == 0:
         return TestResult(p_value=1.0, null_size=1, statistic=0.0)
+    from scipy import stats  # here, not at the top: importing scipy.stats costs every `frank` command a second
+
     p = stats.binomtest(wins, blocks, 0.5, alternative="greater").pvalue
     return TestResult(p_value=float(p), null_size=2**blocks, statistic=float(wins))
 
@@ -48,6 +49,8 @@ def permutation_test(treatment: Sequence[float], control: Sequence[float], direc
         return TestResult(p_value=1.0, null_size=1, statistic=float("nan"))
     if min(len(t), len(c)) < 2:  # scipy needs two per arm; a 1+n design is enumerated here, the same test
         return _enumerated(t, c, direction)
+    from scipy import stats
+
     res = stats.permutation_test(
         (t, c),
         _mean_diff,

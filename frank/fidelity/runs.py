@@ -293,16 +293,17 @@ def floor_run(
     started = time.monotonic()
     sets = load_sets(set_specs)
     starts: list[list[Candidate]] = []
-    target = refs = None
+    target = refs = running = None
     configs = [knobs, knobs] + ([{**(knobs or {}), **versus}] if versus else [])
     for n, config in enumerate(configs, 1):
         if progress:
             progress(f"start {n} of {len(configs)}: {profile or 'embedded-cpu'} {config or {}}")
         controller.start(profile, config)
         try:
-            target = running_target(controller)
-            refs = refs or _references(target, sets, k, progress)
-            starts.append(_candidates(target, sets, refs, k, progress))
+            running = running_target(controller)
+            target = target or running  # the run is the configuration's (start 1), not the versus start's
+            refs = refs or _references(running, sets, k, progress)
+            starts.append(_candidates(running, sets, refs, k, progress))
         finally:
             controller.stop()
     assert target is not None and refs is not None
@@ -317,7 +318,7 @@ def floor_run(
         if versus:
             third = starts[2][i]
             entry["versus"] = {
-                "knobs": versus,
+                "knobs": {name: running.knobs.get(name, value) for name, value in versus.items()},  # as started
                 "kl": mean_kl(ids, lps, third).kl,  # against start 1, as the engine floor
                 "kl_reference": mean_kl(ref.top_ids, ref.top_logprobs, third).kl,
             }

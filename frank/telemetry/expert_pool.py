@@ -139,7 +139,7 @@ class PoolTracker:
             for tid, used in threads.items():
                 self._base.setdefault(tid, used)
             rates = {
-                tid: 100.0 * max(0.0, used - self._last[tid]) / dt
+                tid: min(100.0, 100.0 * max(0.0, used - self._last[tid]) / dt)  # a thread: one core at most
                 for tid, used in threads.items()
                 if dt and tid in self._last
             }

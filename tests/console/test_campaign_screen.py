@@ -61,11 +61,14 @@ async def test_a_read_only_console_shows_a_fired_rule_and_writes_nothing(make_ap
     path = served_part_and_two_fidelity_runs(actions.default_path())
     history = history_path(path)
     before = history.read_bytes()
+    told: list[str] = []  # every notification (a toast expires after its timeout: a loaded run could miss it)
+    notify = app.notify
+    app.notify = lambda message, *a, **kw: told.append(str(message)) or notify(message, *a, **kw)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("5")
         status = app.screen.query_one("#campaign-status")
-        assert await wait_until(pilot, lambda: "REVERT RULE FIRED" in str(status.content), timeout_s=20)
-        assert await wait_until(
-            pilot, lambda: any("rule kl" in str(n.message) for n in app._notifications), timeout_s=30
-        ), "the watch did not notify the fired rule"
+        assert await wait_until(pilot, lambda: "REVERT RULE FIRED" in str(status.content), timeout_s=30)
+        assert await wait_until(pilot, lambda: any("rule kl" in m for m in told), timeout_s=30), (
+            "the watch did not notify the fired rule"
+        )
     assert history.read_bytes() == before, "a read-only console appended to the campaign history"

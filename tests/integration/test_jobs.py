@@ -9,6 +9,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -59,20 +61,43 @@ def test_detach_returns_at_once_and_the_job_finishes(frank_cli, engine):
     assert launched["run_id"] in [j["run_id"] for j in listed]
 
 
+def sigterm_pending(pid: int) -> bool:
+    """SIGTERM waits in the process's (or a thread's) pending set: /proc/PID/status, ShdPnd or SigPnd."""
+    masks = [line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines() if "Pnd:" in line]
+    return any(int(mask, 16) & (1 << (signal.SIGTERM - 1)) for mask in masks)
+
+
 def test_cancel_then_resume_loses_nothing(frank_cli, engine):
-    # The whole draw (45 requests): with 15, all of them could finish while `frank jobs cancel` was still
-    # starting its interpreter (seen once in a clean-clone run), and there was nothing left to cancel.
-    launched = frank_cli.json("replay", "w01-mini", "--draws", "draw-2", "--detach", ok=(0, 3))
-    run_id = launched["run_id"]
+    # The job is held (SIGSTOP) from its second record until `frank jobs cancel` has sent its SIGTERM: on a
+    # loaded machine a whole draw of 45 could finish while the CLI's interpreter was still starting (seen
+    # twice). Held, it cannot: 8 requests leave work to cancel.
+    launched = frank_cli.json("replay", "w01-mini", "--draws", "draw-2", "--limit", "8", "--detach", ok=(0, 3))
+    run_id, pid = launched["run_id"], launched["pid"]
     wait_state(run_id, done_at_least=2)
-    cancelled = frank_cli.json("jobs", "cancel", run_id, ok=(0, 3))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        cancel = subprocess.Popen(
+            [sys.executable, "-m", "frank.console.cli", "jobs", "cancel", run_id, "--wait", "120", "--json"],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while not sigterm_pending(pid) and cancel.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    out, _ = cancel.communicate(timeout=180)
+    assert cancel.returncode == 0, out
+    cancelled = json.loads(out)
     assert cancelled["state"] == "cancelled", cancelled
     before = records_by_id(cancelled["run_dir"])
-    assert 2 <= len(before) < 45
+    assert 2 <= len(before) < 8
     summary = frank_cli.json("replay", "--resume", run_id, "--quiet", ok=(0, 3))
-    assert summary["state"] == "finished" and summary["totals"]["ok"] == 45
+    assert summary["state"] == "finished" and summary["totals"]["ok"] == 8
     after = records_by_id(cancelled["run_dir"])
-    assert len(after) == 45 and all(len(recs) == 1 for recs in after.values())  # nothing lost, none twice
+    assert len(after) == 8 and all(len(recs) == 1 for recs in after.values())  # nothing lost, none twice
     assert all(after[key] == recs for key, recs in before.items())  # earlier records untouched
 
 

@@ -118,32 +118,35 @@ TEXT = (
 )
 
 
-def test_fidelity_runs_on_llamacpp_against_the_checkpoint_its_gguf_became(frank_cli, tmp_path):
-    """`frank fidelity run` teacher-forces llama.cpp (as trained: context 8192, no YaRN; its own engine, ready
-    in a second) on the reference's IDs. Q4_1 weights with 8-bit activations and a float16 KV cache against
-    the float32 reference of the same weights: far above the reference's own noise, yet thousandths of a
-    nat (the shipped sets: 2-3e-3); a position shifted by one token would cost nats."""
+def test_the_floor_starts_llamacpp_twice_and_a_third_time_with_yarn(frank_cli, tmp_path):
+    """`frank fidelity floor` teacher-forces llama.cpp (as trained: context 8192, no YaRN; engines of its own,
+    ready in a second) on the reference's IDs, twice, then a third time with YaRN's 4x stretch (context
+    32768). Q4_1 weights with 8-bit activations and a float16 KV cache against the float32 reference of the
+    same weights: far above the reference's own noise, yet thousandths of a nat (the shipped sets: 2-3e-3);
+    a position shifted by one token would cost nats. Two starts of one configuration agree (one thread: the
+    same sums in the same order); YaRN changes the model at every position, so it stands far above them."""
     from frank.fidelity.sets import Document, write_set
 
     home = tmp_path / "home"
-    started = frank_cli(
-        "engine", "start", "--profile", "llamacpp-cpu", "--knob", "context=8192", "--json", home=home, timeout=600
-    )
-    assert started.returncode == 0, started.stderr
-    try:
-        texts = [TEXT * 3, "Tool output:\n  File \"app.py\", line 12, in main\n    run()\nKeyError: 'port'\n" * 4]
-        docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
-        path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=64)
-        out = frank_cli("fidelity", "run", "--sets", str(path), "--json", home=home, timeout=600)
-    finally:
-        assert frank_cli("engine", "stop", home=home, timeout=600).returncode == 0
-    assert out.returncode == 0, out.stderr[-2000:]
-    run = json.loads(out.stdout)
-    [entry] = run["sets"]
-    assert run["profile"] == "llamacpp-cpu" and run["knobs"]["context"] == 8192 and run["top_k"] == 64
-    assert entry["positions"] == 2 * 63
+    texts = [TEXT * 3, "Tool output:\n  File \"app.py\", line 12, in main\n    run()\nKeyError: 'port'\n" * 4]
+    docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
+    path = write_set(tmp_path / "small", "small", "two short documents", docs, max_tokens=64)
+    floor = frank_cli.json(
+        "fidelity", "floor", "--profile", "llamacpp-cpu", "--knob", "context=8192", "--versus", "context=32768",
+        "--sets", str(path), home=home, timeout=600,
+    )  # fmt: skip
+    assert frank_cli.json("engine", "status", home=home)["state"] == "stopped", "the floor stops what it started"
+    [entry] = floor["sets"]
+    assert floor["kind"] == "floor" and floor["profile"] == "llamacpp-cpu" and floor["knobs"]["context"] == 8192
+    assert floor["top_k"] == 64 and entry["positions"] == 2 * 63
+    assert 0 <= entry["engine_floor"] < 1e-9, entry  # the two starts agree
+    assert entry["floor"]["value"] == max(entry["floor"]["reference"], entry["engine_floor"])
     assert math.isfinite(entry["kl"]) and 1000 * entry["floor"]["value"] < entry["kl"] < 0.05, entry
+    assert entry["kl_start_2"] == pytest.approx(entry["kl"], rel=1e-6)
     assert entry["max_kl"] < 0.5 and entry["kl_over_floor"] > 1000
+    versus = entry["versus"]
+    assert versus["knobs"] == {"context": 32768} and versus["kl"] > 1000 * max(entry["engine_floor"], 1e-9), versus
+    assert versus["kl_reference"] > entry["kl"], "YaRN moves the engine away from the model as trained"
 
 
 def test_an_engine_that_refuses_to_start_shows_its_own_lines_and_the_profile_field(frank_cli, tmp_path):

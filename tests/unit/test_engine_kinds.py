@@ -351,8 +351,8 @@ def _gguf_header(path: Path, arch: str, block_count: int) -> Path:
     return path
 
 
-# llamacpp-gpu-moe's knobs as issue 31 wrote them (its profile is not in this branch's base), with the split
-# knob this issue adds; the layer count comes from the model's GGUF.
+# A profile of llamacpp-gpu-moe's shape with the knob values cut down (the shipped profile is the next
+# test's); the layer count comes from the model's GGUF.
 MOE_PROFILE = """
 name = "moe2"
 kind = "llamacpp"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import time
@@ -119,3 +120,31 @@ def test_a_new_engine_pid_starts_fresh(busy_child):
     time.sleep(0.1)
     x = s.sample(busy_child.pid)
     assert x.engine.pid == busy_child.pid and x.engine.cpu_percent is None  # no rate across two engines
+
+
+def test_tick_rounded_reads_over_a_short_interval_never_read_above_the_cores(monkeypatch, busy_child):
+    """CPU times come in 10 ms ticks: two reads 20 ms apart can show a tick too many per process and per
+    thread (241% on a 2-core machine was seen in CI). A rate is capped at what the cores can give."""
+    from frank.telemetry import procfs
+
+    real_stat, real_threads = procfs.proc_stat, procfs.thread_stats
+    extra = {"s": 0.0}  # what the next read adds: 5 ticks, as if rounding had put them all in this interval
+
+    def stat(pid, tid=None):
+        got = real_stat(pid, tid)
+        return got if got is None else dataclasses.replace(got, cpu_s=got.cpu_s + extra["s"])
+
+    def threads(pid):
+        return {tid: dataclasses.replace(t, cpu_s=t.cpu_s + extra["s"]) for tid, t in real_threads(pid).items()}
+
+    monkeypatch.setattr(procfs, "proc_stat", stat)
+    monkeypatch.setattr(procfs, "thread_stats", threads)
+    s = CpuSampler()
+    s.sample(busy_child.pid)
+    time.sleep(0.3)
+    assert s.sample(busy_child.pid).engine.cpu_percent > 10  # busy: its threads are read, a baseline kept
+    extra["s"] = 0.05 * psutil.cpu_count()
+    eng = s.sample(busy_child.pid).engine
+    assert eng.cpu_percent == 100.0 * psutil.cpu_count()
+    assert eng.busiest and all(t.cpu_percent <= 100.0 for t in eng.busiest)
+    assert max(t.cpu_percent for t in eng.busiest) == 100.0
