@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The seed's CPU-expert schedule test, ON the GPU machine (issue 32; docs/gpu-run.md, "The schedule test"):
-# llama.cpp's CUDA llama-server (carried from an earlier call, or built there from the carried source) serving frank-moe-gpu (drawn and
-# converted there) through `llamacpp-gpu-moe`, and then only frank's own commands:
+# llama.cpp's CUDA llama-server (carried from an earlier call, or built there from the carried source)
+# serving frank-moe-gpu (drawn and converted there) through `llamacpp-gpu-moe`, then only frank's own commands:
 #
 #   1. the A/A run: frank/experiments/designs/cpu-experts-aa.toml registered and run (3 blocks of two starts
 #      of one schedule);
@@ -82,7 +82,9 @@ if [ -z "${FRANK_LLAMA_SERVER:-}" ]; then
         mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build" || exit 1
     elif [ ! -x "$W/build/bin/llama-server" ]; then
         stamp "build llama-server (CUDA, sm_90) in the background"
-        rm -rf "$W/llama.cpp-src" && mkdir -p "$W/llama.cpp-src" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp-src" || exit 1
+        if [ ! -f "$W/llama.cpp-src/CMakeLists.txt" ]; then   # kept: a call cut off mid-build resumes it with ninja
+            mkdir -p "$W/llama.cpp-src" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp-src" || exit 1
+        fi
         (cmake -S "$W/llama.cpp-src" -B "$W/build" -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
             -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
             ninja -C "$W/build" -j"$(nproc)" llama-server) >"$LOG/build.log" 2>&1 &

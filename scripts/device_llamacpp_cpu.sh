@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# issue 21's first line, whole and fresh, on the GPU device's 16 CPU cores (the `run` tool's machine: no
+# issue 21's first line, whole and fresh, on the GPU device's 16 CPU cores (the offline GPU machine: no
 # network, Python 3.12): `frank engine start --profile llamacpp-cpu` (xllamacpp's CPU wheel, SmolLM2's
 # GGUF), `frank engine status --json`, then `frank replay w01-mini --draws draw-1 --json`, which takes more
 # than an hour on one thread of the 2-core development machine. What it needs is carried in folders that

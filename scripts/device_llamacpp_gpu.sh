@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# frank beside a GPU llama.cpp engine, ON the GPU device (the `run` tool's machine: no network, Python 3.12).
+# frank beside a GPU llama.cpp engine, ON the GPU device (the offline GPU machine: no network, Python 3.12).
 # Builds llama-server with CUDA from the carried source, serves the tiny model's GGUF on the GPU, and runs
 # frank against it: telemetry (NVML + the engine's /metrics), the dashboard (headless, saved as SVG) and a
 # W01 mini replay, all with frank's own CLI. Everything it needs travels in .device/carry (scripts/stage_device.sh

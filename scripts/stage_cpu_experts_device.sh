@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Stage what scripts/device_cpu_experts_sched.sh needs on the GPU machine into one folder the `run` tool
-# carries beside the checkout's tree (about 52 MB of its 64 MiB): llama.cpp's converter alone (its
-# convert_hf_to_gguf.py, conversion/ and gguf-py: the model is drawn and converted there), the console's
-# wheels, frank-moe-gpu's kit (state-dict shapes and tokenizer) and, when BIN_PARTS names them, the CUDA
-# llama-server an earlier call built there (the first call builds it from llama.cpp's source, carried when
-# BIN_PARTS is not given, and sends its bin/ back as llama-bin.part-*), so no later call has to build it again.
+# Stage what scripts/device_cpu_experts_sched.sh needs on the GPU machine into one folder carried there
+# beside the checkout's tree (53 MB of the 64 MiB a call can carry with the parts, 15 MB with the source):
+# llama.cpp's converter alone (its convert_hf_to_gguf.py, conversion/ and gguf-py: the model is drawn and
+# converted there), the console's wheels, frank-moe-gpu's kit (state-dict shapes and tokenizer) and, when
+# BIN_PARTS names them, the CUDA llama-server an earlier call built there. Without BIN_PARTS, llama.cpp's
+# source: the first call builds llama-server from it and sends its bin/ back as llama-bin.part-*, so no
+# later call has to build it again.
 #
 #   BIN_PARTS=DIR scripts/stage_cpu_experts_device.sh DEST      (from the checkout's root; DEST e.g. .device/i32)
 set -euo pipefail

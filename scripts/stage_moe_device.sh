@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stage what scripts/device_llamacpp_moe.sh needs on the GPU machine into one folder the `run` tool carries
-# (about 16 MB of its 64 MiB): llama.cpp's trimmed source, its converter's gguf-py (the trimmed source leaves
+# Stage what scripts/device_llamacpp_moe.sh needs on the GPU machine into one folder carried there
+# (about 16 MB of the 64 MiB a call can carry): llama.cpp's trimmed source, its converter's gguf-py (the trimmed source leaves
 # it out), the console's wheels, the GPU-size MoE's kit (state-dict shapes and tokenizer: the GPU machine's
 # transformers may not know DeepSeek-V4) and this checkout's frank tree.
 #
