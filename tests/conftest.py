@@ -72,19 +72,34 @@ class FrankCli:
         timeout: float = 300,
         **run: Any,
     ) -> subprocess.CompletedProcess:
-        child = {**os.environ, **(env or {})}
-        if home is not None:
-            child["FRANK_HOME"] = str(home)
-        child["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), child.get("PYTHONPATH")) if p)
         return subprocess.run(
             [sys.executable, "-m", "frank.console.cli", *args],
             cwd=REPO,
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=child,
+            env=self._child_env(home, env),
             **run,
         )
+
+    def popen(self, *args: str, home: Path | str | None = None, **popen: Any) -> subprocess.Popen:
+        """`frank ARGS` started and not waited for (stdout piped, text)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "frank.console.cli", *args],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=self._child_env(home, None),
+            **popen,
+        )
+
+    @staticmethod
+    def _child_env(home: Path | str | None, env: dict[str, str] | None) -> dict[str, str]:
+        child = {**os.environ, **(env or {})}
+        if home is not None:
+            child["FRANK_HOME"] = str(home)
+        child["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), child.get("PYTHONPATH")) if p)
+        return child
 
     def json(self, *args: str, ok: tuple[int, ...] = (0,), **kw: Any) -> Any:
         """`frank ARGS --json`, its exit status one of `ok`: the parsed output."""

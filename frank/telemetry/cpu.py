@@ -84,9 +84,7 @@ class CpuSampler:
         self._prev_proc: dict[int, float] = {}  # pid -> cumulative cpu seconds
         self._prev_threads: dict[tuple[int, int], float] = {}  # (pid, tid) -> cpu seconds, at the last sample
         self._pool = PoolTracker()
-        # CPU times come in clock ticks (10 ms), so over a short interval a rate can read above what the
-        # cores can give (one tick too many per process); a rate is capped at the physical ceiling.
-        self._tree_ceiling = 100.0 * (psutil.cpu_count() or 1)
+        self._cpu_count = psutil.cpu_count() or 1  # a tree's ceiling
 
     def sample(self, engine_pid: int | None) -> CpuSample:
         t0 = time.perf_counter()
@@ -122,7 +120,7 @@ class CpuSampler:
         out = []
         for (b0, t0), (b1, t1) in zip(before, now):
             dt = t1 - t0
-            out.append(min(100.0, max(0.0, 100.0 * (b1 - b0) / dt)) if dt > 0 else 0.0)
+            out.append(procfs.busy_percent(b1 - b0, dt) if dt > 0 else 0.0)
         return tuple(out)
 
     def _refresh_tree(self, pid: int, root: procfs.ProcStat, now: float) -> None:
@@ -162,7 +160,7 @@ class CpuSampler:
         if dt and dt > 0:
             # a process first seen now counts from the next sample (its lifetime total is no rate)
             used = sum(v - self._prev_proc[p] for p, v in proc_cpu.items() if p in self._prev_proc)
-            cpu_percent = min(self._tree_ceiling, max(0.0, 100.0 * used / dt))
+            cpu_percent = procfs.busy_percent(used, dt, self._cpu_count)
         busiest: list[ThreadUse] = []
         root_threads: dict[int, float] | None = None
         if cpu_percent is None or cpu_percent >= self.busy_percent:
@@ -173,7 +171,7 @@ class CpuSampler:
                     reverse=True,
                 )
                 busiest = [
-                    ThreadUse(tid, p, threads[(p, tid)].name, min(100.0, max(0.0, 100.0 * d / dt)))
+                    ThreadUse(tid, p, threads[(p, tid)].name, procfs.busy_percent(d, dt))
                     for d, (p, tid) in deltas[: self.busiest]
                     if d > 0
                 ]

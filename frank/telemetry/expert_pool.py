@@ -139,7 +139,7 @@ class PoolTracker:
             for tid, used in threads.items():
                 self._base.setdefault(tid, used)
             rates = {
-                tid: min(100.0, 100.0 * max(0.0, used - self._last[tid]) / dt)  # a thread: one core at most
+                tid: procfs.busy_percent(used - self._last[tid], dt)
                 for tid, used in threads.items()
                 if dt and tid in self._last
             }

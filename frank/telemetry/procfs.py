@@ -16,6 +16,13 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
+def busy_percent(used_s: float, dt: float, cores: float = 1.0) -> float:
+    """CPU seconds used over `dt` seconds as percent of one core, between 0 and what `cores` can give. CPU
+    times come in clock ticks (10 ms), so over a short interval one tick too many per process or thread
+    would read above that ceiling."""
+    return min(100.0 * cores, max(0.0, 100.0 * used_s / dt))
+
+
 @dataclass(frozen=True)
 class ProcStat:
     name: str  # comm: the process's or thread's name (15 characters at most)

@@ -9,8 +9,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,8 +17,6 @@ import pytest
 from frank import jobs
 
 pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("job_kinds")]
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def wait_state(run_id: str, done_at_least: int = 0, timeout_s: float = 240) -> jobs.JobStatus:
@@ -76,13 +72,7 @@ def test_cancel_then_resume_loses_nothing(frank_cli, engine):
     wait_state(run_id, done_at_least=2)
     os.kill(pid, signal.SIGSTOP)
     try:
-        cancel = subprocess.Popen(
-            [sys.executable, "-m", "frank.console.cli", "jobs", "cancel", run_id, "--wait", "120", "--json"],
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))},
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        cancel = frank_cli.popen("jobs", "cancel", run_id, "--wait", "120", "--json")
         deadline = time.monotonic() + 120
         while not sigterm_pending(pid) and cancel.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -83,6 +83,7 @@ def test_telemetry_names_the_cpu_pool_and_sees_it_compute(frank_cli, moe):
     from frank.telemetry.sampler import Sampler, snapshot_to_json, static_target
 
     home, status, headers = moe
+    _chat(status, headers, 4)  # the pool's threads are told apart by the CPU they have used: not none yet
     once = frank_cli("telemetry", "--once", "--json", "--period", "0.3", home=home, timeout=600)
     assert once.returncode == 0, once.stderr
     pool = json.loads(once.stdout)["expert_pool"]
