@@ -176,4 +176,4 @@ async def test_a_screen_run_shows_every_settings_values_and_the_pick(make_app):
         assert [str(c) for c in board.get_row("poll-50")][0] == "poll-50 ◀ pick"
         assert [str(c) for c in board.get_row("threads-1")][-1] == "0/2"
         tally = str(app.screen.query_one("#exp-tally").content)
-        assert "pick: poll-50" in tally and "not evidence" in tally
+        assert "poll-50: the lowest median" in tally and "not evidence" in tally

@@ -246,8 +246,9 @@ class ExperimentsScreen(FrankScreen):
         columns = ("setting", *repeats, "median", "vs control", "wins")
         if self._board_kind != f"{s.run_id}:screen":
             board.clear(columns=True)
+            width = max(len(r.name) for r in screen.settings) + 7  # room for " ◀ pick"
             for col in columns:
-                board.add_column(col, key=col, width=24 if col == "setting" else 10)
+                board.add_column(col, key=col, width=width if col == "setting" else 8)
             self._board_kind = f"{s.run_id}:screen"
         for r in screen.settings:
             effects = [e for e in r.effects_pct if e is not None]
@@ -255,8 +256,8 @@ class ExperimentsScreen(FrankScreen):
             name = r.name + (" ◀ pick" if r.name == screen.pick else "")
             cells = (
                 name,
-                *(_v(v) for v in r.values),
-                _v(r.median),
+                *(_short(v) for v in r.values),
+                _short(r.median),
                 versus,
                 "" if r.is_control else f"{r.wins}/{r.compared}",
             )
@@ -271,11 +272,14 @@ class ExperimentsScreen(FrankScreen):
         lines = [
             f"[$frank-idle]screen[/] {done} of {len(s.cells)} cells · {screen.repeats} repeats · "
             f"measure {escape(screen.measure)} ({screen.direction} is better)",
-            f"[{style}]pick: {escape(screen.pick or 'none yet' if not screen.complete else screen.pick or 'none')}[/] "
-            f"[$frank-idle]{escape(screen.pick_reason)}[/]",
+            f"[{style}]pick:[/] {escape(screen.pick_reason)}",
             "[$frank-idle]a screen is not evidence: its pick goes on to a registered confirmation[/]",
         ]
         self.query_one("#exp-tally", Static).update("\n".join(lines))
+
+
+def _short(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4g}"
 
 
 def _v(value: float | None) -> str:
