@@ -1,4 +1,5 @@
-"""The edge of every hand-edited TOML file frank reads (profiles, designs, suites, campaign files).
+"""The edge of every hand-edited TOML file frank reads (profiles, designs, suites, campaign files, the
+console's config).
 
 - `parse` turns the text into data or refuses it at the line the TOML error names.
 - `KeyLines` finds the line of any field (`knobs.threads.values[0]`, `parts[1].evidence[0].state`) by
@@ -9,7 +10,7 @@
   infinities, integers beyond a float's exact range (2^53), strings with control characters other than
   tab and newline, nesting deeper than `MAX_DEPTH`.
 - `validate` runs a pydantic model (strict: no coercion, no unknown field) and turns its first refusal
-  into the format's own error naming the file, the line and the field.
+  into the format's own error naming the file, the line and the field; `refusals` gives every one.
 """
 
 from __future__ import annotations
@@ -227,15 +228,30 @@ def _shown(value: Any) -> str:
 
 def validate(model: type[M], data: Any, source: str | Path, lines: KeyLines | None, error: Err, **context: Any) -> M:
     """The model of `data`, or the format's error naming the file, line and field of the first refusal."""
+    found, problems = refusals(model, data, source, lines, error, **context)
+    if problems:
+        raise problems[0]
+    assert found is not None
+    return found
+
+
+def refusals(
+    model: type[M], data: Any, source: str | Path, lines: KeyLines | None, error: Err, **context: Any
+) -> tuple[M | None, list[FrankError]]:
+    """The model of `data`, or None and every refusal (each naming the file, line and field): the one way
+    to collect several problems of a file."""
     try:
-        return model.model_validate(data, context=context or None)
+        return model.model_validate(data, context=context or None), []
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        path = tuple(p for p in first["loc"] if isinstance(p, (str, int)))
-        if first["type"] == "extra_forbidden":
-            known = getattr(_model_at(model, path[:-1]), "model_fields", {})
-            raise refusal(error, source, lines, path, f"unknown field (known: {', '.join(known)})") from None
-        raise refusal(error, source, lines, path, _message(first)) from None
+        out = []
+        for err in exc.errors(include_url=False):
+            path = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+            if err["type"] == "extra_forbidden":
+                known = getattr(_model_at(model, path[:-1]), "model_fields", {})
+                out.append(refusal(error, source, lines, path, f"unknown field (known: {', '.join(known)})"))
+            else:
+                out.append(refusal(error, source, lines, path, _message(err)))
+        return None, out
 
 
 def _model_at(model: type[BaseModel], path: Path_) -> Any:
