@@ -78,19 +78,24 @@ def append(path: Path, record: Mapping[str, Any], **dumps: Any) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        size = _heal(fd, path)
-        try:
-            written = os.write(fd, line)  # one write: a kill leaves at most a prefix of this line
-            if written != len(line):  # a short write: the disk filled up under it
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            os.fsync(fd)
-        except OSError as exc:
-            os.ftruncate(fd, size)  # the part written goes: the file ends at its last whole record
-            raise WriteError(
-                f"{path}: cannot append a record: {exc.strerror or exc} (the records before it are kept)"
-            ) from None
+        write_whole(fd, path, line, _heal(fd, path))
     finally:
         os.close(fd)  # also drops the lock
+
+
+def write_whole(fd: int, path: Path, line: bytes, size: int) -> None:
+    """Write one line at the end of a file that is `size` bytes long (opened O_APPEND) and fsync it, whole or
+    not at all: a short or failed write (a full disk) is cut back to `size` and raised naming the file."""
+    try:
+        written = os.write(fd, line)  # one write: a kill leaves at most a prefix of this line
+        if written != len(line):  # a short write: the disk filled up under it
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        os.fsync(fd)
+    except OSError as exc:
+        os.ftruncate(fd, size)  # the part written goes: the file ends at its last whole record
+        raise WriteError(
+            f"{path}: cannot append a record: {exc.strerror or exc} (the records before it are kept)"
+        ) from None
 
 
 def torn_path(path: Path) -> Path:
