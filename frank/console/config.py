@@ -67,7 +67,7 @@ def load() -> tuple[Settings, list[str]]:
         tomlfile.check_plain(data, path, lines, FrankError)
     except FrankError as exc:
         return Settings(), [str(exc)]
-    schema, problems = tomlfile.refusals(_Schema, data, path, lines, FrankError)
+    schema, problems = tomlfile.refusals(_Schema, data, path, lines)
     if schema is None:
         return Settings(), [str(p) for p in problems]
     return Settings(schema.theme, float(schema.refresh_s), schema.log_tail_lines, dict(schema.keymap)), []
