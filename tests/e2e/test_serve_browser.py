@@ -104,7 +104,7 @@ def command_lines(pid: int) -> str:
 
 @pytest.mark.timeout(240)
 async def test_off_loopback_every_request_without_the_token_gets_401_and_the_token_gets_the_console(
-    fresh_frank_home: Path, tmp_path: Path
+    frank_cli, fresh_frank_home: Path, tmp_path: Path
 ) -> None:
     """Attempts that must get nothing: no token, a wrong one, a near miss, the page's scripts and its
     websocket without it; the token never shows in the server's log, its process listing or environment."""
@@ -113,30 +113,9 @@ async def test_off_loopback_every_request_without_the_token_gets_401_and_the_tok
     token_file.write_text(token + "\n")
     token_file.chmod(0o644)
     listen = ["--listen", f"0.0.0.0:{port}", "--read-only", "--public-url", f"http://127.0.0.1:{port}"]
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "frank.console.cli",
-            "serve",
-            *listen,
-            "--allow-remote",
-            "--token-file",
-            str(token_file),
-        ],
-        cwd=str(REPO_ROOT),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    refused = frank_cli("serve", *listen, "--allow-remote", "--token-file", str(token_file), timeout=60)
     assert refused.returncode != 0 and "mode 644; make it 0600" in refused.stderr, refused.stderr
-    refused = subprocess.run(
-        [sys.executable, "-m", "frank.console.cli", "serve", "--listen", f"0.0.0.0:{port}"],
-        cwd=str(REPO_ROOT),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    refused = frank_cli("serve", "--listen", f"0.0.0.0:{port}", timeout=60)
     assert refused.returncode != 0 and "not a loopback address" in refused.stderr, refused.stderr
     token_file.chmod(0o600)
     server = start_serve(tmp_path, *listen, "--allow-remote", "--token-file", str(token_file))
