@@ -8,8 +8,6 @@ the files whole."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from frank import jsonl
 from frank.errors import WriteError
 from frank.workloads.format import write_workload
+from tests.full_disk import fill, tmpfs
 
 pytestmark = pytest.mark.engine
 REQUESTS = 12
@@ -25,29 +24,9 @@ REQUESTS = 12
 
 @pytest.fixture
 def disk(tmp_path: Path, monkeypatch):
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"mounting a tmpfs is not permitted here ({done.stderr.decode().strip()}); CI runs as root")
-    monkeypatch.setenv("FRANK_HOME", str(mount / "home"))
-    try:
+    with tmpfs(tmp_path / "disk", "24m") as mount:
+        monkeypatch.setenv("FRANK_HOME", str(mount / "home"))
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(disk: Path) -> Path:
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while os.write(fd, b"\0" * 65536):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return filler
 
 
 def workload(path: Path) -> Path:

@@ -1,6 +1,6 @@
 """A full disk loses nothing: on a small tmpfs filled up, every record writer (frank.jsonl, under the
-experiment journal, replay records, episode records and the campaign history; paths.write_private, under
-the engine's state files and the jobs' files) refuses the write naming the file, keeps every line or byte
+replay records, the episode records and the campaign history; paths.write_private, under the engine's
+state files and the jobs' files) refuses the write naming the file, keeps every line or byte
 already written, leaves no torn line or temp file, and takes the next write once space is back. Each write
 on the full disk is an attempt that must fail, for the right reason."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,35 +15,13 @@ import pytest
 from frank import jsonl, paths
 from frank.errors import WriteError
 from frank.jobs.job_file import rewrite_job_file
-
-SIZE = 256 * 1024
+from tests.full_disk import fill, tmpfs
 
 
 @pytest.fixture
 def disk(tmp_path: Path):
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"mounting a tmpfs is not permitted here ({done.stderr.decode().strip()}); CI runs as root")
-    try:
+    with tmpfs(tmp_path / "disk", "256k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(disk: Path) -> Path:
-    """Fill the disk to its last bytes; the filler is what `free` deletes."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return filler
 
 
 def test_a_record_on_a_full_disk_is_refused_whole_and_the_records_before_it_stay(disk):
