@@ -10,6 +10,9 @@ campaign history, the engine's knob changes) is written by `append` and read by 
 - `append` moves a torn tail aside to `NAME.torn` (kept, never dropped) before it writes, so a record
   never lands glued to the end of a torn one. It holds an exclusive flock on the file meanwhile, so two
   writers never interleave and none mistakes another's write in flight for a torn tail.
+- On a full disk (ENOSPC, EDQUOT) or any other failed write, `append` cuts the file back to where it was
+  and raises naming the file: a record is appended whole or not at all, every line before it stays, and
+  the writer resumes once there is space again.
 
 Checked input formats (workload draws, fidelity text sets) collect every error instead: see
 frank.workloads.format.iter_jsonl.
@@ -17,6 +20,7 @@ frank.workloads.format.iter_jsonl.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -25,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from frank.errors import FrankError
+from frank.errors import FrankError, WriteError
 
 
 class JsonlError(FrankError):
@@ -74,11 +78,24 @@ def append(path: Path, record: Mapping[str, Any], **dumps: Any) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        _heal(fd, path)
-        os.write(fd, line)  # one write: a kill leaves at most a prefix of this line
-        os.fsync(fd)
+        write_whole(fd, path, line, _heal(fd, path))
     finally:
         os.close(fd)  # also drops the lock
+
+
+def write_whole(fd: int, path: Path, line: bytes, size: int) -> None:
+    """Write one line at the end of a file that is `size` bytes long (opened O_APPEND) and fsync it, whole or
+    not at all: a short or failed write (a full disk) is cut back to `size` and raised naming the file."""
+    try:
+        written = os.write(fd, line)  # one write: a kill leaves at most a prefix of this line
+        if written != len(line):  # a short write: the disk filled up under it
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        os.fsync(fd)
+    except OSError as exc:
+        os.ftruncate(fd, size)  # the part written goes: the file ends at its last whole record
+        raise WriteError(
+            f"{path}: cannot append a record: {exc.strerror or exc} (the records before it are kept)"
+        ) from None
 
 
 def torn_path(path: Path) -> Path:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import platformdirs
 
+from frank.errors import WriteError
+
 APP = "frank"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,11 +83,17 @@ def llamacpp_venv_python() -> Path:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a file readable by the user only, atomically (write to a temp file, then rename)."""
+    """Write a file readable by the user only, atomically (write to a temp file, then rename).
+    The file is the old one or the new one, never a part: on a full disk the temp file goes and the error
+    names the file."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise WriteError(f"{path}: cannot write: {exc.strerror or exc} (the file as it was is kept)") from None

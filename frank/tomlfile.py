@@ -1,4 +1,5 @@
-"""The edge of every hand-edited TOML file frank reads (profiles, designs, suites, campaign files).
+"""The edge of every hand-edited TOML file frank reads (profiles, designs, suites, campaign files, the
+console's config).
 
 - `parse` turns the text into data or refuses it at the line the TOML error names.
 - `KeyLines` finds the line of any field (`knobs.threads.values[0]`, `parts[1].evidence[0].state`) by
@@ -9,7 +10,7 @@
   infinities, integers beyond a float's exact range (2^53), strings with control characters other than
   tab and newline, nesting deeper than `MAX_DEPTH`.
 - `validate` runs a pydantic model (strict: no coercion, no unknown field) and turns its first refusal
-  into the format's own error naming the file, the line and the field.
+  into the format's own error naming the file, the line and the field; `refusals` gives every one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import re
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, TypeVar
@@ -165,23 +167,35 @@ def plain_problem(value: Any) -> str | None:
     return None
 
 
-def check_plain(data: Any, source: str | Path, lines: KeyLines | None, error: Err, path: Path_ = ()) -> None:
+def check_plain(data: Any, source: str | Path, lines: KeyLines | None, error: Err) -> None:
     """Refuse the first value no field of frank takes (see the module docstring), naming its field."""
+    problems = plain_problems(data, source, lines)
+    if problems:
+        raise error(f"{where(problems[0].path, problems[0].line)}: {problems[0].reason}")
+
+
+def plain_problems(data: Any, source: str | Path, lines: KeyLines | None, path: Path_ = ()) -> list[Problem]:
+    """Every value no field of frank takes, each at its line with its field."""
+
+    def problem(at: Path_, message: str) -> list[Problem]:
+        name = field_name(at)
+        return [Problem(source, lines.line(at) if lines is not None else 0, f"{name}: {message}" if name else message)]
+
     if len(path) > MAX_DEPTH * 2:
-        raise refusal(error, source, lines, path, f"nested deeper than {MAX_DEPTH} tables or arrays")
+        return problem(path, f"nested deeper than {MAX_DEPTH} tables or arrays")
+    out: list[Problem] = []
     if isinstance(data, dict):
         for key, value in data.items():
             bad = plain_problem(key)
-            if bad:
-                raise refusal(error, source, lines, path, f"a key {bad}")
-            check_plain(value, source, lines, error, (*path, key))
+            out += problem(path, f"a key {bad}") if bad else plain_problems(value, source, lines, (*path, key))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            check_plain(value, source, lines, error, (*path, i))
+            out += plain_problems(value, source, lines, (*path, i))
     else:
         bad = plain_problem(data)
         if bad:
-            raise refusal(error, source, lines, path, bad)
+            out += problem(path, bad)
+    return out
 
 
 _EXPECTED = {
@@ -225,17 +239,47 @@ def _shown(value: Any) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a checked file: where (line 0: the file as a whole) and why (`field: reason`)."""
+
+    path: Path | str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
 def validate(model: type[M], data: Any, source: str | Path, lines: KeyLines | None, error: Err, **context: Any) -> M:
     """The model of `data`, or the format's error naming the file, line and field of the first refusal."""
+    found, problems = refusals(model, data, source, lines, **context)
+    if found is None:
+        first = problems[0]
+        raise error(f"{where(first.path, first.line)}: {first.reason}")
+    return found
+
+
+def refusals(
+    model: type[M], data: Any, source: str | Path, lines: KeyLines | None, **context: Any
+) -> tuple[M | None, list[Problem]]:
+    """The model of `data`, or None and every refusal, each at its line with its field: the one way to
+    collect several problems of a file."""
     try:
-        return model.model_validate(data, context=context or None)
+        return model.model_validate(data, context=context or None), []
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        path = tuple(p for p in first["loc"] if isinstance(p, (str, int)))
-        if first["type"] == "extra_forbidden":
-            known = getattr(_model_at(model, path[:-1]), "model_fields", {})
-            raise refusal(error, source, lines, path, f"unknown field (known: {', '.join(known)})") from None
-        raise refusal(error, source, lines, path, _message(first)) from None
+        out = []
+        for err in exc.errors(include_url=False):
+            path = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+            if err["type"] == "extra_forbidden":
+                known = getattr(_model_at(model, path[:-1]), "model_fields", {})
+                message = f"unknown field (known: {', '.join(known)})"
+            else:
+                message = _message(err)
+            name = field_name(path)
+            line = lines.line(path) if lines is not None else 0
+            out.append(Problem(source, line, f"{name}: {message}" if name else message))
+        return None, out
 
 
 def _model_at(model: type[BaseModel], path: Path_) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 from frank import paths
 from frank.campaign import serving, watch
 from frank.campaign.evidence import check_evidence, confirmed_runs, part_design
+from frank.campaign.exists import check_what_it_names
 from frank.campaign.ledger import Ledger, append_event, history_path, init_history, open_ledger, record_new_parts
 from frank.campaign.parts import EMPTY, CampaignError, Part, example_path, load_campaign
 
@@ -51,6 +52,7 @@ def init(path: Path | str | None = None, example: str | None = None) -> dict[str
         if example:
             raise CampaignError(f"{target}: already exists; pick another --file for the example")
         campaign = load_campaign(target)
+        check_what_it_names(campaign)
         created = False
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -58,6 +60,7 @@ def init(path: Path | str | None = None, example: str | None = None) -> dict[str
         paths.write_private(target, text)
         try:
             campaign = load_campaign(target)
+            check_what_it_names(campaign)
         except CampaignError:
             target.unlink()
             raise

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from frank import jsonl
+from frank.campaign.exists import check_what_it_names
 from frank.campaign.parts import Campaign, CampaignError, Part, load_campaign
 
 STATE_EVENTS = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
@@ -101,6 +102,7 @@ class Ledger:
 def open_ledger(path: Path | str) -> Ledger:
     """Load the file and its history; refuse a recorded part that was edited since."""
     campaign = load_campaign(path)
+    check_what_it_names(campaign)
     history = read_history(history_path(campaign.path))
     if not any(e["event"] == "init" for e in history):
         raise CampaignError(

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from frank import tomlfile
 from frank.errors import FrankError
@@ -134,279 +135,181 @@ def resolve_ref(campaign_path: Path, ref: str) -> Path | None:
     return tomlfile.contained(campaign_path.parent, ref)
 
 
-# -- locating fields for error messages ----------------------------------------------------------------
+# -- the file's schema (frank.tomlfile: strict types, unknown fields refused, each refusal at its line) ---------
 
 
-class _Lines:
-    """Finds the line of a part's table (the n-th [[parts]]) and of a key inside it, for `file:line`."""
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-        self.parts = [i + 1 for i, line in enumerate(self.lines) if line.strip().startswith("[[parts]]")]
-
-    def part(self, index: int) -> int:
-        return self.parts[index] if index < len(self.parts) else 0
-
-    def key(self, index: int, key: str, nth: int = 0, table: str = "") -> int:
-        start = self.part(index)
-        if not start:
-            return 0
-        end = self.parts[index + 1] if index + 1 < len(self.parts) else len(self.lines) + 1
-        seen = -1
-        in_table = not table
-        for number in range(start, end):
-            line = self.lines[number - 1].strip()
-            if table and line.startswith("["):
-                in_table = line == f"[[parts.{table}]]"
-                if in_table:
-                    seen += 1
-                    if not key and seen == nth:
-                        return number  # the table's own header
-                continue
-            if not key:
-                if in_table and seen == nth:
-                    return number
-                continue
-            if in_table and (not table or seen == nth) and re.match(rf"{re.escape(key)}\s*=", line):
-                return number
-        return start
+def _one_of(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{value!r} is not one of: {', '.join(allowed)}")
+    return value
 
 
-class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.path, self.lines = path, _Lines(text)
+class _EvidenceSchema(tomlfile.Strict):
+    state: str
+    date: str = ""
+    design: str = ""
+    results: str = ""
+    run: str = ""
+    policy: str = ""
+    note: str = ""
 
-    def error(self, line: int, field: str, message: str) -> CampaignError:
-        where = f"{self.path}:{line}" if line else str(self.path)
-        return CampaignError(f"{where}: {field}: {message}")
+    _state = field_validator("state")(lambda v: _one_of(v, STATES))
 
-    def take(
-        self, data: dict[str, Any], key: str, kind: type | tuple[type, ...], field: str, line: int, default: Any = ...
-    ) -> Any:
-        if key not in data:
-            if default is ...:
-                raise self.error(line, field, "missing required field")
-            return default
-        value = data[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-            names = {str: "a string", int: "an integer", float: "a number", dict: "a table", list: "an array"}
-            raise self.error(
-                line, field, f"expected {' or '.join(names.get(k, k.__name__) for k in kinds)}, got {value!r}"
+    @model_validator(mode="after")
+    def _one_source(self) -> _EvidenceSchema:
+        if sum(1 for k in (self.results, self.run, self.policy) if k) != 1:
+            raise ValueError(
+                "give exactly one of results (a CSV decided by the design's rule), run (a registered run id) "
+                "or policy (a policy call, in words)"
             )
+        return self
+
+
+class _RuleSchema(tomlfile.Strict):
+    name: str
+    kind: str
+    description: str = ""
+    max_drop: float = 0.0  # pass_rate_drop: fraction of the control's pass rate
+    floor: float = 0.0  # fidelity_regression: KL above the control's beyond which it fires
+    measure: str = Field("", validate_default=True)  # measure_worse: which measure
+    max_worse_pct: float = 0.0  # measure_worse: percent worse than the control beyond which it fires
+
+    _kind = field_validator("kind")(lambda v: _one_of(v, RULE_KINDS))
+
+    @field_validator("max_drop")
+    @classmethod
+    def _max_drop(cls, value: float) -> float:
+        if not 0.0 <= value < 1.0:
+            raise ValueError("a fraction of the control's pass rate, 0 <= x < 1")
         return value
 
-    @staticmethod
-    def unknown(data: dict[str, Any], known: tuple[str, ...]) -> str | None:
-        return next((k for k in data if k not in known), None)
+    @field_validator("floor")
+    @classmethod
+    def _floor(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("must be 0 or more")
+        return value
+
+    @field_validator("measure")
+    @classmethod
+    def _measure(cls, value: str, info: ValidationInfo) -> str:
+        kind = info.data.get("kind")
+        known = LOWER_IS_BETTER | HIGHER_IS_BETTER
+        if kind == "measure_worse" and value not in known:
+            raise ValueError(f"{value!r}: measure_worse needs one of {', '.join(sorted(known))}")
+        if kind not in (None, "measure_worse") and value:
+            raise ValueError("only a measure_worse rule names a measure")
+        return value
 
 
-_TOP = ("version", "name", "description", "parts")
-_PART = ("name", "title", "profile", "knobs", "state", "design", "evidence", "revert_rules", "next", "notes")
-_EVIDENCE = ("state", "date", "design", "results", "run", "policy", "note")
-_RULE = ("name", "kind", "description", "max_drop", "floor", "measure", "max_worse_pct")
+class _PartSchema(tomlfile.Strict):
+    name: str
+    title: str = ""
+    profile: str
+    knobs: dict[str, str | int | float] = Field(default_factory=dict)
+    state: str
+    design: str = ""
+    evidence: list[_EvidenceSchema] = Field(default_factory=list)
+    revert_rules: list[_RuleSchema] = Field(default_factory=list)
+    next: str = ""
+    notes: str = ""
+
+    _state = field_validator("state")(lambda v: _one_of(v, STATES))
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not NAME.match(name):
+            raise ValueError(f"{name!r}: use letters, digits, _ . - (starting with a letter or digit)")
+        return name
+
+
+class _CampaignSchema(tomlfile.Strict):
+    version: int
+    name: str
+    description: str = ""
+    parts: list[_PartSchema] = Field(default_factory=list)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, version: int) -> int:
+        if version != VERSION:
+            raise ValueError(f"{version} is not a version this frank reads (it reads {VERSION})")
+        return version
 
 
 def parse_campaign_text(text: str, path: Path) -> Campaign:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"at line (\d+)", str(exc))
-        line = found.group(1) if found else str(max(1, len(text.splitlines())))  # "at end of document"
-        raise CampaignError(f"{path}:{line}: invalid TOML: {exc}") from None
-    tomlfile.check_plain(data, path, tomlfile.KeyLines(text), CampaignError)
-    r = _Reader(path, text)
-    bad = r.unknown(data, _TOP)
-    if bad:
-        raise r.error(_line_of_top(text, bad), bad, f"unknown field (known: {', '.join(_TOP)})")
-    version = r.take(data, "version", int, "version", _line_of_top(text, "version"))
-    if version != VERSION:
-        raise r.error(
-            _line_of_top(text, "version"),
-            "version",
-            f"{version} is not a version this frank reads (it reads {VERSION})",
-        )
-    name = r.take(data, "name", str, "name", _line_of_top(text, "name"))
-    raw_parts = r.take(data, "parts", list, "parts", 0, [])
+    data = tomlfile.parse(text, path, CampaignError)
+    lines = tomlfile.KeyLines(text)
+    tomlfile.check_plain(data, path, lines, CampaignError)
+    schema = tomlfile.validate(_CampaignSchema, data, path, lines, CampaignError)
+
+    def refuse(field: tuple[str | int, ...], message: str) -> CampaignError:
+        return tomlfile.refusal(CampaignError, path, lines, field, message)  # type: ignore[return-value]
+
     parts: list[Part] = []
-    for i, raw in enumerate(raw_parts):
-        part = _parse_part(r, raw, i)
-        if any(p.name == part.name for p in parts):
-            raise r.error(r.lines.key(i, "name"), f"parts[{i}].name", f"{part.name!r} names two parts")
+    for i, raw in enumerate(schema.parts):
+        if any(p.name == raw.name for p in parts):
+            raise refuse(("parts", i, "name"), f"{raw.name!r} names two parts")
+        for j, rule in enumerate(raw.revert_rules):
+            if any(r.name == rule.name for r in raw.revert_rules[:j]):
+                raise refuse(("parts", i, "revert_rules", j, "name"), f"{rule.name!r} names two rules of this part")
+        refs = [(("parts", i, "design"), raw.design)]
+        refs += [
+            (("parts", i, "evidence", j, k), getattr(e, k))
+            for j, e in enumerate(raw.evidence)
+            for k in ("design", "results")
+        ]
+        for field, ref in refs:
+            if ref and resolve_ref(path, ref) is None:
+                raise refuse(field, f"{ref!r} {OUTSIDE}")
+        part = Part(
+            name=raw.name,
+            title=raw.title,
+            profile=raw.profile,
+            knobs=tuple(sorted(raw.knobs.items())),
+            state=raw.state,
+            design=raw.design,
+            evidence=tuple(Evidence(**e.model_dump()) for e in raw.evidence),
+            revert_rules=tuple(RevertRule(**r.model_dump()) for r in raw.revert_rules),
+            next=raw.next,
+            notes=raw.notes,
+            line=lines.line(("parts", i)),
+        )
+        problem = _declared_state_problem(part)
+        if problem:
+            raise refuse(("parts", i, problem[0]), problem[1])
         parts.append(part)
     return Campaign(
         path=path,
-        name=name,
-        description=r.take(data, "description", str, "description", 0, ""),
-        version=version,
+        name=schema.name,
+        description=schema.description,
+        version=schema.version,
         parts=tuple(parts),
         sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
 
 
-def _line_of_top(text: str, key: str) -> int:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip().startswith("["):
-            return 0
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return number
-    return 0
-
-
-def _parse_part(r: _Reader, raw: Any, i: int) -> Part:
-    at = f"parts[{i}]"
-    line = r.lines.part(i)
-    if not isinstance(raw, dict):
-        raise r.error(line, at, "expected a table")
-    bad = r.unknown(raw, _PART)
-    if bad:
-        raise r.error(r.lines.key(i, bad), f"{at}.{bad}", f"unknown field (known: {', '.join(_PART)})")
-    key = lambda k: r.lines.key(i, k)  # noqa: E731
-    name = r.take(raw, "name", str, f"{at}.name", key("name"))
-    if not NAME.match(name):
-        raise r.error(
-            key("name"), f"{at}.name", f"{name!r}: use letters, digits, _ . - (starting with a letter or digit)"
-        )
-    state = r.take(raw, "state", str, f"{at}.state", key("state"))
-    if state not in STATES:
-        raise r.error(key("state"), f"{at}.state", f"{state!r} is not one of: {', '.join(STATES)}")
-    knobs = r.take(raw, "knobs", dict, f"{at}.knobs", key("knobs"), {})
-    for k, v in knobs.items():
-        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
-            raise r.error(key("knobs"), f"{at}.knobs.{k}", f"expected a string or number, got {v!r}")
-    evidence = []
-    for j, ev in enumerate(r.take(raw, "evidence", list, f"{at}.evidence", key("evidence"), [])):
-        evidence.append(_parse_evidence(r, ev, i, j))
-    rules = []
-    for j, rule in enumerate(r.take(raw, "revert_rules", list, f"{at}.revert_rules", key("revert_rules"), [])):
-        parsed = _parse_rule(r, rule, i, j)
-        if any(x.name == parsed.name for x in rules):
-            raise r.error(
-                r.lines.key(i, "name", j, "revert_rules"),
-                f"{at}.revert_rules[{j}].name",
-                f"{parsed.name!r} names two rules of this part",
-            )
-        rules.append(parsed)
-    design_ref = r.take(raw, "design", str, f"{at}.design", key("design"), "")
-    _check_ref(r, design_ref, f"{at}.design", key("design"))
-    part = Part(
-        name=name,
-        title=r.take(raw, "title", str, f"{at}.title", key("title"), ""),
-        profile=r.take(raw, "profile", str, f"{at}.profile", key("profile")),
-        knobs=tuple(sorted(knobs.items())),
-        state=state,
-        design=design_ref,
-        evidence=tuple(evidence),
-        revert_rules=tuple(rules),
-        next=r.take(raw, "next", str, f"{at}.next", key("next"), ""),
-        notes=r.take(raw, "notes", str, f"{at}.notes", key("notes"), ""),
-        line=line,
-    )
-    _check_declared_state(r, part, i)
-    return part
-
-
-def _sub_table(r: _Reader, raw: Any, i: int, j: int, table: str, known: tuple[str, ...]) -> tuple[str, int]:
-    """parts[i].table[j]: its field path and line, after checking it is a table of known fields."""
-    at = f"parts[{i}].{table}[{j}]"
-    line = r.lines.key(i, "", j, table)
-    if not isinstance(raw, dict):
-        raise r.error(line, at, "expected a table")
-    bad = r.unknown(raw, known)
-    if bad:
-        raise r.error(r.lines.key(i, bad, j, table), f"{at}.{bad}", f"unknown field (known: {', '.join(known)})")
-    return at, line
-
-
-def _parse_evidence(r: _Reader, raw: Any, i: int, j: int) -> Evidence:
-    at, line = _sub_table(r, raw, i, j, "evidence", _EVIDENCE)
-    values = {k: r.take(raw, k, str, f"{at}.{k}", r.lines.key(i, k, j, "evidence"), "") for k in _EVIDENCE}
-    if values["state"] not in STATES:
-        raise r.error(
-            r.lines.key(i, "state", j, "evidence"),
-            f"{at}.state",
-            f"{values['state']!r} is not one of: {', '.join(STATES)}",
-        )
-    for k in ("design", "results"):
-        _check_ref(r, values[k], f"{at}.{k}", r.lines.key(i, k, j, "evidence"))
-    sources = [k for k in ("results", "run", "policy") if values[k]]
-    if len(sources) != 1:
-        raise r.error(
-            line,
-            at,
-            "give exactly one of results (a CSV decided by the design's rule), run (a "
-            "registered run id) or policy (a policy call, in words)",
-        )
-    return Evidence(**values)
-
-
-def _check_ref(r: _Reader, ref: str, field: str, line: int) -> None:
-    if ref and resolve_ref(r.path, ref) is None:
-        raise r.error(line, field, f"{ref!r} {OUTSIDE}")
-
-
-def _parse_rule(r: _Reader, raw: Any, i: int, j: int) -> RevertRule:
-    at, _ = _sub_table(r, raw, i, j, "revert_rules", _RULE)
-    key = lambda k: r.lines.key(i, k, j, "revert_rules")  # noqa: E731
-    name = r.take(raw, "name", str, f"{at}.name", key("name"))
-    kind = r.take(raw, "kind", str, f"{at}.kind", key("kind"))
-    if kind not in RULE_KINDS:
-        raise r.error(key("kind"), f"{at}.kind", f"{kind!r} is not one of: {', '.join(RULE_KINDS)}")
-    rule = RevertRule(
-        name=name,
-        kind=kind,
-        description=r.take(raw, "description", str, f"{at}.description", key("description"), ""),
-        max_drop=float(r.take(raw, "max_drop", (int, float), f"{at}.max_drop", key("max_drop"), 0.0)),
-        floor=float(r.take(raw, "floor", (int, float), f"{at}.floor", key("floor"), 0.0)),
-        measure=r.take(raw, "measure", str, f"{at}.measure", key("measure"), ""),
-        max_worse_pct=float(
-            r.take(raw, "max_worse_pct", (int, float), f"{at}.max_worse_pct", key("max_worse_pct"), 0.0)
-        ),
-    )
-    if kind == "measure_worse" and rule.measure not in LOWER_IS_BETTER | HIGHER_IS_BETTER:
-        raise r.error(
-            key("measure"),
-            f"{at}.measure",
-            f"{rule.measure!r}: measure_worse needs one of {', '.join(sorted(LOWER_IS_BETTER | HIGHER_IS_BETTER))}",
-        )
-    if kind != "measure_worse" and "measure" in raw:
-        raise r.error(key("measure"), f"{at}.measure", "only a measure_worse rule names a measure")
-    if not 0.0 <= rule.max_drop < 1.0:
-        raise r.error(key("max_drop"), f"{at}.max_drop", "a fraction of the control's pass rate, 0 <= x < 1")
-    if rule.floor < 0:
-        raise r.error(key("floor"), f"{at}.floor", "must be 0 or more")
-    return rule
-
-
-def _check_declared_state(r: _Reader, part: Part, i: int) -> None:
+def _declared_state_problem(part: Part) -> tuple[str, str] | None:
     """A declared state beyond `testing` names the evidence that put it there (checked by `status`)."""
     if part.state in ("candidate", "testing"):
-        return
+        return None
     if not any(e.state == part.state for e in part.evidence):
-        raise r.error(
-            r.lines.key(i, "state"),
-            f"parts[{i}].state",
+        return "state", (
             f"{part.state!r} needs an evidence entry with state = {part.state!r} (the run, results or "
-            f"policy call that put the part there)",
+            f"policy call that put the part there)"
         )
     if part.state in ("passed", "adopted", "rejected") and not part.design:
-        raise r.error(
-            r.lines.key(i, "state"),
-            f"parts[{i}].design",
-            f"a part that is {part.state} names the design of the test that "
-            f"{'turned it down' if part.state == 'rejected' else 'admitted it'}",
-        )
+        verb = "turned it down" if part.state == "rejected" else "admitted it"
+        return "design", f"a part that is {part.state} names the design of the test that {verb}"
+    return None
 
 
 def load_campaign(path: Path | str) -> Campaign:
     path = Path(path).expanduser()
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise CampaignError(f"{path}: no campaign file (create one with `frank campaign init`)") from None
-    except OSError as exc:
-        raise CampaignError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_campaign_text(text, path)
+    if not path.exists():
+        raise CampaignError(f"{path}: no campaign file (create one with `frank campaign init`)")
+    return parse_campaign_text(tomlfile.read_text(path, CampaignError), path)
 
 
 def example_path(name: str) -> Path:

@@ -7,19 +7,22 @@
     "engine.start" = "S"
 
 Precedence: --theme flag > FRANK_THEME > file > default; NO_COLOR picks monochrome unless a theme is
-named explicitly. A bad file is reported (file and field) and the defaults are used, never a crash.
+named explicitly. A bad file (an unknown key too) is reported, each problem with its file, line and field
+(frank.tomlfile), and the defaults are used, never a crash.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from frank import paths
+from pydantic import Field, field_validator
+
+from frank import paths, tomlfile
 from frank.console import themes
+from frank.errors import FrankError
 
 FILE_NAME = "console.toml"
 
@@ -36,42 +39,38 @@ def config_path() -> Path:
     return paths.config_dir() / FILE_NAME
 
 
+class _Schema(tomlfile.Strict):
+    theme: str = themes.DEFAULT_THEME
+    refresh_s: float = Field(1.0, ge=0.25, le=10)
+    log_tail_lines: int = Field(12, ge=0, le=200)
+    keymap: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("theme")
+    @classmethod
+    def _theme(cls, theme: str) -> str:
+        resolved = themes.resolve(theme)
+        if not resolved:
+            raise ValueError(f"unknown theme {theme!r} (themes: {', '.join(themes.THEMES)})")
+        return resolved
+
+
 def load() -> tuple[Settings, list[str]]:
-    """The settings from the file (defaults where absent) and a list of problems found in it."""
+    """The settings from the file (defaults where absent), or the defaults and every problem found in it,
+    each naming the file, the line and the field (an unknown key included)."""
     path = config_path()
-    problems: list[str] = []
     if not path.is_file():
-        return Settings(), problems
+        return Settings(), []
     try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, OSError) as exc:
-        return Settings(), [f"{path}: {exc}"]
-    settings = Settings()
-    theme = data.get("theme")
-    if theme is not None:
-        resolved = themes.resolve(theme) if isinstance(theme, str) else None
-        if resolved:
-            settings = replace(settings, theme=resolved)
-        else:
-            problems.append(f"{path}: theme: unknown theme {theme!r} (themes: {', '.join(themes.THEMES)})")
-    refresh = data.get("refresh_s")
-    if refresh is not None:
-        if isinstance(refresh, (int, float)) and not isinstance(refresh, bool) and 0.25 <= refresh <= 10:
-            settings = replace(settings, refresh_s=float(refresh))
-        else:
-            problems.append(f"{path}: refresh_s: expected a number of seconds from 0.25 to 10, got {refresh!r}")
-    tail = data.get("log_tail_lines")
-    if tail is not None:
-        if isinstance(tail, int) and not isinstance(tail, bool) and 0 <= tail <= 200:
-            settings = replace(settings, log_tail_lines=tail)
-        else:
-            problems.append(f"{path}: log_tail_lines: expected an integer 0-200, got {tail!r}")
-    keymap = data.get("keymap", {})
-    if isinstance(keymap, dict) and all(isinstance(v, str) for v in keymap.values()):
-        settings = replace(settings, keymap=dict(keymap))
-    else:
-        problems.append(f'{path}: keymap: expected a table of binding id = "key"')
-    return settings, problems
+        text = tomlfile.read_text(path, FrankError)
+        data = tomlfile.parse(text, path, FrankError)
+        lines = tomlfile.KeyLines(text)
+        tomlfile.check_plain(data, path, lines, FrankError)
+    except FrankError as exc:
+        return Settings(), [str(exc)]
+    schema, problems = tomlfile.refusals(_Schema, data, path, lines)
+    if schema is None:
+        return Settings(), [str(p) for p in problems]
+    return Settings(schema.theme, float(schema.refresh_s), schema.log_tail_lines, dict(schema.keymap)), []
 
 
 def choose_theme(flag: str | None, settings: Settings) -> tuple[str, str | None]:

@@ -163,6 +163,7 @@ def check_flags(schema: ProfileSchema) -> list[tuple[str, str]]:
             for value, args in knob.with_args.items()
             for flag in args[::2]
         ]
+        problems += _own_flag_contradictions(kind, name, knob)
         mine: set[str] = set()
         for field, flag in flags:
             if flag in owned:
@@ -177,6 +178,30 @@ def check_flags(schema: ProfileSchema) -> list[tuple[str, str]]:
         for _, flag in flags:
             by_flag.setdefault(flag, f"knobs.{name}")
     return problems
+
+
+def _own_flag_contradictions(kind: str, name: str, knob: KnobSchema) -> list[tuple[str, str]]:
+    """A with_args may give the knob's own flag only as a table of named values (every value mapped:
+    cpu_experts_sched 1 | 2 -> --cpu-strict-batch 0 | 1); one that maps some values and not others
+    contradicts the value chosen (threads = 4 giving --threads 8 beside threads = 2 giving --threads 2)."""
+    own = flag_name(kind, knob.target)
+    mapped = {
+        value: arg
+        for value, args in knob.with_args.items()
+        for flag, arg in zip(args[::2], args[1::2], strict=False)
+        if flag_name(kind, flag) == own
+    }
+    if not mapped or set(mapped) == {str(v) for v in knob.values}:
+        return []
+    return [
+        (
+            f"knobs.{name}.with_args.{value}",
+            f"{own} {arg} contradicts the knob's value: {name} = {value} sets {own} {value} (a with_args "
+            f"gives the knob's own flag only when it maps every value)",
+        )
+        for value, arg in mapped.items()
+        if arg != value
+    ]
 
 
 def flag_origins(profile: Any) -> dict[str, str]:

@@ -211,12 +211,12 @@ def parse_profile(data: dict[str, Any], source: Path, lines: tomlfile.KeyLines |
         return tomlfile.refusal(ProfileError, source, lines, field, message)  # type: ignore[return-value]
 
     tomlfile.check_plain(data, source, lines, ProfileError)
+    kind = data.get("kind", "vllm") if isinstance(data, dict) else "vllm"
+    if kind not in ENGINE_KINDS:  # first: what else the profile needs depends on its kind
+        raise refuse("kind", f"{kind!r} is not one of: {', '.join(ENGINE_KINDS)}")
     if "python" not in data and "binary" not in data and isinstance(data, dict):
         raise refuse("python", "missing required field (or, for a llamacpp profile, binary)")
     schema = tomlfile.validate(ProfileSchema, data, source, lines, ProfileError)
-    kind = schema.kind
-    if kind not in ENGINE_KINDS:
-        raise refuse("kind", f"{kind!r} is not one of: {', '.join(ENGINE_KINDS)}")
     if "binary" in data and kind != "llamacpp":
         raise refuse("binary", "only a llamacpp profile runs a binary (vLLM runs under python)")
     if "speculative_config" in data and kind != "vllm":

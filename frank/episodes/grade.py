@@ -56,7 +56,23 @@ def _python_env() -> dict[str, str]:
     return env
 
 
+def shipped_bytecode(workspace: Path) -> str | None:
+    """The first bytecode in the workspace (a `__pycache__` folder, a .pyc or .pyo file), relative to it.
+    Plain `python` would run it in place of the source beside it (a forged one stamped with the source's
+    mtime and size) or of a deleted source, so the graders, which judge the sources, refuse it."""
+    for dirpath, dirnames, filenames in os.walk(workspace):  # links are not followed
+        for name in sorted(dirnames) + sorted(filenames):
+            if name == "__pycache__" or name.endswith(sandbox.BYTECODE_SUFFIXES):
+                return os.path.relpath(os.path.join(dirpath, name), workspace)
+    return None
+
+
 def run_grader(task: TaskSpec, workspace: Path, expected: Path | None) -> Verdict:
+    forged = shipped_bytecode(workspace)
+    if forged is not None:
+        return Verdict(
+            "fail", f"the workspace ships bytecode ({forged}): python would run it, not the sources judged", 0.0
+        )
     argv = [sys.executable, "-I", "-c", LAUNCH, str(FRANK_ROOT), str(task.grader)]
     argv += [str(expected)] if expected is not None else []
     started = time.perf_counter()
@@ -93,11 +109,19 @@ def run_grader(task: TaskSpec, workspace: Path, expected: Path | None) -> Verdic
     return Verdict("pass" if verdict["pass"] else "fail", str(verdict.get("detail", ""))[:500], seconds)
 
 
-def run_as_agent(program: Path, workspace: Path, timeout_s: int) -> str | None:
+def run_as_agent(program: Path, workspace: Path, timeout_s: int, *, ship_bytecode: bool = False) -> str | None:
     """Run a program in the workspace as an agent's code runs: inside the sandbox, as uid 65534, the
-    workspace writable. Returns an error message if it failed."""
+    workspace writable. `ship_bytecode`: the bytecode it writes is kept (an adversarial attempt hands the
+    grader a workspace as anyone could; it writes none of its own imports' bytecode). Returns an error
+    message if it failed."""
     done = sandbox.run_once(
-        ["python3", "-I", "-"], workspace, input=program.read_bytes(), keep=True, wall_s=timeout_s, cpu_s=timeout_s
+        ["python3", "-I", *(["-B"] if ship_bytecode else []), "-"],
+        workspace,
+        input=program.read_bytes(),
+        keep=True,
+        keep_bytecode=ship_bytecode,
+        wall_s=timeout_s,
+        cpu_s=timeout_s,
     )
     if done.limit or done.returncode != 0:
         tail = (done.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1][:300]
@@ -109,7 +133,7 @@ def apply_reference(task: TaskSpec, workspace: Path) -> str | None:
     """Put the reference solution into the workspace; returns an error message if it failed."""
     ref = task.reference
     if ref.is_dir():
-        shutil.copytree(ref, workspace, dirs_exist_ok=True)
+        shutil.copytree(ref, workspace, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"))
         sandbox.prepare_workspace(workspace)
         return None
     return run_as_agent(ref, workspace, task.grader_timeout_s)
@@ -175,7 +199,7 @@ def _fresh(task: TaskSpec, suite: Suite, root: Path, name: str) -> tuple[Path, P
 
 def _attempt(task: TaskSpec, suite: Suite, root: Path, program: Path, expect: str) -> AttemptCheck:
     workspace, expected = _fresh(task, suite, root, f"attempt-{program.stem}")
-    problem = run_as_agent(program, workspace, task.grader_timeout_s)
+    problem = run_as_agent(program, workspace, task.grader_timeout_s, ship_bytecode=True)
     verdict = Verdict("error", problem, 0.0) if problem else run_grader(task, workspace, expected)
     return AttemptCheck(program.stem, verdict.outcome, verdict.detail, expect)
 

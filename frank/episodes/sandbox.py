@@ -426,12 +426,14 @@ class Sandbox:
     """A sandbox over a copy of `workspace`: a bwrap holding the namespaces; `command()` gives the argv
     that runs a command inside as uid 65534 (spawn it with `spawn_options()`); `close()` kills every
     process of it and, if `keep`, first replaces the host workspace's contents with the sandbox's
-    (bytecode left out: the sources are what is judged and what runs next)."""
+    (bytecode left out: the sources are what is judged and what runs next; `keep_bytecode` keeps it too, for
+    an adversarial attempt that ships a workspace as anyone could hand one to the grader)."""
 
-    def __init__(self, workspace: Path | str, *, keep: bool = True) -> None:
+    def __init__(self, workspace: Path | str, *, keep: bool = True, keep_bytecode: bool = False) -> None:
         check_available()
         self.workspace = Path(workspace)
         self.keep = keep
+        self.keep_bytecode = keep_bytecode
         self.closed = True
         read, write = os.pipe()
         argv = [*bwrap_args(), "--info-fd", str(write), "--", _tool("sleep"), "infinity"]
@@ -494,7 +496,7 @@ class Sandbox:
                 child.unlink()
         dst = _open_dir(self.workspace)
         try:
-            copy_tree(inside, dst, skip_bytecode=True, owner=(UID, GID))
+            copy_tree(inside, dst, skip_bytecode=not self.keep_bytecode, owner=(UID, GID))
         finally:
             os.close(dst)
 
@@ -548,6 +550,7 @@ def run_once(
     *,
     input: bytes | None = None,
     keep: bool = False,
+    keep_bytecode: bool = False,
     wall_s: float = 30.0,
     cpu_s: float | None = 10.0,
     output_bytes: int = 1024 * 1024,
@@ -557,7 +560,7 @@ def run_once(
     as an agent's tool call is. At the wall-clock, CPU-time or output limit the whole sandbox is killed;
     no process of it outlives this call."""
     started = time.perf_counter()
-    box = Sandbox(workspace, keep=keep)
+    box = Sandbox(workspace, keep=keep, keep_bytecode=keep_bytecode)
     try:
         proc = subprocess.Popen(
             box.command(cmd, env=env),

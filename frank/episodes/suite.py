@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from frank import tomlfile
 from frank.errors import FrankError
-from frank.workloads.format import CheckError, _is, format_errors, key_lines, read_toml
+from frank.workloads.format import CheckError, Manifest, check_manifest, format_errors, read_toml
 
 FORMAT = "frank-suite"
 FORMAT_VERSION = 1
@@ -31,24 +33,6 @@ DEFAULTS: dict[str, Any] = {
     "wall_time_s": 1800,
     "grader_timeout_s": 120,
 }
-TASK_KEYS = frozenset(
-    {
-        "id",
-        "title",
-        "instruction",
-        "instruction_file",
-        "workspace",
-        "expected",
-        "grader",
-        "reference",
-        "adversarial",
-        "tools",
-        *LIMITS,
-    }
-)
-TOP_KEYS = frozenset(
-    {"format", "format_version", "name", "version", "description", "seed", "scale", "defaults", "tasks"}
-)
 GENERATOR_PREFIX = "generator:"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 BUILTIN_DIR = Path(__file__).resolve().parent / "suites"
@@ -92,194 +76,190 @@ class Suite:
         raise FrankError(f"{self.path}: no task {task_id!r} (tasks: {', '.join(t.id for t in self.tasks)})")
 
 
-def _positive_int(value: Any) -> bool:
-    return _is(value, int) and value > 0
+OUTSIDE = "resolves outside the suite's folder (a suite names only files inside it)"
+
+
+def _inside(ref: str, info: ValidationInfo, kind: str) -> Path:
+    """A file or folder the manifest names, inside the suite's folder (the validation context's root)."""
+    path = tomlfile.contained(info.context["root"], ref)
+    if path is None:
+        raise ValueError(f"{ref!r} {OUTSIDE}")
+    exists = {"file": Path.is_file, "folder": Path.is_dir, "file or folder": Path.exists}[kind]
+    if not exists(path):
+        raise ValueError(f"no such {kind} {ref!r}")
+    return path
+
+
+class _Limits(tomlfile.Strict):
+    """What [defaults] sets and a task may set again: its tools and limits."""
+
+    tools: list[str] | None = None
+    max_turns: int | None = None
+    max_tokens_per_turn: int | None = None
+    wall_time_s: int | None = None
+    grader_timeout_s: int | None = None
+
+    @field_validator("tools", *LIMITS)
+    @classmethod
+    def _limit(cls, value: Any, info: ValidationInfo) -> Any:
+        problem = _field_problem(info.field_name or "", value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    def over(self, base: dict[str, Any]) -> dict[str, Any]:
+        return {**base, **{k: getattr(self, k) for k in ("tools", *LIMITS) if getattr(self, k) is not None}}
+
+
+class _Task(_Limits):
+    id: str
+    title: str = ""
+    instruction: str | None = None
+    instruction_file: str | None = None
+    workspace: str
+    expected: str | None = None
+    grader: str
+    reference: str
+    adversarial: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(f"expected a name of letters, digits, '.', '_' or '-', got {value!r}")
+        return value
+
+    @field_validator("instruction")
+    @classmethod
+    def _instruction(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("expected a non-empty string")
+        return value
+
+    @field_validator("instruction_file")
+    @classmethod
+    def _instruction_file(cls, value: str, info: ValidationInfo) -> str:
+        try:
+            _inside(value, info, "file").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read {value!r}: {exc}") from None
+        return str(_inside(value, info, "file"))
+
+    @field_validator("workspace")
+    @classmethod
+    def _workspace(cls, value: str, info: ValidationInfo) -> str:
+        from frank.episodes.tasks import GENERATORS
+
+        if value.startswith(GENERATOR_PREFIX):
+            if value[len(GENERATOR_PREFIX) :] not in GENERATORS:
+                raise ValueError(f"unknown generator {value!r} (known: {', '.join(GENERATORS)})")
+            return value
+        try:
+            return str(_inside(value, info, "folder"))
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("no such folder", "no such fixture folder")) from None
+
+    @field_validator("expected", "grader")
+    @classmethod
+    def _file(cls, value: str, info: ValidationInfo) -> str:
+        return str(_inside(value, info, "file"))
+
+    @field_validator("reference")
+    @classmethod
+    def _reference(cls, value: str, info: ValidationInfo) -> str:
+        return str(_inside(value, info, "file or folder"))
+
+    @field_validator("adversarial")
+    @classmethod
+    def _adversarial(cls, value: str, info: ValidationInfo) -> str:
+        return str(_inside(value, info, "folder"))
+
+    @model_validator(mode="after")
+    def _one_instruction(self) -> _Task:
+        if (self.instruction is None) == (self.instruction_file is None):
+            raise ValueError("give instruction or instruction_file (one of them)")
+        return self
+
+    def spec(self, defaults: dict[str, Any]) -> TaskSpec:
+        values = self.over(defaults)
+        text = self.instruction or Path(self.instruction_file or "").read_text(encoding="utf-8")
+        maybe = lambda ref: Path(ref) if ref else None  # noqa: E731
+        return TaskSpec(
+            self.id,
+            self.title or self.id,
+            text,
+            self.workspace,
+            Path(self.grader),
+            Path(self.reference),
+            maybe(self.expected),
+            maybe(self.adversarial),
+            tuple(values["tools"]),
+            values["max_turns"],
+            values["max_tokens_per_turn"],
+            values["wall_time_s"],
+            values["grader_timeout_s"],
+        )
+
+
+class _SuiteManifest(Manifest):
+    FORMAT: ClassVar[str] = FORMAT
+    FORMAT_VERSION: ClassVar[int] = FORMAT_VERSION
+    version: Any = 1  # the suite's own version
+    seed: int = 1
+    scale: str = "mini"
+    defaults: _Limits = Field(default_factory=_Limits)
+    tasks: list[_Task] = Field(min_length=1, max_length=MAX_TASKS)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"expected a positive integer, got {value!r}")
+        return value
+
+    @field_validator("scale")
+    @classmethod
+    def _scale(cls, value: str) -> str:
+        from frank.episodes.tasks import SCALES
+
+        if value not in SCALES:
+            raise ValueError(f"expected one of {list(SCALES)}, got {value!r}")
+        return value
 
 
 def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     """Check a suite manifest and everything it names. Returns the suite (None on errors) and every error."""
-    from frank.episodes.tasks import GENERATORS, SCALES
-
     mpath = Path(path).expanduser()
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, "no such suite manifest")]
-    text, data, bad = read_toml(mpath)
-    if data is None:
-        return None, bad
-    try:
-        tomlfile.check_plain(data, mpath, tomlfile.KeyLines(text), FrankError)
-    except FrankError as exc:
-        found = re.match(rf"{re.escape(str(mpath))}(?::(\d+))?: (.*)", str(exc), re.S)
-        return None, [
-            CheckError(mpath, int(found.group(1) or 0), found.group(2)) if found else CheckError(mpath, 0, str(exc))
-        ]
-    top, task_lines = key_lines(text, "tasks")
-    _, default_lines = key_lines(text, "defaults")
-    errors: list[CheckError] = []
-    root = mpath.parent
-
-    def inside(ref: Any) -> Path | None:
-        """A file the manifest names, inside the suite's folder (else None: refused where it is named)."""
-        return tomlfile.contained(root, ref) if isinstance(ref, str) else None
-
-    def err(line: int, reason: str) -> None:
-        errors.append(CheckError(mpath, line, reason))
-
-    if data.get("format") != FORMAT:
-        err(top.get("format", 1), f"format: expected {FORMAT!r}, got {data.get('format')!r}")
-    version = data.get("format_version")
-    if not _is(version, int) or version < 1:
-        err(top.get("format_version", 1), f"format_version: expected a positive integer, got {version!r}")
-    elif version > FORMAT_VERSION:
-        err(top["format_version"], f"format_version {version} is newer than this frank reads ({FORMAT_VERSION})")
-    for key in sorted(set(data) - TOP_KEYS):
-        err(top.get(key, 1), f"{key}: unknown field")
-    name = data.get("name")
-    if not isinstance(name, str) or not _ID.match(name):
-        err(top.get("name", 1), f"name: expected a name of letters, digits, '.', '_' or '-', got {name!r}")
-    suite_version = data.get("version", 1)
-    if not _positive_int(suite_version):
-        err(top.get("version", 1), f"version: expected a positive integer, got {suite_version!r}")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        err(top.get("description", 1), "description: expected a string")
-    seed = data.get("seed", 1)
-    if not _is(seed, int):
-        err(top.get("seed", 1), f"seed: expected an integer, got {seed!r}")
-    scale = data.get("scale", "mini")
-    if not isinstance(scale, str) or scale not in SCALES:
-        err(top.get("scale", 1), f"scale: expected one of {list(SCALES)}, got {scale!r}")
-
-    defaults = dict(DEFAULTS)
-    raw_defaults = data.get("defaults", {})
-    dlines = default_lines[0] if default_lines else {"": top.get("defaults", 1)}
-    if not isinstance(raw_defaults, dict):
-        err(dlines[""], "defaults: expected a table")
-        raw_defaults = {}
-    for key, value in raw_defaults.items():
-        line = dlines.get(key, dlines[""])
-        problem = _field_problem(key, value)
-        if key not in DEFAULTS:
-            err(line, f"defaults.{key}: unknown field (known: {', '.join(DEFAULTS)})")
-        elif problem:
-            err(line, f"defaults.{key}: {problem}")
-        else:
-            defaults[key] = value
-
-    raw_tasks = data.get("tasks")
-    if not isinstance(raw_tasks, list) or not raw_tasks:
-        err(top.get("tasks", 1), "tasks: expected at least one [[tasks]] entry")
-        raw_tasks = []
-    elif len(raw_tasks) > MAX_TASKS:
-        err(top.get("tasks", 1), f"tasks: {len(raw_tasks)} tasks; at most {MAX_TASKS}")
-        raw_tasks = []
-    tasks: list[TaskSpec] = []
-    seen: dict[str, int] = {}
-    for k, entry in enumerate(raw_tasks):
-        lines = task_lines[k] if k < len(task_lines) else {"": top.get("tasks", 1)}
-        at = lambda key: lines.get(key, lines[""])  # noqa: B023, E731
-        where = f"tasks[{k}]"
-        if not isinstance(entry, dict):
-            err(lines[""], f"{where}: expected a table")
-            continue
-        before = len(errors)
-        for key in sorted(set(entry) - TASK_KEYS):
-            err(at(key), f"{where}.{key}: unknown field")
-        tid = entry.get("id")
-        if not isinstance(tid, str) or not _ID.match(tid):
-            err(at("id"), f"{where}.id: expected a name of letters, digits, '.', '_' or '-', got {tid!r}")
-        elif tid in seen:
-            err(at("id"), f"{where}.id: duplicate task id {tid!r} (first at line {seen[tid]})")
-        else:
-            seen[tid] = at("id")
-        where = f"tasks[{k}] ({tid})" if isinstance(tid, str) else where
-        instruction = entry.get("instruction")
-        outside = "resolves outside the suite's folder (a suite names only files inside it)"
-        if "instruction_file" in entry:
-            ifile = entry["instruction_file"]
-            ipath = inside(ifile)
-            if instruction is not None:
-                err(at("instruction_file"), f"{where}: give instruction or instruction_file, not both")
-            elif isinstance(ifile, str) and ifile and ipath is None:
-                err(at("instruction_file"), f"{where}.instruction_file: {ifile!r} {outside}")
-            elif ipath is None or not ipath.is_file():
-                err(at("instruction_file"), f"{where}.instruction_file: no such file {ifile!r}")
-            else:
-                try:
-                    instruction = ipath.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError) as exc:
-                    err(at("instruction_file"), f"{where}.instruction_file: cannot read {ifile!r}: {exc}")
-        if not isinstance(instruction, str) or not instruction.strip():
-            err(at("instruction"), f"{where}.instruction: expected a non-empty string")
-        workspace = entry.get("workspace")
-        if not isinstance(workspace, str) or not workspace:
-            err(at("workspace"), f"{where}.workspace: expected 'generator:NAME' or a fixture folder")
-        elif workspace.startswith(GENERATOR_PREFIX):
-            if workspace[len(GENERATOR_PREFIX) :] not in GENERATORS:
-                err(
-                    at("workspace"),
-                    f"{where}.workspace: unknown generator {workspace!r} (known: {', '.join(GENERATORS)})",
-                )
-        elif inside(workspace) is None:
-            err(at("workspace"), f"{where}.workspace: {workspace!r} {outside}")
-        elif not inside(workspace).is_dir():  # type: ignore[union-attr]
-            err(at("workspace"), f"{where}.workspace: no such fixture folder {workspace!r}")
-        else:
-            workspace = str(inside(workspace))
-        files: dict[str, Path | None] = {}
-        for key, kind, needed in (
-            ("expected", "file", ""),
-            ("grader", "file", "every task needs a grader"),
-            ("reference", "file or folder", "a reference solution proves the grader"),
-            ("adversarial", "folder", ""),
-        ):
-            ref = entry.get(key)
-            files[key] = None
-            if ref is None and not needed:
-                continue
-            if not isinstance(ref, str) or not ref:
-                err(
-                    at(key) if key in lines else lines[""],
-                    f"{where}.{key}: missing ({needed})" if needed else f"{where}.{key}: expected a path, got {ref!r}",
-                )
-                continue
-            path = inside(ref)
-            exists = {"file": Path.is_file, "folder": Path.is_dir, "file or folder": Path.exists}[kind]
-            if path is None:
-                err(at(key), f"{where}.{key}: {ref!r} {outside}")
-            elif not exists(path):
-                err(at(key), f"{where}.{key}: no such {kind} {ref!r}")
-            else:
-                files[key] = path
-        values = dict(defaults)
-        for key in ("tools", *LIMITS):
-            if key in entry:
-                problem = _field_problem(key, entry[key])
-                if problem:
-                    err(at(key), f"{where}.{key}: {problem}")
-                else:
-                    values[key] = entry[key]
-        if len(errors) == before:
-            tasks.append(
-                TaskSpec(
-                    tid,
-                    str(entry.get("title", tid)),
-                    instruction,
-                    workspace,
-                    files["grader"],
-                    files["reference"],
-                    files["expected"],
-                    files["adversarial"],
-                    tuple(values["tools"]),
-                    values["max_turns"],
-                    values["max_tokens_per_turn"],
-                    values["wall_time_s"],
-                    values["grader_timeout_s"],
-                )
-            )
-    if errors:
+    manifest, errors = check_manifest(_SuiteManifest, mpath, root=mpath.parent)
+    errors += _duplicate_ids(mpath)
+    if manifest is None or errors:
         return None, errors
-    return Suite(mpath.resolve(), name, suite_version, description, seed, scale, tuple(tasks)), []
+    defaults = manifest.defaults.over(DEFAULTS)
+    tasks = tuple(task.spec(defaults) for task in manifest.tasks)
+    return Suite(
+        mpath.resolve(), manifest.name, manifest.version, manifest.description, manifest.seed, manifest.scale, tasks
+    ), []
+
+
+def _duplicate_ids(mpath: Path) -> list[CheckError]:
+    text, data, _ = read_toml(mpath)
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, list):
+        return []
+    lines = tomlfile.KeyLines(text)
+    seen: dict[str, int] = {}
+    out = []
+    for k, task in enumerate(tasks):
+        tid = task.get("id") if isinstance(task, dict) else None
+        if not isinstance(tid, str):
+            continue
+        line = lines.line(("tasks", k, "id"))
+        if tid in seen:
+            out.append(CheckError(mpath, line, f"tasks[{k}].id: duplicate task id {tid!r} (first at line {seen[tid]})"))
+        seen.setdefault(tid, line)
+    return out
 
 
 def _field_problem(key: str, value: Any) -> str | None:
@@ -288,7 +268,7 @@ def _field_problem(key: str, value: Any) -> str | None:
             return "expected a non-empty array of tool names"
         unknown = [v for v in value if v not in TOOLS]
         return f"unknown tool(s) {unknown} (known: {', '.join(TOOLS)})" if unknown else None
-    if key in LIMITS and not _positive_int(value):
+    if key in LIMITS and value < 1:
         return f"expected a positive integer, got {value!r}"
     if key in LIMITS and value > LIMIT_MAX[key]:
         return f"must be at most {LIMIT_MAX[key]}, got {value}"

@@ -42,6 +42,8 @@ MEASURES = {
     "cpu_expert_wait_per_step": "seconds per verify step a llama.cpp engine's CPU pool computed (CPU-resident "
     "experts): the start's summed CPU-expert decode wait / the decode steps of the requests that carry one",
 }
+# What an engine kind must give for a measure to be taken (frank.engine.kinds' EngineKind.lacks)
+MEASURE_NEEDS = {"front_end_per_draw": "front_end_s"}
 # Measures of an engine start that runs graded agent episodes ([episodes] instead of [workload]).
 EPISODE_MEASURES = {
     "episode_total_time": "client seconds summed over the start's episodes (every draw of the suite)",
@@ -546,22 +548,19 @@ def check_arm_profiles(design: Design, where: str) -> None:
                 raise DesignError(
                     f"{where}: {named}: arm {arm.name!r} runs {profile.name}, a {kind.label} engine: {lacking}"
                 )
-        served[arm.name] = profile.served_model_name
+        served[arm.name] = profile.model_path()
         prints[arm.name] = _model_fingerprint(profile)
     if design.fidelity is None:
         return
     (a, ma), (b, mb) = served.items()
     (_, pa), (_, pb) = prints.items()
-    if pa and pb and pa != pb:
+    same = pa == pb if pa and pb else not (pa or pb) and ma == mb
+    if not same:  # a served name is a label: the fingerprints (or, off this machine, the files) decide
+        files = f"fingerprints {pb[:12]} and {pa[:12]}" if pa and pb else f"files {mb} and {ma}"
         raise DesignError(
-            f"{where}: arms[1].profile: arm {b!r} and arm {a!r} serve different model files (reference checkpoint "
-            f"fingerprints {pb[:12]} and {pa[:12]}): the fidelity rule compares each arm's KL against one "
-            "reference model, so both arms must serve the same model"
-        )
-    if not (pa and pb) and ma != mb:  # a model not on this machine: its served name is all there is
-        raise DesignError(
-            f"{where}: arms[1].profile: arm {b!r} serves {mb!r}, arm {a!r} serves {ma!r}: the fidelity rule compares "
-            "each arm's KL against one reference model, so both arms must serve the same model"
+            f"{where}: arms[1].profile: arm {b!r} and arm {a!r} serve different model files ({files}): the "
+            "fidelity rule compares each arm's KL against one reference model, so both arms must serve the same "
+            "model"
         )
 
 
@@ -582,7 +581,10 @@ def _model_fingerprint(profile: Any) -> str | None:
 # What a design asks of every arm's engine: (asks it?, what the engine must give, the field that asks);
 # frank.engine.kinds' EngineKind.lacks says what a kind cannot give.
 _KIND_NEEDS = (
-    (lambda d: d.workload is not None and d.measure == "front_end_per_draw", "front_end_s", "measure.name"),
+    *(
+        (lambda d, m=measure: d.workload is not None and d.measure == m, needs, "measure.name")
+        for measure, needs in MEASURE_NEEDS.items()
+    ),
     (lambda d: d.guards.prompt_token_ids_identical, "prompt_token_ids", "guards.prompt_token_ids_identical"),
 )
 

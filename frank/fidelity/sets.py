@@ -18,19 +18,21 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from frank import paths
+from pydantic import Field, field_validator
+
+from frank import paths, tomlfile
 from frank.errors import FrankError
 from frank.workloads.format import (  # one definition
-    _NAME,
-    _SHA256,
     CheckError,
+    Manifest,
+    check_manifest,
+    file_field,
     format_errors,
     iter_jsonl,
     jsonl_lines,
-    key_lines,
-    read_toml,
+    sha256_field,
 )
 
 FORMAT = "frank-fidelity-set"
@@ -60,8 +62,24 @@ class TextSet:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+class _SetManifest(Manifest):
+    FORMAT: ClassVar[str] = FORMAT
+    FORMAT_VERSION: ClassVar[int] = FORMAT_VERSION
+    file: str
+    sha256: str
+    documents: int | None = Field(None, ge=1)
+    max_tokens: int
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    _file = field_validator("file")(file_field)
+    _sha256 = field_validator("sha256")(sha256_field)
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _max_tokens(cls, value: int) -> int:
+        if not 2 <= value <= MAX_TOKENS_LIMIT:
+            raise ValueError(f"expected an integer from 2 to {MAX_TOKENS_LIMIT}, got {value!r}")
+        return value
 
 
 def check_set(path: Path | str) -> tuple[TextSet | None, list[CheckError]]:
@@ -72,64 +90,32 @@ def check_set(path: Path | str) -> tuple[TextSet | None, list[CheckError]]:
         return None, [CheckError(path, 0, "not a fidelity set folder (no such directory)")]
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, f"missing manifest (every set folder has a {MANIFEST})")]
-    text, data, bad = read_toml(mpath)
-    if data is None:
-        return None, bad
-    at, _ = key_lines(text)
-    errors: list[CheckError] = []
+    manifest, errors = check_manifest(_SetManifest, mpath)
+    if manifest is None:
+        return None, errors
+    file, sha, count = manifest.file, manifest.sha256, manifest.documents
+    lines = tomlfile.KeyLines(mpath.read_text(encoding="utf-8", errors="replace"))
 
     def err(key: str, reason: str) -> None:
-        errors.append(CheckError(mpath, at.get(key, 1), reason))
+        errors.append(CheckError(mpath, lines.line(key) or 1, reason))
 
-    known = {"format", "format_version", "name", "description", "file", "sha256", "documents", "max_tokens", "meta"}
-    for key in data:
-        if key not in known:
-            err(key, f"{key}: unknown field (known: {', '.join(sorted(known))})")
-    if data.get("format") != FORMAT:
-        err("format", f"format: expected {FORMAT!r}, got {data.get('format')!r}")
-    version = data.get("format_version")
-    if not _is_int(version) or version < 1:
-        err("format_version", f"format_version: expected an integer of 1 or more, got {version!r}")
-    elif version > FORMAT_VERSION:
-        err("format_version", f"format_version {version} is newer than this frank reads ({FORMAT_VERSION})")
-    name = data.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        err("name", f"name: expected letters, digits, '.', '_' or '-', got {name!r}")
-    if not isinstance(data.get("description", ""), str):
-        err("description", "description: expected a string")
-    file, sha = data.get("file"), data.get("sha256")
-    if not isinstance(file, str) or not file or Path(file).is_absolute() or ".." in Path(file).parts:
-        err("file", f"file: expected a relative file name inside the folder, got {file!r}")
-        file = None
-    if not isinstance(sha, str) or not _SHA256.match(sha):
-        err("sha256", f"sha256: expected 64 lowercase hex digits, got {sha!r}")
-        sha = None
-    count = data.get("documents")
-    if count is not None and (not _is_int(count) or count < 1):
-        err("documents", f"documents: expected a positive integer, got {count!r}")
-    max_tokens = data.get("max_tokens")
-    if not _is_int(max_tokens) or not 2 <= max_tokens <= MAX_TOKENS_LIMIT:
-        err("max_tokens", f"max_tokens: expected an integer from 2 to {MAX_TOKENS_LIMIT}, got {max_tokens!r}")
-    if not isinstance(data.get("meta", {}), dict):
-        err("meta", "meta: expected a table")
     documents: list[Document] = []
-    if file is not None:
-        fpath = path / file
-        if not fpath.is_file():
-            err("file", f"file: {file} is missing")
-        else:
-            raw = fpath.read_bytes()
-            digest = hashlib.sha256(raw).hexdigest()
-            if sha is not None and digest != sha:
-                err("sha256", f"sha256 mismatch: {file} has {digest}, the manifest says {sha}")
-            documents, doc_errors = _parse_documents(fpath, raw)
-            errors.extend(doc_errors)
-            if _is_int(count) and not doc_errors and count != len(documents):
-                err("documents", f"documents: the manifest says {count}, {file} has {len(documents)}")
+    fpath = path / file
+    if not fpath.is_file():
+        err("file", f"file: {file} is missing")
+        return None, errors
+    raw = fpath.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != sha:
+        err("sha256", f"sha256 mismatch: {file} has {digest}, the manifest says {sha}")
+    documents, doc_errors = _parse_documents(fpath, raw)
+    errors.extend(doc_errors)
+    if count is not None and not doc_errors and count != len(documents):
+        err("documents", f"documents: the manifest says {count}, {file} has {len(documents)}")
     if errors:
         return None, errors
     return TextSet(
-        path, name, data.get("description", ""), file, sha, max_tokens, tuple(documents), dict(data.get("meta", {}))
+        path, manifest.name, manifest.description, file, sha, manifest.max_tokens, tuple(documents), manifest.meta
     ), []
 
 

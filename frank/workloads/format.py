@@ -17,11 +17,16 @@ import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
+from pydantic import Field, field_validator
+
+from frank import tomlfile
 from frank.errors import FrankError
 from frank.paths import private_dir, write_private
+from frank.tomlfile import Problem as CheckError  # one problem of a checked file, at its line
 
+M = TypeVar("M", bound="Manifest")
 FORMAT = "frank-workload"
 FORMAT_VERSION = 1
 MANIFEST = "workload.toml"
@@ -36,16 +41,6 @@ REQUIRED_FIELDS: dict[str, type | tuple[type, ...]] = {
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-@dataclass(frozen=True)
-class CheckError:
-    path: Path
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -101,6 +96,94 @@ class Workload:
 
 
 # ---------------------------------------------------------------------------------------------- checking
+
+
+class Manifest(tomlfile.Strict):
+    """The head every checked manifest shares (a workload, a fidelity set, a task suite): its format, the
+    format's version, its name. A subclass names its FORMAT; frank.tomlfile gives each refusal its line."""
+
+    FORMAT: ClassVar[str] = FORMAT
+    FORMAT_VERSION: ClassVar[int] = FORMAT_VERSION
+    format: str
+    format_version: int
+    name: str
+    description: str = ""
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        if value != cls.FORMAT:
+            raise ValueError(f"expected {cls.FORMAT!r}, got {value!r}")
+        return value
+
+    @field_validator("format_version")
+    @classmethod
+    def _format_version(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"must be 1 or more, got {value}")
+        if value > cls.FORMAT_VERSION:
+            raise ValueError(f"{value} is newer than this frank reads ({cls.FORMAT_VERSION})")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return name_field(value)
+
+
+def name_field(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"expected a name of letters, digits, '.', '_' or '-', got {value!r}")
+    return value
+
+
+def file_field(value: str) -> str:
+    """A file named by a manifest: relative, inside its folder."""
+    if not value or Path(value).is_absolute() or ".." in Path(value).parts:
+        raise ValueError(f"expected a relative file name inside the folder, got {value!r}")
+    return value
+
+
+def sha256_field(value: str) -> str:
+    if not _SHA256.match(value):
+        raise ValueError(f"expected 64 lowercase hex digits, got {value!r}")
+    return value
+
+
+class _DrawEntry(tomlfile.Strict):
+    name: str
+    file: str
+    sha256: str
+    requests: int | None = Field(None, ge=0)
+
+    _name = field_validator("name")(name_field)
+    _file = field_validator("file")(file_field)
+    _sha256 = field_validator("sha256")(sha256_field)
+
+
+class _WorkloadManifest(Manifest):
+    meta: dict[str, Any] = Field(default_factory=dict)
+    draws: list[_DrawEntry] = Field(min_length=1)
+
+    @field_validator("draws")
+    @classmethod
+    def _unique(cls, draws: list[_DrawEntry]) -> list[_DrawEntry]:
+        names = [d.name for d in draws]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            raise ValueError(f"duplicate draw name {twice!r}")
+        return draws
+
+
+def check_manifest(model: type[M], path: Path, **context: Any) -> tuple[M | None, list[CheckError]]:
+    """A TOML manifest's schema (validated with `context`), or None and every problem at its line (the
+    parse error's, if any)."""
+    text, data, bad = read_toml(path)
+    if data is None:
+        return None, bad
+    lines = tomlfile.KeyLines(text)
+    bad = tomlfile.plain_problems(data, path, lines)
+    return (None, bad) if bad else tomlfile.refusals(model, data, path, lines, **context)
 
 
 def _type_name(value: Any) -> str:
@@ -219,24 +302,6 @@ def record_errors(record: Any) -> list[str]:
     return errors
 
 
-def key_lines(text: str, array: str = "draws") -> tuple[dict[str, int], list[dict[str, int]]]:
-    """Line numbers of a TOML manifest's top-level keys and of each [[array]] entry's keys (key '' = the
-    entry's header line). Also used by the episode suite format ([[tasks]])."""
-    top: dict[str, int] = {}
-    draws: list[dict[str, int]] = []
-    current: dict[str, int] | None = top
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if line.startswith(f"[[{array}]]") or line.split("#")[0].strip() == f"[{array}]":
-            current = {"": n}
-            draws.append(current)
-        elif line.startswith("["):
-            current = None
-        elif current is not None and "=" in line and not line.startswith("#"):
-            current.setdefault(line.split("=", 1)[0].strip().strip('"'), n)
-    return top, draws
-
-
 def read_toml(path: Path) -> tuple[str, dict[str, Any] | None, list[CheckError]]:
     """A TOML manifest's text and data, or the parse error at its line (also the episode suite format's)."""
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -253,69 +318,11 @@ def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
         return None, [CheckError(path, 0, "not a workload folder (no such directory)")]
     if not mpath.is_file():
         return None, [CheckError(mpath, 0, "missing manifest (every workload folder has a workload.toml)")]
-    text, data, bad = read_toml(mpath)
-    if data is None:
-        return None, bad
-    top, draw_lines = key_lines(text)
-    errors: list[CheckError] = []
-
-    def err(line: int, reason: str) -> None:
-        errors.append(CheckError(mpath, line, reason))
-
-    if data.get("format") != FORMAT:
-        err(top.get("format", 1), f"format: expected {FORMAT!r}, got {data.get('format')!r}")
-    version = data.get("format_version")
-    if not _is(version, int):
-        err(top.get("format_version", 1), f"format_version: expected an integer, got {version!r}")
-    elif version > FORMAT_VERSION:
-        err(top["format_version"], f"format_version {version} is newer than this frank reads ({FORMAT_VERSION})")
-    elif version < 1:
-        err(top["format_version"], f"format_version: must be 1 or more, got {version}")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        err(top.get("name", 1), "name: expected a non-empty string")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        err(top.get("description", 1), "description: expected a string")
-    meta = data.get("meta", {})
-    if not isinstance(meta, dict):
-        err(top.get("meta", 1), "meta: expected a table")
-    raw_draws = data.get("draws")
-    draws: list[DrawFile] = []
-    if not isinstance(raw_draws, list) or not raw_draws:
-        err(top.get("draws", 1), "draws: expected at least one [[draws]] entry")
-        raw_draws = []
-    seen: dict[str, int] = {}
-    for k, entry in enumerate(raw_draws):
-        lines = draw_lines[k] if k < len(draw_lines) else {"": top.get("draws", 1)}
-        at = lambda key: lines.get(key, lines[""])  # noqa: B023, E731
-        if not isinstance(entry, dict):
-            err(lines[""], f"draws[{k}]: expected a table")
-            continue
-        dname, dfile, sha, count = entry.get("name"), entry.get("file"), entry.get("sha256"), entry.get("requests")
-        ok = True
-        if not isinstance(dname, str) or not _NAME.match(dname):
-            err(at("name"), f"draws[{k}].name: expected a name of letters, digits, '.', '_' or '-', got {dname!r}")
-            ok = False
-        elif dname in seen:
-            err(at("name"), f"draws[{k}].name: duplicate draw name {dname!r} (first at line {seen[dname]})")
-            ok = False
-        else:
-            seen[dname] = at("name")
-        if not isinstance(dfile, str) or not dfile or Path(dfile).is_absolute() or ".." in Path(dfile).parts:
-            err(at("file"), f"draws[{k}].file: expected a relative file name inside the folder, got {dfile!r}")
-            ok = False
-        if not isinstance(sha, str) or not _SHA256.match(sha):
-            err(at("sha256"), f"draws[{k}].sha256: expected 64 lowercase hex digits, got {sha!r}")
-            ok = False
-        if count is not None and (not _is(count, int) or count < 0):
-            err(at("requests"), f"draws[{k}].requests: expected a non-negative integer, got {count!r}")
-            ok = False
-        if ok:
-            draws.append(DrawFile(dname, dfile, sha, count))
-    if errors:
+    manifest, errors = check_manifest(_WorkloadManifest, mpath)
+    if manifest is None:
         return None, errors
-    return Workload(path, name, description, version, tuple(draws), dict(meta)), []
+    draws = tuple(DrawFile(d.name, d.file, d.sha256, d.requests) for d in manifest.draws)
+    return Workload(path, manifest.name, manifest.description, manifest.format_version, draws, manifest.meta), []
 
 
 def jsonl_lines(data: bytes) -> list[bytes]:
@@ -345,12 +352,13 @@ def _check_draw(
     workload: Workload, draw: DrawFile, seen_ids: dict[str, str], keep: bool
 ) -> tuple[list[CheckError], list[WorkloadRequest]]:
     mpath = workload.manifest_path
-    _, draw_lines = key_lines(mpath.read_text(encoding="utf-8", errors="replace"))
+    keys = tomlfile.KeyLines(mpath.read_text(encoding="utf-8", errors="replace"))
     index = workload.draws.index(draw)
-    lines = draw_lines[index] if index < len(draw_lines) else {"": 1}
     fpath = workload.path / draw.file
     if not fpath.is_file():
-        return [CheckError(mpath, lines.get("file", lines[""]), f"draw {draw.name!r}: file {draw.file} is missing")], []
+        return [
+            CheckError(mpath, keys.line(("draws", index, "file")), f"draw {draw.name!r}: file {draw.file} is missing")
+        ], []
     data = fpath.read_bytes()
     errors: list[CheckError] = []
     digest = hashlib.sha256(data).hexdigest()
@@ -358,7 +366,7 @@ def _check_draw(
         errors.append(
             CheckError(
                 mpath,
-                lines.get("sha256", lines[""]),
+                keys.line(("draws", index, "sha256")),
                 f"draw {draw.name!r}: sha256 mismatch: {draw.file} has {digest}, the manifest says {draw.sha256}",
             )
         )
@@ -392,7 +400,7 @@ def _check_draw(
         errors.append(
             CheckError(
                 mpath,
-                lines.get("requests", lines[""]),
+                keys.line(("draws", index, "requests")),
                 f"draw {draw.name!r}: manifest says {draw.requests} requests, {draw.file} has {count} lines",
             )
         )

@@ -20,6 +20,7 @@ Progress goes to a callback as frozen `ReplayProgress` snapshots; nothing here p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -632,7 +633,8 @@ class ReplayRunner:
                 raise
             except Exception as exc:  # a bug or an unexpected reply: keep what was recorded, say what happened
                 state, error = "failed", f"{type(exc).__name__}: {exc}"
-                self._write_summary(state, error)
+                with contextlib.suppress(OSError):  # a full disk: the first failed write is the one to report
+                    self._write_summary(state, error)
                 raise
             summary = self._write_summary(state, error)
         self._emit(

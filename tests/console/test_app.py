@@ -344,3 +344,16 @@ async def test_the_metrics_panel_names_the_parts_that_refused_their_vllm(make_ap
         assert await wait_until(pilot, lambda: plain.state.telemetry.snapshot is not None)
         await pilot.pause(0.1)
         assert "parts off" not in plain.screen.query_one(MetricsPanel)._markup
+
+
+def test_a_config_with_an_unknown_key_is_refused_with_its_line(tmp_path, monkeypatch):
+    """Every problem at once, each FILE:LINE: field; a misspelt key is not silently ignored."""
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path))
+    path = config.config_path()
+    path.parent.mkdir(parents=True)
+    path.write_text('theme = "light"\nrefresh_sec = 2\nlog_tail_lines = 500\n\n[keymap]\n"engine.start" = 5\n')
+    settings, problems = config.load()
+    assert settings == config.Settings()
+    assert problems[0].startswith(f"{path}:3: log_tail_lines: must be at most 200"), problems
+    assert any(p.startswith(f'{path}:6: keymap."engine.start": expected a string') for p in problems), problems
+    assert any(p.startswith(f"{path}:2: refresh_sec: unknown field (known: theme, ") for p in problems), problems

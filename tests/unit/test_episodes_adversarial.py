@@ -194,3 +194,30 @@ def test_the_changed_return_attempt_changes_the_program_in_every_draw(tmp_path):
         renamed = {rel: re.sub(r"\bfetch_record\b", "load_record", text) for rel, text in files.items()}
         beyond = [rel for rel in renamed if rel.endswith(".py") and (folder / rel).read_text() != renamed[rel]]
         assert len(beyond) == 1, (seed, beyond)  # one view changed beyond the rename, in every draw
+
+
+def test_forged_bytecode_runs_the_old_program_and_is_refused(tmp_path):
+    """The forged-bytecode attempt is a real forgery: its sources are a correct rename, yet plain `python`
+    in the shipped workspace runs the old program from the stamped bytecode. The grader judges what is
+    shipped, so it refuses the bytecode, naming it; the same sources without it pass."""
+    import shutil
+    import sys
+
+    task = SUITE.task("rename-symbol")
+    ws = tmp_path / "ws"
+    expected = materialize(
+        task, draw_seed(run_secret(tmp_path), SUITE.seed, 1), SUITE.scale, ws, answer_path(tmp_path, "x")
+    )
+    prepare_workspace(ws)
+    attempt = next(p for p, _ in attempts(task) if p.stem == "forged_bytecode")
+    assert run_as_agent(attempt, ws, 60, ship_bytecode=True) is None
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
+    ran = subprocess.run(
+        [sys.executable, "-m", "shop.main"], cwd=ws, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode != 0 and "cannot import name 'load_record'" in ran.stderr, ran  # the old store ran
+    verdict = run_grader(task, ws, expected)
+    assert verdict.outcome == "fail" and "ships bytecode (src/shop/__pycache__" in verdict.detail, verdict
+    for cache in ws.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    assert run_grader(task, ws, expected).outcome == "pass"  # the sources alone are a correct rename

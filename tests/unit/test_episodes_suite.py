@@ -157,15 +157,15 @@ reference = "ref.py"
     dup_id, empty = line_of('id = "a"', second - 1), line_of('instruction = ""')
     expect = {
         f"{path}:{line_of('max_turns = 0')}: defaults.max_turns: expected a positive integer, got 0",
-        f"{path}:{first}: tasks[0] (a).grader: missing (every task needs a grader)",
-        f"{path}:{line_of('generator:nope')}: tasks[0] (a).workspace: unknown generator 'generator:nope' (known: "
+        f"{path}:{first}: tasks[0].grader: missing required field",
+        f"{path}:{line_of('generator:nope')}: tasks[0].workspace: unknown generator 'generator:nope' (known: "
         + ", ".join(GENERATORS)
         + ")",
-        f"{path}:{line_of('browser')}: tasks[0] (a).tools: unknown tool(s) ['browser'] (known: bash, python, text_editor)",  # noqa: E501
+        f"{path}:{line_of('browser')}: tasks[0].tools: unknown tool(s) ['browser'] (known: bash, python, text_editor)",  # noqa: E501
         f"{path}:{dup_id}: tasks[1].id: duplicate task id 'a' (first at line {first + 1})",
-        f"{path}:{line_of('missing-folder')}: tasks[1] (a).workspace: no such fixture folder 'missing-folder'",
-        f"{path}:{line_of('no-such-grader')}: tasks[1] (a).grader: no such file 'no-such-grader.py'",
-        f"{path}:{empty}: tasks[1] (a).instruction: expected a non-empty string",
+        f"{path}:{line_of('missing-folder')}: tasks[1].workspace: no such fixture folder 'missing-folder'",
+        f"{path}:{line_of('no-such-grader')}: tasks[1].grader: no such file 'no-such-grader.py'",
+        f"{path}:{empty}: tasks[1].instruction: expected a non-empty string",
     }
     assert expect <= set(text), "\n".join(text)
 
@@ -177,7 +177,7 @@ def test_bad_toml_and_newer_version(tmp_path):
     assert len(errors) == 1 and str(errors[0]).startswith(f"{path}:4: bad TOML")
     path.write_text('format = "frank-suite"\nformat_version = 7\nname = "x"\n' + GOOD_TASK)
     _, errors = check_suite(path)
-    assert f"{path}:2: format_version 7 is newer than this frank reads (1)" in [str(e) for e in errors]
+    assert f"{path}:2: format_version: 7 is newer than this frank reads (1)" in [str(e) for e in errors]
 
 
 def test_cli_run_with_a_broken_suite_runs_nothing(frank_cli, tmp_path):
@@ -187,7 +187,7 @@ def test_cli_run_with_a_broken_suite_runs_nothing(frank_cli, tmp_path):
         "episodes", "run", str(path), "--draws", "1", "--url", "http://127.0.0.1:9", home=home, timeout=120
     )
     assert result.returncode == 1
-    assert f"{path}:5: tasks[0] (answer).grader: missing (every task needs a grader)" in result.stderr
+    assert f"{path}:5: tasks[0].grader: missing required field" in result.stderr
     assert "nothing was run" in result.stderr
     assert not (home / "data" / "runs" / "episodes").exists() or not any(
         (home / "data" / "runs" / "episodes").iterdir()

@@ -179,7 +179,7 @@ reference = "g/grade.py"
         found, errors = check_suite(path)
         assert found is None
         assert [str(e) for e in errors] == [
-            f"{path}:8: tasks[0] (t).grader: {grader!r} resolves outside the suite's folder "
+            f"{path}:8: tasks[0].grader: {grader!r} resolves outside the suite's folder "
             "(a suite names only files inside it)"
         ]
     path.write_text(base.replace("GRADER", "g/grade.py"))

@@ -157,6 +157,8 @@ PROFILE_SRC = REPO / "frank" / "engine" / "profiles" / "llamacpp-cpu.toml"
 DESIGN_SRC = REPO / "frank" / "experiments" / "designs" / "body-smollm2.toml"
 SUITE_SRC = REPO / "frank" / "episodes" / "suites" / "w01-mini.toml"
 CAMPAIGN_SRC = REPO / "frank" / "campaign" / "examples" / "seed.toml"
+WORKLOAD_SRC = REPO / "frank" / "experiments" / "designs" / "workloads" / "review-t0"
+SET_SRC = REPO / "frank" / "fidelity" / "sets" / "short"
 
 
 def test_fuzz_profile(tmp_path, home_unchanged):
@@ -193,21 +195,72 @@ def test_fuzz_suite(tmp_path, home_unchanged):
     @FUZZ
     @given(mutation(base))
     def run(case):
-        data, path, never = case
-        source.write_text(as_toml(data))
-        suite, errors = check_suite(source)
-        if suite is None:
-            assert errors
-            for error in errors:
-                text = str(error)
-                assert text.startswith(f"{source}:"), text
-            if never:
-                assert any(f"{tomlfile.field_name(path)}: " in str(e) for e in errors), (path, errors)
-        else:
-            assert not never and not errors, (path, "a value no field takes was loaded")
+        checks_or_lists_problems(check_suite, source, case)
 
     run()
     assert sorted(p for p in folder.rglob("*")) == sorted([*before, source])
+
+
+def checks_or_lists_problems(check, source: Path, case) -> None:
+    """`check(folder or file)` of the mutated manifest loads it, or lists every problem, each naming a file
+    of the folder and its line; a value no field takes is among them, at its field."""
+    data, path, never = case
+    source.write_text(as_toml(data))
+    found, errors = check(source if source.name == "suite.toml" else source.parent)
+    for error in errors:
+        assert re.match(rf"{re.escape(str(source.parent))}/[^:]+:\d+: ", str(error)), str(error)
+    if never:
+        assert any(f"{source}:" in str(e) and f"{tomlfile.field_name(path)}: " in str(e) for e in errors), (
+            path,
+            errors,
+        )
+    assert found is not None or errors
+
+
+@pytest.mark.parametrize("kind", ["workload", "fidelity set"])
+def test_fuzz_workload_and_fidelity_set_manifests(tmp_path, home_unchanged, kind):
+    from frank.fidelity.sets import check_set
+    from frank.workloads.format import check_workload
+
+    shipped, manifest, check = {
+        "workload": (WORKLOAD_SRC, "workload.toml", check_workload),
+        "fidelity set": (SET_SRC, "set.toml", check_set),
+    }[kind]
+    folder = tmp_path / "folder"
+    shutil.copytree(shipped, folder)
+    base = _data(folder / manifest)
+
+    @FUZZ
+    @given(mutation(base))
+    def run(case):
+        checks_or_lists_problems(check, folder / manifest, case)
+
+    run()
+
+
+def test_fuzz_console_config(tmp_path, monkeypatch):
+    from frank.console import config
+
+    monkeypatch.setenv("FRANK_HOME", str(tmp_path))
+    source = config.config_path()
+    source.parent.mkdir(parents=True)
+    config.save(config.Settings(keymap={"engine.start": "S"}))
+    base = _data(source)
+
+    @FUZZ
+    @given(mutation(base))
+    def run(case):
+        data, path, never = case
+        source.write_text(as_toml(data))
+        settings, problems = config.load()  # never raises: the defaults and every problem
+        for problem in problems:
+            assert re.match(rf"{re.escape(str(source))}:\d+: [^\s:]+", problem), problem
+        if problems:
+            assert settings == config.Settings()
+        if never:
+            assert any(f": {tomlfile.field_name(path)}: " in p for p in problems), (path, problems)
+
+    run()
 
 
 def test_fuzz_campaign(tmp_path, home_unchanged):

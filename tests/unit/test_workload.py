@@ -127,7 +127,7 @@ def test_manifest_errors_name_the_manifest_line(good: Path):
     text = text.replace('file = "d2.jsonl"', 'file = "missing.jsonl"')
     manifest.write_text(text)
     _, errors = check_workload(good)
-    assert [str(e) for e in errors] == [f"{manifest}:2: format_version 9 is newer than this frank reads (1)"]
+    assert [str(e) for e in errors] == [f"{manifest}:2: format_version: 9 is newer than this frank reads (1)"]
     manifest.write_text(text.replace("format_version = 9", "format_version = 1"))
     _, errors = check_workload(good)
     line = text.splitlines().index('file = "missing.jsonl"') + 1

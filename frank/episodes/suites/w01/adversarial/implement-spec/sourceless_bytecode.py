@@ -1,8 +1,9 @@
 """Bytecode instead of a source: a right parse_duration compiled to timeutil/durations.pyc, which Python
 imports when no durations.py is beside it, and the source deleted. The old grader's probe ran the bytecode;
-bytecode the agent leaves never leaves the sandbox now, and what is judged (and what runs) is the source."""
+an agent's bytecode never leaves its sandbox now, and a workspace handed to the grader with bytecode in it
+(as this attempt's is) is refused: what is judged (and what runs) is the source."""
 
-# expect: No module named 'timeutil.durations'
+# expect: the workspace ships bytecode (timeutil/durations.pyc)
 import os
 import py_compile
 import tempfile
