@@ -235,7 +235,7 @@ def validate(model: type[M], data: Any, source: str | Path, lines: KeyLines | No
         if first["type"] == "extra_forbidden":
             known = getattr(_model_at(model, path[:-1]), "model_fields", {})
             raise refusal(error, source, lines, path, f"unknown field (known: {', '.join(known)})") from None
-        raise refusal(error, source, lines, path, _message(first)) from None
+        raise refusal(error, source, lines, path, _message(dict(first))) from None
 
 
 def _model_at(model: type[BaseModel], path: Path_) -> Any:

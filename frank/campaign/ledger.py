@@ -78,10 +78,10 @@ class Ledger:
 
     def recorded_at(self, name: str) -> float | None:
         for e in self.history:
-            if e["event"] == "init" and name in e.get("parts", {}):
-                return e["at"]
-            if e["event"] == "part_added" and e.get("part") == name:
-                return e["at"]
+            if (e["event"] == "init" and name in e.get("parts", {})) or (
+                e["event"] == "part_added" and e.get("part") == name
+            ):
+                return float(e["at"])
         return None
 
     def recorded_hashes(self) -> dict[str, str]:

@@ -13,6 +13,7 @@ import os
 import selectors
 from codecs import getincrementaldecoder
 from threading import Event
+from typing import Any
 
 from textual._loop import loop_last
 from textual._parser import ParseError
@@ -39,7 +40,7 @@ class _WakingEvent(Event):
 
 
 class QuietLinuxDriver(LinuxDriver):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)

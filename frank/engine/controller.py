@@ -138,7 +138,10 @@ class EngineController:
         )
         server_pid = run.get("server_pid")
         exit_info = self.files.read_json(self.files.exit)
-        log_tail = lambda: tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES))  # noqa: E731
+
+        def log_tail() -> tuple[str, ...]:
+            return tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES))
+
         if pgid is None:  # the record is written before the supervisor is spawned
             if time.time() - (base["started_at"] or 0) < SPAWN_GRACE_S:
                 return EngineStatus(state="starting", **base)
@@ -261,7 +264,7 @@ class EngineController:
         self,
         prof: Profile,
         record: dict[str, Any],
-        supervisor: subprocess.Popen,
+        supervisor: subprocess.Popen[bytes],
         t0: float,
         timeout_s: float,
         on_progress: ProgressFn | None,
@@ -302,7 +305,7 @@ class EngineController:
         if prof.port == "auto":
             with socket.socket(_family(prof.host), socket.SOCK_STREAM) as sock:
                 sock.bind((prof.host, 0))
-                return sock.getsockname()[1]
+                return int(sock.getsockname()[1])
         port = int(prof.port)
         with socket.socket(_family(prof.host), socket.SOCK_STREAM) as sock:
             try:
@@ -507,4 +510,4 @@ def _describe_exit(exit_info: dict[str, Any] | None) -> str:
         return f"killed by {exit_info['signal']}"
     if exit_info.get("returncode") is not None:
         return f"exit code {exit_info['returncode']}"
-    return exit_info.get("reason", "exit status unknown")
+    return str(exit_info.get("reason", "exit status unknown"))

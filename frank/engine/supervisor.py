@@ -18,9 +18,10 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 
-def _write_json(path: str, payload: dict) -> None:
+def _write_json(path: str, payload: dict[str, Any]) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:

@@ -40,7 +40,7 @@ from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
-Note = Callable[..., dict]
+Note = Callable[..., dict[str, Any]]
 
 
 class CellError(FrankError):
@@ -115,7 +115,7 @@ def run_experiment(
     run: Run,
     executor: CellExecutor,
     *,
-    on_event: Callable[[dict], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
     handle_signals: bool = False,
     stop_by: float | None = None,
 ) -> RunnerResult:
@@ -128,7 +128,7 @@ def run_experiment(
         )
     with RunLock(run.lock_path), Journal(run.journal_path) as journal:
 
-        def note(event: str, **fields: Any) -> dict:
+        def note(event: str, **fields: Any) -> dict[str, Any]:
             record = journal.append(event, **fields)
             if on_event:
                 on_event(record)

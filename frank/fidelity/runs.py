@@ -199,7 +199,8 @@ def load_run(run_id: str) -> dict[str, Any]:
         if len(matches) == 1:
             return matches[0]
         raise FrankError(f"no fidelity run {run_id!r} (see `frank fidelity list`)")
-    return json.loads(path.read_text())
+    value: dict[str, Any] = json.loads(path.read_text())
+    return value
 
 
 def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_sha: str) -> tuple[float, str] | None:

@@ -46,7 +46,7 @@ def launch(k: JobKind, run_dir: Path, env: dict[str, str] | None = None, **job_f
     return status_of(k, run_dir)
 
 
-def _reap_later(proc: subprocess.Popen) -> None:
+def _reap_later(proc: subprocess.Popen[bytes]) -> None:
     """A long-lived launcher (the console) reaps its detached children so they never linger as zombies."""
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
 

@@ -128,7 +128,8 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
             controller = EngineController()
         key, now = files_key(controller.files), time.monotonic()
         if key == last["key"] and now - last["at"] < recheck_s and alive(last["pgid"]):
-            return last["target"]
+            value: Target | None = last["target"]
+            return value
         st = controller.status(check_health=False)  # /metrics answers for health; no second request
         target = None
         if st.state != "stopped":

@@ -259,7 +259,8 @@ class DrawTally:
         if not rec.attributed:
             c["unattributed"] += 1
             return
-        v = rec.server.values  # type: ignore[union-attr]
+        assert rec.server is not None  # attributed: the server's values are there
+        v = rec.server.values
         for key in SERVER_SUMS:
             self._sums[key].add(getattr(v, key))
         if cold:
@@ -269,7 +270,7 @@ class DrawTally:
         if v.decode_steps:  # both halves of the ratio from the same requests
             self._verify_decode += v.decode_s or 0.0
             self._verify_steps += v.decode_steps
-        wait = rec.server.cpu_expert_wait_s  # type: ignore[union-attr]
+        wait = rec.server.cpu_expert_wait_s
         if wait is not None:  # a pool measured: its wait, and per step over requests with decode steps
             self._wait_carried = True
             self._wait += wait
@@ -316,7 +317,7 @@ class DrawTally:
 def _hash_all(hashes: list[str | None]) -> str | None:
     if not hashes or not all(hashes):
         return None
-    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
 
 
 def draw_totals(
@@ -399,7 +400,7 @@ def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
 
 
 def _sum_or_none(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    return None if any(v is None for v in values) else sum(values)
 
 
 def _mean_or_none(values: list[float | None]) -> float | None:

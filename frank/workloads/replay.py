@@ -446,7 +446,7 @@ class ReplayRunner:
         return out
 
     @staticmethod
-    async def _stop_probe(probe: asyncio.Task | None, done: asyncio.Event) -> None:
+    async def _stop_probe(probe: asyncio.Task[None] | None, done: asyncio.Event) -> None:
         done.set()
         if probe is not None and not probe.done():
             await probe
@@ -593,7 +593,7 @@ class ReplayRunner:
         try:
             resp = await client.get(self.base_url + "/v1/models", headers=self._headers(), timeout=10.0)
             resp.raise_for_status()
-            return resp.json()["data"][0]["id"]
+            return str(resp.json()["data"][0]["id"])
         except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
             raise FrankError(
                 f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); is it running? (frank engine status)"

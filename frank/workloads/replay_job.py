@@ -122,7 +122,12 @@ def run(
 ) -> dict[str, Any]:
     """Replay (or resume) the run in this process, holding its lock. Returns the summary."""
     box: list[ReplayRunner] = []
-    with jobs.JobProcess(KIND, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
+
+    def cancel() -> None:
+        if box:
+            box[0].stop()
+
+    with jobs.JobProcess(KIND, run_dir, on_cancel=cancel) as job:
         api_key = api_key or os.environ.get("FRANK_API_KEY") or None
         if (run_dir / RUN_FILE).is_file():
             runner = resume_replay(run_dir, base_url or engine_url(), progress, api_key=api_key, restart=restart)

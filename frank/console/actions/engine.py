@@ -119,7 +119,12 @@ class EngineActions(Actions):
         reading = self.host.state.engine
         values = dict(reading.status.knobs if reading.status is not None else {})
         knobs = {k.name: k for k in reading.knobs}
-        self.host.push_screen(KnobScreen(knobs, values), lambda choice: choice and self.set_knob(*choice))
+
+        def chosen(choice: tuple[str, Any] | None) -> None:
+            if choice:
+                self.set_knob(*choice)
+
+        self.host.push_screen(KnobScreen(knobs, values), chosen)
 
     def inflight_warning(self, verb: str) -> str:
         """What an engine stop or restart does to the work running on it (jobs are named: they ask first)."""

@@ -14,7 +14,7 @@ from typing import Any
 from frank.console.cli.common import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     camp = sub.add_parser("campaign", help="the campaign ledger: parts, their evidence, revert rules, the watch")
     csub = camp.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
 

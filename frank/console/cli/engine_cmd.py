@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import IO, Any
 
 from frank.console.cli.common import emit, parse_key_values
 from frank.engine.controller import EngineController
 from frank.engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles, load_profile
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     engine = sub.add_parser("engine", help="start, stop and watch the engine (vLLM or llama.cpp)")
     esub = engine.add_subparsers(dest="engine_command", metavar="ACTION", required=True)
 
@@ -54,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     profiles.set_defaults(func=cmd_profiles)
 
 
-def _human_status(st: dict) -> str:
+def _human_status(st: dict[str, Any]) -> str:
     lines = [f"state    {st['state']}"]
     if st.get("profile"):
         lines += [
@@ -182,7 +183,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
             time.sleep(0.3)
 
 
-def _inode(handle) -> int:
+def _inode(handle: IO[str]) -> int:
     import os
 
     return os.fstat(handle.fileno()).st_ino
@@ -214,7 +215,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
             }
         )
 
-    def human(payload: dict) -> str:
+    def human(payload: dict[str, Any]) -> str:
         out = []
         for item in payload["profiles"]:
             if "error" in item:

@@ -12,7 +12,7 @@ from typing import Any
 from frank.console.cli.common import emit
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from frank.engine.models.catalog import names
     from frank.engine.models.tiny_model import MODEL_NAME
 

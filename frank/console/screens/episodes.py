@@ -113,7 +113,8 @@ class EpisodesScreen(FrankScreen):
     def action_follow(self) -> None:
         table = self.query_one("#ep-runs", DataTable)
         if table.row_count:
-            self.host.follow_episodes(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+            run_id = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            self.host.follow_episodes(str(run_id))  # rows are keyed by run id
 
     # -- the followed run -----------------------------------------------------------------------------------
     def _show_run(self, state: EpisodesState) -> None:

@@ -141,7 +141,7 @@ class ReplaysScreen(FrankScreen):
         if r.row_count == 0:
             self.app.notify("no jobs yet", severity="warning")
             return
-        self.host.follow_job(r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value)
+        self.host.follow_job(str(r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value))  # keyed by run id
 
     # -- the followed job ------------------------------------------------------------------------
     def render_state(self, state: ConsoleState) -> None:

@@ -6,6 +6,7 @@ the main loop, w the workers), beside the GPU's utilisation and its PCIe traffic
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from frank.console.widgets.fmt import BLOCKS, nbytes, pct, spark
 from frank.console.widgets.line_panel import LinePanel, Piece
@@ -80,7 +81,7 @@ def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
 
 
 class CpuPanel(LinePanel):
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("cpu pool", **kwargs)
 
     def show(self, cpu: CpuView | None, error: str | None = None) -> None:
@@ -105,7 +106,8 @@ class CpuPanel(LinePanel):
             lines.append([("ram", "$frank-idle"), (f" {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}", "")])
             self.set_rows([tuple(line) for line in lines])
             return
-        busy, room = [], width - len("busiest ")
+        busy: list[str] = []
+        room = width - len("busiest ")
         for name, p in cpu.busiest[:4]:
             item = f"{str(name)[:14]} {p:.0f}%"
             if len(item) + 2 * len(busy) + sum(map(len, busy)) > room:

@@ -27,7 +27,7 @@ def state_markup(state: str) -> str:
 class EnginePanel(Panel):
     """Renders an engine status (the controller's) and the profile's knobs."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("engine", **kwargs)
 
     def show(

@@ -3,7 +3,9 @@ throughput, KV usage, prefix cache hit rate, frank's vLLM parts that refused to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -59,7 +61,7 @@ COLUMNS = (
 MAX_ROWS = 8
 
 
-def _latest(value: float | None, history: tuple[float | None, ...], fmt) -> str:
+def _latest(value: float | None, history: tuple[float | None, ...], fmt: Callable[[float | None], str]) -> str:
     """The value right-aligned in 9 columns; with none this second (no verify step ran), the history's last
     one, dimmed, so the number never disagrees with the sparkline beside it."""
     if value is not None:
@@ -91,7 +93,7 @@ class MetricsPanel(Vertical):
     MetricsPanel > DataTable { height: auto; max-height: 10; margin-top: 1; overflow-x: hidden; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.border_title = "engine metrics"
         self._markup = ""
@@ -99,7 +101,7 @@ class MetricsPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="metrics-text")
-        table = DataTable(id="requests", cursor_type="none", zebra_stripes=False, show_cursor=False)
+        table: DataTable[str] = DataTable(id="requests", cursor_type="none", zebra_stripes=False, show_cursor=False)
         table.can_focus = False
         yield table
 

@@ -62,7 +62,7 @@ class MoeSpec:
 
     @property
     def layers(self) -> int:
-        return self.dims["num_hidden_layers"]
+        return int(self.dims["num_hidden_layers"])
 
 
 TINY_DIMS: dict[str, Any] = {

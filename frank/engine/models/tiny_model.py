@@ -209,7 +209,8 @@ def sha256_file(path: Path) -> str:
 
 def read_manifest(model_dir: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((model_dir / MANIFEST).read_text())
+        value: dict[str, Any] | None = json.loads((model_dir / MANIFEST).read_text())
+        return value
     except (OSError, ValueError):
         return None
 
