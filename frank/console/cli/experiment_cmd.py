@@ -226,6 +226,7 @@ def _event_line(e: dict[str, Any]) -> str:
         "cell_failed": lambda: str(e.get("error", "")),
         "cell_interrupted": lambda: str(e.get("reason", "")),
         "block_voided": lambda: f"block {e.get('block')}: {e.get('reason')}",
+        "decided": lambda: f"{str(e.get('verdict')).upper()} after {e.get('unit')} {e.get('after')}: {e.get('reason')}",
         "runner_started": lambda: f"pid {e.get('pid')}" + (" (resuming)" if e.get("resumed") else ""),
         "runner_stopped": lambda: f"{e.get('reason')}: {e.get('message', '')}",
         "registered": lambda: f"{e.get('design_sha256', '')[:12]}…",
@@ -272,6 +273,12 @@ def _human_state(s: dict[str, Any]) -> str:
         f"  rule can still be met: {'yes' if s['can_still_meet'] else 'no'}"
         + (f" (best possible p {best:.4g})" if best is not None else "")
     )
+    if s.get("decided"):
+        d = s["decided"]
+        lines.append(
+            f"  stopped when decided: {d['verdict'].upper()} after {d['unit']} {d['after']} of {d['of']} "
+            f"({d['left']} not run): {d['reason']}"
+        )
     return "\n".join(lines)
 
 
