@@ -19,7 +19,15 @@ from typing import Any
 from frank import paths
 from frank.campaign import serving, watch
 from frank.campaign.evidence import check_evidence, confirmed_runs, part_design
-from frank.campaign.ledger import Ledger, append_event, history_path, init_history, open_ledger, record_new_parts
+from frank.campaign.ledger import (
+    STATE_EVENTS,
+    Ledger,
+    append_event,
+    history_path,
+    init_history,
+    open_ledger,
+    record_new_parts,
+)
 from frank.campaign.parts import EMPTY, CampaignError, Part, example_path, load_campaign
 
 NEXT = {
@@ -117,7 +125,7 @@ def part_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = 
         if e["event"] in ("adopt", "serve", "revert"):
             evidence.append(
                 {
-                    "state": {"adopt": "adopted", "serve": "served", "revert": "reverted"}[e["event"]],
+                    "state": STATE_EVENTS[e["event"]],
                     "source": "history",
                     "at": e["at"],
                     "by": e.get("by"),

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from frank import jsonl
-from frank.campaign.parts import Campaign, CampaignError, Part, load_campaign
+from frank.campaign.parts import Campaign, CampaignError, Part, PartState, load_campaign
 
-STATE_EVENTS = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
+STATE_EVENTS: dict[str, PartState] = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
 
 
 def history_path(campaign_path: Path) -> Path:
@@ -57,13 +57,13 @@ class Ledger:
     def history_file(self) -> Path:
         return history_path(self.campaign.path)
 
-    def state(self, part: Part) -> str:
+    def state(self, part: Part) -> PartState:
         state = part.state
         for event in self.events_for(part.name):
             state = STATE_EVENTS.get(event["event"], state)
         return state
 
-    def since(self, part: Part, state: str) -> float | None:
+    def since(self, part: Part, state: PartState) -> float | None:
         """When the part last entered `state` (the init time for a declared state)."""
         at = None
         if part.state == state:

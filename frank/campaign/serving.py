@@ -17,6 +17,7 @@ import tomli_w
 from frank import paths
 from frank.campaign.parts import CampaignError
 from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
+from frank.engine.records import RUNNING_STATES
 
 HEADER = (
     "# Written by `frank campaign {action} {part}` ({campaign}): the knob defaults below are what the\n"
@@ -71,7 +72,7 @@ def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
             )
     running = None
     st = controller.status(check_health=False)
-    if st.state in ("starting", "ready") and st.profile == profile_name:
+    if st.state in RUNNING_STATES and st.profile == profile_name:
         differ = {k: st.knobs.get(k) for k, v in values.items() if st.knobs.get(k) != v}
         running = {"pid": st.pid, "knobs": st.knobs, "differs": differ}
         if differ:

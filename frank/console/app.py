@@ -66,6 +66,7 @@ from frank.console.sources.logs import LogSource
 from frank.console.sources.telemetry import TelemetrySource
 from frank.console.state import CampaignPart, ConsoleState, FollowedJob
 from frank.engine.controller import EngineStatus
+from frank.engine.records import ENGINE_STATES
 from frank.errors import FrankError
 
 __all__ = ["FrankApp", "Services", "default_services", "run_console"]
@@ -87,7 +88,6 @@ MUTATING = {
     "set_knob",
 }
 SCREENS = Binding.Group("screens", compact=True)
-CONTROLLER_STATES = ("stopped", "starting", "ready", "crashed")
 
 
 class FrankApp(App[None]):
@@ -276,7 +276,7 @@ class FrankApp(App[None]):
         # (while steady, the engine source reads only every few refreshes).
         seen = snap.engine.state if snap is not None else None
         if seen != self._seen_engine_state:
-            if self._seen_engine_state is not None and seen in CONTROLLER_STATES and seen != self.engine_state:
+            if self._seen_engine_state is not None and seen in ENGINE_STATES and seen != self.engine_state:
                 self.refresh_engine()
             self._seen_engine_state = seen
 

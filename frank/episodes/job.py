@@ -17,9 +17,10 @@ from typing import Any
 
 from frank import jobs
 from frank.episodes.runner import EVENTS, RESULTS, RunOutcome, episodes_root, read_jsonl, read_run, run_episodes
+from frank.jobs.states import JobEnd
 
 # how a session ended (the last run_finished/run_stopped event) -> the job's end
-ENDED = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed"}
+ENDED: dict[str, JobEnd] = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed"}
 URL_ENV = "FRANK_EPISODES_URL"  # a detached run's --url
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from frank.engine.controller import EngineController, EngineError
 from frank.engine.profiles import load_profile
+from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError
 from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt
@@ -58,7 +59,7 @@ class EngineCellExecutor:
 
     def precheck(self, run: Run) -> None:
         st = self.controller.status()
-        if st.state in ("starting", "ready"):
+        if st.state in RUNNING_STATES:
             raise RunError(
                 f"an engine is running (profile {st.profile}, pid {st.pid}); an experiment needs a "
                 f"fresh start per cell: stop it first (frank engine stop)"

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from frank.engine import metrics as m
+from frank.engine.metrics.sample import ScrapeFailure
+from frank.engine.records import RUNNING_STATES, EngineState
 from frank.telemetry.cpu import CpuSample, CpuSampler
 from frank.telemetry.gpu import GpuReading, GpuSampler
 
@@ -41,17 +43,21 @@ class Target:
     pid: int | None
     api_key: str | None = None
     model_name: str | None = None
-    state: str = "ready"  # the controller's view: stopped, starting, ready, crashed
+    state: EngineState = "ready"  # the controller's view
 
 
 TargetSource = Callable[[], "Target | None"]
+
+
+# The engine as the sampler sees it: the controller's state, or how a scrape of a running engine failed.
+EngineViewState = EngineState | ScrapeFailure
 
 
 @dataclass(frozen=True)
 class EngineView:
     """What the sampler knows about the engine in one snapshot."""
 
-    state: str  # stopped / starting / ready / crashed (controller) or unreachable / error (scrape)
+    state: EngineViewState
     url: str | None
     pid: int | None
     metrics: m.MetricsSample | None
@@ -136,7 +142,7 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
             model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
             api_key = controller.client_api_key or api_key  # the key the engine was started with (llama.cpp's)
             target = Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
-        last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in ("starting", "ready") else None)
+        last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in RUNNING_STATES else None)
         return target
 
     return source

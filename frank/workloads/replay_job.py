@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from frank import jobs, paths
 from frank.errors import FrankError
+from frank.jobs.states import JobEnd
 from frank.workloads import catalog
 from frank.workloads.format import load_workload
 from frank.workloads.replay import (
@@ -32,7 +33,7 @@ from frank.workloads.replay import (
 )
 
 # the summary's state -> the job's (the runner says `interrupted` when the engine went away: a failure)
-ENDED = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed", "failed": "failed"}
+ENDED: dict[str, JobEnd] = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed", "failed": "failed"}
 
 
 def progress(run_dir: Path) -> jobs.Progress:

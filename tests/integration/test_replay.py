@@ -229,7 +229,7 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(
         assert killed.wait(10)
         assert wait_for(lambda: own.status().state == "crashed", 30)
         crashed = own.status()
-        assert crashed.exit["signal"] == "SIGKILL" and crashed.log_tail
+        assert crashed.exit is not None and crashed.exit.signal == "SIGKILL" and crashed.log_tail
         # the supervisor cleaned up the rest of the group (engine-core children)
         assert wait_for(lambda: not _group_members(status.pgid), 15)
         reported = json.loads(frank_cli("engine", "status", "--json", timeout=600).stdout)

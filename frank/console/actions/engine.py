@@ -7,6 +7,7 @@ from typing import Any
 
 from frank.console.actions.base import Actions
 from frank.engine.controller import EngineController
+from frank.engine.records import RUNNING_STATES
 
 
 class EngineActions(Actions):
@@ -38,7 +39,7 @@ class EngineActions(Actions):
     def start(self) -> None:
         if not self.guard("start"):
             return
-        if self.state in ("ready", "starting"):
+        if self.state in RUNNING_STATES:
             self.host.notify("the engine is already running", severity="warning")
             return
         profile = self.profile()
@@ -90,7 +91,7 @@ class EngineActions(Actions):
         if knob is None:
             self.host.notify(f"profile {self.profile()} has no knob {name!r}", severity="error")
             return
-        running = self.state in ("ready", "starting")
+        running = self.state in RUNNING_STATES
         profile = self.profile()
 
         def flip() -> None:

@@ -7,8 +7,8 @@ import sys
 import time
 from typing import IO, Any
 
-from frank.console.cli.common import emit, parse_key_values
-from frank.engine.controller import EngineController
+from frank.console.cli.common import emit, emit_record, parse_key_values
+from frank.engine.controller import EngineController, EngineStatus
 from frank.engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles, load_profile
 
 
@@ -55,25 +55,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     profiles.set_defaults(func=cmd_profiles)
 
 
-def _human_status(st: dict[str, Any]) -> str:
-    lines = [f"state    {st['state']}"]
-    if st.get("profile"):
+def _human_status(st: EngineStatus) -> str:
+    lines = [f"state    {st.state}"]
+    if st.profile:
         lines += [
-            f"profile  {st['profile']}  ({_kind_label(st.get('kind'))})",
-            f"pid      {st.get('pid')}  (group {st.get('pgid')})",
-            f"url      {st.get('url')}",
+            f"profile  {st.profile}  ({_kind_label(st.kind)})",
+            f"pid      {st.pid}  (group {st.pgid})",
+            f"url      {st.url}",
         ]
-        if st.get("ready_s") is not None:
-            lines.append(f"ready in {st['ready_s']:.1f} s")
-        if st.get("uptime_s") is not None:
-            lines.append(f"uptime   {st['uptime_s']:.0f} s")
-        knobs = ", ".join(f"{k}={v}" for k, v in sorted((st.get("knobs") or {}).items()))
+        if st.ready_s is not None:
+            lines.append(f"ready in {st.ready_s:.1f} s")
+        if st.uptime_s is not None:
+            lines.append(f"uptime   {st.uptime_s:.0f} s")
+        knobs = ", ".join(f"{k}={v}" for k, v in sorted(st.knobs.items()))
         lines.append(f"knobs    {knobs or '-'}")
-    if st.get("exit"):
-        ex = st["exit"]
-        lines.append(f"exit     code {ex.get('returncode')} signal {ex.get('signal')} {ex.get('reason', '')}".rstrip())
-        lines += ["last log lines:"] + [f"  {line}" for line in st.get("log_tail") or []]
-    lines.append(f"log      {st.get('log_path')}")
+    if st.exit is not None:
+        lines.append(f"exit     {st.exit.describe()}")
+        lines += ["last log lines:"] + [f"  {line}" for line in st.log_tail]
+    if st.warning:
+        lines.append(f"warning  {st.warning}")
+    lines.append(f"log      {st.log_path}")
     return "\n".join(lines)
 
 
@@ -116,7 +117,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     status = controller.start(args.profile, knobs, timeout_s=args.timeout, on_progress=progress)
     if progress:
         sys.stderr.write("\n")
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
@@ -135,19 +136,19 @@ def _argv_lines(argv: list[str]) -> list[str]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     status = EngineController().status()
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
     status = EngineController().stop(grace_s=args.grace)
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
     status = EngineController().restart(parse_key_values(args.knob))
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 

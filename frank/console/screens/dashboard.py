@@ -30,6 +30,7 @@ from frank.console.widgets.progress import RunProgress
 
 if TYPE_CHECKING:
     from frank.engine.metrics.rates import WindowRates
+    from frank.telemetry.sampler import Snapshot
 
 TABBED = ("metrics", "gpu", "cpu", "log")
 
@@ -190,27 +191,28 @@ def request_rows(state: ConsoleState) -> tuple[RequestRow, ...]:
     )
 
 
-def cpu_expert_wait(snap: Any, history: list[Any] | None = None) -> float | None:
+def cpu_expert_wait(snap: Snapshot | None, history: list[Snapshot] | None = None) -> float | None:
     """The window's CPU-expert wait per verify step (measures.window_cpu_expert_wait_s): the pool workers'
     busy share (their mean over the rate window's snapshots when `history` is given, else this snapshot's)
     over the window's verify-step rate. None without a pool (an engine that is not llama.cpp)."""
     from frank.engine import measures
 
-    eng = snap.cpu.engine if snap is not None else None
-    rates = snap.engine.rates if snap is not None else None
+    if snap is None:
+        return None
+    eng, rates = snap.cpu.engine, snap.engine.rates
     if eng is None or eng.expert_pool is None or rates is None or not rates.valid:
         return None
-    busy = [eng.expert_pool.workers_busy_pct]
+    shares = [eng.expert_pool.workers_busy_pct]
     if history:
         start = snap.taken_at - rates.window_s
         pools = (s.cpu.engine.expert_pool for s in history if s.taken_at > start and s.cpu.engine is not None)
-        busy = [p.workers_busy_pct for p in pools if p is not None]
-    busy = [b for b in busy if b is not None]
+        shares = [p.workers_busy_pct for p in pools if p is not None]
+    busy = [b for b in shares if b is not None]
     mean = sum(busy) / len(busy) if busy else None
     return measures.window_cpu_expert_wait_s(mean, rates.window_s, rates.decode_steps)
 
 
-def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) -> MetricsView:
+def metrics_view(snap: Snapshot | None, history: list[Snapshot], rows: tuple[RequestRow, ...]) -> MetricsView:
     if snap is None:
         return MetricsView(state="stopped", error="waiting for the first sample", requests=rows)
     eng = snap.engine
@@ -256,7 +258,7 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
     )
 
 
-def gpu_views(snap: Any, history: list[Any]) -> tuple[list[GpuView], str | None]:
+def gpu_views(snap: Snapshot | None, history: list[Snapshot]) -> tuple[list[GpuView], str | None]:
     if snap is None:
         return [], "waiting for the first sample"
     reading = snap.gpu
@@ -291,7 +293,7 @@ def gpu_views(snap: Any, history: list[Any]) -> tuple[list[GpuView], str | None]
     return out, reading.error
 
 
-def cpu_view(snap: Any, history: list[Any]) -> CpuView | None:
+def cpu_view(snap: Snapshot | None, history: list[Snapshot]) -> CpuView | None:
     if snap is None:
         return None
     cpu = snap.cpu

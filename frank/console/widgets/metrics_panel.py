@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -25,9 +25,13 @@ class RequestRow:
     tokens: int | None = None
 
 
+# What the metrics panel shows: live numbers (ok), or why there are none.
+MetricsState = Literal["ok", "unreachable", "error", "stopped", "starting", "crashed"]
+
+
 @dataclass(frozen=True)
 class MetricsView:
-    state: str  # ok | unreachable | error | stopped
+    state: MetricsState
     error: str | None = None
     running: float | None = None
     waiting: float | None = None
