@@ -86,6 +86,7 @@ MUTATING = {
     "experiment_stop",
     "fidelity",
     "set_knob",
+    "episodes_launch",
 }
 SCREENS = Binding.Group("screens", compact=True)
 

@@ -21,6 +21,9 @@ from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
+# The Textual release whose private input loop (LinuxDriver.run_input_thread, XTermParser, textual._time)
+# this copies (tests/console/test_textual_pin.py): on another release, compare first.
+WRITTEN_AGAINST = "8.2.8"
 FALLBACK_TICK_S = 0.1  # Textual's own period, should a parser not say when it times out
 
 

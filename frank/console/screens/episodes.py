@@ -107,6 +107,11 @@ class EpisodesScreen(FrankScreen):
             return None
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "launch" and self.host.read_only:
+            return None  # greyed out in the footer (the launch refuses anyway)
+        return True
+
     def action_launch(self) -> None:
         self.host.launch_episodes(self.selected_suite())
 
