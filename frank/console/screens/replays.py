@@ -49,11 +49,15 @@ class ReplaysScreen(FrankScreen):
                     yield Input(
                         "", id="rep-limit", placeholder="all", type="integer", tooltip="requests per draw (blank: all)"
                     )
+                    # Decoding first: it is what the dashboard's verify-step and acceptance lines watch. The
+                    # front-end mode (one output token) times the path before the engine and has no verify step.
                     yield Select(
-                        [("engine mode", "engine"), ("full mode", "full")],
-                        value="engine",
+                        [("decode", "full"), ("front end", "engine")],
+                        value="full",
                         allow_blank=False,
                         id="rep-mode",
+                        tooltip="decode: the recorded requests, streamed (verify steps, acceptance); "
+                        "front end: one output token a request (no verify step)",
                     )
                 yield Static("[bold]jobs[/]  [$frank-idle]running first · o follows[/]", classes="section")
                 yield DataTable(id="rep-runs", cursor_type="row")

@@ -151,7 +151,7 @@ class MetricsPanel(Vertical):
                     f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
                     f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
                     f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "
-                    f"[$frank-idle]KV[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
+                    f"[$frank-idle]KV cache[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
                     f"[$frank-idle]prefix hits[/] {pct(None if view.prefix_hit is None else view.prefix_hit * 100, 1)}",
                 ]
                 + [f"[$frank-idle]n/a {escape(name)}: {escape(why)}[/]" for name, why in view.not_available]
