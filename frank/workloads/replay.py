@@ -316,7 +316,7 @@ class ReplayRunner:
             "prefill_s",
             "decode_s",
             "front_end_s",
-            "verify_steps",
+            "drafted_steps",
             "decode_steps",
             "client_ttft_s",
             "client_total_s",
