@@ -16,6 +16,7 @@ import tomli_w
 
 from frank import paths
 from frank.campaign.parts import CampaignError
+from frank.campaign.results import TakesEffect
 from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
 from frank.engine.records import RUNNING_STATES
 
@@ -52,7 +53,7 @@ def set_defaults(
     return target, previous
 
 
-def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
+def takes_effect(profile_name: str, values: dict[str, Any]) -> TakesEffect:
     """Which starts use the new defaults, and what still overrides them."""
     from frank.engine.controller import EngineController
     from frank.engine.state import StateFiles
@@ -81,4 +82,4 @@ def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
                 f"the running engine (pid {st.pid}) keeps {differ} until its next start"
                 + (f"; apply {', '.join(sorted(live))} now with `frank engine knob NAME VALUE`" if live else "")
             )
-    return {"profile": profile_name, "starts": notes[0], "notes": notes[1:], "running_engine": running}
+    return TakesEffect(profile_name, notes[0], tuple(notes[1:]), running)

@@ -50,6 +50,12 @@ class Console:
             time.sleep(0.3)
         raise AssertionError(f"{needle!r} did not appear within {timeout_s:.0f} s; pane:\n{self.text()}")
 
+    def pick_front_end_mode(self) -> None:
+        """On the Replays menu, from the draws field: choose the front-end mode (one output token a request)
+        in the mode menu, then come back to the draws field. For tests of jobs, not of decoding: their
+        draws take a third of the decode mode's time."""
+        self.keys("Tab", "Tab", "Enter", "Down", "Enter", "BTab", "BTab")
+
     def wait_for_match(self, pattern: str, timeout_s: float) -> re.Match[str]:
         """The first match of `pattern` on the pane within the time."""
         deadline = time.monotonic() + timeout_s
