@@ -9,7 +9,7 @@ it, and a new console finds it in the jobs table and follows it. The screen rend
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -23,6 +23,9 @@ from frank.console.state import ConsoleState, JobsView
 from frank.console.widgets.base import update_text
 from frank.console.widgets.fmt import secs
 from frank.console.widgets.footer import FrankFooter
+
+if TYPE_CHECKING:
+    from frank.workloads.replay import ReplayOptions
 
 STATE_STYLE = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad", "interrupted": "$frank-bad"}
 
@@ -125,14 +128,17 @@ class ReplaysScreen(FrankScreen):
             return None
         return w.coordinate_to_cell_key(w.cursor_coordinate).row_key.value
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> ReplayOptions:
+        """The menu's choices as the replay's options (FrankError: a choice the replay refuses)."""
+        from frank.workloads.replay import ReplayOptions
+
         draws = self.query_one("#rep-draws", Input).value.strip()
         limit = self.query_one("#rep-limit", Input).value.strip()
-        return {
-            "draws": None if draws in ("", "all") else tuple(d.strip() for d in draws.split(",") if d.strip()),
-            "limit": int(limit) if limit else None,
-            "mode": self.query_one("#rep-mode", Select).value,
-        }
+        return ReplayOptions(
+            mode=str(self.query_one("#rep-mode", Select).value),
+            draws=None if draws in ("", "all") else tuple(d.strip() for d in draws.split(",") if d.strip()),
+            limit=int(limit) if limit else None,
+        )
 
     async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "workloads":
