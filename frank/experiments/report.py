@@ -39,6 +39,7 @@ class Observation:
     checks: dict[str, bool] = field(default_factory=dict)
     output_hashes: dict[str, str | None] | None = None
     fidelity: dict[str, Any] | None = None  # a cell's fidelity result (frank/experiments/fidelity.py)
+    failures: tuple[str, ...] = ()  # the engine's own words for the start's first failed requests
 
 
 class ResultsError(FrankError):
@@ -423,7 +424,8 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
                 {
                     "name": "no_failed_requests",
                     "status": "pass" if total == 0 else "fail",
-                    "detail": f"{total} failed requests over {starts} starts",
+                    "detail": f"{total} failed requests over {starts} starts"
+                    + "".join(f"; start {o.start}: {msg}" for o in obs for msg in o.failures),
                 }
             )
     if g.prompt_token_ids_identical:
@@ -610,6 +612,7 @@ def run_observations(run: Any, progress: Any = None) -> tuple[list[Observation],
                 checks=done.get("checks") or {},
                 fidelity=done.get("fidelity"),
                 output_hashes=done.get("output_hashes"),
+                failures=tuple(done.get("failures") or ()),
             )
         )
     return obs, failed_attempts, progress
