@@ -38,7 +38,7 @@ from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import CellError, Note
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
-from frank.workloads.record import DrawTally, start_measures
+from frank.workloads.record import DrawTally, as_records, start_measures
 from frank.workloads.replay import ReplayRunner, read_records
 
 
@@ -54,9 +54,9 @@ def replay_measures(runner: ReplayRunner, warmup: int) -> dict[str, Any]:
 def failure_messages(runner: ReplayRunner, most: int = 3) -> list[str]:
     """The engine's own words for the first failed requests (each request's latest record), so a report
     shows why a request failed, not only that it did."""
-    out = []
+    out: list[str] = []
     for draw in runner.draw_names:
-        latest = {r.id: r for r in read_records(runner.draw_file(draw))}
+        latest = {r.id: r for r in as_records(read_records(runner.draw_file(draw)))}
         for r in latest.values():
             if r.status == "failed" and len(out) < most:
                 status = f"HTTP {r.http_status}: " if r.http_status else ""

@@ -209,3 +209,30 @@ def test_the_cpu_expert_wait_is_a_measure_of_the_start() -> None:
     records["1"][2]["server"]["cpu_expert_wait_s"] = 0.04
     m = measures_of(records, warmup=1)
     assert m["cpu_expert_wait_per_step"] == pytest.approx((0.12 + 0.04) / (12 + 4))
+
+
+def test_a_starts_failures_are_read_from_each_requests_latest_record(tmp_path: Path) -> None:
+    """The engine's own words for the failed requests, as the cell's record keeps them (a retried request
+    that then passed is not a failure)."""
+    from types import SimpleNamespace
+
+    from frank import jsonl
+    from frank.experiments.cell import failure_messages
+
+    path = tmp_path / "draw-1.jsonl"
+    for rec in (
+        {
+            "id": "r1",
+            "draw": "draw-1",
+            "index": 0,
+            "attempt": 0,
+            "status": "failed",
+            "http_status": 500,
+            "error": "boom",
+        },
+        {"id": "r1", "draw": "draw-1", "index": 0, "attempt": 1, "status": "ok"},
+        {"id": "r2", "draw": "draw-1", "index": 1, "attempt": 0, "status": "failed", "error": "engine unreachable"},
+    ):
+        jsonl.append(path, rec)
+    runner = SimpleNamespace(draw_names=["draw-1"], draw_file=lambda draw: tmp_path / f"{draw}.jsonl")
+    assert failure_messages(runner) == ["r2: engine unreachable"]
