@@ -39,7 +39,7 @@ def find_in(candidates: Sequence[JobKind], run: str | Path) -> tuple[JobKind, Pa
     """The kind (one of `candidates`) and folder of a run id or a run folder's path."""
     candidate = Path(run).expanduser()
     if candidate.is_dir() and len(candidate.parts) > 1:
-        named = read_job_file(candidate).get("kind")
+        named = read_job_file(candidate).kind or None
         by_name = {k.name: k for k in candidates}
         for k in [by_name[named]] if named in by_name else candidates:
             if k.is_run(candidate):
@@ -61,18 +61,18 @@ def status_of(k: JobKind, run_dir: Path) -> JobStatus:
     job = read_job_file(run_dir)
     pid = holder if holder is not None else launched_and_alive(job)
     progress = k.progress(run_dir)
-    started = float(job.get("launched_at") or 0.0)  # the latest process's start (each one rewrites it)
-    recorded = next((end for end in JOB_ENDS if end == job.get("ended")), None)
+    started = job.launched_at or 0.0  # the latest process's start (each one rewrites it)
+    recorded = job.ended
     state: JobState
     if pid is not None:
         state = "running"
-    elif recorded is not None and job.get("pid") == job.get("ended_pid"):
+    elif recorded is not None and job.pid == job.ended_pid:
         state = recorded  # the latest process recorded its end (it failed before the kind's files said so)
     elif progress.ended is not None and (progress.ended_at is None or progress.ended_at >= started):
         state = progress.ended
     else:
         state = "interrupted"  # the process is gone and the run's files record no clean end
-    planned = progress.planned if progress.planned is not None else job.get("planned")
+    planned = progress.planned if progress.planned is not None else job.planned
     log = run_dir / LOG_FILE
     return JobStatus(
         run_id=run_dir.name,

@@ -133,7 +133,7 @@ def run(
         if (run_dir / RUN_FILE).is_file():
             runner = resume_replay(run_dir, base_url or engine_url(), progress, api_key=api_key, restart=restart)
         else:
-            spec = jobs.read_job_file(run_dir).get("spec")
+            spec = jobs.read_job_file(run_dir).spec
             if not spec:
                 raise FrankError(f"{run_dir}: no run.json and no launch spec in {jobs.JOB_FILE}")
             opts = dict(spec["options"])
