@@ -461,7 +461,7 @@ class FrankApp(App[None]):
                 out.append((binding.replace(",", " "), b.description or b.action, b.id or ""))
             return out
 
-        sections = [("everywhere", rows(self.BINDINGS))]
+        sections = [("everywhere", rows([b for b in self.BINDINGS if isinstance(b, Binding)]))]
         screen_bindings = getattr(type(self.screen), "BINDINGS", [])
         if screen_bindings:
             sections.append(

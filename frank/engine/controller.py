@@ -352,7 +352,7 @@ class EngineController:
         """Flip a knob: live knobs without a restart, others by restarting (recorded either way)."""
         current = self.status()
         running = current.state in RUNNING_STATES
-        prof = load_profile(current.profile if running else (profile or DEFAULT_PROFILE))
+        prof = load_profile((current.profile if running else None) or profile or DEFAULT_PROFILE)
         if name not in prof.knobs:
             prof.resolve_knobs({name: value})  # raises naming the unknown knob
         knob = prof.knobs[name]

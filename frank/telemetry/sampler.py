@@ -95,6 +95,8 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
     last: dict[str, Any] = {"key": None, "at": -1e18, "target": None, "pgid": None}
 
     def profile_bits(name: str | None) -> tuple[str | None, str | None]:
+        if name is None:
+            return (None, None)
         if name not in profiles:
             try:
                 from frank.engine.profiles import load_profile
@@ -106,7 +108,7 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
         return profiles[name]
 
     def files_key(files: Any) -> tuple[Any, ...]:
-        out = []
+        out: list[tuple[int, int] | None] = []
         for path in (files.record, files.run, files.exit):
             try:
                 st = os.stat(path)
@@ -330,7 +332,7 @@ class Sampler:
         if not sample.ok:
             self._forget_metrics()
             # while the controller says starting, a refused connection is expected
-            state = target.state if target.state != "ready" else sample.state
+            state: EngineViewState = target.state if target.state != "ready" or sample.state == "ok" else sample.state
             return EngineView(state, target.url, target.pid, sample, None, self._last_request, sample.error)
         rates = self._rates(sample)
         self._track_request(sample)

@@ -184,14 +184,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
             time.sleep(0.3)
 
 
-def _inode(handle: IO[str]) -> int:
+def _inode(handle: IO[bytes]) -> int:
     import os
 
     return os.fstat(handle.fileno()).st_ino
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    items = []
+    items: list[dict[str, Any]] = []
     for entry in list_profiles():
         if isinstance(entry, ProfileError):
             items.append({"error": str(entry)})
