@@ -211,28 +211,29 @@ def test_the_cpu_expert_wait_is_a_measure_of_the_start() -> None:
     assert m["cpu_expert_wait_per_step"] == pytest.approx((0.12 + 0.04) / (12 + 4))
 
 
-def test_a_starts_failures_are_read_from_each_requests_latest_record(tmp_path: Path) -> None:
-    """The engine's own words for the failed requests, as the cell's record keeps them (a retried request
-    that then passed is not a failure)."""
-    from types import SimpleNamespace
+def test_a_failed_requests_own_message_is_kept_from_its_latest_record(tmp_path: Path) -> None:
+    """The engine's words for a failed request (llama.cpp's tool-call parser refusing a random model's
+    output, say) go into the cell's outcome, from each request's latest record: a retried success wins."""
+    import json
 
-    from frank import jsonl
     from frank.experiments.cell import failure_messages
 
-    path = tmp_path / "draw-1.jsonl"
-    for rec in (
+    lines = [
         {
-            "id": "r1",
-            "draw": "draw-1",
-            "index": 0,
-            "attempt": 0,
+            "id": "d1-r1",
             "status": "failed",
             "http_status": 500,
-            "error": "boom",
+            "error": "does not match the expected peg-native format",
         },
-        {"id": "r1", "draw": "draw-1", "index": 0, "attempt": 1, "status": "ok"},
-        {"id": "r2", "draw": "draw-1", "index": 1, "attempt": 0, "status": "failed", "error": "engine unreachable"},
-    ):
-        jsonl.append(path, rec)
-    runner = SimpleNamespace(draw_names=["draw-1"], draw_file=lambda draw: tmp_path / f"{draw}.jsonl")
-    assert failure_messages(runner) == ["r2: engine unreachable"]
+        {"id": "d1-r2", "status": "failed", "error": "timeout"},
+        {"id": "d1-r2", "status": "ok"},
+    ]
+    (tmp_path / "draw-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+    class Replay:
+        draw_names = ("draw-1",)
+
+        def draw_file(self, draw: str) -> Path:
+            return tmp_path / f"{draw}.jsonl"
+
+    assert failure_messages(Replay()) == ["d1-r1: HTTP 500: does not match the peg-native format"]  # type: ignore[arg-type]
