@@ -236,4 +236,4 @@ def test_a_failed_requests_own_message_is_kept_from_its_latest_record(tmp_path: 
         def draw_file(self, draw: str) -> Path:
             return tmp_path / f"{draw}.jsonl"
 
-    assert failure_messages(Replay()) == ["d1-r1: HTTP 500: does not match the peg-native format"]  # type: ignore[arg-type]
+    assert failure_messages(Replay()) == ["d1-r1: HTTP 500: does not match the expected peg-native format"]  # type: ignore[arg-type]
