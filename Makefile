@@ -30,11 +30,12 @@ run: setup model
 test: setup test-model chromium lint
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-# ruff (lint and format) and the import-linter floors, before any test runs.
+# ruff (lint and format), the import-linter floors and the type checker ([tool.mypy]), before any test runs.
 lint: console-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 
 setup: console-venv engine-venv agent-venv llamacpp-venv bwrap
 

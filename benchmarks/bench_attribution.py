@@ -44,7 +44,7 @@ FIELDS = {
     "inference_s": "s",
     "ttft_s": "s",
     "front_end_s": "s",
-    "verify_steps": "n",
+    "drafted_steps": "n",
     "draft_tokens": "n",
     "accepted_tokens": "n",
     "decode_steps": "n",

@@ -73,8 +73,8 @@ def run_config(home: Path, profile: str, knobs: dict[str, object], draw: Path, m
     return {
         **knobs,
         "ok": totals["ok"],
-        "verify_steps": totals["decode_steps"],
-        "drafted_steps": totals["verify_steps"],
+        "decode_steps": totals["decode_steps"],
+        "drafted_steps": totals["drafted_steps"],
         "acceptance_length": totals["acceptance_length"],
         "verify_step_ms": ms(totals["verify_step_s"]),
         "cpu_expert_wait_ms": ms(totals["cpu_expert_wait_step_s"]),

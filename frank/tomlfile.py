@@ -275,7 +275,7 @@ def refusals(
                 known = getattr(_model_at(model, path[:-1]), "model_fields", {})
                 message = f"unknown field (known: {', '.join(known)})"
             else:
-                message = _message(err)
+                message = _message(dict(err))
             name = field_name(path)
             line = lines.line(path) if lines is not None else 0
             out.append(Problem(source, line, f"{name}: {message}" if name else message))

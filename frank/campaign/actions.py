@@ -20,8 +20,17 @@ from frank import paths
 from frank.campaign import serving, watch
 from frank.campaign.evidence import check_evidence, confirmed_runs, part_design
 from frank.campaign.exists import check_what_it_names
-from frank.campaign.ledger import Ledger, append_event, history_path, init_history, open_ledger, record_new_parts
+from frank.campaign.ledger import (
+    STATE_EVENTS,
+    Ledger,
+    append_event,
+    history_path,
+    init_history,
+    open_ledger,
+    record_new_parts,
+)
 from frank.campaign.parts import EMPTY, CampaignError, Part, example_path, load_campaign
+from frank.campaign.results import Adopted, Initialized, Reverted, Served
 
 NEXT = {
     "candidate": "register and run its design (frank experiment register DESIGN)",
@@ -45,7 +54,7 @@ def resolve_path(path: Path | str | None) -> Path:
 # -- init ---------------------------------------------------------------------------------------------------
 
 
-def init(path: Path | str | None = None, example: str | None = None) -> dict[str, Any]:
+def init(path: Path | str | None = None, example: str | None = None) -> Initialized:
     """A new campaign (empty, or a copy of a shipped example), or record an existing file that has no history."""
     target = resolve_path(path)
     if target.exists():
@@ -66,14 +75,9 @@ def init(path: Path | str | None = None, example: str | None = None) -> dict[str
             raise
         created = True
     event = init_history(campaign, example)
-    return {
-        "file": str(target),
-        "history": str(history_path(target)),
-        "created": created,
-        "example": example,
-        "parts": [p.name for p in campaign.parts],
-        "at": event["at"],
-    }
+    return Initialized(
+        str(target), str(history_path(target)), created, example, tuple(p.name for p in campaign.parts), event["at"]
+    )
 
 
 # -- status ---------------------------------------------------------------------------------------------------
@@ -120,7 +124,7 @@ def part_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = 
         if e["event"] in ("adopt", "serve", "revert"):
             evidence.append(
                 {
-                    "state": {"adopt": "adopted", "serve": "served", "revert": "reverted"}[e["event"]],
+                    "state": STATE_EVENTS[e["event"]],
                     "source": "history",
                     "at": e["at"],
                     "by": e.get("by"),
@@ -244,7 +248,7 @@ def _writable(path: Path | str | None) -> Ledger:
     return record_new_parts(open_ledger(resolve_path(path)))
 
 
-def adopt(name: str, path: Path | str | None = None, run_id: str | None = None) -> dict[str, Any]:
+def adopt(name: str, path: Path | str | None = None, run_id: str | None = None) -> Adopted:
     ledger = _writable(path)
     part = ledger.campaign.part(name)
     state = ledger.state(part)
@@ -280,19 +284,10 @@ def adopt(name: str, path: Path | str | None = None, run_id: str | None = None) 
         p_fraction=run.get("p_fraction"),
         reason=run.get("reason"),
     )
-    return {
-        "part": name,
-        "state": "adopted",
-        "from": state,
-        "run_id": run["run_id"],
-        "design_sha256": design.sha256,
-        "decision": run["decision"],
-        "p_fraction": run.get("p_fraction"),
-        "at": event["at"],
-    }
+    return Adopted(name, state, run["run_id"], design.sha256, run["decision"], run.get("p_fraction"), event["at"])
 
 
-def serve(name: str, path: Path | str | None = None, policy: str | None = None) -> dict[str, Any]:
+def serve(name: str, path: Path | str | None = None, policy: str | None = None) -> Served:
     ledger = _writable(path)
     part = ledger.campaign.part(name)
     state = ledger.state(part)
@@ -321,23 +316,12 @@ def serve(name: str, path: Path | str | None = None, policy: str | None = None) 
         previous_defaults=previous,
         override=str(override),
         policy=policy,
-        takes_effect=effect,
+        takes_effect=effect.to_json(),
     )
-    return {
-        "part": name,
-        "state": "served",
-        "from": state,
-        "profile": part.profile,
-        "knobs": part.knob_dict,
-        "previous_defaults": previous,
-        "override": str(override),
-        "policy": policy,
-        "takes_effect": effect,
-        "at": event["at"],
-    }
+    return Served(name, state, part.profile, part.knob_dict, previous, str(override), policy, effect, event["at"])
 
 
-def revert(name: str, path: Path | str | None = None, reason: str | None = None) -> dict[str, Any]:
+def revert(name: str, path: Path | str | None = None, reason: str | None = None) -> Reverted:
     ledger = _writable(path)
     part = ledger.campaign.part(name)
     state = ledger.state(part)
@@ -377,19 +361,8 @@ def revert(name: str, path: Path | str | None = None, reason: str | None = None)
         restored_defaults=restored,
         override=override,
     )
-    out = {
-        "part": name,
-        "state": "reverted",
-        "from": state,
-        "reason": reason,
-        "rule": rule,
-        "restored_defaults": restored,
-        "override": override,
-        "at": event["at"],
-    }
-    if restored:
-        out["takes_effect"] = serving.takes_effect(part.profile, restored)
-    return out
+    effect = serving.takes_effect(part.profile, restored) if restored else None
+    return Reverted(name, state, reason, rule, restored, override, effect, event["at"])
 
 
 def history(path: Path | str | None = None) -> dict[str, Any]:

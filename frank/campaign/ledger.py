@@ -20,9 +20,9 @@ from typing import Any
 
 from frank import jsonl
 from frank.campaign.exists import check_what_it_names
-from frank.campaign.parts import Campaign, CampaignError, Part, load_campaign
+from frank.campaign.parts import Campaign, CampaignError, Part, PartState, load_campaign
 
-STATE_EVENTS = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
+STATE_EVENTS: dict[str, PartState] = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
 
 
 def history_path(campaign_path: Path) -> Path:
@@ -58,13 +58,13 @@ class Ledger:
     def history_file(self) -> Path:
         return history_path(self.campaign.path)
 
-    def state(self, part: Part) -> str:
+    def state(self, part: Part) -> PartState:
         state = part.state
         for event in self.events_for(part.name):
             state = STATE_EVENTS.get(event["event"], state)
         return state
 
-    def since(self, part: Part, state: str) -> float | None:
+    def since(self, part: Part, state: PartState) -> float | None:
         """When the part last entered `state` (the init time for a declared state)."""
         at = None
         if part.state == state:
@@ -79,10 +79,10 @@ class Ledger:
 
     def recorded_at(self, name: str) -> float | None:
         for e in self.history:
-            if e["event"] == "init" and name in e.get("parts", {}):
-                return e["at"]
-            if e["event"] == "part_added" and e.get("part") == name:
-                return e["at"]
+            if (e["event"] == "init" and name in e.get("parts", {})) or (
+                e["event"] == "part_added" and e.get("part") == name
+            ):
+                return float(e["at"])
         return None
 
     def recorded_hashes(self) -> dict[str, str]:

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -25,7 +25,9 @@ from frank.errors import FrankError
 VERSION = 1
 # rejected: its registered test did not confirm it and the campaign turned it down (declared in the file on
 # that run's exported results; status decides them again and wants "not confirmed").
-STATES = ("candidate", "testing", "passed", "adopted", "served", "reverted", "rejected")
+# A part's state: declared in the file, then moved on by the history (adopt, serve, revert).
+PartState = Literal["candidate", "testing", "passed", "adopted", "served", "reverted", "rejected"]
+STATES: tuple[PartState, ...] = get_args(PartState)
 RULE_KINDS = ("treatment_only_failures", "pass_rate_drop", "fidelity_regression", "measure_worse")
 # Measures the watch can compare, and which way is better.
 LOWER_IS_BETTER = {"time_per_verify_step", "front_end_per_draw", "total_replay_time", "kl"}
@@ -41,7 +43,7 @@ class CampaignError(FrankError, ValueError):
 
 @dataclass(frozen=True)
 class Evidence:
-    state: str  # the state this evidence justifies
+    state: PartState  # the state this evidence justifies
     date: str = ""
     design: str = ""  # the design whose rule decided (default: the part's design)
     results: str = ""  # measures taken elsewhere (CSV), decided with `frank experiment analyze`
@@ -67,7 +69,7 @@ class Part:
     title: str
     profile: str
     knobs: tuple[tuple[str, Any], ...]
-    state: str  # as declared in the file (the history moves it on)
+    state: PartState  # as declared in the file (the history moves it on)
     design: str  # the admission test: `adopt` needs a confirmed registered run of it
     evidence: tuple[Evidence, ...]
     revert_rules: tuple[RevertRule, ...]

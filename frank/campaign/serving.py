@@ -16,7 +16,9 @@ import tomli_w
 
 from frank import paths
 from frank.campaign.parts import CampaignError
+from frank.campaign.results import TakesEffect
 from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
+from frank.engine.records import RUNNING_STATES
 
 HEADER = (
     "# Written by `frank campaign {action} {part}` ({campaign}): the knob defaults below are what the\n"
@@ -51,7 +53,7 @@ def set_defaults(
     return target, previous
 
 
-def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
+def takes_effect(profile_name: str, values: dict[str, Any]) -> TakesEffect:
     """Which starts use the new defaults, and what still overrides them."""
     from frank.engine.controller import EngineController
     from frank.engine.state import StateFiles
@@ -71,7 +73,7 @@ def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
             )
     running = None
     st = controller.status(check_health=False)
-    if st.state in ("starting", "ready") and st.profile == profile_name:
+    if st.state in RUNNING_STATES and st.profile == profile_name:
         differ = {k: st.knobs.get(k) for k, v in values.items() if st.knobs.get(k) != v}
         running = {"pid": st.pid, "knobs": st.knobs, "differs": differ}
         if differ:
@@ -80,4 +82,4 @@ def takes_effect(profile_name: str, values: dict[str, Any]) -> dict[str, Any]:
                 f"the running engine (pid {st.pid}) keeps {differ} until its next start"
                 + (f"; apply {', '.join(sorted(live))} now with `frank engine knob NAME VALUE`" if live else "")
             )
-    return {"profile": profile_name, "starts": notes[0], "notes": notes[1:], "running_engine": running}
+    return TakesEffect(profile_name, notes[0], tuple(notes[1:]), running)

@@ -65,9 +65,10 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
         fired = arm.fidelity > control.fidelity + rule.floor
         detail = f"KL {arm.fidelity:.4g} with the part, {control.fidelity:.4g} without (floor {rule.floor:g})"
     else:
-        a, c = arm.measures.get(rule.measure), control.measures.get(rule.measure)
-        if a is None or c is None or c == 0:
+        got, base = arm.measures.get(rule.measure), control.measures.get(rule.measure)
+        if got is None or base is None or base == 0:
             return {**out, "outcome": "unchecked", "detail": f"{rule.measure} not measured on both sides"}
+        a, c = got, base
         worse = (a - c) / c * 100.0 * (-1.0 if rule.measure in HIGHER_IS_BETTER else 1.0)
         fired = worse > rule.max_worse_pct
         detail = (

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -66,6 +66,7 @@ from frank.console.sources.logs import LogSource
 from frank.console.sources.telemetry import TelemetrySource
 from frank.console.state import CampaignPart, ConsoleState, FollowedJob
 from frank.engine.controller import EngineStatus
+from frank.engine.records import ENGINE_STATES
 from frank.errors import FrankError
 
 __all__ = ["FrankApp", "Services", "default_services", "run_console"]
@@ -85,12 +86,12 @@ MUTATING = {
     "experiment_stop",
     "fidelity",
     "set_knob",
+    "episodes_launch",
 }
 SCREENS = Binding.Group("screens", compact=True)
-CONTROLLER_STATES = ("stopped", "starting", "ready", "crashed")
 
 
-class FrankApp(App):
+class FrankApp(App[None]):
     TITLE = "frank"
     CSS_PATH = "frank.tcss"
     COMMANDS = App.COMMANDS | {FrankCommands}
@@ -262,7 +263,7 @@ class FrankApp(App):
         self._render_due = False
         screen = self.screen_stack[-1] if self.screen_stack else None
         render = getattr(screen, "render_state", None)
-        if render is not None and screen.is_mounted:
+        if render is not None and screen is not None and screen.is_mounted:
             with self.batch_update():
                 render(self.state)
 
@@ -276,7 +277,7 @@ class FrankApp(App):
         # (while steady, the engine source reads only every few refreshes).
         seen = snap.engine.state if snap is not None else None
         if seen != self._seen_engine_state:
-            if self._seen_engine_state is not None and seen in CONTROLLER_STATES and seen != self.engine_state:
+            if self._seen_engine_state is not None and seen in ENGINE_STATES and seen != self.engine_state:
                 self.refresh_engine()
             self._seen_engine_state = seen
 
@@ -302,7 +303,8 @@ class FrankApp(App):
             self.notify(f"following the running job {new.run_id}", timeout=6)
         if old is not None and new is not None and old.run_id == new.run_id and old.running and not new.running:
             st = new.status
-            self.notify(f"{st.kind} {new.run_id}: {st.state} ({st.done}/{st.planned or '?'})", timeout=8)
+            if st is not None:
+                self.notify(f"{st.kind} {new.run_id}: {st.state} ({st.done}/{st.planned or '?'})", timeout=8)
 
     def on_experiments_read(self, message: ExperimentsRead) -> None:
         old, new = self.state.experiments.followed, message.view.followed
@@ -452,14 +454,14 @@ class FrankApp(App):
     def key_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """(title, [(key, description, binding id)]) for the app and the active screen, from the bindings."""
 
-        def rows(bindings) -> list[tuple[str, str, str]]:
+        def rows(bindings: Iterable[Binding]) -> list[tuple[str, str, str]]:
             out = []
             for b in bindings:
                 binding = self._keymap_key(b)
                 out.append((binding.replace(",", " "), b.description or b.action, b.id or ""))
             return out
 
-        sections = [("everywhere", rows(self.BINDINGS))]
+        sections = [("everywhere", rows([b for b in self.BINDINGS if isinstance(b, Binding)]))]
         screen_bindings = getattr(type(self.screen), "BINDINGS", [])
         if screen_bindings:
             sections.append(
@@ -489,7 +491,9 @@ class FrankApp(App):
             except OSError as exc:
                 self.notify(f"could not remember the theme: {exc}", severity="warning")
 
-    def action_quit(self) -> None:
+    # Textual's own action_quit is a coroutine; a plain method is an action as well (Textual awaits what it
+    # returns only when that is awaitable).
+    def action_quit(self) -> None:  # type: ignore[override]
         """Quit; the engine and every job go on (jobs run in their own sessions), so nothing is asked."""
         self.exit()
 

@@ -15,6 +15,10 @@ from textual._compositor import Compositor
 from textual.geometry import Region
 from textual.strip import Strip
 
+# The Textual release whose private Compositor._get_renders this copies (tests/console/test_textual_pin.py):
+# on another release, compare this with that release's _get_renders before changing the number.
+WRITTEN_AGAINST = "8.2.8"
+
 
 class FrankCompositor(Compositor):
     def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:

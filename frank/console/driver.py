@@ -13,6 +13,7 @@ import os
 import selectors
 from codecs import getincrementaldecoder
 from threading import Event
+from typing import Any
 
 from textual._loop import loop_last
 from textual._parser import ParseError
@@ -20,6 +21,9 @@ from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
+# The Textual release whose private input loop (LinuxDriver.run_input_thread, XTermParser, textual._time)
+# this copies (tests/console/test_textual_pin.py): on another release, compare first.
+WRITTEN_AGAINST = "8.2.8"
 FALLBACK_TICK_S = 0.1  # Textual's own period, should a parser not say when it times out
 
 
@@ -39,7 +43,7 @@ class _WakingEvent(Event):
 
 
 class QuietLinuxDriver(LinuxDriver):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)

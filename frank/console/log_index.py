@@ -11,6 +11,7 @@ import threading
 from bisect import bisect_right
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -115,7 +116,7 @@ class LogIndex:
         after = [h for h in hits if h > start_line]
         return after[0] if after else hits[0]
 
-    def _line_of(self, offsets) -> list[int]:
+    def _line_of(self, offsets: Any) -> list[int]:  # offsets: a numpy array of byte offsets
         starts = self._starts.tolist()
         out: list[int] = []
         for off in offsets:

@@ -22,7 +22,10 @@ def power_lines(design: Design) -> list[str]:
     lines = [f"power    at a spread of {spread:.3g}% ({source}):"]
     for effect in EFFECTS_PCT:
         p = plan.plan(design, spread, effect, source)
-        need = lambda n: "-" if n is None else str(n)  # noqa: E731
+
+        def need(n: int | None) -> str:
+            return "-" if n is None else str(n)
+
         lines.append(
             f"  true effect {effect:g}%: power {p.power:.2f}; {p.size_unit} for 80% {need(p.blocks_for_80)}, "
             f"for 95% {need(p.blocks_for_95)}"

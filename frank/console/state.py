@@ -11,11 +11,13 @@ No Textual here: the views are plain data a test can build by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from frank.console.log_index import LogIndex
 from frank.engine.controller import EngineStatus
 from frank.engine.metrics import RequestDelta
 from frank.engine.profiles import Knob
+from frank.engine.records import EngineState
 from frank.episodes.runner import EpisodesState
 from frank.experiments.board import ExperimentState
 from frank.experiments.design import Rule
@@ -44,6 +46,10 @@ class TelemetryView:
 # -- engine ----------------------------------------------------------------------------------------------
 
 
+# The engine's state as the console read it: the controller's, or unknown before the first read.
+ReadingState = EngineState | Literal["unknown"]
+
+
 @dataclass(frozen=True)
 class EngineReading:
     """The controller's status, the log's last lines and the knobs of the profile it runs (or starts next)."""
@@ -54,7 +60,7 @@ class EngineReading:
     knobs: tuple[Knob, ...] = ()
 
     @property
-    def state(self) -> str:
+    def state(self) -> ReadingState:
         return self.status.state if self.status is not None else "unknown"
 
     def knob(self, name: str) -> Knob | None:

@@ -39,4 +39,5 @@ class ControlClient:
             raise FrankError(
                 f"{self.what} {method} {url}: HTTP {response.status_code}: {payload.get('error', payload)}"
             )
-        return payload
+        value: dict[str, Any] = payload
+        return value

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,10 @@ import psutil
 from frank import paths
 from frank.engine.kinds import build_launch, check_launch, kind_of
 from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, load_profile
+from frank.engine.records import RUNNING_STATES, EngineRecord, EngineState, ExitRecord, SupervisorSpec
 from frank.engine.state import StateFiles, tail_lines
 from frank.errors import FrankError
 
-STATES = ("stopped", "starting", "ready", "stopping", "crashed")
 SPAWN_GRACE_S = 60.0  # a record without a supervisor yet is a start in progress this long, then a failed one
 CRASH_LOG_LINES = 50
 
@@ -46,7 +46,7 @@ class EngineError(FrankError):
 
 @dataclass(frozen=True)
 class EngineStatus:
-    state: str  # one of STATES
+    state: EngineState
     profile: str | None = None
     kind: str | None = None  # the engine kind: vllm or llamacpp (frank.engine.kinds)
     pid: int | None = None  # the vLLM API server
@@ -60,7 +60,7 @@ class EngineStatus:
     uptime_s: float | None = None
     healthy: bool | None = None  # /health answered 200 just now
     log_path: str | None = None
-    exit: dict[str, Any] | None = None  # for `crashed`: returncode, signal, ended_at
+    exit: ExitRecord | None = None  # for `crashed` (and `stopping`): how the server ended
     log_tail: tuple[str, ...] = ()  # for `crashed`: the last lines of the log
     supervisor_pid: int | None = None  # the parent that records the server's exit (frank.engine.supervisor)
     supervisor_alive: bool | None = None  # False: killed; the server runs unsupervised (stop still stops it)
@@ -69,6 +69,8 @@ class EngineStatus:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["log_tail"] = list(self.log_tail)
+        if self.exit is not None:
+            out["exit"]["text"] = self.exit.describe()  # the one wording of how it ended, for a reader of the JSON
         return out
 
 
@@ -102,14 +104,14 @@ class EngineController:
     # -- reading state ---------------------------------------------------------------------------
     @property
     def token(self) -> str | None:
-        record = self.files.read_json(self.files.record)
-        return record.get("token") if record else None
+        record = self.files.read_record()
+        return record.token if record else None
 
     @property
     def client_api_key(self) -> str | None:
         """The bearer key clients send to the running engine (llama.cpp: the control token), or None."""
-        record = self.files.read_json(self.files.record)
-        return (record.get("api_key") or None) if record else None
+        record = self.files.read_record()
+        return (record.api_key or None) if record else None
 
     def log_path(self) -> Path:
         return self.files.log
@@ -118,58 +120,57 @@ class EngineController:
         return tail_lines(self.files.log, count)
 
     def status(self, check_health: bool = True) -> EngineStatus:
-        record = self.files.read_json(self.files.record)
+        record = self.files.read_record()
         if record is None:
             return EngineStatus(state="stopped", log_path=str(self.files.log))
-        run = self.files.read_json(self.files.run) or {}
-        pgid = record.get("pgid") or run.get("supervisor_pid")
-        base = dict(
-            profile=record.get("profile"),
-            kind=record.get("kind", "vllm"),
+        run = self.files.read_run()
+        pgid = record.pgid or (run.supervisor_pid if run else None)
+        server_pid = run.server_pid if run else None
+        base = EngineStatus(
+            state="starting",
+            profile=record.profile,
+            kind=record.kind,
             pgid=pgid,
-            host=record.get("host"),
-            port=record.get("port"),
-            url=record.get("url"),
-            knobs=record.get("knobs", {}),
-            started_at=record.get("started_at"),
-            ready_s=record.get("ready_s"),
-            log_path=record.get("log_path"),
+            host=record.host,
+            port=record.port,
+            url=record.url,
+            knobs=record.knobs,
+            started_at=record.started_at,
+            ready_s=record.ready_s,
+            log_path=record.log_path,
             supervisor_pid=pgid,
         )
-        server_pid = run.get("server_pid")
-        exit_info = self.files.read_json(self.files.exit)
-        log_tail = lambda: tuple(tail_lines(Path(base["log_path"] or self.files.log), CRASH_LOG_LINES))  # noqa: E731
+        exit_info = self.files.read_exit()
         if pgid is None:  # the record is written before the supervisor is spawned
-            if time.time() - (base["started_at"] or 0) < SPAWN_GRACE_S:
-                return EngineStatus(state="starting", **base)
+            if time.time() - (record.started_at or 0) < SPAWN_GRACE_S:
+                return base
             reason = "the start never spawned its supervisor (the starting process died?)"
-            return EngineStatus(state="crashed", exit={"returncode": None, "signal": None, "reason": reason}, **base)
-        supervisor_alive = self._supervisor_alive(pgid, record.get("supervisor_create_time"))
+            return replace(base, state="crashed", exit=ExitRecord(reason=reason))
+        supervisor_alive = self._supervisor_alive(pgid, record.supervisor_create_time)
         members = _group_members(pgid)
-        base["supervisor_alive"] = supervisor_alive
-        if exit_info is not None and exit_info.get("stop_requested"):
+        base = replace(base, pid=server_pid, supervisor_alive=supervisor_alive)
+        if exit_info is not None and exit_info.stop_requested:
             if members:  # the group is going: nothing says stopped while a process of it lives
-                return EngineStatus(state="stopping", pid=server_pid, exit=exit_info, **base)
+                return replace(base, state="stopping", exit=exit_info)
             self.files.clear_run()
             return EngineStatus(state="stopped", log_path=str(self.files.log))
         if exit_info is not None or not (supervisor_alive or members):
             if exit_info is None:
-                exit_info = {"returncode": None, "signal": None, "reason": _gone_reason(record, server_pid)}
-            elif exit_info.get("spawn_error"):
-                exit_info = {**exit_info, "reason": f"the server could not be spawned: {exit_info['spawn_error']}"}
-            return EngineStatus(state="crashed", pid=server_pid, exit=exit_info, log_tail=log_tail(), **base)
+                exit_info = ExitRecord(reason=_gone_reason(record, server_pid))
+            log_tail = tuple(tail_lines(Path(record.log_path or self.files.log), CRASH_LOG_LINES))
+            return replace(base, state="crashed", exit=exit_info, log_tail=log_tail)
         warning = None
         if not supervisor_alive:
             warning = (
                 f"the engine's supervisor (pid {pgid}) is gone while the server runs: its exit status will be "
                 "lost; `frank engine stop` still stops it"
             )
-        uptime = time.time() - base["started_at"] if base["started_at"] else None
-        healthy = self._healthy(base["url"]) if check_health and base["url"] else None
-        state = "ready" if (healthy or (healthy is None and base["ready_s"] is not None)) else "starting"
-        if healthy is False and base["ready_s"] is not None:
-            state = "ready"  # it was ready; a slow /health right now does not make it a new start
-        return EngineStatus(state=state, pid=server_pid, uptime_s=uptime, healthy=healthy, warning=warning, **base)
+        uptime = time.time() - record.started_at if record.started_at else None
+        healthy = self._healthy(record.url) if check_health and record.url else None
+        # ready once it answered (or, health unasked, once the start saw it ready); a slow /health right now
+        # does not make a ready engine a new start
+        ready = healthy or record.ready_s is not None
+        return replace(base, state="ready" if ready else "starting", uptime_s=uptime, healthy=healthy, warning=warning)
 
     # -- start -----------------------------------------------------------------------------------
     def dry_run(
@@ -192,7 +193,7 @@ class EngineController:
         prof = load_profile(profile or DEFAULT_PROFILE)
         values = self._knob_values(prof, knobs)
         current = self.status()
-        if current.state in ("starting", "ready"):
+        if current.state in RUNNING_STATES:
             raise EngineError(
                 f"an engine is already running (profile {current.profile}, pid {current.pid}, "
                 f"{current.url}); stop it first, or restart it with new knobs"
@@ -204,36 +205,31 @@ class EngineController:
         spec = build_launch(prof, values, port, token)
         check_launch(prof, values, spec.argv)
         log = self.files.rotate_logs()
-        self.files.write_json(
-            self.files.spec,
-            {
-                "argv": spec.argv,
-                "env": spec.env,
-                "log_path": str(log),
-                "run_path": str(self.files.run),
-                "exit_path": str(self.files.exit),
-                "stop_marker": str(self.files.stop_marker),
-            },
+        self.files.write_spec(
+            SupervisorSpec(
+                argv=list(spec.argv),
+                env=dict(spec.env),
+                log_path=str(log),
+                run_path=str(self.files.run),
+                exit_path=str(self.files.exit),
+                stop_marker=str(self.files.stop_marker),
+            )
         )
-        record = {
-            "profile": prof.name,
-            "kind": prof.kind,
-            "api_key": kind_of(prof).client_api_key(prof, token),
-            "knobs": values,
-            "host": spec.host,
-            "port": port,
-            "url": spec.url,
-            "token": token,
-            "pgid": None,  # the supervisor's, once spawned (it also writes its pid to engine.run.json first)
-            "supervisor_pid": None,
-            "supervisor_create_time": None,
-            "started_at": time.time(),
-            "ready_s": None,
-            "log_path": str(log),
-            "argv": spec.argv,
-            "env": spec.env,
-        }
-        self.files.write_json(self.files.record, record)  # before anything is spawned
+        record = EngineRecord(
+            profile=prof.name,
+            kind=prof.kind,
+            api_key=kind_of(prof).client_api_key(prof, token),
+            knobs=values,
+            host=spec.host,
+            port=port,
+            url=spec.url,
+            token=token,
+            started_at=time.time(),
+            log_path=str(log),
+            argv=list(spec.argv),
+            env=dict(spec.env),
+        )  # pgid: the supervisor's, once spawned (it also writes its pid to engine.run.json first)
+        self.files.write_record(record)  # before anything is spawned
         t0 = time.monotonic()
         try:
             supervisor = subprocess.Popen(
@@ -248,20 +244,22 @@ class EngineController:
         except OSError as exc:
             self.files.clear_run()
             raise EngineError(f"could not spawn the engine's supervisor ({sys.executable}): {exc}") from None
-        record.update(
-            pgid=supervisor.pid, supervisor_pid=supervisor.pid, supervisor_create_time=_create_time(supervisor.pid)
+        record = replace(
+            record,
+            pgid=supervisor.pid,
+            supervisor_pid=supervisor.pid,
+            supervisor_create_time=_create_time(supervisor.pid),
         )
-        self.files.write_json(self.files.record, record)
+        self.files.write_record(record)
         self._wait_ready(prof, record, supervisor, t0, timeout_s or prof.startup_timeout_s, on_progress)
-        record["ready_s"] = round(time.monotonic() - t0, 3)
-        self.files.write_json(self.files.record, record)
+        self.files.write_record(replace(record, ready_s=round(time.monotonic() - t0, 3)))
         return self.status()
 
     def _wait_ready(
         self,
         prof: Profile,
-        record: dict[str, Any],
-        supervisor: subprocess.Popen,
+        record: EngineRecord,
+        supervisor: subprocess.Popen[bytes],
         t0: float,
         timeout_s: float,
         on_progress: ProgressFn | None,
@@ -274,7 +272,7 @@ class EngineController:
                     status = self.status(check_health=False)
                     raise EngineError(_start_failure(prof, record, status))
                 try:
-                    if client.get(record["url"] + kind_of(prof).health_path).status_code == 200:
+                    if client.get(f"{record.url}{kind_of(prof).health_path}").status_code == 200:
                         return
                 except httpx.HTTPError:
                     pass
@@ -283,7 +281,7 @@ class EngineController:
                     self.stop()
                     raise EngineError(
                         f"engine {prof.name} was not ready after {timeout_s:.0f} s and was stopped; "
-                        f"log {record['log_path']}, last lines:\n{tail}"
+                        f"log {record.log_path}, last lines:\n{tail}"
                     )
                 if on_progress:
                     lines = self.tail_log(1)
@@ -302,7 +300,7 @@ class EngineController:
         if prof.port == "auto":
             with socket.socket(_family(prof.host), socket.SOCK_STREAM) as sock:
                 sock.bind((prof.host, 0))
-                return sock.getsockname()[1]
+                return int(sock.getsockname()[1])
         port = int(prof.port)
         with socket.socket(_family(prof.host), socket.SOCK_STREAM) as sock:
             try:
@@ -317,18 +315,19 @@ class EngineController:
     # -- stop ------------------------------------------------------------------------------------
     def stop(self, grace_s: float | None = None) -> EngineStatus:
         """Stop the engine: SIGTERM the group, SIGKILL it after the grace period, wait until it is gone."""
-        record = self.files.read_json(self.files.record)
+        record = self.files.read_record()
         if record is None:
             return EngineStatus(state="stopped", log_path=str(self.files.log))
-        pgid = record.get("pgid") or (self.files.read_json(self.files.run) or {}).get("supervisor_pid")
+        run = self.files.read_run()
+        pgid = record.pgid or (run.supervisor_pid if run else None)
         if grace_s is None:
             try:
-                grace_s = load_profile(record["profile"]).stop_grace_s
-            except (FrankError, KeyError):
+                grace_s = load_profile(record.profile).stop_grace_s
+            except FrankError:
                 grace_s = 10.0
         self.files.root.mkdir(parents=True, exist_ok=True)
         self.files.stop_marker.touch(mode=0o600)
-        if pgid and self._group_alive(pgid, record.get("supervisor_create_time")):
+        if pgid and self._group_alive(pgid, record.supervisor_create_time):
             _signal_group(pgid, signal.SIGTERM)
             if not _wait_group_gone(pgid, grace_s):
                 _signal_group(pgid, signal.SIGKILL)
@@ -352,8 +351,8 @@ class EngineController:
     ) -> KnobChange:
         """Flip a knob: live knobs without a restart, others by restarting (recorded either way)."""
         current = self.status()
-        running = current.state in ("starting", "ready")
-        prof = load_profile(current.profile if running else (profile or DEFAULT_PROFILE))
+        running = current.state in RUNNING_STATES
+        prof = load_profile((current.profile if running else None) or profile or DEFAULT_PROFILE)
         if name not in prof.knobs:
             prof.resolve_knobs({name: value})  # raises naming the unknown knob
         knob = prof.knobs[name]
@@ -372,9 +371,9 @@ class EngineController:
             from frank.engine.live_knobs import apply_live
 
             apply_live(knob, new, current.url or "", self.token or "")
-            record = self.files.read_json(self.files.record) or {}
-            record.setdefault("knobs", {})[name] = new
-            self.files.write_json(self.files.record, record)
+            record = self.files.read_record()
+            if record is not None:
+                self.files.write_record(replace(record, knobs={**record.knobs, name: new}))
             applied, status = "live", self.status()
         else:
             status = self.restart({name: new}, on_progress=on_progress)
@@ -472,39 +471,26 @@ def _port_owner(port: int) -> str:
     return ""
 
 
-def _start_failure(prof: Profile, record: dict[str, Any], status: EngineStatus) -> str:
+def _start_failure(prof: Profile, record: EngineRecord, status: EngineStatus) -> str:
     """The engine's refusal: how it ended, the profile field behind it (where the log points at one), and
     the engine's own last log lines."""
     from frank.engine.refusal import blame
 
-    fields = blame(prof, record["argv"], status.log_tail, status.exit)
+    fields = blame(prof, record.argv, status.log_tail, status.exit)
     own = [line for line in status.log_tail if not line.startswith("[frank]")][-15:]
-    spawned = not (status.exit or {}).get("spawn_error")
-    what = "exited during start" if spawned else "could not be spawned"
+    how = status.exit.describe() if status.exit is not None else "exit status unknown"
     behind = f"; the profile field behind it: {', '.join(fields)} in {prof.source}" if fields else ""
     lines = "\n".join(own) if own else "(the engine wrote nothing)"
     return (
-        f"engine {prof.name} {what} ({_describe_exit(status.exit)}){behind}; log {record['log_path']}, "
+        f"engine {prof.name} exited during start ({how}){behind}; log {record.log_path}, "
         f"the engine's last lines:\n{lines}"
     )
 
 
-def _gone_reason(record: dict[str, Any], server_pid: int | None) -> str:
+def _gone_reason(record: EngineRecord, server_pid: int | None) -> str:
     if server_pid is None:
         return "the engine's supervisor is gone before it spawned the server (killed?)"
     return (
-        f"the engine's supervisor (pid {record.get('pgid')}) is gone and so is the server (pid {server_pid}): "
+        f"the engine's supervisor (pid {record.pgid}) is gone and so is the server (pid {server_pid}): "
         "the server's exit status is lost (the supervisor was killed before it)"
     )
-
-
-def _describe_exit(exit_info: dict[str, Any] | None) -> str:
-    if not exit_info:
-        return "exit status unknown"
-    if exit_info.get("spawn_error"):
-        return str(exit_info["spawn_error"])
-    if exit_info.get("signal"):
-        return f"killed by {exit_info['signal']}"
-    if exit_info.get("returncode") is not None:
-        return f"exit code {exit_info['returncode']}"
-    return exit_info.get("reason", "exit status unknown")

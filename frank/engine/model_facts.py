@@ -14,6 +14,7 @@ import hashlib
 import json
 import struct
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from frank.engine.profiles import Profile, ProfileError
 
@@ -57,15 +58,17 @@ def gguf_arch_int(path: Path, key_name: str) -> int | None:
     return found.get(arch) if arch else None
 
 
-def _read_value(f, kind: int, keep: bool):
+def _read_value(f: BinaryIO, kind: int, keep: bool) -> Any:  # a GGUF value: int, float, bool, str or None
     if kind in _SCALARS:
         fmt = "<" + _SCALARS[kind]
         (value,) = struct.unpack(fmt, f.read(struct.calcsize(fmt)))
         return value
     if kind == 8:
         (size,) = struct.unpack("<Q", f.read(8))
-        data = f.read(size) if keep else f.seek(size, 1)
-        return data.decode("utf-8", "replace") if keep else None
+        if not keep:
+            f.seek(size, 1)
+            return None
+        return f.read(size).decode("utf-8", "replace")
     if kind == 9:
         elem, count = struct.unpack("<IQ", f.read(12))
         if elem in _SCALARS:

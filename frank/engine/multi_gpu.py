@@ -71,7 +71,7 @@ def vllm_gpu_count(argv: Sequence[str]) -> int:
 
 
 def _f32(x: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", x))[0]
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
 
 def layer_devices(n_layers: int, tensor_split: Sequence[float], n_gpu_layers: int) -> list[int | None]:

@@ -17,7 +17,8 @@ class PartsClient(ControlClient):
         return "no live front-end part" in str(payload.get("error", ""))
 
     def parts(self) -> list[dict[str, Any]]:
-        return self.call("GET", PATH)["parts"]
+        value: list[dict[str, Any]] = self.call("GET", PATH)["parts"]
+        return value
 
     def part(self, name: str) -> dict[str, Any]:
         return self.call("GET", f"{PATH}/{name}")

@@ -33,4 +33,5 @@ def check_engine_vllm(python: Path | None = None) -> list[dict[str, Any]]:
         raise FrankError(f"{python} -m frank.plugins.verified: no answer in {TIMEOUT_S} s") from None
     if proc.returncode != 0:
         raise FrankError(f"{python} -m frank.plugins.verified failed: {proc.stderr.strip()[-500:]}")
-    return json.loads(proc.stdout)
+    value: list[dict[str, Any]] = json.loads(proc.stdout)
+    return value

@@ -208,6 +208,7 @@ def parse_profile(data: dict[str, Any], source: Path, lines: tomlfile.KeyLines |
     where = str(source)
 
     def refuse(field: str, message: str) -> ProfileError:
+        # tomlfile.refusal returns the FrankError that `ProfileError` made (not generic over the class)
         return tomlfile.refusal(ProfileError, source, lines, field, message)  # type: ignore[return-value]
 
     tomlfile.check_plain(data, source, lines, ProfileError)

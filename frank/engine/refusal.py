@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from frank.engine.profile_schema import flag_name, flag_origins
+from frank.engine.records import ExitRecord
 
 _MODEL = re.compile(
     r"failed to load model|error loading model|unable to load model|invalid magic|not a valid|gguf_init|"
@@ -25,7 +26,7 @@ _FLAG = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 _THREADS = re.compile(r"thread", re.I)
 
 
-def blame(profile: Any, argv: Sequence[str], log_tail: Sequence[str], exit_info: dict[str, Any] | None) -> list[str]:
+def blame(profile: Any, argv: Sequence[str], log_tail: Sequence[str], exit_info: ExitRecord | None) -> list[str]:
     """'FIELD (why)' for each profile field the engine's refusal points at, most specific first."""
     origins = flag_origins(profile)
     text = "\n".join(line for line in log_tail if not line.startswith("[frank]"))
@@ -35,7 +36,7 @@ def blame(profile: Any, argv: Sequence[str], log_tail: Sequence[str], exit_info:
         if entry not in found:
             found.append(entry)
 
-    spawn_error = (exit_info or {}).get("spawn_error")
+    spawn_error = exit_info.spawn_error if exit_info is not None else None
     if spawn_error:
         add(f"{'binary' if profile.binary else 'python'} ({spawn_error})")
     model = profile.model_path()

@@ -1,9 +1,12 @@
 """The engine's files in the state dir: what was started, by whom, and how it ended.
 
-- engine.json   the record the controller writes: profile, knobs, host/port/url, control token, pgid,
+Each of the four JSON files is a frozen record of frank.engine.records (its one reader and writer, shared
+with the supervisor):
+- engine.json   EngineRecord, the controller's: profile, knobs, host/port/url, control token, pgid,
                 start time, ready seconds, log path, argv and environment (0600: it holds the token)
-- engine.run.json   written by the supervisor: its pid and the server's pid
-- engine.exit.json  written by the supervisor when the server ends: exit code or signal
+- engine.spec.json  SupervisorSpec, the controller's: what the supervisor runs and where it writes
+- engine.run.json   RunRecord, the supervisor's: its pid and the server's pid
+- engine.exit.json  ExitRecord, the supervisor's when the server ends: exit code or signal
 - engine.stop       marker: a stop was requested (so the exit is not a crash)
 - knobs-PROFILE.json  knob values chosen while no engine ran, used by the next start
 - knob-changes.jsonl  every knob flip: when, old, new, and whether live or by restart
@@ -20,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from frank import jsonl
+from frank.engine import records
+from frank.engine.records import EngineRecord, ExitRecord, RunRecord, SupervisorSpec
 from frank.paths import private_dir, write_private
 
 LOGS_KEPT = 5
@@ -64,7 +69,25 @@ class StateFiles:
     def saved_knobs_path(self, profile: str) -> Path:
         return self.root / f"knobs-{profile}.json"
 
-    # -- json files ------------------------------------------------------------------------------
+    # -- the state records (frank.engine.records) -----------------------------------------------------
+    def read_record(self) -> EngineRecord | None:
+        return records.read(self.record, EngineRecord)
+
+    def read_run(self) -> RunRecord | None:
+        return records.read(self.run, RunRecord)
+
+    def read_exit(self) -> ExitRecord | None:
+        return records.read(self.exit, ExitRecord)
+
+    def write_record(self, record: EngineRecord) -> None:
+        private_dir(self.root)
+        records.write(self.record, record)
+
+    def write_spec(self, spec: SupervisorSpec) -> None:
+        private_dir(self.root)
+        records.write(self.spec, spec)
+
+    # -- other json files (saved knobs) ---------------------------------------------------------------
     @staticmethod
     def read_json(path: Path) -> dict[str, Any] | None:
         """The file's object, or None when it is missing or torn (a torn state file is not trusted)."""

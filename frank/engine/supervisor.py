@@ -12,28 +12,14 @@ Standard library only: it must start in a few milliseconds under any python.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 
-
-def _write_json(path: str, payload: dict) -> None:
-    """Atomically: the old file or the new one; on a full disk the temp file goes and the error propagates."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            json.dump(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from frank.engine import records
+from frank.engine.records import ExitRecord, RunRecord, SupervisorSpec
 
 
 def _default_signals() -> None:
@@ -42,20 +28,22 @@ def _default_signals() -> None:
 
 
 def main(spec_path: str) -> int:
-    with open(spec_path) as handle:
-        spec = json.load(handle)
+    spec = records.read(spec_path, SupervisorSpec)
+    if spec is None:
+        print(f"frank.engine.supervisor: {spec_path}: not a launch spec", file=sys.stderr)
+        return 2
     # SIGTERM reaches the whole group: the server shuts down on it and we wait for that to finish.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     env = dict(os.environ)
-    env.update(spec["env"])
-    log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    env.update(spec.env)
+    log_fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     # Our pid before anything is spawned: a status sees this supervisor even while the server starts.
-    _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": None, "started_at": time.time()})
-    os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(spec['argv'])}\n".encode())
+    records.write(spec.run_path, RunRecord(os.getpid(), None, time.time()))
+    os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(spec.argv)}\n".encode())
     try:
         server = subprocess.Popen(
-            spec["argv"],
+            spec.argv,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
@@ -64,34 +52,26 @@ def main(spec_path: str) -> int:
             preexec_fn=_default_signals,  # ignored signals survive exec: the server must die on SIGTERM
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:  # not spawned: say so, not "killed"
-        reason = f"{exc.strerror or exc}: {spec['argv'][0]}" if isinstance(exc, OSError) else str(exc)
+        reason = f"{exc.strerror or exc}: {spec.argv[0]}" if isinstance(exc, OSError) else str(exc)
         os.write(
             log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} could not spawn the server: {reason}\n".encode()
         )
         os.close(log_fd)
-        _write_json(
-            spec["exit_path"],
-            {
-                "returncode": None,
-                "signal": None,
-                "spawn_error": reason,
-                "ended_at": time.time(),
-                "stop_requested": os.path.exists(spec["stop_marker"]),
-            },
-        )
+        stopped = os.path.exists(spec.stop_marker)
+        records.write(spec.exit_path, ExitRecord(spawn_error=reason, ended_at=time.time(), stop_requested=stopped))
         return 0
-    _write_json(spec["run_path"], {"supervisor_pid": os.getpid(), "server_pid": server.pid, "started_at": time.time()})
+    records.write(spec.run_path, RunRecord(os.getpid(), server.pid, time.time()))
     code = server.wait()
     ended = time.time()
-    outcome = {
-        "returncode": code,
-        "signal": signal.Signals(-code).name if code < 0 else None,
-        "ended_at": ended,
-        "stop_requested": os.path.exists(spec["stop_marker"]),
-    }
-    os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} server exited: {outcome}\n".encode())
+    outcome = ExitRecord(
+        returncode=code,
+        signal=signal.Signals(-code).name if code < 0 else None,
+        ended_at=ended,
+        stop_requested=os.path.exists(spec.stop_marker),
+    )
+    os.write(log_fd, f"[frank] {time.strftime('%Y-%m-%d %H:%M:%S')} server exited: {outcome.describe()}\n".encode())
     os.close(log_fd)
-    _write_json(spec["exit_path"], outcome)
+    records.write(spec.exit_path, outcome)
     os.killpg(os.getpgid(0), signal.SIGKILL)  # leftovers of the group, and ourselves
     return 0
 

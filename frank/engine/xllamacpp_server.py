@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
 SPEC_TYPES = {
     "none": "COMMON_SPECULATIVE_TYPE_NONE",
@@ -66,7 +67,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def params_for(args: argparse.Namespace):
+def params_for(args: argparse.Namespace) -> Any:  # an xllamacpp.CommonParams (another venv's type)
     import xllamacpp
 
     p = xllamacpp.CommonParams()
@@ -113,7 +114,9 @@ def params_for(args: argparse.Namespace):
     return p
 
 
-def _pool_settings(xllamacpp, cpu, poll: int | None, strict: int | None, cores: str | None, prio: int | None) -> None:
+def _pool_settings(
+    xllamacpp: Any, cpu: Any, poll: int | None, strict: int | None, cores: str | None, prio: int | None
+) -> None:
     """One thread pool's llama-server settings: --poll, --cpu-strict, --cpu-range and --prio of that pool."""
     if poll is not None:
         cpu.poll = poll

@@ -26,6 +26,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from frank.episodes import sandbox
 from frank.episodes.suite import Suite, TaskSpec
@@ -179,7 +180,7 @@ class ReferenceCheck:
     def ok(self) -> bool:
         return self.reference == "pass" and self.untouched == "fail" and all(a.ok for a in self.adversarial)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["adversarial"] = [{**asdict(a), "ok": a.ok} for a in self.adversarial]
         return {**out, "ok": self.ok}

@@ -15,9 +15,13 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from frank.episodes.suite import TaskSpec
 
 from frank.errors import FrankError
 from frank.paths import REPO_ROOT
@@ -74,7 +78,7 @@ class EpisodeSettings:
 
 
 def harness_spec(
-    task,
+    task: TaskSpec,
     workspace: Path,
     folder: Path,
     base_url: str,
@@ -124,9 +128,9 @@ class HarnessWorker:
 
     def __init__(self, log_path: Path) -> None:
         self.log_path = log_path
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
-    def _ensure(self, log_dir: Path) -> subprocess.Popen:
+    def _ensure(self, log_dir: Path) -> subprocess.Popen[bytes]:
         if self.proc is not None and self.proc.poll() is None:
             return self.proc
         python = agent_python()
@@ -143,7 +147,7 @@ class HarnessWorker:
             )
         return self.proc
 
-    def run(self, spec: dict[str, Any], folder: Path, stop_check=None) -> dict[str, Any]:
+    def run(self, spec: dict[str, Any], folder: Path, stop_check: Callable[[], bool] | None = None) -> dict[str, Any]:
         """Run one episode. Returns the harness's result, or {"error": ...} when the worker produced none
         (crashed, ran past the wall time plus a margin, or was stopped)."""
         folder.mkdir(parents=True, exist_ok=True)
@@ -171,7 +175,8 @@ class HarnessWorker:
                 self.close()
                 return {"error": f"harness: {stopped}"}
             time.sleep(0.02)
-        return json.loads(result_path.read_text())
+        result: dict[str, Any] = json.loads(result_path.read_text())
+        return result
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
@@ -190,7 +195,7 @@ class HarnessWorker:
         _kill_tree(proc)
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """The worker and what its tools started (it shares the runner's process group, so that killing a
     detached runner's group takes the worker with it; here only the worker's own tree goes)."""
     import psutil
@@ -199,10 +204,14 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         tree = psutil.Process(proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         tree = []
-    for p in [*tree, proc]:
+    for child in tree:
         try:
-            p.send_signal(signal.SIGKILL) if isinstance(p, psutil.Process) else p.kill()
-        except (psutil.NoSuchProcess, ProcessLookupError):
+            child.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
             pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
     proc.wait(timeout=10)
     psutil.wait_procs(tree, timeout=5)

@@ -82,7 +82,8 @@ def _tool_runs(events: list[Any]) -> list[tuple[Any, int]]:
                 span = parent.get(span)
             if span is not None:
                 actions[span] += 1
-    runs, seen = [], {}
+    runs: list[tuple[Any, int]] = []
+    seen: dict[str, int] = {}
     for e in events:
         if e.event == "tool":
             n = seen[e.function] = seen.get(e.function, -1) + 1

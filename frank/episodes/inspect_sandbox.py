@@ -41,6 +41,8 @@ class BwrapSandbox(SandboxEnvironment):
         super().__init__()
         self.sandbox = sandbox
 
+    # inspect_ai's SandboxEnvironment hooks, kept untyped like inspect_ai's own signatures here (it is Any
+    # in this venv; the ignores hold where inspect_ai is installed, in the agent venv)
     @classmethod
     async def sample_init(cls, task_name, config, metadata):  # type: ignore[override]
         # started from the event loop's thread: bwrap dies with the thread that started it
@@ -136,7 +138,7 @@ class BwrapSandbox(SandboxEnvironment):
         return file if file.startswith("/") else f"{WORKSPACE}/{file}"
 
 
-def _stop(proc: asyncio.subprocess.Process, readers: list[asyncio.Future]) -> None:
+def _stop(proc: asyncio.subprocess.Process, readers: list[asyncio.Future[Any]]) -> None:
     """Kill the command's process group (what it left in the sandbox dies with the sandbox)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -13,13 +13,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from frank import jobs
 from frank.episodes.runner import EVENTS, RESULTS, RunOutcome, episodes_root, read_jsonl, read_run, run_episodes
+from frank.jobs.states import JobEnd
 
 # how a session ended (the last run_finished/run_stopped event) -> the job's end
-ENDED = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed"}
+ENDED: dict[str, JobEnd] = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed"}
 URL_ENV = "FRANK_EPISODES_URL"  # a detached run's --url
 
 
@@ -32,11 +33,11 @@ def progress(run_dir: Path) -> jobs.Progress:
     planned = meta["draws"] * len(meta["tasks"])
     ends = [e for e in read_jsonl(run_dir / EVENTS) if e.get("event") in ("run_started", "run_finished", "run_stopped")]
     if not ends:
-        ended = "pending"
+        ended: JobEnd | Literal["pending"] | None = "pending"
     elif ends[-1]["event"] == "run_started":
         ended = None
     else:
-        ended = ENDED.get(ends[-1].get("status"), "failed")
+        ended = ENDED.get(str(ends[-1].get("status")), "failed")
     parts = {
         f"draw {d}": (sum(r["draw"] == d for r in results), len(meta["tasks"])) for d in range(1, meta["draws"] + 1)
     }

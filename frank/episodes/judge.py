@@ -125,7 +125,7 @@ def same(got: Any, want: Any) -> bool:
         return got.keys() == want.keys() and all(same(got[k], want[k]) for k in want)
     if isinstance(want, list):
         return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want))
-    return got == want
+    return bool(got == want)
 
 
 def parse_data(text: str, what: str) -> Any:
@@ -210,7 +210,9 @@ def _tail(done: sandbox.Completed) -> str:
     return (lines[-1:] or ["no output"])[0][:200]
 
 
-def run_as_instructed(command: str, *, wall_s: float = 60.0, cpu_s: float = 30.0, workspace: Path | None = None):
+def run_as_instructed(
+    command: str, *, wall_s: float = 60.0, cpu_s: float = 30.0, workspace: Path | None = None
+) -> sandbox.Completed:
     """Run a shell command as the task's instructions have a user run it: `bash --login -c COMMAND` in a
     fresh sandbox over a copy of the workspace (its bytecode left out), started exactly as the agent's bash
     tool starts one. Returns what it did (exit status, output); a run past a limit is a `Fail`."""

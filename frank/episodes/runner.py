@@ -127,7 +127,8 @@ def create_run(
 
 
 def read_run(folder: Path) -> dict[str, Any]:
-    return json.loads((folder / RUN_FILE).read_text())
+    value: dict[str, Any] = json.loads((folder / RUN_FILE).read_text())
+    return value
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

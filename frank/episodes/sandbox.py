@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +250,7 @@ def drop_args(env: dict[str, str] | None = None, cwd: str = WORKSPACE) -> list[s
     ]
 
 
-def spawn_options() -> dict:
+def spawn_options() -> dict[str, Any]:
     """How every host process that starts or enters a sandbox is spawned (subprocess or asyncio): with the
     sandbox's own environment (the launcher's never reaches the sandbox's /proc), in its own session,
     under COMMAND_LIMITS and the seccomp filter."""
@@ -342,7 +343,7 @@ def _open_dir(path: str | Path) -> int:
 # -- processes of a sandbox -----------------------------------------------------------------------------------
 
 
-def _read_info(fd: int) -> dict:
+def _read_info(fd: int) -> dict[str, Any]:
     buf = b""
     while chunk := os.read(fd, 65536):
         buf += chunk
@@ -399,7 +400,7 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / _TICK
 
 
-def _kill_namespace(monitor: subprocess.Popen, pid_namespace: int | None) -> list[int]:
+def _kill_namespace(monitor: subprocess.Popen[bytes], pid_namespace: int | None) -> list[int]:
     """SIGKILL bwrap; its init dies with it and the kernel kills the rest of the PID namespace. Any
     process still there after a moment is killed by pid and returned (there should be none)."""
     try:
@@ -572,7 +573,8 @@ def run_once(
         out, err = bytearray(), bytearray()
         over = threading.Event()
 
-        def pump(stream, buf: bytearray, cap: int) -> None:
+        # stream: the child's stdout/stderr, a BufferedReader (read1 returns what is there now); typeshed says IO
+        def pump(stream: Any, buf: bytearray, cap: int) -> None:
             while chunk := stream.read1(65536):
                 if len(buf) + len(chunk) > cap:
                     buf.extend(chunk[: cap - len(buf)])
@@ -588,6 +590,7 @@ def run_once(
 
         def feed() -> None:  # in a thread: a child that never reads its input must not block us
             try:
+                assert proc.stdin is not None  # spawned with stdin=PIPE when there is input
                 proc.stdin.write(input)
                 proc.stdin.close()
             except (BrokenPipeError, ValueError, OSError):

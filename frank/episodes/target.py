@@ -36,7 +36,7 @@ def served_model(url: str, key: str = "") -> str:
     try:
         resp = httpx.get(url + "/v1/models", headers=_headers(key), timeout=10.0)
         resp.raise_for_status()
-        return resp.json()["data"][0]["id"]
+        return str(resp.json()["data"][0]["id"])
     except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
         raise FrankError(f"cannot reach the engine at {url} (/v1/models: {exc})") from None
 
@@ -46,7 +46,8 @@ def context_tokens(url: str, key: str = "") -> int | None:
     try:
         model = httpx.get(url + "/v1/models", headers=_headers(key), timeout=10.0).json()["data"][0]
         if isinstance(model.get("max_model_len"), int):
-            return model["max_model_len"]
+            value: int | None = model["max_model_len"]
+            return value
         props = httpx.get(url + "/props", headers=_headers(key), timeout=10.0)
         if props.status_code == 200:
             n_ctx = props.json().get("default_generation_settings", {}).get("n_ctx")

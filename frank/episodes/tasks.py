@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 # bytes of workspace text per task at full scale; mini divides by MINI_DIVISOR
 FULL_BYTES = {
@@ -120,7 +120,7 @@ MOVING_SUM_BUGGY = '''def moving_sum(values, window):
 '''
 
 
-def _filler_function(rng: random.Random, name: str) -> tuple[str, str, list, list]:
+def _filler_function(rng: random.Random, name: str) -> tuple[str, str, list[int], list[int]]:
     """A small correct function, a passing unittest for it, and the test's argument and expected value."""
     a, b = rng.randint(2, 9), rng.randint(1, 50)
     body = (
@@ -142,7 +142,7 @@ def moving_sum(values: list[int], window: int) -> list[int]:
     return [sum(values[i : i + window]) for i in range(len(values) - window + 1)]
 
 
-def _ledger_hidden_cases(rng: random.Random) -> list[list]:
+def _ledger_hidden_cases(rng: random.Random) -> list[list[Any]]:
     """[module, function, args, want] cases the grader runs beside the tests: drawn per draw (never in
     frank's source), with the edges every draw has (a window longer than the values, as long, of one,
     an empty list), and window 0, which must raise ValueError."""
@@ -321,7 +321,7 @@ def gen_rename_symbol(seed: int, scale: str) -> Generated:
         ),
     }
     modules: list[str] = []
-    values: dict[str, list] = {}  # what each module's functions return, in ALL's order: the behaviour kept
+    values: dict[str, list[Any]] = {}  # what each module's functions return, in ALL's order: the behaviour kept
     size = sum(len(v) for v in files.values())
     k = 0
     while size < target or k < 3:
@@ -480,10 +480,10 @@ def _spaced(rng: random.Random, parts: list[str]) -> str:
     return " " * rng.choice((0, 0, 1)) + text + " " * rng.choice((0, 0, 1))
 
 
-def duration_cases(rng: random.Random, good: int = 16, bad: int = 18) -> list[list]:
+def duration_cases(rng: random.Random, good: int = 16, bad: int = 18) -> list[list[Any]]:
     """[text, seconds] of valid durations and [text, None] of texts that must raise ValueError, drawn per
     draw: every rule of SPEC.md's section broken in its own way."""
-    cases: list[list] = []
+    cases: list[list[Any]] = []
     for _ in range(good):
         parts, total = _duration(rng)
         cases.append([_spaced(rng, parts), total])
@@ -616,7 +616,18 @@ def answer_path(root: Path, key: str) -> Path:
     return Path(root) / "answers" / f"{key}.expected.json"
 
 
-def materialize(task, seed: int, scale: str, dest: Path, answer: Path) -> Path | None:
+class WorkspaceSource(Protocol):
+    """What `materialize` reads of a suite's task (frank.episodes.suite.TaskSpec; that module imports this one)."""
+
+    @property
+    def generator(self) -> str | None: ...
+    @property
+    def workspace(self) -> str: ...
+    @property
+    def expected(self) -> Path | None: ...
+
+
+def materialize(task: WorkspaceSource, seed: int, scale: str, dest: Path, answer: Path) -> Path | None:
     """Create the task's workspace at `dest` (which must not exist) and its hidden answer at `answer`
     (outside the workspace). Returns the answer's path (None for a fixture workspace without one)."""
     dest = Path(dest)

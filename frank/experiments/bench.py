@@ -142,7 +142,7 @@ def one_start(
         "load_avg_before": load_before,
         "load_avg_after": os.getloadavg(),
         "front_end_per_draw_s": per_draw,
-        "front_end_mean_s": sum(per_draw.values()) / n,  # type: ignore[arg-type]
+        "front_end_mean_s": sum(per_draw.values()) / n,
         "cold_front_end_per_draw_s": sum(t.cold_front_end_s or 0.0 for t in draws.values()) / n,
         "cold_requests_per_draw": sum(t.cold_requests for t in draws.values()) / n,
         "client_total_per_draw_s": {name: t.client_total_s for name, t in draws.items()},

@@ -30,6 +30,7 @@ from typing import Any
 
 from frank.engine.controller import EngineController, EngineError
 from frank.engine.profiles import load_profile
+from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError
 from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt
@@ -53,7 +54,7 @@ def replay_measures(runner: ReplayRunner, warmup: int) -> dict[str, Any]:
 def failure_messages(runner: ReplayRunner, most: int = 3) -> list[str]:
     """The engine's own words for the first failed requests (each request's latest record), so a report
     shows why a request failed, not only that it did."""
-    out = []
+    out: list[str] = []
     for draw in runner.draw_names:
         latest = {r["id"]: r for r in read_records(runner.draw_file(draw))}
         for r in latest.values():
@@ -71,7 +72,7 @@ class EngineCellExecutor:
 
     def precheck(self, run: Run) -> None:
         st = self.controller.status()
-        if st.state in ("starting", "ready"):
+        if st.state in RUNNING_STATES:
             raise RunError(
                 f"an engine is running (profile {st.profile}, pid {st.pid}); an experiment needs a "
                 f"fresh start per cell: stop it first (frank engine stop)"

@@ -66,7 +66,7 @@ class Decision:
             raise ValueError(f"a report's decision is one of {', '.join(VERDICTS)}, not {verdict!r}")
         rv = report.get("revert")
         return cls(
-            verdict=verdict,  # type: ignore[arg-type]
+            verdict=verdict,
             reason=str(report.get("decision_reason") or ""),
             design_sha256=str(report.get("design_sha256") or ""),
             p_value=report.get("p_value"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -580,7 +581,7 @@ def _model_fingerprint(profile: Any) -> str | None:
 
 # What a design asks of every arm's engine: (asks it?, what the engine must give, the field that asks);
 # frank.engine.kinds' EngineKind.lacks says what a kind cannot give.
-_KIND_NEEDS = (
+_KIND_NEEDS: tuple[tuple[Callable[[Design], bool], str, str], ...] = (
     *(
         (lambda d, m=measure: d.workload is not None and d.measure == m, needs, "measure.name")
         for measure, needs in MEASURE_NEEDS.items()

@@ -39,7 +39,8 @@ def sign_test(wins: int, blocks: int) -> TestResult:
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    value: np.ndarray = np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    return value
 
 
 def permutation_test(treatment: Sequence[float], control: Sequence[float], direction: str) -> TestResult:
@@ -81,7 +82,8 @@ def _enumerated(t: np.ndarray, c: np.ndarray, direction: str) -> TestResult:
 
 def null_size(design: Design) -> int | None:
     if design.kind == "blocks":
-        return 2 ** int(design.blocks or 0)
+        value: int | None = 2 ** int(design.blocks or 0)
+        return value
     if design.kind == "balanced":
         n = int(design.starts_per_arm or 0)
         return math.comb(2 * n, n)

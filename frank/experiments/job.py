@@ -16,8 +16,9 @@ from frank import jobs
 from frank.experiments import registry
 from frank.experiments.journal import fold, read_events
 from frank.experiments.runner import run_experiment
+from frank.jobs.states import JobEnd
 
-ENDED = {
+ENDED: dict[str, JobEnd] = {
     "finished": "finished",
     "interrupted": "cancelled",
     "time_limit": "cancelled",  # stopped between cells at its time limit: resumable as after a cancel

@@ -18,13 +18,34 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from frank import jsonl
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# Every event a journal holds, in the order a run writes them (the registry's, the runner's, a cell's).
+JournalEvent = Literal[
+    "registered",
+    "runner_started",
+    "cell_started",
+    "engine_ready",
+    "replay_done",
+    "episodes_done",
+    "fidelity_done",
+    "fidelity_unavailable",
+    "engine_stopped",
+    "cell_done",
+    "cell_failed",
+    "cell_interrupted",
+    "block_voided",
+    "decided",
+    "runner_stopped",
+]
+JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -41,7 +62,7 @@ class Journal:
         self.seq = len(read_events(path))
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
-    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+    def append(self, event: JournalEvent, **fields: Any) -> dict[str, Any]:
         self.seq += 1
         record = {"seq": self.seq, "t": _now(), "unix": round(time.time(), 3), "event": event, **fields}
         line = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str).encode() + b"\n"

@@ -65,7 +65,7 @@ def new_seed() -> int:
 def order_count(design: Design) -> int:
     arms = len(design.arms)
     if design.kind == "blocks":
-        return math.factorial(arms) ** int(design.blocks or 0)
+        return int(math.factorial(arms) ** int(design.blocks or 0))
     if design.kind == "balanced":
         n = int(design.starts_per_arm or 0)
         return math.comb(2 * n, n)

@@ -135,7 +135,10 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
         where = f"{path}:{number}"
         if len(row) != len(names):
             raise ResultsError(f"{where}: expected {len(names)} fields, got {len(row)}")
-        get = lambda key: row[columns[key]].strip() if key in columns else ""  # noqa: B023, E731
+
+        def get(key: str, row: list[str] = row) -> str:
+            return row[columns[key]].strip() if key in columns else ""
+
         arm = get("arm")
         if arm not in arms:
             raise ResultsError(f"{where}: arm: {arm!r} is not an arm of the design ({', '.join(sorted(arms))})")
@@ -241,6 +244,7 @@ def analyze(
     out["guards"] = guards
     verdict, reason = rule_decision
     decision = decide(
+        # the rule helpers return (verdict, reason) as plain strings: a Verdict by construction
         verdict,  # type: ignore[arg-type]
         reason,
         (Guard(g["name"], g["status"], g.get("detail", "")) for g in guards),

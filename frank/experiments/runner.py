@@ -41,13 +41,17 @@ from frank import jobs
 from frank.errors import FrankError
 from frank.experiments.design import Design
 from frank.experiments.errors import RunError
-from frank.experiments.journal import Attempt, Journal, Progress, fold, read_events
+from frank.experiments.journal import Attempt, Journal, JournalEvent, Progress, fold, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.stopping import Stop, stop_of
 from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
-Note = Callable[..., dict]
+
+class Note(Protocol):
+    """Appends one journal event (and tells the runner's listener): returns the record written."""
+
+    def __call__(self, event: JournalEvent, **fields: Any) -> dict[str, Any]: ...
 
 
 class CellError(FrankError):
@@ -122,7 +126,7 @@ def run_experiment(
     run: Run,
     executor: CellExecutor,
     *,
-    on_event: Callable[[dict], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
     handle_signals: bool = False,
     stop_by: float | None = None,
 ) -> RunnerResult:
@@ -135,7 +139,7 @@ def run_experiment(
         )
     with RunLock(run.lock_path), Journal(run.journal_path) as journal:
 
-        def note(event: str, **fields: Any) -> dict:
+        def note(event: JournalEvent, **fields: Any) -> dict[str, Any]:
             record = journal.append(event, **fields)
             if on_event:
                 on_event(record)

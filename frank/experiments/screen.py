@@ -304,8 +304,8 @@ def analyze_screen(screen: Screen, values: dict[tuple[int, str], float]) -> Scre
     need = f"beat {control} in at least {screen.pick.min_wins} of {screen.repeats} repeats"
     if not complete:
         lead = f"{best.name} leads" if best else "no candidate qualifies yet"
-        measured = sum(v is not None for s in results for v in s.values)
-        reason = f"{measured} of {len(results) * screen.repeats} cells measured; {lead}"
+        cells_measured = sum(v is not None for s in results for v in s.values)
+        reason = f"{cells_measured} of {len(results) * screen.repeats} cells measured; {lead}"
         pick = None
     elif best is None:
         reason, pick = f"no candidate did {need}: {control} stays", None

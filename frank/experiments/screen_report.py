@@ -61,7 +61,11 @@ def record_for_run(run: Any) -> dict[str, Any]:
 
 
 def _record(
-    screen: Screen, values: dict[tuple[int, str], float], cells: list[dict[str, Any]], run_id: str, order: dict
+    screen: Screen,
+    values: dict[tuple[int, str], float],
+    cells: list[dict[str, Any]],
+    run_id: str,
+    order: dict[str, Any],
 ) -> dict[str, Any]:
     result = analyze_screen(screen, values)
     return {

@@ -22,7 +22,7 @@ is the p of the blocks (starts) it finished.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -115,7 +115,9 @@ def blocks_stop(design: Design, tally: BlockTally) -> Stop | None:
 # -- the permutation test over balanced starts --------------------------------------------------------
 
 
-def _filled(design: Design, measured: Sequence[tuple[str, float]], left: Mapping[str, int], favourable: bool):
+def _filled(
+    design: Design, measured: Sequence[tuple[str, float]], left: Mapping[str, int], favourable: bool
+) -> tuple[list[float], list[float]]:
     """Treatment and control values with every start still to run set far out: on the treatment's good side
     (favourable) or its bad side. Far enough that a pending start decides its side, near enough that the
     measured values still order the relabellings in floating point (1e18 swallowed them: every one tied)."""
@@ -171,7 +173,9 @@ def balanced_stop(design: Design, starts: Sequence[tuple[int, str, float]]) -> S
 # -- from a run's journal -----------------------------------------------------------------------------
 
 
-def stop_of(design: Design, measured: Sequence[tuple[int, int | None, str, float]], voided=()) -> Stop | None:
+def stop_of(
+    design: Design, measured: Sequence[tuple[int, int | None, str, float]], voided: Collection[int] = ()
+) -> Stop | None:
     """The stop from measured (start, block, arm, value) of a run or a CSV (voided: its voided blocks)."""
     if not design.stop_when_decided:
         return None

@@ -20,6 +20,7 @@ the IDs a measure without a reference model teacher-forces (frank.fidelity.contr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import httpx
 
@@ -30,14 +31,15 @@ _FORCED = {"temperature": 0.0, "logit_bias": [["x", 1000.0]], "post_sampling_pro
 _RETRIES = 3
 
 
-def _ask(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict:
+def _ask(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict[str, Any]:
     body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True, "stream": False, **_FORCED}
     answer = post_json(client, base_url, "/completion", body)
     if answer.get("tokens_evaluated") != len(prompt):  # the server added or cut tokens: not the reference's
         raise FrankError(
             f"fidelity: llama.cpp evaluated {answer.get('tokens_evaluated')} tokens for a {len(prompt)}-token prompt"
         )
-    return answer
+    value: dict[str, Any] = answer
+    return value
 
 
 def next_token_logprobs(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict[int, float]:

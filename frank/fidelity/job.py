@@ -30,7 +30,7 @@ class Cancelled(Exception):
 
 
 def _spec(run_dir: Path) -> dict[str, Any]:
-    return jobs.read_job_file(run_dir).get("spec") or {}
+    return jobs.read_job_file(run_dir).spec or {}
 
 
 def progress(run_dir: Path) -> jobs.Progress:
@@ -41,7 +41,7 @@ def progress(run_dir: Path) -> jobs.Progress:
         steps = jsonl.read(run_dir / PROGRESS)
     except (OSError, FrankError):
         pass
-    detail = jobs.read_job_file(run_dir).get("error") or (steps[-1]["line"] if steps else "")
+    detail = jobs.read_job_file(run_dir).error or (steps[-1]["line"] if steps else "")
     if (run_dir / RESULT).is_file():
         try:
             run = json.loads((run_dir / RESULT).read_text())

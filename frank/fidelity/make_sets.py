@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ SHORT_CHARS = 600  # about 150 tiny-tokenizer tokens: every document fills SHORT
 SHORT_MAX_TOKENS = 33
 
 
-def _fill(rng: random.Random, parts: tuple, chars: int) -> str:
+def _fill(rng: random.Random, parts: tuple[Callable[[random.Random], str], ...], chars: int) -> str:
     out, size = [], 0
     while size < chars:
         piece = rng.choice(parts)(rng)

@@ -20,9 +20,10 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 
-def run(spec: dict) -> dict:
+def run(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -26,6 +26,7 @@ import numpy as np
 
 from frank import paths
 from frank.engine.profiles import load_profile
+from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError
 from frank.fidelity.candidate import Candidate, engine_logprobs, top_k_arrays
 from frank.fidelity.measure import TOP_K, dense_candidate, mean_kl
@@ -199,7 +200,8 @@ def load_run(run_id: str) -> dict[str, Any]:
         if len(matches) == 1:
             return matches[0]
         raise FrankError(f"no fidelity run {run_id!r} (see `frank fidelity list`)")
-    return json.loads(path.read_text())
+    value: dict[str, Any] = json.loads(path.read_text())
+    return value
 
 
 def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_sha: str) -> tuple[float, str] | None:
@@ -286,7 +288,7 @@ def floor_run(
     from frank.engine.controller import EngineController
 
     controller = controller or EngineController()
-    if controller.status().state in ("starting", "ready"):
+    if controller.status().state in RUNNING_STATES:
         raise FrankError(
             "an engine is running: the floor starts the configuration twice itself; stop it first (`frank engine stop`)"
         )

@@ -25,7 +25,7 @@ docs/jobs.md.
 
 from frank.jobs.detached import cancel, launch
 from frank.jobs.follow import Follower
-from frank.jobs.job_file import JOB_FILE, LOG_FILE, read_job_file, write_job_file
+from frank.jobs.job_file import JOB_FILE, LOG_FILE, JobFile, read_job_file, write_job_file
 from frank.jobs.kinds import JobError, JobKind, Progress, kind, register, registered
 from frank.jobs.lock import RunLock, lock_holder
 from frank.jobs.process import JobProcess, main_run_dir
@@ -51,6 +51,7 @@ __all__ = [
     "list_jobs",
     "lock_holder",
     "main_run_dir",
+    "JobFile",
     "read_job_file",
     "register",
     "registered",

@@ -9,15 +9,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from frank import paths
-from frank.jobs.job_file import LOG_FILE, carried, read_job_file, write_job_file
+from frank.jobs.job_file import LOG_FILE, read_job_file, write_job_file
 from frank.jobs.kinds import JobError, JobKind
 from frank.jobs.state import JobStatus, find, status_of
 
 
-def launch(k: JobKind, run_dir: Path, env: dict[str, str] | None = None, **job_fields: Any) -> JobStatus:
+def launch(k: JobKind, run_dir: Path, env: dict[str, str] | None = None) -> JobStatus:
     """Start `python -m KIND.module RUN_ID` detached (own session, stdin /dev/null, output to job.log);
     returns at once. Refuses a run that some process is working on."""
     current = status_of(k, run_dir)
@@ -40,13 +39,13 @@ def launch(k: JobKind, run_dir: Path, env: dict[str, str] | None = None, **job_f
     finally:
         os.close(log)
     job = read_job_file(run_dir)
-    if job.get("pid") != proc.pid:  # (a fast child may have written its own record already)
-        write_job_file(run_dir, k.name, proc.pid, **{**carried(job), **job_fields})
+    if job.pid != proc.pid:  # (a fast child may have written its own record already)
+        write_job_file(run_dir, k.name, proc.pid, job.spec, job.planned)
     _reap_later(proc)
     return status_of(k, run_dir)
 
 
-def _reap_later(proc: subprocess.Popen) -> None:
+def _reap_later(proc: subprocess.Popen[bytes]) -> None:
     """A long-lived launcher (the console) reaps its detached children so they never linger as zombies."""
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
 

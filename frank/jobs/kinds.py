@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from frank.errors import FrankError
+from frank.jobs.states import JobEnd
 
 
 class JobError(FrankError):
@@ -25,8 +26,7 @@ class Progress:
 
     done: int = 0
     planned: int | None = None
-    ended: str | None = None  # finished | cancelled | failed when the run ended cleanly, pending when it
-    # never started, else None
+    ended: JobEnd | Literal["pending"] | None = None  # how the run ended cleanly; pending: it never started
     ended_at: float | None = None  # when the end was recorded (time.time()); an end older than the latest
     # process start belongs to an earlier attempt (None: trust it)
     detail: str = ""  # one line for humans (current draw, error, ...)

@@ -7,10 +7,11 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from frank.jobs.job_file import carried, read_job_file, rewrite_job_file, write_job_file
+from frank.jobs.job_file import read_job_file, rewrite_job_file, write_job_file
 from frank.jobs.kinds import JobError, JobKind
 from frank.jobs.lock import RunLock
 from frank.jobs.state import find_in
@@ -31,7 +32,7 @@ class JobProcess:
     def __enter__(self) -> JobProcess:
         self._lock.acquire()
         job = read_job_file(self.run_dir)
-        write_job_file(self.run_dir, self.kind.name, os.getpid(), **carried(job))
+        write_job_file(self.run_dir, self.kind.name, os.getpid(), job.spec, job.planned)
         if threading.current_thread() is threading.main_thread():
             self._previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, signal.SIG_IGN)
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -48,8 +49,8 @@ class JobProcess:
             signal.signal(sig, handler)
         if exc is not None:  # record the end before the lock goes, so no reader ever sees "interrupted"
             job = read_job_file(self.run_dir)
-            job.update(ended="failed", ended_pid=os.getpid(), error=f"{type(exc).__name__}: {exc}")
-            rewrite_job_file(self.run_dir, job)
+            error = f"{type(exc).__name__}: {exc}"
+            rewrite_job_file(self.run_dir, replace(job, ended="failed", ended_pid=os.getpid(), error=error))
         self._lock.release()
 
 
@@ -60,7 +61,7 @@ def main_run_dir(argv: list[str] | None, kind: JobKind) -> Path:
     if len(args) != 1:
         raise SystemExit(f"usage: python -m {kind.module} RUN_ID")
     folder = Path(args[0]).expanduser()
-    named = read_job_file(folder).get("kind") if folder.is_dir() and len(folder.parts) > 1 else None
+    named = read_job_file(folder).kind or None if folder.is_dir() and len(folder.parts) > 1 else None
     if named not in (None, kind.name):
         raise SystemExit(f"{args[0]} is a {named} run, not a {kind.name} run")
     try:

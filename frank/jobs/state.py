@@ -11,16 +11,17 @@ from typing import Any
 from frank.jobs.job_file import LOG_FILE, launched_and_alive, read_job_file
 from frank.jobs.kinds import JobError, JobKind, kind, registered
 from frank.jobs.lock import lock_holder
+from frank.jobs.states import JOB_ENDS, JOB_STATES, JobState
 
-STATES = ("running", "finished", "cancelled", "failed", "interrupted", "pending")  # pending: never started
-ENDED = ("finished", "cancelled", "failed")
+STATES = JOB_STATES
+ENDED = JOB_ENDS
 
 
 @dataclass(frozen=True)
 class JobStatus:
     run_id: str
     kind: str
-    state: str  # one of STATES
+    state: JobState
     done: int
     planned: int | None
     pid: int | None  # the job process while running
@@ -38,7 +39,7 @@ def find_in(candidates: Sequence[JobKind], run: str | Path) -> tuple[JobKind, Pa
     """The kind (one of `candidates`) and folder of a run id or a run folder's path."""
     candidate = Path(run).expanduser()
     if candidate.is_dir() and len(candidate.parts) > 1:
-        named = read_job_file(candidate).get("kind")
+        named = read_job_file(candidate).kind or None
         by_name = {k.name: k for k in candidates}
         for k in [by_name[named]] if named in by_name else candidates:
             if k.is_run(candidate):
@@ -60,16 +61,18 @@ def status_of(k: JobKind, run_dir: Path) -> JobStatus:
     job = read_job_file(run_dir)
     pid = holder if holder is not None else launched_and_alive(job)
     progress = k.progress(run_dir)
-    started = float(job.get("launched_at") or 0.0)  # the latest process's start (each one rewrites it)
+    started = job.launched_at or 0.0  # the latest process's start (each one rewrites it)
+    recorded = job.ended
+    state: JobState
     if pid is not None:
         state = "running"
-    elif job.get("ended") in ENDED and job.get("pid") == job.get("ended_pid"):
-        state = job["ended"]  # the latest process recorded its end (it failed before the kind's files said so)
-    elif progress.ended in (*ENDED, "pending") and (progress.ended_at is None or progress.ended_at >= started):
+    elif recorded is not None and job.pid == job.ended_pid:
+        state = recorded  # the latest process recorded its end (it failed before the kind's files said so)
+    elif progress.ended is not None and (progress.ended_at is None or progress.ended_at >= started):
         state = progress.ended
     else:
         state = "interrupted"  # the process is gone and the run's files record no clean end
-    planned = progress.planned if progress.planned is not None else job.get("planned")
+    planned = progress.planned if progress.planned is not None else job.planned
     log = run_dir / LOG_FILE
     return JobStatus(
         run_id=run_dir.name,

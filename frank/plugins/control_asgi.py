@@ -68,7 +68,7 @@ async def read_enabled(receive: Receive) -> bool | Reply:
         return 400, {"error": f"body: {exc}"}
     if not isinstance(body, dict) or not isinstance(body.get("enabled"), bool):
         return 400, {"error": 'body: expected {"enabled": true|false}'}
-    return body["enabled"]
+    return bool(body["enabled"])
 
 
 async def read_body(receive: Receive) -> bytes:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Any
 
 from frank.plugins import compat
 
@@ -73,9 +74,10 @@ def install() -> None:
 
     # Patched on the class, so readers made before this plugin loaded sleep too. The caller
     # (MessageQueue.acquire_read) re-checks the written flag, its timeout and shutdown after every wait.
-    def wait(self, timeout_ms: int | None = None) -> None:
+    def wait(self: Any, timeout_ms: int | None = None) -> None:
         time.sleep(sleep_for(time.monotonic() - self.last_read))
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     wait._frank_sleep = True  # type: ignore[attr-defined]
     wait.__wrapped__ = original  # type: ignore[attr-defined]
     SpinCondition.wait = wait

@@ -71,7 +71,10 @@ def effects_by_block(blocks: list[dict[str, Any]], treatment: str, control: str,
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 3.0))
     done = [b for b in blocks if b.get("effect_pct") is not None]
-    good = (lambda e: e < 0) if direction == "lower" else (lambda e: e > 0)
+
+    def good(effect: float) -> bool:
+        return effect < 0 if direction == "lower" else effect > 0
+
     ax.bar(
         [b["block"] for b in done],
         [b["effect_pct"] for b in done],

@@ -25,7 +25,7 @@ from typing import Any
 try:
     import pynvml
 except ImportError:  # nvidia-ml-py is a console dependency, but stay usable without it
-    pynvml = None  # type: ignore[assignment]
+    pynvml = None
 
 PCIE_TX_FIELD = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: bytes the GPU sent over PCIe (device -> host)
 PCIE_RX_FIELD = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES: bytes the GPU received (host -> device)
@@ -100,9 +100,10 @@ def _field_value(fv: Any) -> float | None:
     if fv.nvmlReturn != 0:
         return None
     v = fv.value
-    return {0: v.dVal, 1: v.uiVal, 2: v.ulVal, 3: v.ullVal, 4: v.sllVal, 5: v.siVal, 6: v.usVal}.get(
+    value: float = {0: v.dVal, 1: v.uiVal, 2: v.ulVal, 3: v.ullVal, 4: v.sllVal, 5: v.siVal, 6: v.usVal}.get(
         int(fv.valueType), v.ullVal
     )
+    return value
 
 
 class GpuSampler:

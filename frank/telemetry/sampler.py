@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from frank.engine import metrics as m
+from frank.engine.metrics.sample import ScrapeFailure
+from frank.engine.records import RUNNING_STATES, EngineState
 from frank.telemetry.cpu import CpuSample, CpuSampler
 from frank.telemetry.gpu import GpuReading, GpuSampler
 
@@ -41,17 +43,21 @@ class Target:
     pid: int | None
     api_key: str | None = None
     model_name: str | None = None
-    state: str = "ready"  # the controller's view: stopped, starting, ready, crashed
+    state: EngineState = "ready"  # the controller's view
 
 
 TargetSource = Callable[[], "Target | None"]
+
+
+# The engine as the sampler sees it: the controller's state, or how a scrape of a running engine failed.
+EngineViewState = EngineState | ScrapeFailure
 
 
 @dataclass(frozen=True)
 class EngineView:
     """What the sampler knows about the engine in one snapshot."""
 
-    state: str  # stopped / starting / ready / crashed (controller) or unreachable / error (scrape)
+    state: EngineViewState
     url: str | None
     pid: int | None
     metrics: m.MetricsSample | None
@@ -89,6 +95,8 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
     last: dict[str, Any] = {"key": None, "at": -1e18, "target": None, "pgid": None}
 
     def profile_bits(name: str | None) -> tuple[str | None, str | None]:
+        if name is None:
+            return (None, None)
         if name not in profiles:
             try:
                 from frank.engine.profiles import load_profile
@@ -100,7 +108,7 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
         return profiles[name]
 
     def files_key(files: Any) -> tuple[Any, ...]:
-        out = []
+        out: list[tuple[int, int] | None] = []
         for path in (files.record, files.run, files.exit):
             try:
                 st = os.stat(path)
@@ -128,14 +136,15 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
             controller = EngineController()
         key, now = files_key(controller.files), time.monotonic()
         if key == last["key"] and now - last["at"] < recheck_s and alive(last["pgid"]):
-            return last["target"]
+            value: Target | None = last["target"]
+            return value
         st = controller.status(check_health=False)  # /metrics answers for health; no second request
         target = None
         if st.state != "stopped":
             model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
             api_key = controller.client_api_key or api_key  # the key the engine was started with (llama.cpp's)
             target = Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
-        last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in ("starting", "ready") else None)
+        last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in RUNNING_STATES else None)
         return target
 
     return source
@@ -323,7 +332,7 @@ class Sampler:
         if not sample.ok:
             self._forget_metrics()
             # while the controller says starting, a refused connection is expected
-            state = target.state if target.state != "ready" else sample.state
+            state: EngineViewState = target.state if target.state != "ready" or sample.state == "ok" else sample.state
             return EngineView(state, target.url, target.pid, sample, None, self._last_request, sample.error)
         rates = self._rates(sample)
         self._track_request(sample)

@@ -25,6 +25,8 @@ from frank.engine import measures
 from frank.engine.metrics import RequestDelta
 
 _DELTA_FIELDS = {f.name for f in fields(RequestDelta)}
+# Names records written before 2026-12-04 used (docs/measures.md, "The replay record's names"): still read.
+_RENAMED = {"verify_steps": "drafted_steps"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class ServerValues:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ServerValues:
+        data = {_RENAMED.get(k, k): v for k, v in data.items() if _RENAMED.get(k) not in data}
         kw = {k: v for k, v in data.items() if k in _DELTA_FIELDS}
         kw.setdefault("attributed", False)
         kw.setdefault("reason", "")
@@ -139,7 +142,7 @@ def as_records(items: Iterable[ReplayRecord | Mapping[str, Any]]) -> list[Replay
 # -- per-draw totals ------------------------------------------------------------------------------------
 
 # Server values summed per draw over attributed, measured requests.
-SERVER_SUMS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s", "verify_steps", "decode_steps")
+SERVER_SUMS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "front_end_s", "drafted_steps", "decode_steps")
 
 
 @dataclass(frozen=True)
@@ -158,10 +161,10 @@ class DrawTotals:
     prefill_s: float | None = 0.0
     decode_s: float | None = 0.0
     front_end_s: float | None = 0.0  # None: likewise (it needs the queue time)
-    verify_steps: float | None = 0.0  # drafted steps (spec_decode_num_drafts)
+    drafted_steps: float | None = 0.0  # drafted steps (spec_decode_num_drafts)
     decode_steps: float | None = 0.0  # verify steps, drafted or not (inter-token latency count)
-    verify_decode_s: float = 0.0  # decode seconds and steps of the requests that carried a decode-step count
-    verify_decode_steps: float = 0.0
+    counted_decode_s: float = 0.0  # decode seconds and steps of the requests that carried a decode-step count
+    counted_decode_steps: float = 0.0
     waited_s: float = 0.0  # the CPU-expert wait and decode steps of the requests that carried both
     wait_steps: float = 0.0
     verify_step_s: float | None = None  # frank.engine.measures.time_per_verify_step over the draw
@@ -214,7 +217,7 @@ class DrawTally:
         self._counts.update(cold_requests=0, output_tokens=0)
         self._sums = {key: _Sum() for key in (*SERVER_SUMS, "cold_front_end_s")}
         self._client_ttft = self._client_total = self._accepted = 0.0
-        self._verify_decode = self._verify_steps = 0.0
+        self._counted_decode_s = self._counted_steps = 0.0
         self._wait = self._waited = self._wait_steps = 0.0
         self._wait_carried = False
         self._hashes: tuple[str | None, str | None] | None = None
@@ -259,7 +262,8 @@ class DrawTally:
         if not rec.attributed:
             c["unattributed"] += 1
             return
-        v = rec.server.values  # type: ignore[union-attr]
+        assert rec.server is not None  # attributed: the server's values are there
+        v = rec.server.values
         for key in SERVER_SUMS:
             self._sums[key].add(getattr(v, key))
         if cold:
@@ -267,9 +271,9 @@ class DrawTally:
         c["cached_tokens"] += int(v.cached_tokens or 0)
         self._accepted += v.accepted_tokens or 0.0
         if v.decode_steps:  # both halves of the ratio from the same requests
-            self._verify_decode += v.decode_s or 0.0
-            self._verify_steps += v.decode_steps
-        wait = rec.server.cpu_expert_wait_s  # type: ignore[union-attr]
+            self._counted_decode_s += v.decode_s or 0.0
+            self._counted_steps += v.decode_steps
+        wait = rec.server.cpu_expert_wait_s
         if wait is not None:  # a pool measured: its wait, and per step over requests with decode steps
             self._wait_carried = True
             self._wait += wait
@@ -288,7 +292,7 @@ class DrawTally:
 
     def totals(self) -> DrawTotals:
         sums = {key: s.value for key, s in self._sums.items()}
-        verify_steps = sums["verify_steps"]
+        drafted_steps = sums["drafted_steps"]
         complete = self._counts["ok"] == len(self.planned)
         prompt_hash, output_hash = self._draw_hashes() if complete else (None, None)
         return DrawTotals(
@@ -296,16 +300,16 @@ class DrawTally:
             planned=len(self.planned),
             **self._counts,
             **sums,
-            verify_decode_s=self._verify_decode,
-            verify_decode_steps=self._verify_steps,
-            verify_step_s=measures.time_per_verify_step(self._verify_decode, self._verify_steps),
+            counted_decode_s=self._counted_decode_s,
+            counted_decode_steps=self._counted_steps,
+            verify_step_s=measures.time_per_verify_step(self._counted_decode_s, self._counted_steps),
             cpu_expert_wait_s=self._wait if self._wait_carried else None,
             cpu_expert_wait_step_s=measures.cpu_expert_wait_per_step(self._waited, self._wait_steps)
             if self._wait_carried
             else None,
             waited_s=self._waited,
             wait_steps=self._wait_steps,
-            acceptance_length=measures.acceptance_length(self._accepted, verify_steps),
+            acceptance_length=measures.acceptance_length(self._accepted, drafted_steps),
             client_ttft_s=self._client_ttft,
             client_total_s=self._client_total,
             prompt_ids_sha256=prompt_hash,
@@ -316,7 +320,7 @@ class DrawTally:
 def _hash_all(hashes: list[str | None]) -> str | None:
     if not hashes or not all(hashes):
         return None
-    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()  # type: ignore[arg-type]
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
 
 
 def draw_totals(
@@ -366,8 +370,8 @@ def tallies_of(
 def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
     totals = {draw: tally.totals() for draw, tally in tallies.items()}
     client = sum(t.client_total_s for t in totals.values())
-    steps = sum(t.verify_decode_steps for t in totals.values())
-    decode = sum(t.verify_decode_s for t in totals.values())
+    steps = sum(t.counted_decode_steps for t in totals.values())
+    decode = sum(t.counted_decode_s for t in totals.values())
     fronts = [t.front_end_s for t in totals.values()]
     out_tokens = sum(t.output_tokens for t in totals.values())
     prompt_hashes: dict[str, str | None] = {}
@@ -399,7 +403,7 @@ def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
 
 
 def _sum_or_none(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    return None if any(v is None for v in values) else sum(values)
 
 
 def _mean_or_none(values: list[float | None]) -> float | None:

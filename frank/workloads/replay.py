@@ -48,7 +48,7 @@ from frank.engine.metrics import (
 from frank.errors import FrankError
 from frank.telemetry.expert_pool import PoolProbe
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
-from frank.workloads.record import DrawTally, DrawTotals, ReplayRecord
+from frank.workloads.record import ClientTimes, DrawTally, DrawTotals, ReplayRecord, ServerValues
 
 MODES = ("engine", "full")
 SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
@@ -317,7 +317,7 @@ class ReplayRunner:
             "prefill_s",
             "decode_s",
             "front_end_s",
-            "verify_steps",
+            "drafted_steps",
             "decode_steps",
             "client_ttft_s",
             "client_total_s",
@@ -447,7 +447,7 @@ class ReplayRunner:
         return out
 
     @staticmethod
-    async def _stop_probe(probe: asyncio.Task | None, done: asyncio.Event) -> None:
+    async def _stop_probe(probe: asyncio.Task[None] | None, done: asyncio.Event) -> None:
         done.set()
         if probe is not None and not probe.done():
             await probe
@@ -505,41 +505,33 @@ class ReplayRunner:
 
     async def _replay_one(
         self, client: httpx.AsyncClient, req: WorkloadRequest, index: int, model: str, salt: str, attempt: int
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> tuple[ReplayRecord, bool]:
         """Send one request and build its record. Returns (record, engine still up)."""
         body = self._body(req, model, salt)
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")  # encoded before the clock starts
         key, name = self.options.api_key, model
         before = await afetch_metrics(client, self.base_url, key, name)
         sent_at = time.time()
-        record: dict[str, Any] = {
-            "id": req.id,
-            "task": req.task,
-            "episode": req.episode,
-            "turn": req.turn,
-            "index": index,
-            "draw": req.draw,
-            "attempt": attempt,
-            "salt": salt,
-            "mode": self.options.mode,
-            "stream": bool(body["stream"]),
-            "sent_at": sent_at,
-        }
+        sent = ReplayRecord(
+            id=req.id,
+            task=req.task,
+            episode=req.episode,
+            turn=req.turn,
+            index=index,
+            draw=req.draw,
+            attempt=attempt,
+            salt=salt,
+            mode=self.options.mode,
+            stream=bool(body["stream"]),
+            sent_at=sent_at,
+            status="failed",
+        )
         alive = True
         try:
             resp = await self._send(client, data, bool(body["stream"]))
         except _Unreachable as exc:
             alive = await self._healthy(client)
-            record.update(
-                status="failed",
-                error=f"engine unreachable: {exc}",
-                http_status=None,
-                client=None,
-                server=None,
-                prompt_tokens=None,
-                prompt_ids_sha256=None,
-            )
-            return record, alive
+            return replace(sent, error=f"engine unreachable: {exc}"), alive
         ok = resp.error is None
         if ok:
             after = await afetch_settled(
@@ -550,7 +542,7 @@ class ReplayRunner:
             if resp.status >= 500 or resp.status == 0:
                 alive = await self._healthy(client)
         delta = request_delta(before, after)
-        server, sources = asdict(delta), delta_sources(delta)
+        values, sources = delta, delta_sources(delta)
         fallback = (
             None
             if delta.attributed or not ok
@@ -561,18 +553,17 @@ class ReplayRunner:
         if fallback is None and not delta.attributed and ok:  # llama.cpp: its response's timings
             fallback = timings_values(resp.timings, resp.ttft_s, spec_drafts_delta(before, after))
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
-            server, sources = asdict(fallback[0]), fallback[1]
-        wait = measures.cpu_expert_wait_s(self._probe.decode_window(resp.pool_timeline, server.get("decode_s")))
-        server["cpu_expert_wait_s"] = wait
-        server["cpu_expert_wait_step_s"] = measures.cpu_expert_wait_per_step(wait, server.get("decode_steps"))
+            values, sources = fallback
+        wait = measures.cpu_expert_wait_s(self._probe.decode_window(resp.pool_timeline, values.decode_s))
         if wait is not None:
-            sources.update(cpu_expert_wait_s=SOURCE_POOL, cpu_expert_wait_step_s=SOURCE_POOL)
-        server["sources"] = sources
-        record.update(
+            sources = {**sources, "cpu_expert_wait_s": SOURCE_POOL, "cpu_expert_wait_step_s": SOURCE_POOL}
+        server = ServerValues(values, sources, wait, measures.cpu_expert_wait_per_step(wait, values.decode_steps))
+        return replace(
+            sent,
             status="ok" if ok else "failed",
             error=resp.error,
             http_status=resp.status,
-            client={"ttfb_s": resp.ttfb_s, "ttft_s": resp.ttft_s, "total_s": resp.total_s, "chunks": resp.chunks},
+            client=ClientTimes(resp.ttfb_s, resp.ttft_s, resp.total_s, resp.chunks),
             server=server,
             response_metrics=resp.metrics,
             prompt_tokens=resp.prompt_tokens
@@ -583,9 +574,8 @@ class ReplayRunner:
             completion_tokens=resp.completion_tokens,
             finish_reason=resp.finish_reason,
             output_sha256=output_sha256("".join(resp.text), resp.output_ids, resp.finish_reason) if ok else None,
-            metrics_scrape_s=[before.scrape_s, after.scrape_s],
-        )
-        return record, alive
+            metrics_scrape_s=(before.scrape_s, after.scrape_s),
+        ), alive
 
     # -- the run ------------------------------------------------------------------------------------
     async def _model(self, client: httpx.AsyncClient) -> str:
@@ -594,7 +584,7 @@ class ReplayRunner:
         try:
             resp = await client.get(self.base_url + "/v1/models", headers=self._headers(), timeout=10.0)
             resp.raise_for_status()
-            return resp.json()["data"][0]["id"]
+            return str(resp.json()["data"][0]["id"])
         except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
             raise FrankError(
                 f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); is it running? (frank engine status)"
@@ -665,9 +655,8 @@ class ReplayRunner:
             if self._stop.is_set():
                 return "stopped", "stopped on request"
             self._emit(phase="request", done=done, current=req.id, task=req.task, turn=req.turn, **common)
-            record, alive = await self._replay_one(client, req, index, model, salt, attempt)
-            _append(path, record)
-            typed = ReplayRecord.from_json(record)
+            typed, alive = await self._replay_one(client, req, index, model, salt, attempt)
+            _append(path, typed.to_json())
             tally.add(typed)
             done += 1
             self._write_summary("running")

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from frank import jobs, paths
 from frank.errors import FrankError
+from frank.jobs.states import JobEnd
 from frank.workloads import catalog
 from frank.workloads.format import load_workload
 from frank.workloads.replay import (
@@ -32,7 +33,7 @@ from frank.workloads.replay import (
 )
 
 # the summary's state -> the job's (the runner says `interrupted` when the engine went away: a failure)
-ENDED = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed", "failed": "failed"}
+ENDED: dict[str, JobEnd] = {"finished": "finished", "stopped": "cancelled", "interrupted": "failed", "failed": "failed"}
 
 
 def progress(run_dir: Path) -> jobs.Progress:
@@ -122,12 +123,17 @@ def run(
 ) -> dict[str, Any]:
     """Replay (or resume) the run in this process, holding its lock. Returns the summary."""
     box: list[ReplayRunner] = []
-    with jobs.JobProcess(KIND, run_dir, on_cancel=lambda: box and box[0].stop()) as job:
+
+    def cancel() -> None:
+        if box:
+            box[0].stop()
+
+    with jobs.JobProcess(KIND, run_dir, on_cancel=cancel) as job:
         api_key = api_key or os.environ.get("FRANK_API_KEY") or None
         if (run_dir / RUN_FILE).is_file():
             runner = resume_replay(run_dir, base_url or engine_url(), progress, api_key=api_key, restart=restart)
         else:
-            spec = jobs.read_job_file(run_dir).get("spec")
+            spec = jobs.read_job_file(run_dir).spec
             if not spec:
                 raise FrankError(f"{run_dir}: no run.json and no launch spec in {jobs.JOB_FILE}")
             opts = dict(spec["options"])

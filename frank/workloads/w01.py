@@ -362,7 +362,10 @@ def _episode(
     )
     region_chars = int(region_tokens * CHARS_PER_TOKEN)
     system = header + context[: region_chars - len(header)]
-    body_of = lambda msgs: {"model": MODEL, "messages": msgs, "tools": tools, **params}  # noqa: E731
+
+    def body_of(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": MODEL, "messages": msgs, "tools": tools, **params}
+
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": ""}]
     region, fixed = estimate_tokens(body_of(messages))
     user_tokens = max(8.0, FIRST_FRACTION * region - (fixed - region))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from textual.actions import parse as parse_action
 from textual.widgets import DataTable, Tabs
 
 from frank.console import config
@@ -154,21 +155,63 @@ async def test_restart_knob_asks_first_live_knob_does_not(make_app):
         assert isinstance(app.screen, DashboardScreen)
 
 
+# What a read-only console may still do: look around. Any other action a key or the palette reaches must be
+# disabled there; a new action is either added here (it changes nothing) or disabled.
+VIEW_ONLY = {
+    "switch_mode",
+    "help",
+    "cycle_theme",
+    "set_theme",
+    "quit",
+    "command_palette",
+    "panel",
+    "focus_next",
+    "follow",
+    "open_run",
+    "reload",
+    "search",
+    "next_match",
+    "prev_match",
+    "end",
+    "top",
+    "close_search",
+    "campaign_watch",  # reads the campaign again; the read-only source runs no check that could revert
+}
+
+
+def _palette_actions(app) -> set[str]:
+    """The action each palette entry runs: app.run_action(NAME) or an app method called directly."""
+    from frank.console.commands import _entries
+
+    names = set()
+    for _title, _help, call in _entries(app):
+        if call.func == app.run_action:
+            names.add(parse_action(call.args[0])[1])
+        else:
+            names.add(call.func.__name__)
+    return names
+
+
 async def test_read_only_disables_every_action(make_app):
     app = make_app(read_only=True, status=READY)
     async with app.run_test(size=(120, 36)) as pilot:
-        for action in (
-            "engine_start",
-            "engine_stop",
-            "engine_restart",
-            "toggle_region_cache",
-            "knobs",
-            "replay_launch",
-            "experiment_register",
-            "experiment_run",
-            "quit_stop",
-        ):
+        app_actions = {parse_action(b.action)[1] for b in app.BINDINGS} | _palette_actions(app)
+        assert {"set_knob", "episodes_launch", "engine_start"} <= app_actions  # the palette's knobs and launch
+        for mode in app.MODES:
+            app.switch_mode(mode)
+            await pilot.pause()
+            for binding in type(app.screen).BINDINGS:
+                target, action, _ = parse_action(binding.action)
+                if target == "app":
+                    app_actions.add(action)
+                elif action not in VIEW_ONLY:
+                    assert app.screen.check_action(action, ()) is None, f"{mode} screen: {action}"
+        app.switch_mode("dashboard")
+        await pilot.pause()
+        for action in sorted(app_actions - VIEW_ONLY):
             assert app.check_action(action, ()) is None, action
+        for action in sorted(app_actions & VIEW_ONLY):
+            assert app.check_action(action, ()), action
         await pilot.press("x", "c", "k")
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)  # no dialog opened

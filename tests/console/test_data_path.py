@@ -15,6 +15,7 @@ from frank.console.screens.launch_episodes import EpisodesLaunch
 from frank.console.sources.base import Source
 from frank.console.state import CampaignView, ConsoleState
 from frank.console.widgets.engine_panel import EnginePanel
+from frank.engine.records import ExitRecord
 from tests.console.conftest import READY, fixed_engine, wait_until
 
 CONSOLE = Path(messages.__file__).parent
@@ -119,7 +120,7 @@ async def test_a_sources_message_is_rendered_without_any_screen_timer(make_app):
     async with app.run_test(size=(120, 36)) as pilot:
         panel = app.screen.query_one(EnginePanel)
         assert await wait_until(pilot, lambda: "● ready" in panel.markup_text)
-        crashed = dataclasses.replace(READY, state="crashed", exit={"returncode": 3})
+        crashed = dataclasses.replace(READY, state="crashed", exit=ExitRecord(returncode=3))
         thread = threading.Thread(target=lambda: app.post_message(messages.EngineRead(fixed_engine(crashed))))
         thread.start()
         thread.join()

@@ -1,6 +1,7 @@
 """End to end: `frank` in a real terminal (tmux). Start the engine with a key, flip the region cache,
-launch a short replay from the menu, read the results from the captured pane; then quit (the engine
-keeps running) and start the console again: it adopts the engine. One real embedded engine (~1-2 min)."""
+launch a short replay from the menu (its default mode decodes: the dashboard shows the verify step live),
+read the results from the captured pane; then quit (the engine keeps running) and start the console
+again: it adopts the engine. One real embedded engine (~1-2 min)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,12 @@ def test_console_in_tmux_starts_engine_flips_cache_and_replays(fresh_frank_home)
         pane.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-1")  # draws: draw-1
         pane.keys("Tab", "3")  # limit: first 3 requests
         pane.keys("BTab", "BTab")  # back to the workloads table
-        pane.keys("Enter")  # launch w01-mini
+        pane.keys("Enter")  # launch w01-mini in the menu's default mode: it decodes (verify steps)
+        pane.wait_for("started (pid", 60)  # the launch's notification (a key pressed before it lands would
+        # take the launch off its screen)
+        pane.keys("1")  # what the console is for: the dashboard shows the verify step live, a number
+        pane.wait_for_match(r"verify step +[0-9][0-9.]* (µs|ms|s)\b", 120)
+        pane.keys("2")
         text = pane.wait_for("● finished", 300)
         assert "draw-1 3/3 ok" in text, text  # the draw totals, read from the pane
         assert "0 failed" in text

@@ -67,6 +67,7 @@ def test_replay_outlives_a_killed_console_and_a_new_one_follows_it(engine, tmux_
         first.keys("2")
         first.wait_for("w01-mini", 20)
         first.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-1,draw-2")  # draws: two of W01 mini's three
+        first.pick_front_end_mode()
         first.keys("BTab", "Enter")  # launch: 2 × 45 requests
         job = running_replay(120, done_at_least=3)  # in the middle of draw-1
         console_proc = psutil.Process(first.pid)
@@ -104,6 +105,7 @@ def test_cancel_from_the_console_then_resume_completes_it(frank_cli, engine, tmu
         console.keys("2")
         console.wait_for("w01-mini", 20)
         console.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-2")  # draws: draw-2
+        console.pick_front_end_mode()
         console.keys("BTab", "Enter")
         job = running_replay(120, done_at_least=2)
         console.wait_for("● running", 20)

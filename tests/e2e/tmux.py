@@ -6,6 +6,7 @@ and the console gets FRANK_HOME, FRANK_MODELS and PYTHONPATH explicitly on its c
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,22 @@ class Console:
                 return text
             time.sleep(0.3)
         raise AssertionError(f"{needle!r} did not appear within {timeout_s:.0f} s; pane:\n{self.text()}")
+
+    def pick_front_end_mode(self) -> None:
+        """On the Replays menu, from the draws field: choose the front-end mode (one output token a request)
+        in the mode menu, then come back to the draws field. For tests of jobs, not of decoding: their
+        draws take a third of the decode mode's time."""
+        self.keys("Tab", "Tab", "Enter", "Down", "Enter", "BTab", "BTab")
+
+    def wait_for_match(self, pattern: str, timeout_s: float) -> re.Match[str]:
+        """The first match of `pattern` on the pane within the time."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.text())
+            if found:
+                return found
+            time.sleep(0.3)
+        raise AssertionError(f"{pattern!r} did not appear within {timeout_s:.0f} s; pane:\n{self.text()}")
 
     def alive(self) -> bool:
         return (

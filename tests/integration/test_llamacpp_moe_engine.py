@@ -140,8 +140,8 @@ def test_a_replay_records_verify_steps_and_the_cpu_expert_wait(frank_cli, moe, t
     records = [json.loads(line) for line in open(f"{summary['run_dir']}/draw-1.jsonl")]
     for server in (r["server"] for r in records):
         steps = server["decode_steps"]
-        assert steps > 0 and server["verify_steps"] > 0 and server["verify_step_s"] > 0
-        assert server["sources"]["verify_steps"] == "metrics-delta"  # drafted steps: /metrics around it
+        assert steps > 0 and server["drafted_steps"] > 0 and server["verify_step_s"] > 0
+        assert server["sources"]["drafted_steps"] == "metrics-delta"  # drafted steps: /metrics around it
         assert server["sources"]["cpu_expert_wait_s"] == "expert-pool"
         # a worker computes within the steps: never more than the request's decode time (plus the client's
         # view of its edges), and something on this engine, where every op is on the CPU
@@ -149,7 +149,7 @@ def test_a_replay_records_verify_steps_and_the_cpu_expert_wait(frank_cli, moe, t
         assert server["cpu_expert_wait_step_s"] == pytest.approx(server["cpu_expert_wait_s"] / steps)
     assert totals["cpu_expert_wait_s"] == pytest.approx(sum(r["server"]["cpu_expert_wait_s"] for r in records))
     assert 0 < totals["cpu_expert_wait_step_s"] <= totals["verify_step_s"]
-    assert totals["verify_steps"] > 0 and totals["decode_steps"] >= totals["verify_steps"]
+    assert totals["drafted_steps"] > 0 and totals["decode_steps"] >= totals["drafted_steps"]
 
 
 def test_fidelity_on_the_moe_against_its_transformers_checkpoint(frank_cli, moe, tmp_path):

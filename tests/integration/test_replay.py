@@ -111,7 +111,7 @@ def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
             r["response_metrics"], r["completion_tokens"], r["prompt_tokens"], r["client"]["ttft_s"]
         )
         assert values.decode_s == pytest.approx(r["server"]["decode_s"], abs=1e-6)
-        assert values.verify_steps == r["server"]["verify_steps"]
+        assert values.drafted_steps == r["server"]["drafted_steps"]
     # the experiment cell reads the same records and reports the same time per verify step
     cell = start_measures(tallies_of({"draw-3": records})).to_json()
     assert cell["time_per_verify_step"] == d["verify_step_s"]
@@ -229,7 +229,7 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(
         assert killed.wait(10)
         assert wait_for(lambda: own.status().state == "crashed", 30)
         crashed = own.status()
-        assert crashed.exit["signal"] == "SIGKILL" and crashed.log_tail
+        assert crashed.exit is not None and crashed.exit.signal == "SIGKILL" and crashed.log_tail
         # the supervisor cleaned up the rest of the group (engine-core children)
         assert wait_for(lambda: not _group_members(status.pgid), 15)
         reported = json.loads(frank_cli("engine", "status", "--json", timeout=600).stdout)

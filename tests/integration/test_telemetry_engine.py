@@ -68,14 +68,14 @@ def test_one_requests_delta_matches_its_usage_and_timing(engine):
     assert d.cached_tokens > 0 and d.cached_tokens <= d.prompt_tokens
     # ngram speculative decoding: every verify step yields 1 + its accepted drafts (the last may be cut
     # at max_tokens), the first token comes from the prefill
-    assert d.verify_steps > 0 and 1.0 <= d.acceptance_length <= 1 + 8
+    assert d.drafted_steps > 0 and 1.0 <= d.acceptance_length <= 1 + 8
     assert 1 + d.decode_steps <= d.generation_tokens <= 1 + d.decode_steps + d.accepted_tokens
     # a verify step is every decode step, drafted or not (frank/engine/measures.py)
-    assert d.verify_steps <= d.decode_steps and d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)
+    assert d.drafted_steps <= d.decode_steps and d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)
     # the response carries its own timings (--enable-per-request-metrics): the same engine-core timestamps
     own, _ = m.response_values(body["metrics"], usage["completion_tokens"], usage["prompt_tokens"], client_s)
     assert own.decode_s == pytest.approx(d.decode_s, abs=1e-6) and own.queue_s == pytest.approx(d.queue_s, abs=1e-6)
-    assert own.verify_steps == d.verify_steps and own.accepted_tokens == d.accepted_tokens
+    assert own.drafted_steps == d.drafted_steps and own.accepted_tokens == d.accepted_tokens
 
 
 def test_sampler_thread_attributes_a_lone_request(engine):

@@ -177,21 +177,21 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(
     with pytest.raises(CampaignError, match="is not a registered run of its design"):
         actions.adopt("cache", path, run_id="no-such-run")
     adopted = actions.adopt("cache", path)
-    assert adopted["run_id"] == run.run_id and adopted["design_sha256"] == run.design.sha256
+    assert adopted.run_id == run.run_id and adopted.design_sha256 == run.design.sha256
 
     assert load_profile("embedded-cpu").knobs["region_cache"].default == "off"
     served = actions.serve("cache", path)
     override = fresh_frank_home / "config" / "profiles" / "embedded-cpu.toml"
-    assert served["override"] == str(override) and served["previous_defaults"] == {"region_cache": "off"}
+    assert served.override == str(override) and served.previous_defaults == {"region_cache": "off"}
     assert load_profile("embedded-cpu").knobs["region_cache"].default == "on"  # the user override wins
-    assert "next `frank engine start` of profile embedded-cpu" in served["takes_effect"]["starts"]
-    assert any("restart" in n for n in served["takes_effect"]["notes"])
+    assert "next `frank engine start` of profile embedded-cpu" in served.takes_effect.starts
+    assert any("restart" in n for n in served.takes_effect.notes)
     assert actions.status(path)["parts"][0]["served_defaults"]["ok"] is True
 
     with pytest.raises(CampaignError, match="no revert rule has fired"):
         actions.revert("cache", path)
     reverted = actions.revert("cache", path, reason="operator call")
-    assert reverted["restored_defaults"] == {"region_cache": "off"}
+    assert reverted.restored_defaults == {"region_cache": "off"}
     assert load_profile("embedded-cpu").knobs["region_cache"].default == "off"
     events = read_history(path.with_name("c.history.jsonl"))
     assert [e["event"] for e in events] == ["init", "adopt", "serve", "revert"]
@@ -370,4 +370,4 @@ def test_status_is_a_read_it_shows_a_fired_rule_and_writes_nothing(
     assert history.read_bytes() == recorded
 
     reverted = actions.revert("cache", path)  # the recorded fired rule is its reason
-    assert reverted["rule"]["rules"] == ["kl"]
+    assert reverted.rule is not None and reverted.rule["rules"] == ["kl"]

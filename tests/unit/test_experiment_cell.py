@@ -44,7 +44,7 @@ def rec(
             "front_end_s": front,
             "decode_s": decode,
             "decode_steps": steps,
-            "verify_steps": steps - steps // 10,
+            "drafted_steps": steps - steps // 10,
             "accepted_tokens": steps,
         },
     }

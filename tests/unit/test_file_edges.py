@@ -206,25 +206,26 @@ def test_design_bounds_are_what_the_exact_test_and_runner_carry():
 
 
 def test_an_engine_refusal_names_the_profile_field_its_log_points_at(monkeypatch, tmp_path):
+    from frank.engine.records import ExitRecord
     from frank.engine.refusal import blame
 
     monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
     prof = load_profile("llamacpp-cpu")
     argv = build_launch(prof, prof.default_knobs(), 8000, "T").argv
-    assert blame(prof, argv, ["error: invalid argument: --spec-ngram-simple-size-m"], {}) == [
+    assert blame(prof, argv, ["error: invalid argument: --spec-ngram-simple-size-m"], None) == [
         "knobs.draft_tokens (--spec-ngram-simple-size-m, named in the log)"
     ]
-    assert blame(prof, argv, ["error: unknown value for --chat-template-file"], {}) == [
+    assert blame(prof, argv, ["error: unknown value for --chat-template-file"], None) == [
         "extra_args[4] (--chat-template-file, named in the log)"
     ]
-    assert blame(prof, argv, ["couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8000"], {}) == [
+    assert blame(prof, argv, ["couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8000"], None) == [
         "port (auto, on 127.0.0.1)"
     ]
-    assert blame(prof, argv, ["n_threads must be positive"], {}) == ["knobs.threads (--threads 1)"]
-    assert blame(prof, argv, ["[frank] server exited: ..."], {"spawn_error": "No such file: /x"}) == [
+    assert blame(prof, argv, ["n_threads must be positive"], None) == ["knobs.threads (--threads 1)"]
+    assert blame(prof, argv, ["[frank] server exited: ..."], ExitRecord(spawn_error="No such file: /x")) == [
         "python (No such file: /x)"
     ]
-    assert blame(prof, argv, ["all fine until it was not"], {"returncode": 1}) == []  # no guess
+    assert blame(prof, argv, ["all fine until it was not"], ExitRecord(returncode=1)) == []  # no guess
 
 
 def test_a_context_beyond_the_trained_length_needs_rope_scaling(tmp_path):

@@ -87,14 +87,14 @@ def test_request_delta_matches_the_requests_own_usage_and_timing():
     assert d.inference_s == pytest.approx(d.prefill_s + d.decode_s, abs=1e-3)
     # time per verify step counts every decode step (inter-token-latency observations), drafted or not:
     # this request had a step whose ngram lookup found no draft, so drafts < decode steps
-    assert 0 < d.verify_steps < d.decode_steps
+    assert 0 < d.drafted_steps < d.decode_steps
     assert d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)
     # vLLM's decode time is exactly the sum of the request's inter-token latencies (they telescope)
     assert after.hist(m.ITL)[0] - before.hist(m.ITL)[0] == pytest.approx(d.decode_s, abs=1e-6)
     pos = d.acceptance_per_position
     assert pos is not None and list(pos) == sorted(pos, reverse=True) and 0 < pos[0] <= 1
-    assert sum(pos) * d.verify_steps == pytest.approx(d.accepted_tokens)
-    assert d.acceptance_length == pytest.approx(1 + d.accepted_tokens / d.verify_steps)
+    assert sum(pos) * d.drafted_steps == pytest.approx(d.accepted_tokens)
+    assert d.acceptance_length == pytest.approx(1 + d.accepted_tokens / d.drafted_steps)
     assert 0 <= d.accepted_tokens <= d.draft_tokens
     # the warm-up request sent the same prompt: most of it came from the prefix cache
     assert 0 < d.cached_tokens < d.prompt_tokens
@@ -128,7 +128,7 @@ def test_server_without_spec_decoding():
     d = m.request_delta(before, after)
     assert d.attributed, d.reason
     assert d.generation_tokens == req["usage"]["completion_tokens"]
-    assert d.verify_steps is None and d.acceptance_length is None and d.acceptance_per_position is None
+    assert d.drafted_steps is None and d.acceptance_length is None and d.acceptance_per_position is None
     assert d.verify_step_s == pytest.approx(d.decode_s / d.decode_steps)  # a step verifying zero drafts
     assert d.decode_steps == req["usage"]["completion_tokens"] - 1  # one engine step per token after the first
     w = m.window_rates(before, dataclasses.replace(after, taken_at=before.taken_at + 2.0))

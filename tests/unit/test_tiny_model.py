@@ -29,7 +29,7 @@ needs_engine_venv = pytest.mark.skipif(not ENGINE_PYTHON.exists(), reason=f"no e
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("models") / "tiny-frank"
     result = tiny_model.build_via_engine_venv(out)
-    assert result["built"] is True
+    assert result.built is True
     return out
 
 

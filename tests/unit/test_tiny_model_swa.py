@@ -27,7 +27,7 @@ needs_engine_venv = pytest.mark.skipif(not paths.engine_venv_python().exists(), 
 def built_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("models")
     swa = root / tiny_model.SWA_MODEL_NAME
-    assert tiny_model.build_via_engine_venv(swa, name=tiny_model.SWA_MODEL_NAME)["built"] is True
+    assert tiny_model.build_via_engine_venv(swa, name=tiny_model.SWA_MODEL_NAME).built is True
     return swa, root
 
 

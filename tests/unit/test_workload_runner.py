@@ -94,7 +94,7 @@ def _rec(rid: str, turn: int = 2, status: str = "ok", attributed: bool = True, *
         "prefill_s": 0.6,
         "decode_s": 0.4,
         "front_end_s": 0.3,
-        "verify_steps": 4.0,
+        "drafted_steps": 4.0,
         "decode_steps": 5.0,
         "accepted_tokens": 6.0,
         "cached_tokens": 100.0,
@@ -123,6 +123,14 @@ def test_draw_totals_use_the_latest_record_and_skip_unattributed_server_values()
     full = draw_totals("d", ["a", "b"], records)
     assert full.complete and full.prompt_ids_sha256 is not None
     assert draw_totals("d", ["a", "b"], records[:2]).failed == 1
+
+
+def test_a_record_written_with_the_old_name_for_drafted_steps_reads_the_same():
+    new = _rec("a")
+    old = {**new, "server": {("verify_steps" if k == "drafted_steps" else k): v for k, v in new["server"].items()}}
+    assert "verify_steps" in old["server"] and "drafted_steps" not in old["server"]
+    assert draw_totals("d", ["a"], [old]) == draw_totals("d", ["a"], [new])
+    assert draw_totals("d", ["a"], [old]).drafted_steps == 4.0
 
 
 def test_draw_totals_say_not_available_for_a_measure_the_engine_does_not_export():

@@ -35,11 +35,12 @@ class CampaignActions(Actions):
         def run() -> str:
             from frank.campaign import actions
 
-            out = getattr(actions, call)(name, path)  # a refusal raises: the app notifies it
-            message = f"{name}: {out['state']}"
+            # a refusal raises: the app notifies it
             if call == "serve":
-                message += f" — takes effect on {out['takes_effect']['starts']}"
-            return message
+                served = actions.serve(name, path)
+                return f"{name}: {served.state} — takes effect on {served.takes_effect.starts}"
+            out = actions.adopt(name, path) if call == "adopt" else actions.revert(name, path)
+            return f"{name}: {out.state}"
 
         def done(message: str) -> None:
             self.host.notify(message, title=f"campaign {call}", timeout=10)

@@ -7,6 +7,7 @@ from typing import Any
 
 from frank.console.actions.base import Actions
 from frank.engine.controller import EngineController
+from frank.engine.records import RUNNING_STATES
 
 
 class EngineActions(Actions):
@@ -38,7 +39,7 @@ class EngineActions(Actions):
     def start(self) -> None:
         if not self.guard("start"):
             return
-        if self.state in ("ready", "starting"):
+        if self.state in RUNNING_STATES:
             self.host.notify("the engine is already running", severity="warning")
             return
         profile = self.profile()
@@ -90,7 +91,7 @@ class EngineActions(Actions):
         if knob is None:
             self.host.notify(f"profile {self.profile()} has no knob {name!r}", severity="error")
             return
-        running = self.state in ("ready", "starting")
+        running = self.state in RUNNING_STATES
         profile = self.profile()
 
         def flip() -> None:
@@ -119,7 +120,12 @@ class EngineActions(Actions):
         reading = self.host.state.engine
         values = dict(reading.status.knobs if reading.status is not None else {})
         knobs = {k.name: k for k in reading.knobs}
-        self.host.push_screen(KnobScreen(knobs, values), lambda choice: choice and self.set_knob(*choice))
+
+        def chosen(choice: tuple[str, Any] | None) -> None:
+            if choice:
+                self.set_knob(*choice)
+
+        self.host.push_screen(KnobScreen(knobs, values), chosen)
 
     def inflight_warning(self, verb: str) -> str:
         """What an engine stop or restart does to the work running on it (jobs are named: they ask first)."""

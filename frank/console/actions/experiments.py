@@ -9,6 +9,7 @@ from typing import Any
 from frank.console.actions.base import Actions
 from frank.console.actions.jobs import JobActions
 from frank.console.host import Host
+from frank.engine.records import RUNNING_STATES
 
 
 class ExperimentActions(Actions):
@@ -59,7 +60,7 @@ class ExperimentActions(Actions):
         if run_id is None:
             self.host.notify("select a registered run first (experiments screen, 3)", severity="warning")
             return
-        if self.host.state.engine.state in ("ready", "starting"):
+        if self.host.state.engine.state in RUNNING_STATES:
             self.host.confirm(
                 "Run the experiment?",
                 "The runner starts and stops the engine for every cell: the engine "

@@ -3,10 +3,13 @@ cancel it (asks first). The jobs source (frank.console.sources.jobs) reads them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from frank.console.actions.base import Actions
 from frank.errors import FrankError
+
+if TYPE_CHECKING:
+    from frank.workloads.replay import ReplayOptions
 
 
 class JobActions(Actions):
@@ -37,7 +40,7 @@ class JobActions(Actions):
             return
         try:
             options = screen.options()
-        except ValueError as exc:
+        except (ValueError, FrankError) as exc:
             self.host.notify(f"replay options: {exc}", severity="error")
             return
         status = state.engine.status
@@ -47,19 +50,17 @@ class JobActions(Actions):
 
     @staticmethod
     def _launch(
-        name: str, options: dict[str, Any], url: str | None, profile: str | None, client_api_key: str | None
+        name: str, options: ReplayOptions, url: str | None, profile: str | None, client_api_key: str | None
     ) -> tuple[str, int | None]:
         from frank.engine.profiles import load_profile
         from frank.workloads import replay_job
-        from frank.workloads.replay import ReplayOptions
 
         api_key = client_api_key  # the running engine's (llama.cpp: its token)
         try:
             api_key = api_key or load_profile(profile).api_key or None
         except FrankError:
             pass
-        opts = ReplayOptions(mode=options["mode"], draws=options["draws"], limit=options["limit"])
-        run_dir = replay_job.prepare(name, opts, url)  # a built-in W01 is generated here on first use
+        run_dir = replay_job.prepare(name, options, url)  # a built-in W01 is generated here on first use
         st = replay_job.launch(run_dir, api_key)
         return st.run_id, st.pid
 

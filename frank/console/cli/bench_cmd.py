@@ -13,7 +13,7 @@ from frank.console.cli.common import emit
 from frank.experiments.bench import PART_OUTPUT_TOKENS
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="benchmarks against the embedded engine")
     bsub = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
     rc = bsub.add_parser("region-cache", help="region cache off vs on: balanced random engine starts, W01 mini")

@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit, emit_record
+
+if TYPE_CHECKING:
+    from frank.campaign.results import TakesEffect
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     camp = sub.add_parser("campaign", help="the campaign ledger: parts, their evidence, revert rules, the watch")
     csub = camp.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
 
@@ -45,12 +48,12 @@ def cmd_init(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.init(args.file, args.example)
-    emit(
+    emit_record(
         args.json,
         out,
         lambda p: (
-            f"{'created' if p['created'] else 'recorded'} {p['file']} "
-            f"({len(p['parts'])} parts: {', '.join(p['parts']) or 'none'}); history {p['history']}"
+            f"{'created' if p.created else 'recorded'} {p.file} "
+            f"({len(p.parts)} parts: {', '.join(p.parts) or 'none'}); history {p.history}"
         ),
     )
     return 0
@@ -113,31 +116,30 @@ def cmd_adopt(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.adopt(args.part, args.file, args.run)
-    emit(
+    emit_record(
         args.json,
         out,
         lambda p: (
-            f"adopted {p['part']} on run {p['run_id']} ({p['decision']}, "
-            f"p = {p['p_fraction']}, design {p['design_sha256'][:12]})"
+            f"adopted {p.part} on run {p.run_id} ({p.decision}, p = {p.p_fraction}, design {p.design_sha256[:12]})"
         ),
     )
     return 0
 
 
-def _effect_text(effect: dict[str, Any]) -> str:
-    return "\n".join([f"  takes effect on: {effect['starts']}"] + [f"  note: {n}" for n in effect["notes"]])
+def _effect_text(effect: TakesEffect) -> str:
+    return "\n".join([f"  takes effect on: {effect.starts}"] + [f"  note: {n}" for n in effect.notes])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.serve(args.part, args.file, args.policy)
-    emit(
+    emit_record(
         args.json,
         out,
         lambda p: (
-            f"served {p['part']}: {p['profile']} defaults {p['knobs']} (were "
-            f"{p['previous_defaults']}) in {p['override']}\n" + _effect_text(p["takes_effect"])
+            f"served {p.part}: {p.profile} defaults {p.knobs} (were {p.previous_defaults}) in {p.override}\n"
+            + _effect_text(p.takes_effect)
         ),
     )
     return 0
@@ -147,14 +149,14 @@ def cmd_revert(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.revert(args.part, args.file, args.reason)
-    emit(
+    emit_record(
         args.json,
         out,
         lambda p: (
-            f"reverted {p['part']} ({'rule ' + ', '.join(p['rule']['rules']) if p['rule'] else p['reason']})"
+            f"reverted {p.part} ({'rule ' + ', '.join(p.rule['rules']) if p.rule else p.reason})"
             + (
-                f"; defaults {p['restored_defaults']} restored in {p['override']}\n" + _effect_text(p["takes_effect"])
-                if p.get("restored_defaults")
+                f"; defaults {p.restored_defaults} restored in {p.override}\n" + _effect_text(p.takes_effect)
+                if p.restored_defaults and p.takes_effect
                 else ""
             )
         ),

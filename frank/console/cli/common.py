@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 
 def emit(as_json: bool, payload: dict[str, Any], human: Callable[[dict[str, Any]], str] | None = None) -> None:
@@ -16,6 +16,24 @@ def emit(as_json: bool, payload: dict[str, Any], human: Callable[[dict[str, Any]
     else:
         sys.stdout.write((human(payload) if human else json.dumps(payload, indent=2, default=str)) + "\n")
     sys.stdout.flush()
+
+
+class Record(Protocol):
+    """A typed result: its JSON is `to_json()`."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Record)
+
+
+def emit_record(as_json: bool, record: R, human: Callable[[R], str]) -> None:
+    """Print a typed result: its `to_json()` with --json, else its human form read from its fields."""
+    if as_json:
+        emit(True, record.to_json())
+    else:
+        sys.stdout.write(human(record) + "\n")
+        sys.stdout.flush()
 
 
 def parse_key_values(items: list[str] | None, what: str = "knob") -> dict[str, str]:

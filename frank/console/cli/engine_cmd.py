@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import IO, Any
 
-from frank.console.cli.common import emit, parse_key_values
-from frank.engine.controller import EngineController
+from frank.console.cli.common import emit, emit_record, parse_key_values
+from frank.engine.controller import EngineController, EngineStatus
 from frank.engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles, load_profile
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     engine = sub.add_parser("engine", help="start, stop and watch the engine (vLLM or llama.cpp)")
     esub = engine.add_subparsers(dest="engine_command", metavar="ACTION", required=True)
 
@@ -54,25 +55,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     profiles.set_defaults(func=cmd_profiles)
 
 
-def _human_status(st: dict) -> str:
-    lines = [f"state    {st['state']}"]
-    if st.get("profile"):
+def _human_status(st: EngineStatus) -> str:
+    lines = [f"state    {st.state}"]
+    if st.profile:
         lines += [
-            f"profile  {st['profile']}  ({_kind_label(st.get('kind'))})",
-            f"pid      {st.get('pid')}  (group {st.get('pgid')})",
-            f"url      {st.get('url')}",
+            f"profile  {st.profile}  ({_kind_label(st.kind)})",
+            f"pid      {st.pid}  (group {st.pgid})",
+            f"url      {st.url}",
         ]
-        if st.get("ready_s") is not None:
-            lines.append(f"ready in {st['ready_s']:.1f} s")
-        if st.get("uptime_s") is not None:
-            lines.append(f"uptime   {st['uptime_s']:.0f} s")
-        knobs = ", ".join(f"{k}={v}" for k, v in sorted((st.get("knobs") or {}).items()))
+        if st.ready_s is not None:
+            lines.append(f"ready in {st.ready_s:.1f} s")
+        if st.uptime_s is not None:
+            lines.append(f"uptime   {st.uptime_s:.0f} s")
+        knobs = ", ".join(f"{k}={v}" for k, v in sorted(st.knobs.items()))
         lines.append(f"knobs    {knobs or '-'}")
-    if st.get("exit"):
-        ex = st["exit"]
-        lines.append(f"exit     code {ex.get('returncode')} signal {ex.get('signal')} {ex.get('reason', '')}".rstrip())
-        lines += ["last log lines:"] + [f"  {line}" for line in st.get("log_tail") or []]
-    lines.append(f"log      {st.get('log_path')}")
+    if st.exit is not None:
+        lines.append(f"exit     {st.exit.describe()}")
+        lines += ["last log lines:"] + [f"  {line}" for line in st.log_tail]
+    if st.warning:
+        lines.append(f"warning  {st.warning}")
+    lines.append(f"log      {st.log_path}")
     return "\n".join(lines)
 
 
@@ -115,7 +117,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     status = controller.start(args.profile, knobs, timeout_s=args.timeout, on_progress=progress)
     if progress:
         sys.stderr.write("\n")
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
@@ -134,19 +136,19 @@ def _argv_lines(argv: list[str]) -> list[str]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     status = EngineController().status()
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
     status = EngineController().stop(grace_s=args.grace)
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
     status = EngineController().restart(parse_key_values(args.knob))
-    emit(args.json, status.to_json(), _human_status)
+    emit_record(args.json, status, _human_status)
     return 0
 
 
@@ -182,14 +184,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
             time.sleep(0.3)
 
 
-def _inode(handle) -> int:
+def _inode(handle: IO[bytes]) -> int:
     import os
 
     return os.fstat(handle.fileno()).st_ino
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    items = []
+    items: list[dict[str, Any]] = []
     for entry in list_profiles():
         if isinstance(entry, ProfileError):
             items.append({"error": str(entry)})
@@ -214,7 +216,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
             }
         )
 
-    def human(payload: dict) -> str:
+    def human(payload: dict[str, Any]) -> str:
         out = []
         for item in payload["profiles"]:
             if "error" in item:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from frank.console.cli.common import emit
 from frank.errors import FrankError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ep = sub.add_parser("episodes", help="graded agent episodes (task suites) run live against the engine")
     esub = ep.add_subparsers(dest="episodes_command", metavar="ACTION", required=True)
 
@@ -67,7 +68,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     path = resolve_suite(args.suite)
     suite, errors = check_suite(path)
-    payload: dict = {
+    payload: dict[str, Any] = {
         "suite": str(path),
         "ok": not errors,
         "errors": [str(e) for e in errors],
@@ -133,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return 0
 
-    def on_event(ev: dict) -> None:
+    def on_event(ev: dict[str, Any]) -> None:
         if not args.json and ev["event"] == "episode_done":
             print(
                 f"draw {ev['draw']} {ev['task']:<20} {ev['outcome']:<5} {ev['client_s'] or 0:8.2f} s "
@@ -148,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if outcome.status == "finished" else 3
 
 
-def _human_report(p: dict) -> str:
+def _human_report(p: dict[str, Any]) -> str:
     lines = [
         f"run {p['run_id']} ({p['suite']}): {p['episodes_done']}/{p['episodes_planned']} episodes"
         + (f", {p['status']}: {p['reason']}" if p.get("reason") else "")
@@ -176,7 +177,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     runs = list_runs()
 
-    def human(p: dict) -> str:
+    def human(p: dict[str, Any]) -> str:
         lines = [f"{'RUN':<44} {'STATUS':<11} {'DONE':>9} {'TOTAL_S':>9} {'PASSED':>6}"]
         for r in p["runs"]:
             lines.append(
@@ -194,7 +195,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     state = load_state(args.run).to_json()
 
-    def human(s: dict) -> str:
+    def human(s: dict[str, Any]) -> str:
         lines = [
             f"run {s['run_id']} ({s['suite']}): {s['status']}, {s['done']}/{s['planned']} episodes"
             + (f" ({s['reason']})" if s["reason"] else "")

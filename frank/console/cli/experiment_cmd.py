@@ -20,7 +20,7 @@ from frank.experiments.design import load_design
 from frank.experiments.journal import read_events
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     exp = sub.add_parser("experiment", help="registered experiments: frozen designs, randomized engine starts")
     esub = exp.add_subparsers(dest="experiment_command", metavar="ACTION", required=True)
 
@@ -304,7 +304,7 @@ def _human_state(s: dict[str, Any]) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     run = registry.load_run(args.run_id, verify=False)
     if args.follow:
-        from frank.experiments.runner import lock_holder
+        from frank.jobs import lock_holder
 
         seen = 0
         idle_since = time.monotonic()

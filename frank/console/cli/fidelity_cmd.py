@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from frank.console.cli.common import emit, parse_key_values
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fid = sub.add_parser("fidelity", help="KL of the engine's next-token distribution against the reference")
     fsub = fid.add_subparsers(dest="fidelity_command", metavar="ACTION", required=True)
 
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(func=cmd_sets_check)
 
 
-def _progress(args: argparse.Namespace):
+def _progress(args: argparse.Namespace) -> Callable[[str], None] | None:
     return None if args.json else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
 
 
@@ -140,7 +141,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for r in list_runs()
     ]
 
-    def human(p: dict) -> str:
+    def human(p: dict[str, Any]) -> str:
         lines = [f"{'RUN':<34} {'KIND':<6} KNOBS / KL PER SET"]
         for r in p["runs"]:
             knobs = " ".join(f"{k}={v}" for k, v in r["knobs"].items())
@@ -185,7 +186,7 @@ def cmd_sets_list(args: argparse.Namespace) -> int:
             }
         )
 
-    def human(p: dict) -> str:
+    def human(p: dict[str, Any]) -> str:
         lines = [f"{'NAME':<16} {'SOURCE':<8} {'DOCS':>4} {'TOKENS':>6}  SHA256 / ERROR"]
         for e in p["sets"]:
             lines.append(

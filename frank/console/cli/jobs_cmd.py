@@ -14,7 +14,7 @@ from typing import Any
 from frank.console.cli.common import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("jobs", help="detached jobs: list, status, cancel")
     jsub = p.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
     ls = jsub.add_parser("list", help="every run of every kind, newest first")

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit, emit_record
+
+if TYPE_CHECKING:
+    from frank.engine.models.tiny_model import BuildResult
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from frank.engine.models.catalog import names
     from frank.engine.models.tiny_model import MODEL_NAME
 
@@ -43,16 +46,16 @@ def _build(args: argparse.Namespace) -> int:
     from frank.engine.models.catalog import builder
 
     result = builder(args.model).build_via_engine_venv(args.out, force=args.force, name=args.model)
-    emit(args.json, result, _human_build)
+    emit_record(args.json, result, _human_build)
     return 0
 
 
-def _human_build(r: dict[str, Any]) -> str:
-    if not r["built"]:
-        return f"{r['path']}: up to date ({r['builder_version']}, manifest sha256 {r['manifest_sha256'][:16]})"
+def _human_build(r: BuildResult) -> str:
+    if not r.built:
+        return f"{r.path}: up to date ({r.builder_version}, manifest sha256 {r.manifest_sha256[:16]})"
     return (
-        f"built {r['path']} in {r['build_s']:.1f} s ({r['builder_version']}, "
-        f"manifest sha256 {r['manifest_sha256'][:16]}; was: {r['reason']})"
+        f"built {r.path} in {r.build_s:.1f} s ({r.builder_version}, "
+        f"manifest sha256 {r.manifest_sha256[:16]}; was: {r.reason})"
     )
 
 

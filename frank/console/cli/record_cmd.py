@@ -10,12 +10,13 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from frank.console.cli.common import emit
 from frank.errors import FrankError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("record", help="record agent requests through an OpenAI-compatible pass-through proxy")
     p.add_argument("--upstream", required=True, help="the server to forward to, e.g. http://127.0.0.1:8000")
     p.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT to listen on (default 127.0.0.1, any port)")
@@ -34,7 +35,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-async def _serve(args: argparse.Namespace) -> dict:
+async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     from frank.workloads.recorder import Recorder
 
     host, port = parse_listen(args.listen)

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from frank.console.cli.common import emit
 from frank.errors import FrankError
@@ -30,7 +31,7 @@ SUMMARY_KEYS = (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="replay a workload against the running engine, one request at a time")
     p.add_argument(
         "workload",
@@ -82,7 +83,7 @@ def _engine_url() -> str:
     return st.url
 
 
-def _human(summary: dict) -> str:
+def _human(summary: dict[str, Any]) -> str:
     lines = [f"run {summary['run_id']}  ({summary['state']}, {summary['mode']} mode)  {summary['run_dir']}"]
     lines.append(f"{'draw':<12}" + "".join(f"{k:>15}" for k in SUMMARY_KEYS))
     for name, d in summary["draws"].items():

@@ -17,7 +17,7 @@ from pathlib import Path
 from frank.errors import FrankError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="the console in a browser (textual-serve), on loopback by default")
     p.add_argument(
         "--listen",

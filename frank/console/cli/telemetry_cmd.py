@@ -11,7 +11,7 @@ from frank.console.cli.common import emit
 from frank.errors import FrankError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("telemetry", help="sample CPU, GPUs and the engine's /metrics (or export them)")
     p.add_argument("--once", action="store_true", help="one sample (taken one period after a priming read)")
     p.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: until Ctrl-C)")

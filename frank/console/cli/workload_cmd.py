@@ -6,12 +6,13 @@ import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from frank.console.cli.common import emit
 from frank.errors import FrankError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     wl = sub.add_parser("workload", help="list, check, make and import workloads (recorded agent requests)")
     wsub = wl.add_subparsers(dest="workload_command", metavar="ACTION", required=True)
 
@@ -48,7 +49,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     entries = [dict(asdict(e), path=str(e.path)) for e in list_workloads()]
 
-    def human(p: dict) -> str:
+    def human(p: dict[str, Any]) -> str:
         lines = [f"{'NAME':<24} {'SOURCE':<8} {'DRAWS':>5} {'REQUESTS':>8}  DESCRIPTION"]
         for e in p["workloads"]:
             desc = e["error"] or e["description"]

@@ -8,15 +8,17 @@ the only place that knows the telemetry types.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Header, Tab, Tabs
 
 from frank.console.screens.base import NARROW_WIDTH, SHORT_HEIGHT, FrankScreen
-from frank.console.screens.jobs_text import job_progress
+from frank.console.screens.jobs_text import NO_PROGRESS, Progress, job_progress
 from frank.console.state import ConsoleState
 from frank.console.widgets.cpu_panel import CpuPanel, CpuView
 from frank.console.widgets.engine_panel import EnginePanel
@@ -25,6 +27,10 @@ from frank.console.widgets.gpu_panel import GpuPanel, GpuView
 from frank.console.widgets.log_tail import LogTail
 from frank.console.widgets.metrics_panel import MetricsPanel, MetricsView, RequestRow
 from frank.console.widgets.progress import RunProgress
+
+if TYPE_CHECKING:
+    from frank.engine.metrics.rates import WindowRates
+    from frank.telemetry.sampler import Snapshot
 
 TABBED = ("metrics", "gpu", "cpu", "log")
 
@@ -61,7 +67,7 @@ class DashboardScreen(FrankScreen):
         self._layout(self.size.width, self.size.height)
         self.render_state(self.host.state)
 
-    def on_resize(self, event) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         super().on_resize(event)
         self._layout(event.size.width, event.size.height)
 
@@ -83,7 +89,8 @@ class DashboardScreen(FrankScreen):
 
     def _redraw(self) -> None:
         """Draw every panel again once the layout settled: a panel drawn while hidden had no width."""
-        self._shown, self._drawn = None, {}
+        self._shown: object = None
+        self._drawn: dict[type, object] = {}
         if self.is_mounted:
             self.call_after_refresh(lambda: self.render_state(self.host.state))
 
@@ -108,13 +115,16 @@ class DashboardScreen(FrankScreen):
         snap, history = telemetry.snapshot, list(telemetry.history)
         gpus, gpu_error = gpu_views(snap, history)
         # Each panel is drawn only when its own view changed: at idle a new sample changes the CPU pool only.
-        views = {
+        metrics, table = metrics_view(snap, history, request_rows(state)), self.size.height >= SHORT_HEIGHT
+        cpu, progress = cpu_view(snap, history), run_progress(state)
+        log_path = engine.status.log_path if engine.status else None
+        views: dict[type, object] = {
             EnginePanel: (engine.status, engine.knobs, state.busy, self.host.read_only, narrow, engine.profile),
-            MetricsPanel: (metrics_view(snap, history, request_rows(state)), self.size.height >= SHORT_HEIGHT),
+            MetricsPanel: (metrics, table),
             GpuPanel: (gpus, gpu_error),
-            CpuPanel: (cpu_view(snap, history),),
-            RunProgress: run_progress(state),
-            LogTail: (engine.log_tail, engine.status.log_path if engine.status else None),
+            CpuPanel: cpu,
+            RunProgress: progress,
+            LogTail: (engine.log_tail, log_path),
         }
         # A new size redraws every panel: their text is cut and scaled to their width.
         drawn = getattr(self, "_drawn", {}) if self.size == getattr(self, "_drawn_size", None) else {}
@@ -130,19 +140,18 @@ class DashboardScreen(FrankScreen):
                 next_profile=engine.profile,
             )
         if MetricsPanel in changed:
-            metrics, table = views[MetricsPanel]
             self.query_one(MetricsPanel).show(metrics, table=table)
         if GpuPanel in changed:
             self.query_one(GpuPanel).show(gpus, gpu_error)
         if CpuPanel in changed:
-            self.query_one(CpuPanel).show(views[CpuPanel][0])
+            self.query_one(CpuPanel).show(cpu)
         if RunProgress in changed:
-            self.query_one(RunProgress).show(*views[RunProgress])
+            self.query_one(RunProgress).show(*progress)
         if LogTail in changed:
-            self.query_one(LogTail).show(list(engine.log_tail), views[LogTail][1])
+            self.query_one(LogTail).show(list(engine.log_tail), log_path)
 
 
-def run_progress(state: ConsoleState) -> tuple:
+def run_progress(state: ConsoleState) -> Progress:
     """(title, done, total, totals, state) of the followed job (a replay) or the followed experiment."""
     job = state.jobs.followed
     if job is not None and job.status is not None and job.status.kind != "experiment":
@@ -157,7 +166,7 @@ def run_progress(state: ConsoleState) -> tuple:
             "" if exp.can_still_meet else " · the rule can no longer be met"
         )
         return (f"experiment {exp.name}", done, len(exp.cells) or None, totals, exp.status)
-    return (None,)
+    return NO_PROGRESS
 
 
 def request_rows(state: ConsoleState) -> tuple[RequestRow, ...]:
@@ -182,27 +191,28 @@ def request_rows(state: ConsoleState) -> tuple[RequestRow, ...]:
     )
 
 
-def cpu_expert_wait(snap: Any, history: list[Any] | None = None) -> float | None:
+def cpu_expert_wait(snap: Snapshot | None, history: list[Snapshot] | None = None) -> float | None:
     """The window's CPU-expert wait per verify step (measures.window_cpu_expert_wait_s): the pool workers'
     busy share (their mean over the rate window's snapshots when `history` is given, else this snapshot's)
     over the window's verify-step rate. None without a pool (an engine that is not llama.cpp)."""
     from frank.engine import measures
 
-    eng = snap.cpu.engine if snap is not None else None
-    rates = snap.engine.rates if snap is not None else None
+    if snap is None:
+        return None
+    eng, rates = snap.cpu.engine, snap.engine.rates
     if eng is None or eng.expert_pool is None or rates is None or not rates.valid:
         return None
-    busy = [eng.expert_pool.workers_busy_pct]
+    shares = [eng.expert_pool.workers_busy_pct]
     if history:
         start = snap.taken_at - rates.window_s
         pools = (s.cpu.engine.expert_pool for s in history if s.taken_at > start and s.cpu.engine is not None)
-        busy = [p.workers_busy_pct for p in pools if p is not None]
-    busy = [b for b in busy if b is not None]
+        shares = [p.workers_busy_pct for p in pools if p is not None]
+    busy = [b for b in shares if b is not None]
     mean = sum(busy) / len(busy) if busy else None
     return measures.window_cpu_expert_wait_s(mean, rates.window_s, rates.decode_steps)
 
 
-def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) -> MetricsView:
+def metrics_view(snap: Snapshot | None, history: list[Snapshot], rows: tuple[RequestRow, ...]) -> MetricsView:
     if snap is None:
         return MetricsView(state="stopped", error="waiting for the first sample", requests=rows)
     eng = snap.engine
@@ -214,7 +224,7 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
     ms = eng.metrics
     from frank.engine import metrics as m
 
-    def series(fn) -> tuple[float | None, ...]:
+    def series(fn: Callable[[WindowRates], Any]) -> tuple[Any, ...]:
         return tuple(
             fn(s.engine.rates) if s.engine.rates is not None and s.engine.rates.valid else None for s in history
         )
@@ -248,7 +258,7 @@ def metrics_view(snap: Any, history: list[Any], rows: tuple[RequestRow, ...]) ->
     )
 
 
-def gpu_views(snap: Any, history: list[Any]) -> tuple[list[GpuView], str | None]:
+def gpu_views(snap: Snapshot | None, history: list[Snapshot]) -> tuple[list[GpuView], str | None]:
     if snap is None:
         return [], "waiting for the first sample"
     reading = snap.gpu
@@ -283,7 +293,7 @@ def gpu_views(snap: Any, history: list[Any]) -> tuple[list[GpuView], str | None]
     return out, reading.error
 
 
-def cpu_view(snap: Any, history: list[Any]) -> CpuView | None:
+def cpu_view(snap: Snapshot | None, history: list[Snapshot]) -> CpuView | None:
     if snap is None:
         return None
     cpu = snap.cpu

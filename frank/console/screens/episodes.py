@@ -107,13 +107,19 @@ class EpisodesScreen(FrankScreen):
             return None
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "launch" and self.host.read_only:
+            return None  # greyed out in the footer (the launch refuses anyway)
+        return True
+
     def action_launch(self) -> None:
         self.host.launch_episodes(self.selected_suite())
 
     def action_follow(self) -> None:
         table = self.query_one("#ep-runs", DataTable)
         if table.row_count:
-            self.host.follow_episodes(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+            run_id = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            self.host.follow_episodes(str(run_id))  # rows are keyed by run id
 
     # -- the followed run -----------------------------------------------------------------------------------
     def _show_run(self, state: EpisodesState) -> None:

@@ -108,7 +108,7 @@ class ExperimentsScreen(FrankScreen):
         if event.data_table.id == "runs":
             self.host.follow_run(event.row_key.value)
         elif event.data_table.id == "designs" and self.host.state.experiments.followed is None:
-            self.describe_design(event.row_key.value)
+            self.describe_design(str(event.row_key.value))  # rows are keyed by design name
 
     def describe_design(self, path: str) -> None:
         """The highlighted design in full (while no run is followed): question, arms, design and rule."""
@@ -147,7 +147,7 @@ class ExperimentsScreen(FrankScreen):
         self.query_one(FidelityPanel).show(view.fidelity)
         followed = view.followed
         state = followed.state if followed is not None else None
-        if state is None:
+        if followed is None or state is None:
             if not str(self.query_one("#exp-head", Static).content):
                 self.query_one("#exp-head", Static).update(
                     "[$frank-idle]select a registered run to follow it, or register a design (g)[/]"

@@ -30,7 +30,12 @@ def totals_text(st: JobStatus) -> str:
     return "\n".join(lines)
 
 
-def job_progress(job: FollowedJob) -> tuple:
+# (title, done, total, totals, state): what the dashboard's progress strip shows (RunProgress.show's arguments)
+Progress = tuple[str | None, int, int | None, str, str]
+NO_PROGRESS: Progress = (None, 0, None, "", "running")
+
+
+def job_progress(job: FollowedJob) -> Progress:
     """(title, done, total, totals, state) of the followed job, for the dashboard's progress strip."""
     st = job.status
     if st is None:
@@ -44,4 +49,4 @@ def job_progress(job: FollowedJob) -> tuple:
     fe = None if None in front_ends else sum(front_ends)  # None: the engine exports no front-end time
     failed = sum(t.get("failed") or 0 for t in draws.values())
     totals = f"{now}  front-end {secs(fe)}  failed {failed}" if st.kind == "replay" else st.detail
-    return (job_title(st), st.done, st.planned, totals.strip(), st.state)
+    return (job_title(st), st.done, st.planned, (totals or "").strip(), st.state)

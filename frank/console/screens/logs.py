@@ -5,6 +5,8 @@ a search runs in a thread worker of the app (LogActions); the view reads only th
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header, Input, Static
@@ -27,7 +29,7 @@ class LogsScreen(FrankScreen):
         Binding("escape", "close_search", "close search", id="logs.close_search", show=False),
     ]
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.pattern = ""
         self._path: str | None = None

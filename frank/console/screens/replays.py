@@ -9,7 +9,7 @@ it, and a new console finds it in the jobs table and follows it. The screen rend
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -23,6 +23,9 @@ from frank.console.state import ConsoleState, JobsView
 from frank.console.widgets.base import update_text
 from frank.console.widgets.fmt import secs
 from frank.console.widgets.footer import FrankFooter
+
+if TYPE_CHECKING:
+    from frank.workloads.replay import ReplayOptions
 
 STATE_STYLE = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad", "interrupted": "$frank-bad"}
 
@@ -49,11 +52,15 @@ class ReplaysScreen(FrankScreen):
                     yield Input(
                         "", id="rep-limit", placeholder="all", type="integer", tooltip="requests per draw (blank: all)"
                     )
+                    # Decoding first: it is what the dashboard's verify-step and acceptance lines watch. The
+                    # front-end mode (one output token) times the path before the engine and has no verify step.
                     yield Select(
-                        [("engine mode", "engine"), ("full mode", "full")],
-                        value="engine",
+                        [("decode", "full"), ("front end", "engine")],
+                        value="full",
                         allow_blank=False,
                         id="rep-mode",
+                        tooltip="decode: the recorded requests, streamed (verify steps, acceptance); "
+                        "front end: one output token a request (no verify step)",
                     )
                 yield Static("[bold]jobs[/]  [$frank-idle]running first · o follows[/]", classes="section")
                 yield DataTable(id="rep-runs", cursor_type="row")
@@ -121,14 +128,17 @@ class ReplaysScreen(FrankScreen):
             return None
         return w.coordinate_to_cell_key(w.cursor_coordinate).row_key.value
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> ReplayOptions:
+        """The menu's choices as the replay's options (FrankError: a choice the replay refuses)."""
+        from frank.workloads.replay import ReplayOptions
+
         draws = self.query_one("#rep-draws", Input).value.strip()
         limit = self.query_one("#rep-limit", Input).value.strip()
-        return {
-            "draws": None if draws in ("", "all") else tuple(d.strip() for d in draws.split(",") if d.strip()),
-            "limit": int(limit) if limit else None,
-            "mode": self.query_one("#rep-mode", Select).value,
-        }
+        return ReplayOptions(
+            mode=str(self.query_one("#rep-mode", Select).value),
+            draws=None if draws in ("", "all") else tuple(d.strip() for d in draws.split(",") if d.strip()),
+            limit=int(limit) if limit else None,
+        )
 
     async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "workloads":
@@ -141,7 +151,7 @@ class ReplaysScreen(FrankScreen):
         if r.row_count == 0:
             self.app.notify("no jobs yet", severity="warning")
             return
-        self.host.follow_job(r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value)
+        self.host.follow_job(str(r.coordinate_to_cell_key(r.cursor_coordinate).row_key.value))  # keyed by run id
 
     # -- the followed job ------------------------------------------------------------------------
     def render_state(self, state: ConsoleState) -> None:

@@ -54,7 +54,7 @@ def design_rows() -> tuple[DesignRow, ...]:
 def _arm_settings(arm: Any, profile: str) -> str:
     """An arm's knob values, and its profile when it is not the design's (an arm on another engine)."""
     if not arm.knob_dict:
-        return arm.profile
+        return str(arm.profile)
     return str(arm.knob_dict) if arm.profile == profile else f"{arm.profile} {arm.knob_dict}"
 
 

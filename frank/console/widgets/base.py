@@ -3,6 +3,8 @@ in place repaints only the lines whose text differs (at idle most of a panel sta
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from textual.content import Content
 from textual.geometry import Region
 from textual.widgets import Static
@@ -18,7 +20,7 @@ class Panel(Static):
     Panel:focus { border: round $primary; }
     """
 
-    def __init__(self, title: str = "", **kwargs) -> None:
+    def __init__(self, title: str = "", **kwargs: Any) -> None:
         super().__init__("", **kwargs)
         self.border_title = title
         self._markup = ""
@@ -48,7 +50,7 @@ class Panel(Static):
         self._dirty_rows = None
         return True
 
-    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False):
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
         rows = getattr(self, "_dirty_rows", None) if not (regions or layout or recompose) else None
         if rows:
             width = self.content_size.width
@@ -73,5 +75,6 @@ def update_text(widget: Static, markup: str) -> None:
     old = getattr(widget, "_frank_markup", None)
     if markup == old:
         return
+    # the last markup, kept on the widget itself (Static declares no such attribute)
     widget._frank_markup = markup  # type: ignore[attr-defined]
     widget.update(markup, layout=old is None or old.count("\n") != markup.count("\n"))

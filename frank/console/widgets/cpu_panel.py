@@ -6,6 +6,7 @@ the main loop, w the workers), beside the GPU's utilisation and its PCIe traffic
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from frank.console.widgets.fmt import BLOCKS, nbytes, pct, spark
 from frank.console.widgets.line_panel import LinePanel, Piece
@@ -80,7 +81,7 @@ def heat_strip(per_core: tuple[float, ...], width: int) -> list[str]:
 
 
 class CpuPanel(LinePanel):
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("cpu pool", **kwargs)
 
     def show(self, cpu: CpuView | None, error: str | None = None) -> None:
@@ -91,8 +92,8 @@ class CpuPanel(LinePanel):
         n = len(cpu.per_core)
         self.set_subtitle(f"{n} cores")
         lines: list[list[Piece]] = heat_rows(cpu.per_core, width)
-        spark_line = spark(cpu.total_hist, max(8, min(48, width - 10)), 0, 100)
-        lines.append([("all", "$frank-idle"), (f" {pct(cpu.total):>4} ", ""), (spark_line, "$frank-spark")])
+        spark_line = spark(cpu.total_hist, max(8, min(48, width - 16)), 0, 100)
+        lines.append([("all cores", "$frank-idle"), (f" {pct(cpu.total):>4} ", ""), (spark_line, "$frank-spark")])
         if cpu.engine_cpu is not None:
             rss = f"{pct(cpu.engine_cpu)}  {cpu.engine_threads or '–'} threads  rss {nbytes(cpu.engine_rss)}"
             lines.append([("engine", "$frank-idle"), (f" {rss}", "")])
@@ -105,7 +106,8 @@ class CpuPanel(LinePanel):
             lines.append([("ram", "$frank-idle"), (f" {nbytes(cpu.ram_used)}/{nbytes(cpu.ram_total)}", "")])
             self.set_rows([tuple(line) for line in lines])
             return
-        busy, room = [], width - len("busiest ")
+        busy: list[str] = []
+        room = width - len("busiest ")
         for name, p in cpu.busiest[:4]:
             item = f"{str(name)[:14]} {p:.0f}%"
             if len(item) + 2 * len(busy) + sum(map(len, busy)) > room:
@@ -117,15 +119,21 @@ class CpuPanel(LinePanel):
 
 
 def _pool_text(cpu: CpuView, room: int) -> str:
-    """`44% of 2: m 49 w 39 | gpu 35% pcie 1.2G/0.1G`, the per-thread part cut to what fits."""
-    gpu = f"gpu {pct(cpu.gpu_util)}"
+    """`44% busy on 2 threads (main 49%, worker 39%) · gpu 35% busy, pcie 1.2G/s out 100M/s in`: every
+    number named. What does not fit gives way: the per-thread part first (thread by thread), then the pcie."""
+    n = len(cpu.pool or ())
+    head = f"{pct(cpu.pool_busy)} busy on {n} thread{'s' if n != 1 else ''}"
+    gpu = f"gpu {pct(cpu.gpu_util)} busy"
+    pcie = ""
     if cpu.pcie is not None:
-        gpu += f" pcie {nbytes(cpu.pcie[0])}/{nbytes(cpu.pcie[1])}"
-    head = f"{pct(cpu.pool_busy)} of {len(cpu.pool or ())}:"
-    threads = ""
+        pcie = f", pcie {nbytes(cpu.pcie[0])}/s out {nbytes(cpu.pcie[1])}/s in"
+    if len(head) + len(" · ") + len(gpu) + len(pcie) > room:
+        pcie = ""
+    tail = f" · {gpu}{pcie}"
+    threads: list[str] = []
     for role, busy in cpu.pool or ():
-        item = f" {role[0]} {busy:.0f}"
-        if len(head) + len(threads) + len(item) + len(gpu) + 3 > room:
+        item = f"{role} {busy:.0f}%"
+        if len(head) + len(" (") + len(", ".join([*threads, item])) + len(")") + len(tail) > room:
             break
-        threads += item
-    return f"{head}{threads} | {gpu}"
+        threads.append(item)
+    return head + (f" ({', '.join(threads)})" if threads else "") + tail

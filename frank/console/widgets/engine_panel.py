@@ -6,11 +6,13 @@ from typing import Any
 
 from textual.markup import escape
 
+from frank.console.state import ReadingState
 from frank.console.widgets.base import Panel
 from frank.console.widgets.fmt import secs
+from frank.engine.controller import EngineStatus
 from frank.engine.kinds import KINDS
 
-STATE_STYLE = {
+STATE_STYLE: dict[ReadingState, str] = {
     "ready": "$frank-ok",
     "starting": "$frank-warn",
     "stopping": "$frank-warn",
@@ -20,19 +22,19 @@ STATE_STYLE = {
 }
 
 
-def state_markup(state: str) -> str:
+def state_markup(state: ReadingState) -> str:
     return f"[bold {STATE_STYLE.get(state, '$frank-idle')}]● {escape(state)}[/]"
 
 
 class EnginePanel(Panel):
     """Renders an engine status (the controller's) and the profile's knobs."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("engine", **kwargs)
 
     def show(
         self,
-        status: Any | None,
+        status: EngineStatus | None,
         knobs: dict[str, Any] | None = None,
         *,
         busy: str = "",
@@ -44,16 +46,15 @@ class EnginePanel(Panel):
         if status is None:
             self.set_markup("[$frank-idle]asking the controller…[/]")
             return
-        state = getattr(status, "state", "unknown")
+        state = status.state
         lines = [
             state_markup(state)
             + (f"  [$frank-warn]{escape(busy)}…[/]" if busy and busy != state else "")
             + ("  [$frank-idle](read-only)[/]" if read_only else "")
         ]
-        profile = getattr(status, "profile", None) or (f"{next_profile} (next start)" if next_profile else "–")
-        pid = getattr(status, "pid", None)
-        url = getattr(status, "url", None)
-        kind = getattr(KINDS.get(getattr(status, "kind", None) or ""), "label", "")
+        profile = status.profile or (f"{next_profile} (next start)" if next_profile else "–")
+        pid, url = status.pid, status.url
+        kind = getattr(KINDS.get(status.kind or ""), "label", "")
         lines.append(
             f"[$frank-idle]profile[/] {escape(str(profile))}"
             + (f" [$frank-idle]({kind})[/]" if kind else "")
@@ -61,15 +62,15 @@ class EnginePanel(Panel):
         )
         if url:
             lines.append(f"[$frank-idle]url[/] {escape(str(url))}")
-        ready = getattr(status, "ready_s", None)
-        uptime = getattr(status, "uptime_s", None)
+        ready, uptime = status.ready_s, status.uptime_s
         lines.append(f"[$frank-idle]up[/] {uptime_text(uptime)}   [$frank-idle]ready in[/] {secs(ready, 2)}")
         if state == "crashed":
-            lines.append(f"[$frank-bad]{escape(_exit_text(status))}[/]")
-        warning = getattr(status, "warning", None)
+            how = status.exit.describe() if status.exit is not None else "exit status unknown"
+            lines.append(f"[$frank-bad]{escape(how)}[/]")
+        warning = status.warning
         if warning:  # the supervisor gone while the server runs, say
             lines.append(f"[$frank-warn]{escape(str(warning))}[/]")
-        values = dict(getattr(status, "knobs", None) or {})
+        values = dict(status.knobs)
         if knobs:
             if not compact:
                 lines.append("")
@@ -86,15 +87,3 @@ def uptime_text(seconds: float | None) -> str:
     if seconds is None or seconds >= 3600:
         return secs(seconds)
     return f"{int(seconds)} s" if seconds < 60 else f"{int(seconds // 60)} min"
-
-
-def _exit_text(status: Any) -> str:
-    """The controller's exit info (returncode, signal, reason) as one line."""
-    info = getattr(status, "exit", None) or {}
-    if info.get("reason"):
-        return str(info["reason"])
-    if info.get("signal"):
-        return f"crashed: killed by {info['signal']}"
-    if info.get("returncode") is not None:
-        return f"crashed: exit code {info['returncode']}"
-    return "crashed: the engine died"

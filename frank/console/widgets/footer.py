@@ -6,23 +6,26 @@ dozen FooterKeys restyles each one and cost tens of milliseconds per keypress on
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual.screen import Screen
 from textual.widgets import Footer
 
 
 class FrankFooter(Footer):
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("show_command_palette", False)
         super().__init__(**kwargs)
-        self._shown: tuple | None = None
+        self._shown: tuple[object, ...] | None = None
 
-    def _signature(self) -> tuple:
+    def _signature(self) -> tuple[object, ...]:
         return tuple(
             (b.key, b.description, b.action, enabled, tooltip)
             for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
             if b.show
         )
 
-    def bindings_changed(self, screen) -> None:
+    def bindings_changed(self, screen: Screen[Any]) -> None:
         if self.is_attached and screen is self.screen and screen.app.app_focus:
             signature = self._signature()
             if self._bindings_ready and signature == self._shown:

@@ -4,6 +4,7 @@ Sparklines share one column so devices can be compared at a glance."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from textual.markup import escape
 
@@ -35,7 +36,7 @@ VALUE = 12  # "12.3 GiB/s "
 
 
 class GpuPanel(Panel):
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("gpu", **kwargs)
 
     def show(self, gpus: list[GpuView], error: str | None = None) -> None:

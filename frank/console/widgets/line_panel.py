@@ -9,9 +9,11 @@ out the whole screen).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.segment import Segment
 from rich.style import Style as RichStyle
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
@@ -27,7 +29,7 @@ class LinePanel(Widget):
     LinePanel:focus { border: round $primary; }
     """
 
-    def __init__(self, title: str = "", **kwargs) -> None:
+    def __init__(self, title: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.border_title = title
         self._rows: tuple[Row, ...] = ()
@@ -77,10 +79,10 @@ class LinePanel(Widget):
             self.border_subtitle = text
 
     # -- Textual's line API ------------------------------------------------------------------------------
-    def get_content_height(self, container, viewport, width: int) -> int:
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._rows)
 
-    def get_content_width(self, container, viewport) -> int:
+    def get_content_width(self, container: Size, viewport: Size) -> int:
         return max((sum(len(text) for text, _ in row) for row in self._rows), default=0)
 
     def render_line(self, y: int) -> Strip:

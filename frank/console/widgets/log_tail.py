@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.markup import escape
 
 from frank.console.widgets.base import Panel
@@ -12,7 +14,7 @@ class LogTail(Panel):
     LogTail { height: 1fr; min-height: 3; overflow: hidden hidden; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("engine log", **kwargs)
 
     def show(self, lines: list[str], path: str | None = None) -> None:

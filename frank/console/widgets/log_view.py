@@ -7,6 +7,8 @@ visible lines, so a 100K-line engine log scrolls as fast as a 100-line one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
@@ -25,7 +27,7 @@ class LogView(ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES = {"logview--match"}
 
-    def __init__(self, index: LogIndex | None = None, **kwargs) -> None:
+    def __init__(self, index: LogIndex | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.index = index or LogIndex(None)
         self.match_line: int | None = None

@@ -3,7 +3,9 @@ throughput, KV usage, prefix cache hit rate, frank's vLLM parts that refused to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -23,9 +25,13 @@ class RequestRow:
     tokens: int | None = None
 
 
+# What the metrics panel shows: live numbers (ok), or why there are none.
+MetricsState = Literal["ok", "unreachable", "error", "stopped", "starting", "crashed"]
+
+
 @dataclass(frozen=True)
 class MetricsView:
-    state: str  # ok | unreachable | error | stopped
+    state: MetricsState
     error: str | None = None
     running: float | None = None
     waiting: float | None = None
@@ -59,7 +65,7 @@ COLUMNS = (
 MAX_ROWS = 8
 
 
-def _latest(value: float | None, history: tuple[float | None, ...], fmt) -> str:
+def _latest(value: float | None, history: tuple[float | None, ...], fmt: Callable[[float | None], str]) -> str:
     """The value right-aligned in 9 columns; with none this second (no verify step ran), the history's last
     one, dimmed, so the number never disagrees with the sparkline beside it."""
     if value is not None:
@@ -91,7 +97,7 @@ class MetricsPanel(Vertical):
     MetricsPanel > DataTable { height: auto; max-height: 10; margin-top: 1; overflow-x: hidden; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.border_title = "engine metrics"
         self._markup = ""
@@ -99,7 +105,7 @@ class MetricsPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="metrics-text")
-        table = DataTable(id="requests", cursor_type="none", zebra_stripes=False, show_cursor=False)
+        table: DataTable[str] = DataTable(id="requests", cursor_type="none", zebra_stripes=False, show_cursor=False)
         table.can_focus = False
         yield table
 
@@ -145,7 +151,7 @@ class MetricsPanel(Vertical):
                     f"[$frank-idle]tokens/s   [/] {num(view.tokens_s):>9} "
                     f"[$frank-spark]{spark(view.tokens_hist, width, 0)}[/]",
                     f"[$frank-idle]running[/] {num(view.running, 0)}  [$frank-idle]waiting[/] {num(view.waiting, 0)}  "
-                    f"[$frank-idle]KV[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
+                    f"[$frank-idle]KV cache[/] {pct(None if view.kv_usage is None else view.kv_usage * 100, 1)}  "
                     f"[$frank-idle]prefix hits[/] {pct(None if view.prefix_hit is None else view.prefix_hit * 100, 1)}",
                 ]
                 + [f"[$frank-idle]n/a {escape(name)}: {escape(why)}[/]" for name, why in view.not_available]

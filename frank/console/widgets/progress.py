@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.markup import escape
@@ -18,10 +20,10 @@ class RunProgress(Vertical):
     RunProgress ProgressBar { width: 1fr; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.border_title = "run"
-        self._state: tuple | None = None
+        self._state: tuple[object, ...] | None = None
         self._bar: ProgressBar | None = None
 
     def compose(self) -> ComposeResult:

@@ -76,7 +76,7 @@ class RequestDelta:
     inference_s: float | None = None
     e2e_s: float | None = None
     front_end_s: float | None = None  # measures.front_end_s: ttft - queue - prefill
-    verify_steps: float | None = None  # delta spec_decode_num_drafts: DRAFTED steps only
+    drafted_steps: float | None = None  # delta spec_decode_num_drafts: DRAFTED steps only
     verify_step_s: float | None = None  # measures.time_per_verify_step: decode time / decode steps
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
@@ -126,7 +126,7 @@ def request_delta(before: MetricsSample, after: MetricsSample) -> RequestDelta:
         inference_s=d(INFERENCE),
         e2e_s=d(E2E),
         front_end_s=measures.front_end_s(ttft, queue, prefill),
-        verify_steps=drafts,
+        drafted_steps=drafts,
         verify_step_s=measures.time_per_verify_step(decode, itl_count),
         draft_tokens=_counter_delta(before, after, SPEC_DRAFT_TOKENS),
         accepted_tokens=accepted,
@@ -179,7 +179,7 @@ def timings_values(
         decode_s=decode,
         inference_s=None if decode is None else prefill + decode,
         verify_step_s=measures.time_per_verify_step(decode, steps),
-        verify_steps=drafted_steps,
+        drafted_steps=drafted_steps,
         acceptance_length=measures.acceptance_length(accepted, drafted_steps),
         draft_tokens=None if timings.get("draft_n") is None else float(timings["draft_n"]),
         accepted_tokens=None if accepted is None else float(accepted),
@@ -192,7 +192,7 @@ def timings_values(
         k: SOURCE_TIMINGS for k, v in values.__dict__.items() if v is not None and k not in ("attributed", "reason")
     }
     sources.update(inference_s=SOURCE_DERIVED, decode_steps=SOURCE_DERIVED, verify_step_s=SOURCE_DERIVED)
-    sources.update(verify_steps=SOURCE_DELTA, acceptance_length=SOURCE_DELTA)
+    sources.update(drafted_steps=SOURCE_DELTA, acceptance_length=SOURCE_DELTA)
     if client_ttft_s is not None:
         sources["ttft_s"] = SOURCE_CLIENT_ONLY
     return values, {k: v for k, v in sources.items() if getattr(values, k) is not None}
@@ -241,7 +241,7 @@ def response_values(
     }
     if spec:
         sources.update(
-            verify_steps=SOURCE_RESPONSE,
+            drafted_steps=SOURCE_RESPONSE,
             draft_tokens=SOURCE_RESPONSE,
             accepted_tokens=SOURCE_RESPONSE,
             acceptance_length=SOURCE_DERIVED,
@@ -260,7 +260,7 @@ def response_values(
         decode_s=decode,
         inference_s=None if prefill is None or decode is None else prefill + decode,
         front_end_s=measures.front_end_s(client_ttft_s, queue, prefill),
-        verify_steps=None if drafts is None else float(drafts),
+        drafted_steps=None if drafts is None else float(drafts),
         verify_step_s=measures.time_per_verify_step(decode, steps),
         draft_tokens=None if spec.get("num_draft_tokens") is None else float(spec["num_draft_tokens"]),
         accepted_tokens=None if accepted is None else float(accepted),

@@ -73,18 +73,26 @@ def _hist_mean(before: MetricsSample, after: MetricsSample, name: str) -> float 
 
 def window_rates(before: MetricsSample, after: MetricsSample) -> WindowRates:
     window = after.taken_at - before.taken_at
-    gauges = dict(running=after.gauge(RUNNING), waiting=after.gauge(WAITING), kv_cache_usage=after.gauge(KV_USAGE))
+    gauges = {"running": after.gauge(RUNNING), "waiting": after.gauge(WAITING), "kv_cache_usage": after.gauge(KV_USAGE)}
     reason = _reset_reason(before, after)
     if reason is None and window <= 0:
         reason = "empty window"
     if reason is not None:
-        return WindowRates(False, reason, window, **gauges, not_available=not_available(after))
+        return WindowRates(
+            False,
+            reason,
+            window,
+            running=gauges["running"],
+            waiting=gauges["waiting"],
+            kv_cache_usage=gauges["kv_cache_usage"],
+            not_available=not_available(after),
+        )
     ttft, queue, prefill = (_hist_mean(before, after, n) for n in (TTFT, QUEUE, PREFILL))
     drafts = _counter_delta(before, after, SPEC_DRAFTS)
     accepted = _counter_delta(before, after, SPEC_ACCEPTED)
     prompt = _counter_delta(before, after, PROMPT_TOKENS)
     gen = _counter_delta(before, after, GENERATION_TOKENS)
-    itl = (
+    itl: tuple[float | None, float | None] = (
         (after.hist(ITL)[0] - before.hist(ITL)[0], after.hist(ITL)[1] - before.hist(ITL)[1])
         if after.has(ITL)
         else (None, None)
@@ -126,7 +134,8 @@ def _busy_rates(before: MetricsSample, after: MetricsSample | None = None) -> di
 
     def d(get: Any, name: str) -> float | None:
         if after is None:
-            return get(before, name)
+            value: float | None = get(before, name)
+            return value
         a, b = get(after, name), get(before, name)
         return None if a is None or b is None else a - b
 
@@ -150,7 +159,7 @@ def _busy_rates(before: MetricsSample, after: MetricsSample | None = None) -> di
     }
 
 
-def sample_summary(sample: MetricsSample) -> dict[str, float | str | None]:
+def sample_summary(sample: MetricsSample) -> dict[str, Any]:
     """The headline values of one scrape, as plain JSON: gauges, totals since the server started, and means
     over its whole life (rates over a window come from `window_rates`)."""
     if not sample.ok:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -45,13 +45,18 @@ def _strip_total(name: str) -> str:
     return name[:-6] if name.endswith("_total") else name
 
 
+# How a scrape of /metrics went: ok, unreachable (connection failed) or error (HTTP status or parse).
+ScrapeState = Literal["ok", "unreachable", "error"]
+ScrapeFailure = Literal["unreachable", "error"]
+
+
 @dataclass(frozen=True)
 class MetricsSample:
     """One parsed scrape of `/metrics`. `state` is ok, unreachable (connection failed) or error (HTTP/parse)."""
 
     taken_at: float  # time.monotonic()
     wall_time: float  # time.time()
-    state: str = "ok"
+    state: ScrapeState = "ok"
     error: str | None = None
     scrape_s: float = 0.0  # how long the HTTP GET + parse took
     model_names: frozenset[str] = frozenset()
@@ -133,7 +138,7 @@ def _from_llamacpp(counters: dict[str, float], gauges: dict[str, float]) -> None
             gauges[ours] = gauges[theirs]
 
 
-def unreachable(reason: str, state: str = "unreachable", scrape_s: float = 0.0) -> MetricsSample:
+def unreachable(reason: str, state: ScrapeFailure = "unreachable", scrape_s: float = 0.0) -> MetricsSample:
     return MetricsSample(time.monotonic(), time.time(), state=state, error=reason, scrape_s=scrape_s)
 
 

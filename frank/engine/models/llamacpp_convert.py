@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 LLAMACPP_VERSION = "0.3.36"  # llama-cpp-python's sdist, as in scripts/pack_llamacpp_source.sh
 REPO = Path(__file__).resolve().parents[3]
@@ -35,7 +36,7 @@ def check_source(src: Path | None = None) -> str | None:
     return f"{src}: no llama.cpp converter here: run `make llamacpp-src` (scripts/pack_llamacpp_source.sh)"
 
 
-def load_converter(src: Path | None = None):
+def load_converter(src: Path | None = None) -> Any:  # the converter module, loaded from its file
     """Import convert_hf_to_gguf.py from `src` with its gguf-py, and declare the tiny tokenizer's split."""
     src = (src or source_dir()).resolve()
     problem = check_source(src)

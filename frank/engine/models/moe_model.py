@@ -62,7 +62,7 @@ class MoeSpec:
 
     @property
     def layers(self) -> int:
-        return self.dims["num_hidden_layers"]
+        return int(self.dims["num_hidden_layers"])
 
 
 TINY_DIMS: dict[str, Any] = {
@@ -174,7 +174,7 @@ def check_build(model_dir: Path, name: str = "tiny-frank-moe") -> str | None:
 def build_via_engine_venv(
     out: Path | None = None, force: bool = False, python: Path | None = None, timeout_s: float = 1800,
     name: str = "tiny-frank-moe",
-) -> dict[str, Any]:  # fmt: skip
+) -> tiny_model.BuildResult:  # fmt: skip
     """Build (or confirm) the model from the console side; the work runs in the engine venv."""
     from frank.errors import FrankError
 
@@ -425,7 +425,9 @@ def _current_tiny_frank(models: Path) -> Path | None:
     return folder if tiny_model.check_build(folder) is None else None
 
 
-def build(out: Path, force: bool = False, name: str = "tiny-frank-moe", kit: Path | None = None) -> dict[str, Any]:
+def build(
+    out: Path, force: bool = False, name: str = "tiny-frank-moe", kit: Path | None = None
+) -> tiny_model.BuildResult:
     """Build model `name` into `out` (atomically: temp dir + rename). Skips a current build unless `force`.
     With a `kit` (make_kit), its shapes and tokenizer stand in for transformers and the BPE training."""
     spec = spec_for(name)
@@ -487,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(make_kit(args.model, args.out)))
         return 0
     out = args.out or default_dir(args.model)
-    print(json.dumps(build(out, force=args.force, name=args.model, kit=args.kit), sort_keys=True))
+    print(json.dumps(build(out, force=args.force, name=args.model, kit=args.kit).to_json(), sort_keys=True))
     return 0
 
 

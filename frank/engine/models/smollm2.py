@@ -23,7 +23,6 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from frank.engine.models import tiny_model
 
@@ -53,7 +52,7 @@ def check_build(model_dir: Path, name: str = MODEL_NAME) -> str | None:
 
 def build_via_engine_venv(
     out: Path | None = None, force: bool = False, python: Path | None = None, timeout_s: float = 900, name: str = ""
-) -> dict[str, Any]:
+) -> tiny_model.BuildResult:
     """Build (or confirm) the model from the console side; the work runs in the engine venv."""
     from frank.errors import FrankError
 
@@ -86,7 +85,7 @@ def _derive_checkpoint(out: Path) -> None:
     tokenizer.save_pretrained(str(out))
 
 
-def build(out: Path, force: bool = False) -> dict[str, Any]:
+def build(out: Path, force: bool = False) -> tiny_model.BuildResult:
     """Copy the GGUF and derive the checkpoint into `out` (atomically: temp dir + rename)."""
     out = out.expanduser().resolve()
     if not force and check_build(out) is None:
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--force", action="store_true")
     args = parser.parse_args(argv)
-    print(json.dumps(build(args.out or default_dir(), force=args.force), sort_keys=True))
+    print(json.dumps(build(args.out or default_dir(), force=args.force).to_json(), sort_keys=True))
     return 0
 
 

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +209,8 @@ def sha256_file(path: Path) -> str:
 
 def read_manifest(model_dir: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((model_dir / MANIFEST).read_text())
+        value: dict[str, Any] | None = json.loads((model_dir / MANIFEST).read_text())
+        return value
     except (OSError, ValueError):
         return None
 
@@ -248,12 +249,9 @@ def build_via_engine_venv(
     python: Path | None = None,
     timeout_s: float = 600,
     name: str = MODEL_NAME,
-) -> dict[str, Any]:
+) -> BuildResult:
     """Build (or confirm) model `name` from the console side: the heavy work runs in the engine venv.
-
-    Returns {"path", "model", "built", "reason", "builder_version", "manifest_sha256", "build_s"}. Raises
-    FrankError if the engine python is missing or the build fails.
-    """
+    Raises FrankError if the engine python is missing or the build fails."""
     return run_builder(
         "frank.engine.models.tiny_model", out or default_dir(name), force, python, timeout_s, name,
         spec_for(name).build_version,
@@ -262,7 +260,7 @@ def build_via_engine_venv(
 
 def run_builder(
     module: str, out: Path, force: bool, python: Path | None, timeout_s: float, name: str, version: str
-) -> dict[str, Any]:
+) -> BuildResult:
     """Run `python -m MODULE build --model NAME --out OUT` in the engine venv unless a current build is there."""
     from frank import paths
     from frank.errors import FrankError
@@ -293,19 +291,27 @@ def run_builder(
     return result(out, name, version, built=True, reason=reason, build_s=time.monotonic() - started)
 
 
-def result(out: Path, name: str, version: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
-    return {
-        "path": str(out),
-        "model": name,
-        "built": built,
-        "reason": reason,
-        "builder_version": version,
-        "manifest_sha256": manifest_digest(out),
-        "build_s": round(build_s, 2),
-    }
+@dataclass(frozen=True)
+class BuildResult:
+    """A model build, or the check that found the build current (`built` False, reason "up to date")."""
+
+    path: str
+    model: str
+    built: bool
+    reason: str  # why it was built (forced, a stale or missing build), or "up to date"
+    builder_version: str
+    manifest_sha256: str  # the whole build's fingerprint (manifest_digest)
+    build_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-def _result(out: Path, name: str, built: bool, reason: str, build_s: float) -> dict[str, Any]:
+def result(out: Path, name: str, version: str, built: bool, reason: str, build_s: float) -> BuildResult:
+    return BuildResult(str(out), name, built, reason, version, manifest_digest(out), round(build_s, 2))
+
+
+def _result(out: Path, name: str, built: bool, reason: str, build_s: float) -> BuildResult:
     return result(out, name, spec_for(name).build_version, built, reason, build_s)
 
 
@@ -464,7 +470,7 @@ def write_manifest(out: Path, name: str, version: str) -> None:
     write_json(out / MANIFEST, {"builder_version": version, "name": name, "files": files})
 
 
-def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> dict[str, Any]:
+def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> BuildResult:
     """Build model `name` into `out` (atomically: temp dir + rename). Skips a current build unless `force`."""
     spec = spec_for(name)
     out = out.expanduser().resolve()
@@ -515,7 +521,11 @@ def main(argv: list[str] | None = None) -> int:
         # One thread everywhere: BPE training and weight init are then the same on every machine.
         os.environ["RAYON_NUM_THREADS"] = "1"
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        print(json.dumps(build(args.out or default_dir(args.model), force=args.force, name=args.model), sort_keys=True))
+        print(
+            json.dumps(
+                build(args.out or default_dir(args.model), force=args.force, name=args.model).to_json(), sort_keys=True
+            )
+        )
         return 0
     model_dir = (args.dir or default_dir(args.model)).expanduser().resolve()
     problem = check_build(model_dir, args.model)

@@ -117,6 +117,7 @@ def install() -> None:
         parent = parent_block_hash if parent_block_hash else kv_cache_utils.NONE_HASH
         return memo_hash(original, hash_function, parent, curr_block_token_ids, extra_keys)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     hash_block_tokens._frank_block_hash_memo = True  # type: ignore[attr-defined]
     hash_block_tokens.__wrapped__ = original  # type: ignore[attr-defined]
     # request_block_hasher looks the function up in the module at every block: replacing it here is enough.
@@ -180,7 +181,7 @@ def clear() -> None:
     _memo.clear()
 
 
-def _count_of(counter: itertools.count) -> int:
+def _count_of(counter: itertools.count[int]) -> int:
     return int(repr(counter)[len("count(") : -1])  # its next value: how often next() was called
 
 

@@ -215,6 +215,7 @@ def install() -> None:
             return original_step(self, next_token_id)
         return _verified_step(self, full, next_token_id, original_step)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     __init__._frank_detok_tail = True  # type: ignore[attr-defined]
     __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
     _protected_step.__wrapped__ = original_step  # type: ignore[attr-defined]

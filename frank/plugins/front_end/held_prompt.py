@@ -276,7 +276,8 @@ def plan(client: int, request: Any) -> tuple[int, Any, bool]:
     found = choose_reference(ids, candidates, composition_of(ids))
     faulted = found is not None and switch.fault is not None
     if found is None:
-        delta = [VERSION, 0, 0, 0, number, None]
+        # the wire form: [version, reference, its length, common, number, the ids after common (None: whole)]
+        delta: list[int | list[int] | None] = [VERSION, 0, 0, 0, number, None]
         switch.count("sent_whole")
         wire_ids: list[int] | None = ids
     else:
@@ -340,6 +341,7 @@ def install_api_server() -> None:
         if hold:  # held only once sent: the engine core holds it once it has it
             hold_sent(self.client_index, number, request.prompt_token_ids)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     add_request_async._frank_held_prompt = True  # type: ignore[attr-defined]
     add_request_async.__wrapped__ = original  # type: ignore[attr-defined]
     cls.add_request_async = add_request_async
@@ -485,6 +487,7 @@ def install_engine_core(core_module: Any) -> None:
             return original(self, request)
         return preprocess_delta(self, request, original)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     preprocess_add_request._frank_held_prompt = True  # type: ignore[attr-defined]
     preprocess_add_request.__wrapped__ = original  # type: ignore[attr-defined]
     cls.preprocess_add_request = preprocess_add_request

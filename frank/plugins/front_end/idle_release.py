@@ -153,7 +153,9 @@ def install(core_module: Any, releaser: IdleRelease) -> bool:
         original(self)
         releaser.on_idle(self)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     _notify_idle_state_callbacks._frank_idle_release = True  # type: ignore[attr-defined]
     _notify_idle_state_callbacks.__wrapped__ = original  # type: ignore[attr-defined]
+    assert cls is not None  # found above (the patch returned False otherwise)
     cls._notify_idle_state_callbacks = _notify_idle_state_callbacks
     return True

@@ -43,7 +43,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -191,7 +191,7 @@ class AddedToken:
         )
 
 
-def _walk(node: Any):
+def _walk(node: Any) -> Iterator[dict[str, Any]]:
     if isinstance(node, dict):
         yield node
         for value in node.values():
@@ -352,8 +352,8 @@ class CacheLimits:
     verify: float = 0.0  # fraction of prompts re-checked against a fresh encode (1.0 = every one)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> CacheLimits:
-        env = os.environ if env is None else env
+    def from_env(cls, given: Mapping[str, str] | None = None) -> CacheLimits:
+        env = os.environ if given is None else given
         return cls(
             max_tokens=_env_int(env, "FRANK_REGION_CACHE_MAX_TOKENS", DEFAULT_MAX_TOKENS),
             max_bytes=_env_int(env, "FRANK_REGION_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES),
@@ -657,9 +657,10 @@ class RegionEncoder:
         extend = out.extend
         append = out.append
         for i, sep in enumerate(seps):
+            # every slot of `found` is filled by now (a hit above or the miss just encoded)
             extend(found[i])  # type: ignore[arg-type]
             append(sep)
-        extend(found[-1])  # type: ignore[arg-type]
+        extend(found[-1])  # type: ignore[arg-type]  # filled, as above
         total = time.perf_counter() - t0
         cache.record_lookup(
             hits=hits,
@@ -669,6 +670,7 @@ class RegionEncoder:
             miss_seconds=miss_seconds,
             lookup_seconds=total - miss_seconds,
         )
+        # filled, as above
         return out, composition.Composition(tuple(found), tuple(seps), len(out))  # type: ignore[arg-type]
 
     def probe_texts(self) -> list[str]:

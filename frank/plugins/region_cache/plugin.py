@@ -125,6 +125,7 @@ def install() -> None:
                 return out
         return original(self, prompt, params)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     _tokenize_prompt._frank_region_cache = True  # type: ignore[attr-defined]
     _tokenize_prompt.__wrapped__ = original  # type: ignore[attr-defined]
     BaseRenderer._tokenize_prompt = _tokenize_prompt
@@ -159,6 +160,7 @@ def _skip_check_of_vouched_ids(renderer_cls: Any) -> None:
             return
         original(self, token_ids, parameter=parameter)
 
+    # marks on the patch itself (a function declares no attributes): frank.plugins.compat reads them
     validate_token_ids.__wrapped__ = original  # type: ignore[attr-defined]
     renderer_cls.validate_token_ids = validate_token_ids
 
