@@ -8,10 +8,13 @@ names the file, the line and the field.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from frank import tomlfile
 from frank.campaign.parts import Campaign, CampaignError, Part
 from frank.errors import FrankError
+
+Refuse = Callable[[str, str], CampaignError]  # (field, message) -> the error naming the file's line
 
 
 def check_what_it_names(campaign: Campaign) -> None:
@@ -25,7 +28,7 @@ def check_what_it_names(campaign: Campaign) -> None:
         _check_part(campaign, part, f"parts[{i}]", refuse)
 
 
-def _check_part(campaign: Campaign, part: Part, at: str, refuse) -> None:
+def _check_part(campaign: Campaign, part: Part, at: str, refuse: Refuse) -> None:
     from frank.engine.kinds import kind_of
     from frank.engine.profiles import ProfileError, load_profile
     from frank.experiments.design import MEASURE_NEEDS
@@ -58,7 +61,7 @@ def _check_part(campaign: Campaign, part: Part, at: str, refuse) -> None:
             _check_run(campaign, part, ev.design, ev.run, f"{at}.evidence[{j}]", refuse)
 
 
-def _check_run(campaign: Campaign, part: Part, design_ref: str, run_id: str, at: str, refuse) -> None:
+def _check_run(campaign: Campaign, part: Part, design_ref: str, run_id: str, at: str, refuse: Refuse) -> None:
     """The run is registered here and is a run of the evidence's design (default: the part's)."""
     from frank.campaign.evidence import part_design
     from frank.experiments.registry import resolve_run_id

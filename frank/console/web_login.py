@@ -14,13 +14,17 @@ from __future__ import annotations
 import secrets
 import ssl
 import stat
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from textual_serve.server import Server
 
 from frank import paths
 from frank.errors import FrankError
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 COOKIE = "frank_serve_token"
 
@@ -59,7 +63,7 @@ def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
 class LoginServer(Server):
     """textual-serve's server behind the token check, with TLS when given a context."""
 
-    def __init__(self, *args, token: str, tls: ssl.SSLContext | None = None, **kwargs) -> None:
+    def __init__(self, *args: Any, token: str, tls: ssl.SSLContext | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.token, self.tls = token, tls
 
@@ -74,7 +78,7 @@ class LoginServer(Server):
         app = await super()._make_app()
 
         @web.middleware
-        async def login(request: web.Request, handler):
+        async def login(request: web.Request, handler: Handler) -> web.StreamResponse:
             offered = request.query.get("token")
             if offered is not None and secrets.compare_digest(offered.encode(), self.token.encode()):
                 found = web.HTTPFound(request.rel_url.without_query_params("token"))

@@ -24,7 +24,9 @@ from pydantic import Field, field_validator
 from frank import tomlfile
 from frank.errors import FrankError
 from frank.paths import private_dir, write_private
-from frank.tomlfile import Problem as CheckError  # one problem of a checked file, at its line
+from frank.tomlfile import Problem
+
+CheckError = Problem  # one problem of a checked file, at its line (fidelity sets read it from here)
 
 M = TypeVar("M", bound="Manifest")
 FORMAT = "frank-workload"

@@ -100,7 +100,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             token, where = web_login.new_token()
         # the token itself only on a terminal, once (a redirected stderr is a log)
         login = f"{url}/?token={token}" if sys.stderr.isatty() and not args.token_file else f"{url}/?token=<{where}>"
-        server = web_login.LoginServer(command, host=host, port=port, title=title, public_url=url, token=token, tls=tls)
+        server: Server = web_login.LoginServer(
+            command, host=host, port=port, title=title, public_url=url, token=token, tls=tls
+        )
     else:
         login = url
         server = Server(command, host=host, port=port, title=title, public_url=url)
