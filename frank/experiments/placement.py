@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from frank.errors import FrankError
 from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt
-from frank.experiments.randomize import Slot
+from frank.experiments.randomize import Slot, hosts_by_slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import CellError, CellExecutor, Note
 from frank.fleet.fleetfile import Fleet, Host, load_fleet
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 NAMESPACE = "frank"
 POLL_S = 0.5  # how often the coordinator journals what the task has sent
 CANCEL_WAIT_S = 60.0  # a cancelled cell's time to stop its engine
+ALIVE_EVERY_S = 5.0  # how often a waiting cell's host is looked up in the cluster
+SETTLE_S = 30.0  # after a lost cell: how long the cluster may take to declare its node dead
 
 
 def executor_for(run: Run) -> CellExecutor:
@@ -43,16 +45,6 @@ def executor_for(run: Run) -> CellExecutor:
     if not run.design.hosts:
         return EngineCellExecutor()
     return RayCellExecutor(run, load_fleet())
-
-
-def hosts_by_slot(hosts: tuple[str, ...], slots: tuple[Slot, ...]) -> dict[int, str]:
-    """Each slot's host: blocks dealt to the hosts in drawn order (the first block drawn to hosts[0], ...)."""
-    blocks: list[int | None] = []
-    for slot in slots:
-        if slot.block not in blocks:
-            blocks.append(slot.block)
-    dealt = {block: hosts[i % len(hosts)] for i, block in enumerate(blocks)}
-    return {slot.slot: dealt[slot.block] for slot in slots}
 
 
 def _ray() -> Any:
@@ -97,6 +89,14 @@ class RayCellExecutor:
     def _alive(self, host: Host) -> bool:
         ray = self._connect()
         return any(n["Alive"] and n["Resources"].get(host.resource, 0) > 0 for n in ray.nodes())
+
+    def _settle(self, host: Host) -> None:
+        """After a cell was lost: wait (up to SETTLE_S) until the cluster has declared the host's node dead,
+        so the next slot's `place` sees the host as gone rather than sending it a task it cannot run. A
+        host that stays alive (its worker alone died) is used again."""
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline and self._alive(host):
+            time.sleep(POLL_S)
 
     def _events(self) -> Queue:
         """The queue the cells send their events through, on this (the coordinator's) node."""
@@ -152,9 +152,15 @@ class RayCellExecutor:
             for event, fields in queue.get_nowait_batch(queue.qsize()):
                 note(event, **fields, host=host.name)
 
+        checked = time.monotonic()
         try:
             while not ray.wait([ref], timeout=POLL_S)[0]:
                 journal_sent()
+                if time.monotonic() - checked >= ALIVE_EVERY_S:  # a task of a dead node's resource waits forever
+                    checked = time.monotonic()
+                    if not self._alive(host):
+                        ray.cancel(ref, force=True)
+                        raise CellError(f"host {host.name} left the Ray cluster mid-cell: the attempt is void")
             journal_sent()
             outcome: dict[str, Any] = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
@@ -166,6 +172,7 @@ class RayCellExecutor:
                 raise RunError(f"host {host.name}: {cause}") from None
             raise CellError(f"host {host.name}: the cell raised {type(cause).__name__}: {cause}") from None
         except ray.exceptions.RayError as exc:
+            self._settle(host)
             raise CellError(f"host {host.name} was lost mid-cell ({type(exc).__name__}): the attempt is void") from None
         except BaseException:  # stopped (SIGTERM): the cell stops its engine before the runner records it
             ray.cancel(ref)
