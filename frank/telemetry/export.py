@@ -47,7 +47,7 @@ class SnapshotCollector(Collector):
         yield from self._cpu(snap)
         yield from self._gpus(snap)
         yield from self._engine(snap)
-        cost = _g("sample_seconds", "Wall time of the last telemetry sample", ["part"])
+        cost = _g("sample_seconds", "Wall time of the last telemetry sample", ["stage"])  # "part" is the activity label
         for part, value in (
             ("total", snap.cost_s),
             ("cpu", snap.cost_cpu_s),
