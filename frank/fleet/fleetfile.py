@@ -20,8 +20,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from frank import paths, tomlfile
 from frank.errors import FrankError
@@ -42,24 +43,17 @@ def _address(value: str) -> str:
     return value
 
 
-class HostSchema(tomlfile.Strict):
-    exporter: str
-    resource: str = Field(min_length=1, max_length=200)
+Address = Annotated[str, AfterValidator(_address)]
 
-    @field_validator("exporter")
-    @classmethod
-    def _check_exporter(cls, value: str) -> str:
-        return _address(value)
+
+class HostSchema(tomlfile.Strict):
+    exporter: Address
+    resource: str = Field(min_length=1, max_length=200)
 
 
 class PrometheusSchema(tomlfile.Strict):
-    listen: str = "127.0.0.1:9090"
+    listen: Address = "127.0.0.1:9090"
     scrape_interval_s: int = Field(default=5, ge=1, le=3600)
-
-    @field_validator("listen")
-    @classmethod
-    def _check_listen(cls, value: str) -> str:
-        return _address(value)
 
 
 class RaySchema(tomlfile.Strict):

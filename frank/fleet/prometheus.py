@@ -145,7 +145,7 @@ def stop(grace_s: float = 10.0) -> int | None:
     except psutil.TimeoutExpired:
         proc.kill()
         proc.wait(grace_s)
-    return proc.pid
+    return int(proc.pid)
 
 
 def _tail(log: Path, lines: int = 3) -> str:

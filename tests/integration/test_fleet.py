@@ -25,6 +25,9 @@ from typing import Any
 import pytest
 
 from frank.engine.controller import EngineController
+from frank.fleet.fleetfile import load_fleet
+from frank.fleet.query import PromClient
+from frank.fleet.query import fleet_status as fleet_status_of
 from tests.short_workload import write_short_workload
 
 pytestmark = pytest.mark.engine
@@ -88,7 +91,8 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: flo
 
 
 def kill_group(pgid: int) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    """SIGKILL a Ray node's processes (a lost machine; Ray's own SIGTERM path takes seconds a node)."""
+    for sig in (signal.SIGKILL,):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
@@ -158,9 +162,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, frank_cli: Any) -> Iterato
         + hosts
     )
     try:
+        for name in homes:  # the exporters warm up while the Ray nodes start
+            c.start_exporter(name, ports[name])
         for name in homes:
             c.start_node(name)
-            c.start_exporter(name, ports[name])
         started = frank_cli("fleet", "prometheus", "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
         assert started.returncode == 0, started.stderr
         yield c
@@ -181,12 +186,9 @@ def fleet_status(frank_cli: Any, c: Cluster) -> dict[str, dict[str, Any]]:
 
 
 def test_prometheus_answers_up_for_every_host(cluster: Cluster, frank_cli: Any) -> None:
-    hosts = wait_for(
-        lambda: (s := fleet_status(frank_cli, cluster)) and all(h["up"] for h in s.values()) and s,
-        30,
-        "both exporters scraped",
-        every_s=0.5,
-    )
+    fleet, prom = load_fleet(cluster.fleet_file), PromClient(f"http://{cluster.prometheus}")
+    assert wait_for(lambda: all(h.up for h in fleet_status_of(fleet, prom)), 30, "both exporters scraped", 0.2)
+    hosts = fleet_status(frank_cli, cluster)  # the command's JSON
     for h in hosts.values():
         assert h["engine"] == "stopped" and h["figures"]["cpu_percent"] is not None
         assert h["figures"]["gpu_util_percent"] is None  # no GPU here: none made up
@@ -208,8 +210,21 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
     runner = frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
     try:
         # host b's first cell, its engine starting or up on b: what b's exporter says reaches Prometheus
+        # block 1 runs on host a: Prometheus sees a's engine up, labelled with the run and the arm
+        prom = PromClient(f"http://{c.prometheus}")
+        fleet = load_fleet(c.fleet_file)
+        seen: set[tuple[str, str, str]] = set()
+
+        def host_a_runs_the_cell() -> bool:
+            for h in fleet_status_of(fleet, prom):
+                if h.runs.get("experiment") == run_id:
+                    seen.add((h.host, h.engine, h.runs.get("arm", "")))
+            return any(host == "a" and engine == "ready" for host, engine, _ in seen)
+
+        assert wait_for(host_a_runs_the_cell, 240, "host a's cell seen through Prometheus", every_s=0.2)
+        assert {arm for _, _, arm in seen} <= {"a1", "a2"} and {host for host, _, _ in seen} == {"a"}
         b_engine = EngineController(state_dir=c.homes["b"] / "state")
-        wait_for(
+        assert wait_for(
             lambda: (
                 any(e["event"] == "cell_started" and e.get("host") == "b" for e in events())
                 and b_engine.status(check_health=False).state in ("starting", "ready")
@@ -261,8 +276,6 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
 
 
 def test_the_grafana_dashboard_queries_the_live_prometheus(cluster: Cluster) -> None:
-    from frank.fleet.query import PromClient
-
     dashboard = json.loads((Path(__file__).parents[2] / "frank/fleet/grafana/frank-fleet.json").read_text())
     client = PromClient(f"http://{cluster.prometheus}")
     answered = {}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from frank.console.cli.common import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("fleet", help="several workstations: their Prometheus, and each host's state")
     fsub = p.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
     prom = fsub.add_parser("prometheus", help="write the scrape config and start Prometheus (or reload it)")
@@ -30,7 +31,14 @@ def cmd_prometheus(args: argparse.Namespace) -> int:
         pid = prometheus.stop()
         emit(args.json, {"stopped": pid}, lambda p: f"stopped Prometheus (pid {pid})" if pid else "none was running")
         return 0
-    server = prometheus.start(load_fleet(args.fleet))
+    fleet = load_fleet(args.fleet)
+    from frank.telemetry.export import is_loopback
+
+    if not is_loopback(fleet.prometheus.rsplit(":", 1)[0].strip("[]")):
+        print(
+            f"frank: warning: Prometheus serves the network on {fleet.prometheus} (no authentication)", file=sys.stderr
+        )
+    server = prometheus.start(fleet)
     emit(
         args.json,
         server.to_json(),

@@ -19,7 +19,20 @@ from frank.console.widgets.base import update_text
 from frank.console.widgets.footer import FrankFooter
 
 BARS = "▁▂▃▄▅▆▇█"
-COLUMNS = ("host", "engine", "runs", "cpu %", "gpu %", "gpu mem", "PCIe", "pool", "step ms", "tok/s", "tok/s trend")
+# (label, width): fixed widths, so a later, longer value ("not answering") is not cut to an earlier one's width
+COLUMNS = (
+    ("host", 10),
+    ("engine", 13),
+    ("runs", 36),
+    ("cpu %", 5),
+    ("gpu %", 5),
+    ("gpu mem", 12),
+    ("PCIe", 11),
+    ("pool", 10),
+    ("step ms", 7),
+    ("tok/s", 7),
+    ("tok/s trend", 20),
+)
 
 
 def sparkline(values: list[float], width: int = 20) -> str:
@@ -75,8 +88,8 @@ class FleetScreen(FrankScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#fleet-hosts", DataTable)
-        for column in COLUMNS:
-            table.add_column(column, key=column)
+        for label, width in COLUMNS:
+            table.add_column(label, key=label, width=width)
 
     def render_state(self, state: ConsoleState) -> None:
         view = state.fleet

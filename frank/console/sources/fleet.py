@@ -15,6 +15,7 @@ NO_FLEET_S = 30.0
 
 class FleetSource(Source[FleetView]):
     name = "fleet"
+    _every = 5.0  # the fleet's scrape interval, once its file was read
 
     def message(self, view: FleetView) -> FleetRead:
         return FleetRead(view)
@@ -23,8 +24,6 @@ class FleetSource(Source[FleetView]):
         if not self.wanted:
             return UNWANTED_S
         return self._every if self.last is not None and not self.last.error else NO_FLEET_S
-
-    _every = 5.0
 
     def read(self) -> FleetView:
         from frank.fleet.fleetfile import default_path, load_fleet
