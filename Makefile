@@ -22,7 +22,7 @@ PYTEST_ARGS ?= --durations=25
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap smollm2-gguf llamacpp-src model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap prometheus smollm2-gguf llamacpp-src model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
@@ -37,14 +37,14 @@ lint: console-venv
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
 
-setup: console-venv engine-venv agent-venv llamacpp-venv bwrap
+setup: console-venv engine-venv agent-venv llamacpp-venv bwrap prometheus
 
 console-venv: $(VENV)/.stamp
 engine-venv: $(ENGINE_VENV)/.stamp $(ENGINE_VENV)/.stamp-gguf
 
 $(VENV)/.stamp: pyproject.toml
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e '.[test,report,web]'
+	$(VENV)/bin/pip install -q -e '.[test,report,web,fleet]'
 	touch $@
 
 # torchvision/torchaudio/torchcodec come from the registry as CUDA builds and break `import transformers`.
@@ -86,6 +86,11 @@ chromium:
 # nsenter and setpriv (util-linux, essential in Debian) enter the sandbox and drop to uid 65534.
 bwrap:
 	command -v bwrap >/dev/null || (apt-get update && apt-get install -y bubblewrap)
+
+# Prometheus (Debian's package, 2.42): `frank fleet prometheus` runs it for a fleet of workstations, and the
+# fleet tests scrape real exporters with it. Only the binary is used (the package's service stays off).
+prometheus:
+	command -v prometheus >/dev/null || (apt-get update && apt-get install -y prometheus)
 
 # The agent harness (inspect-ai, for `frank episodes`) in its own venv: its dependencies (textual>=6.2,
 # boto3, fastapi, ...) stay out of the console's, which never imports inspect_ai.

@@ -42,6 +42,7 @@ from frank.console.messages import (
     EngineRead,
     EpisodesRead,
     ExperimentsRead,
+    FleetRead,
     JobsRead,
     LogRead,
     SourceFailed,
@@ -52,6 +53,7 @@ from frank.console.screens.confirm import ConfirmDialog
 from frank.console.screens.dashboard import DashboardScreen
 from frank.console.screens.episodes import EpisodesScreen
 from frank.console.screens.experiments import ExperimentsScreen
+from frank.console.screens.fleet import FleetScreen
 from frank.console.screens.help import HelpScreen
 from frank.console.screens.logs import LogsScreen
 from frank.console.screens.replays import ReplaysScreen
@@ -61,6 +63,7 @@ from frank.console.sources.campaign import CampaignSource
 from frank.console.sources.engine import EngineSource
 from frank.console.sources.episodes import EpisodesSource
 from frank.console.sources.experiments import ExperimentsSource
+from frank.console.sources.fleet import FleetSource
 from frank.console.sources.jobs import JobsSource
 from frank.console.sources.logs import LogSource
 from frank.console.sources.telemetry import TelemetrySource
@@ -103,6 +106,7 @@ class FrankApp(App[None]):
         "logs": LogsScreen,
         "campaign": CampaignScreen,
         "episodes": EpisodesScreen,
+        "fleet": FleetScreen,
     }
 
     BINDINGS = [
@@ -112,6 +116,7 @@ class FrankApp(App[None]):
         Binding("4", "switch_mode('logs')", "logs", id="mode.logs", group=SCREENS),
         Binding("5", "switch_mode('campaign')", "campaign", id="mode.campaign", group=SCREENS),
         Binding("6", "switch_mode('episodes')", "episodes", id="mode.episodes", group=SCREENS),
+        Binding("7", "switch_mode('fleet')", "fleet", id="mode.fleet", group=SCREENS),
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
@@ -173,6 +178,7 @@ class FrankApp(App[None]):
         self.episodes_source = EpisodesSource(post)
         self.campaign_source = CampaignSource(post, read_only=read_only)
         self.log_source = LogSource(post, self.settings.refresh_s)
+        self.fleet_source = FleetSource(post)
         self._note_log_path()
         self._render_due = False
         self._seen_engine_state: str | None = None
@@ -199,6 +205,7 @@ class FrankApp(App[None]):
             self.episodes_source,
             self.campaign_source,
             self.log_source,
+            self.fleet_source,
         ]
         return [s for s in found if s is not None]
 
@@ -249,6 +256,7 @@ class FrankApp(App[None]):
         self.episodes_source.want(mode == "episodes")
         self.experiments_source.want(mode == "experiments")
         self.campaign_source.want(mode == "campaign")
+        self.fleet_source.want(mode == "fleet")
         return result
 
     # -- the one data path: a source's message -> state -> the screen on top ----------------------------
@@ -313,6 +321,9 @@ class FrankApp(App[None]):
             self.notify(f"experiment: {new.error or 'unreadable'}", severity="error")
         elif new is not None and old is None and new.state is not None and new.state.status == "running":
             self.notify(f"following the running experiment {new.run_id}", timeout=6)
+
+    def on_fleet_read(self, message: FleetRead) -> None:
+        self.apply(fleet=message.view)
 
     def on_episodes_read(self, message: EpisodesRead) -> None:
         self.apply(episodes=message.view)

@@ -18,6 +18,7 @@ from frank.console.state import (
     EngineReading,
     EpisodesView,
     ExperimentsView,
+    FleetView,
     JobsView,
     LogIndexed,
     TelemetryView,
@@ -63,6 +64,11 @@ class ExperimentsRead(SourceMessage):
 @dataclass(eq=False)
 class EpisodesRead(SourceMessage):
     view: EpisodesView
+
+
+@dataclass(eq=False)
+class FleetRead(SourceMessage):
+    view: FleetView
 
 
 @dataclass(eq=False)

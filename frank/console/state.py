@@ -11,7 +11,7 @@ No Textual here: the views are plain data a test can build by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from frank.console.log_index import LogIndex
 from frank.engine.controller import EngineStatus
@@ -248,6 +248,19 @@ class CampaignView:
     read: int = 0  # reads so far (a new read with the same board still notifies what fired)
 
 
+# -- fleet -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetView:
+    """Every host of the fleet file as its Prometheus sees it (frank.fleet.query.HostStatus rows)."""
+
+    fleet_file: str = ""
+    prometheus: str = ""
+    hosts: tuple[Any, ...] = ()
+    error: str = ""  # no fleet file, or Prometheus did not answer
+
+
 # -- the whole -------------------------------------------------------------------------------------------------
 
 
@@ -260,4 +273,5 @@ class ConsoleState:
     episodes: EpisodesView = field(default_factory=EpisodesView)
     campaign: CampaignView = field(default_factory=CampaignView)
     log: LogIndexed = field(default_factory=LogIndexed)
+    fleet: FleetView = field(default_factory=FleetView)
     busy: str = ""  # an engine action in flight ("starting", ...)

@@ -157,6 +157,7 @@ class Design:
     # [design] stop_when_decided: the runner stops once no remaining start can change the decision
     # (frank.experiments.stopping); written before the run like the rest of the rule
     stop_when_decided: bool = False
+    hosts: tuple[str, ...] = ()  # [design].hosts: blocks dealt to these fleet hosts (frank.experiments.placement)
 
     @property
     def runnable(self) -> bool:
@@ -240,7 +241,10 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     profile = top.get("profile", str, "embedded-cpu")
 
     kind_table = Table(
-        top.get("design", dict), "design", where, ("kind", "blocks", "starts_per_arm", "order", "stop_when_decided")
+        top.get("design", dict),
+        "design",
+        where,
+        ("kind", "blocks", "starts_per_arm", "order", "stop_when_decided", "hosts"),
     )
     kind = kind_table.choice("kind", KINDS)
     arms = _parse_arms(top.get("arms", list, what="an array of [[arms]] tables"), where, profile)
@@ -263,6 +267,7 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     for key, needed in (("blocks", "blocks"), ("starts_per_arm", "balanced")):
         if key in kind_table.data and kind != needed:
             raise kind_table.error(key, f"only a {needed!r} design has {key} (this one is {kind!r})")
+    hosts = _parse_hosts(kind_table, kind) if "hosts" in kind_table.data else ()
     if "order" in kind_table.data and kind != "external":
         raise kind_table.error("order", "only an 'external' design states its order; others draw it at registration")
 
@@ -332,9 +337,27 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
         fidelity=fidelity,
         episodes=episodes,
         stop_when_decided=stop_when_decided,
+        hosts=hosts,
     )
+    if hosts and episodes is not None:
+        raise kind_table.error("hosts", "blocks over hosts replay a [workload]; [episodes] run on one host")
     canonical = canonical_json(design)
     return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def _parse_hosts(table: Table, kind: str) -> tuple[str, ...]:
+    """[design].hosts: the fleet hosts (frank.fleet.fleetfile) the blocks are dealt to, in drawn order."""
+    if kind != "blocks":
+        raise table.error("hosts", f"only a 'blocks' design deals blocks to hosts (this one is {kind!r})")
+    hosts = table.get("hosts", list)
+    if not hosts:
+        raise table.error("hosts", "must list at least one host of the fleet file")
+    for i, name in enumerate(hosts):
+        if not isinstance(name, str) or not ARM_NAME.match(name):
+            raise table.error(f"hosts[{i}]", f"expected a host name of the fleet file, got {name!r}")
+        if name in hosts[:i]:
+            raise table.error(f"hosts[{i}]", f"{name!r} is listed twice (one host, one share of the blocks)")
+    return tuple(hosts)
 
 
 def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
@@ -654,6 +677,8 @@ def canonical_dict(design: Design) -> dict[str, Any]:
     # added fields appear only when used, so the hashes of designs registered before them do not change
     if design.fidelity is not None:
         out["fidelity"] = design.fidelity.canonical()
+    if design.hosts:  # only when used: older designs keep their hashes
+        out["design"]["hosts"] = list(design.hosts)
     if design.episodes is not None:  # only when used: older designs keep their hashes
         out["episodes"] = {"suite": design.episodes.suite, "draws": design.episodes.draws}
     if design.revert is not None and design.revert.fidelity_regression:

@@ -65,14 +65,14 @@ def launch(run: registry.Run, stop_by: float | None = None) -> jobs.JobStatus:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from frank.experiments.cell import EngineCellExecutor
+    from frank.experiments.placement import executor_for
 
     run_dir = jobs.main_run_dir(argv, KIND)
     run = registry.load_run(run_dir.name)
     stop_by = os.environ.pop(STOP_BY_ENV, None)  # not inherited by the engines it starts
     result = run_experiment(
         run,
-        EngineCellExecutor(),
+        executor_for(run),
         handle_signals=True,
         on_event=lambda e: print(json.dumps(e, default=str), flush=True),
         stop_by=float(stop_by) if stop_by else None,

@@ -118,3 +118,14 @@ def _unrank_balanced(index: int, names: list[str], n: int) -> tuple[Slot, ...]:
             index -= below
     first = set(chosen)
     return tuple(Slot(slot=i, arm=names[0] if i in first else names[1], block=None) for i in range(total))
+
+
+def hosts_by_slot(hosts: tuple[str, ...], slots: tuple[Slot, ...]) -> dict[int, str]:
+    """Each slot's host when a design's blocks are dealt to hosts (`[design].hosts`): in drawn order, the
+    first block to hosts[0], the next to hosts[1], and round again."""
+    blocks: list[int | None] = []
+    for slot in slots:
+        if slot.block not in blocks:
+            blocks.append(slot.block)
+    dealt = {block: hosts[i % len(hosts)] for i, block in enumerate(blocks)}
+    return {slot.slot: dealt[slot.block] for slot in slots}

@@ -653,6 +653,13 @@ def report_for_run(run: Any) -> dict[str, Any]:
     ]
     if draws:
         report["draws"] = draws
+    if run.design.hosts:  # blocks over hosts: the host each block was dealt to
+        from frank.experiments.randomize import hosts_by_slot
+
+        dealt = hosts_by_slot(run.design.hosts, run.slots)
+        host_of = {s.block: dealt[s.slot] for s in run.slots}
+        for block in report.get("blocks") or []:
+            block["host"] = host_of.get(block["block"])
     return report
 
 
@@ -803,7 +810,7 @@ def format_report(r: dict[str, Any]) -> str:
             lines.append(
                 f"  {b['block']:>5}  {_num(b['values'].get(r['treatment'])):>14}  "
                 f"{_num(b['values'].get(r['control'])):>14}  {eff:>8}  "
-                f"{'void' if b['voided'] else (b['sign'] or '')}"
+                f"{'void' if b['voided'] else (b['sign'] or '')}" + (f"  on {b['host']}" if b.get("host") else "")
             )
         if r.get("mean_effect_pct") is not None:
             lines.append(

@@ -165,6 +165,7 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
     )
     result = RunnerResult("error")
     current: tuple[Slot, int] | None = None
+    where: dict[str, Any] = {}
     try:
         cut = progress.open_attempt
         if cut is not None:
@@ -176,6 +177,7 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
                 phase=cut.phase,
                 reason="the previous runner ended mid-cell (killed, or the machine went down)",
                 cleanup=done,
+                **({"host": cut.started["host"]} if "host" in cut.started else {}),
             )
         executor.precheck(run)
         while True:
@@ -218,6 +220,8 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
                 break
             slot, attempt = action.slot, action.attempt
             arm = run.design.arm(slot.arm)
+            place = getattr(executor, "place", None)  # a placing executor (hosts designs) names the slot's host
+            where = place(run, slot) if place is not None else {}
             current = (slot, attempt)
             note(
                 "cell_started",
@@ -227,23 +231,32 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
                 block=slot.block,
                 profile=arm.profile,
                 knobs=arm.knob_dict,
+                **where,
             )
             try:
                 outcome = executor.execute(run, slot, attempt, note)
             except CellError as exc:
                 current = None
-                note("cell_failed", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block, error=str(exc))
+                note(
+                    "cell_failed",
+                    slot=slot.slot,
+                    attempt=attempt,
+                    arm=slot.arm,
+                    block=slot.block,
+                    error=str(exc),
+                    **where,
+                )
                 continue
             current = None
-            note("cell_done", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block, **outcome)
+            note("cell_done", slot=slot.slot, attempt=attempt, arm=slot.arm, block=slot.block, **{**where, **outcome})
             result.cells_run += 1
     except RunnerInterrupted as exc:
         if current is not None:
-            note("cell_interrupted", slot=current[0].slot, attempt=current[1], reason=str(exc) or "stopped")
+            note("cell_interrupted", slot=current[0].slot, attempt=current[1], reason=str(exc) or "stopped", **where)
         result = RunnerResult("interrupted", str(exc) or "stopped", result.cells_run)
     except FrankError as exc:
         if current is not None:
-            note("cell_interrupted", slot=current[0].slot, attempt=current[1], reason=f"runner error: {exc}")
+            note("cell_interrupted", slot=current[0].slot, attempt=current[1], reason=f"runner error: {exc}", **where)
         note("runner_stopped", reason="error", message=str(exc))
         raise
     note("runner_stopped", reason=result.reason, message=result.message, cells_run=result.cells_run)

@@ -28,17 +28,26 @@ def _single(name: str, doc: str, value: float) -> GaugeMetricFamily:
 
 
 class SnapshotCollector(Collector):
-    def __init__(self, latest: Callable[[], Snapshot | None]) -> None:
+    def __init__(
+        self, latest: Callable[[], Snapshot | None], labels: Callable[[], dict[str, str]] | None = None
+    ) -> None:
         self.latest = latest
+        self.labels = labels  # added to every series (frank.telemetry.activity: profile, experiment, arm, part)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         snap = self.latest()
         if snap is None:
             return
+        extra = self.labels() if self.labels is not None else {}
+        for family in self._families(snap):
+            family.samples = [s._replace(labels={**s.labels, **extra}) for s in family.samples]
+            yield family
+
+    def _families(self, snap: Snapshot) -> Iterator[GaugeMetricFamily]:
         yield from self._cpu(snap)
         yield from self._gpus(snap)
         yield from self._engine(snap)
-        cost = _g("sample_seconds", "Wall time of the last telemetry sample", ["part"])
+        cost = _g("sample_seconds", "Wall time of the last telemetry sample", ["stage"])  # "part" is the activity label
         for part, value in (
             ("total", snap.cost_s),
             ("cpu", snap.cost_cpu_s),
@@ -69,6 +78,12 @@ class SnapshotCollector(Collector):
                 )
             yield _single("engine_threads", "Threads in the engine's process tree", eng.num_threads)
             yield _single("engine_rss_bytes", "Resident memory of the engine's process tree", eng.rss_bytes)
+            pool = eng.expert_pool
+            if pool is not None:
+                yield _single("engine_cpu_pool_threads", "Threads of the engine's CPU-expert pool", pool.size)
+                yield _single(
+                    "engine_cpu_pool_busy_percent", "The CPU-expert pool's share of its cores (0-100)", pool.busy_pct
+                )
 
     @staticmethod
     def _gpus(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
@@ -150,9 +165,14 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def serve(latest: Callable[[], Snapshot | None], host: str = "127.0.0.1", port: int = 9464) -> tuple[Any, Any]:
+def serve(
+    latest: Callable[[], Snapshot | None],
+    host: str = "127.0.0.1",
+    port: int = 9464,
+    labels: Callable[[], dict[str, str]] | None = None,
+) -> tuple[Any, Any]:
     """Start the exporter in a daemon thread; returns (server, thread). `server.server_address` has the
-    real port when `port` is 0. Call `server.shutdown()` to stop it."""
+    real port when `port` is 0. Call `server.shutdown()` to stop it. `labels()` is read on every scrape."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(latest))
+    registry.register(SnapshotCollector(latest, labels))
     return start_http_server(port, addr=host, registry=registry)

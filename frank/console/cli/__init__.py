@@ -16,6 +16,7 @@ from frank.console.cli import (
     episodes_cmd,
     experiment_cmd,
     fidelity_cmd,
+    fleet_cmd,
     jobs_cmd,
     model_cmd,
     record_cmd,
@@ -40,6 +41,7 @@ COMMANDS = (  # in the order `frank --help` lists them
     serve_cmd,
     fidelity_cmd,
     episodes_cmd,
+    fleet_cmd,
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         metavar="S",
         help="start no cell after S seconds: stop between cells (reason time_limit); a later run resumes",
+    )
+    run.add_argument(
+        "--fleet", help="a hosts design's fleet file (default: FRANK_FLEET, else fleet.toml in frank's config dir)"
     )
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=cmd_run)
@@ -182,9 +186,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.stop_after is not None and args.stop_after <= 0:
         raise FrankError(f"--stop-after: expected seconds > 0, got {args.stop_after:g}")
     stop_by = time.time() + args.stop_after if args.stop_after is not None else None
+    if args.fleet:
+        from frank.fleet.fleetfile import FLEET_ENV
+
+        os.environ[FLEET_ENV] = str(Path(args.fleet).resolve())  # a detached runner inherits it
     if args.detach:
         return _detach(run, args.json, stop_by)
-    from frank.experiments.cell import EngineCellExecutor
+    from frank.experiments.placement import executor_for
     from frank.experiments.runner import run_experiment
 
     def show(event: dict[str, Any]) -> None:
@@ -195,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError:
             pass  # the terminal went away (SSH drop): the journal is the record, keep going
 
-    result = run_experiment(run, EngineCellExecutor(), on_event=show, handle_signals=True, stop_by=stop_by)
+    result = run_experiment(run, executor_for(run), on_event=show, handle_signals=True, stop_by=stop_by)
     from frank.console.cli.campaign_cmd import watch_after_run
 
     watch_after_run()  # the campaign's revert watch: a fired rule shows now

@@ -94,7 +94,7 @@ def _export(args: argparse.Namespace) -> int:
     sampler = _sampler(args)
     with sampler:
         try:
-            server, _thread = serve(sampler.latest, host, port)
+            server, _thread = serve(sampler.latest, host, port, labels=None if args.url else _activity_labels())
         except OSError as exc:
             raise FrankError(f"--listen {args.listen}: {exc}") from exc
         real_port = server.server_address[1]
@@ -111,6 +111,21 @@ def _export(args: argparse.Namespace) -> int:
         finally:
             server.shutdown()
     return 0
+
+
+def _activity_labels() -> Any:
+    """profile, experiment, arm and part for every exported series: the engine's profile (from its state
+    files) and what a placed cell says it runs (frank.telemetry.activity)."""
+    from frank.engine.controller import EngineController
+    from frank.telemetry.activity import activity_labels
+
+    controller = EngineController()
+
+    def labels() -> dict[str, str]:
+        st = controller.status(check_health=False)
+        return activity_labels(st.profile if st.state != "stopped" else None)
+
+    return labels
 
 
 def _fmt_bytes(n: float | None) -> str:
