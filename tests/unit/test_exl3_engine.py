@@ -164,3 +164,23 @@ def test_the_carried_wheels_cover_exllamav3s_requirements(wheel):
         if name in carried:
             assert req.specifier.contains(carried[name]), f"carried {name}=={carried[name]} is outside {req}"
     assert not carried.keys() & present, "a package both carried and present"
+
+
+def test_the_exl3_model_fits_exllamav3_and_the_profiles_third():
+    from frank.engine.models import moe_model
+
+    spec = moe_model.spec_for("frank-moe-exl3")
+    d = spec.dims
+    assert spec.keep_layout and not spec.reference
+    # exllamav3 asserts dimensions divisible by 16 (and pads to 128 for its Hadamard transforms)
+    assert all(d[k] % 128 == 0 for k in ("hidden_size", "moe_intermediate_size", "q_lora_rank", "o_lora_rank"))
+    experts = d["num_hidden_layers"] * d["n_routed_experts"] * 3 * d["hidden_size"] * d["moe_intermediate_size"]
+    assert 1.0e9 < experts < 1.4e9  # about 1.2B: compile + build + quantize + runs in one GPU session
+    # the profile's cpu_split values: none, a third, all (exllamav3 keeps one expert on the GPU)
+    knob = load_profile("exl3-gpu-moe").knobs["cpu_split"]
+    assert knob.values == (0, round(d["n_routed_experts"] / 3), d["n_routed_experts"] - 1)
+    # exllamav3 finds the DSpark stage one compress_ratios entry past the trunk, its Markov rank by name
+    config = moe_model.exl3_layout_config(moe_model.config_for(spec), spec)
+    assert len(config["compress_ratios"]) == d["num_hidden_layers"] + 1 and config["compress_ratios"][-1] == 0
+    assert config["dspark_markov_rank"] == spec.dspark["markov_rank"]
+    assert len(moe_model.config_for(spec)["compress_ratios"]) == d["num_hidden_layers"]  # llama.cpp's stays
