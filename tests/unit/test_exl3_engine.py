@@ -164,6 +164,9 @@ def test_the_carried_wheels_cover_exllamav3s_requirements(wheel):
         if name in carried:
             assert req.specifier.contains(carried[name]), f"carried {name}=={carried[name]} is outside {req}"
     assert not carried.keys() & present, "a package both carried and present"
+    # SmolLM2's checkpoint is derived there too: the GGUF readers at the Makefile's pins
+    pins = re.search(r"^GGUF_PINS := (.*)$", (REPO / "Makefile").read_text(), re.M).group(1).split()
+    assert {f"{k}=={carried[k]}" for k in ("gguf", "accelerate")} == set(pins)
 
 
 def test_the_exl3_model_fits_exllamav3_and_the_profiles_third():

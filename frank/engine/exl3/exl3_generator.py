@@ -81,7 +81,7 @@ class Exl3Generator:
             max_new_tokens=sampling.max_tokens,
             sampler=self._sampler(sampling),
             seed=sampling.seed,
-            stop_conditions=[*self.config.eos_token_id_list, *sampling.stop],
+            stop_conditions=[*([] if sampling.ignore_eos else self.config.eos_token_id_list), *sampling.stop],
             decode_special_tokens=True,  # the tool-call blocks are special tokens
         )
         self.generator.enqueue(job)

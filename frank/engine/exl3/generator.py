@@ -18,6 +18,7 @@ class Sampling:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    ignore_eos: bool = False  # vLLM's extension: decode max_tokens whatever the model says (benchmarks)
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,7 @@ class Adapter:
             top_p=float(body.get("top_p") or 1.0),
             stop=stop,
             seed=body.get("seed"),
+            ignore_eos=body.get("ignore_eos") is True,
         )
 
     def run(self, prompt: list[int], sampling: Sampling, on_piece: Callable[[Piece], None]) -> Finished:

