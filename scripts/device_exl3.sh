@@ -8,7 +8,7 @@
 #      waits on it forever), and llama.cpp's CUDA llama-server built beside it unless carried;
 #   2. frank-moe-exl3 (the DeepSeek-V4 shape at 1.2B, DSpark stage) drawn from the carried kit while the
 #      extension compiles: its GGUFs (llama.cpp) and its DeepSeek-layout checkpoint;
-#   3. SmolLM2-135M: the checkpoint derived from the carried Q4_1 GGUF (two parts, two calls), quantized to
+#   3. SmolLM2-135M: the checkpoint derived from the carried Q4_1 GGUF (in parts over the first calls), quantized to
 #      EXL3 3.0 bpw by exllamav3's converter, `frank fidelity floor` on it (KL on code/agent/prose against the
 #      float32 reference, beside the reference and engine floors);
 #   4. frank-moe-exl3 quantized to EXL3 3.0 bpw (its DSpark stage with it), `exl3-gpu-moe` started through
@@ -21,7 +21,8 @@
 #
 #   here:   scripts/stage_exl3_device.sh .device/i39
 #   there:  FRANK_DEVICE_DIR=$PWD/.device/i39/c1 bash scripts/device_exl3.sh   (call 1: carry .device/i39/c1)
-#           FRANK_DEVICE_DIR=$PWD/.device/i39/c2 bash scripts/device_exl3.sh   (call 2: carry .device/i39/c2)
+#           FRANK_DEVICE_DIR=$PWD/.device/i39/c2 bash scripts/device_exl3.sh   (call 2: carry .device/i39/c2,
+#           FRANK_DEVICE_DIR=$PWD/.device/i39/c3 bash scripts/device_exl3.sh    call 3: c3: SmolLM2's GGUF parts)
 #           bash scripts/device_exl3.sh                                          (later calls: nothing carried)
 #
 # A dry run here (no CUDA: phases that need exllamav3 stop with what they lack, the rest runs):
@@ -70,7 +71,9 @@ exec > >(tee "$LOG/run.log") 2>&1
 stamp "call $N (carried: ${D:-nothing})"
 if [ -n "$D" ]; then cp "$D"/smollm2-gguf.* "$W/parts/" 2>/dev/null; fi
 if [ -n "$D" ] && [ -d "$D/wheels" ] && ! done_ wheels; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl || exit 1
+    if [ -z "$DRY" ]; then  # the wheels are the H200 machine's (cp312); a dry run uses its own venv
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl || exit 1
+    fi
     mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-convert.tar.gz" -C "$W/llama.cpp" || exit 1
     [ -f "$D/llama.cpp-src.tar.gz" ] && { mkdir -p "$W/llama.cpp-src" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp-src"; }
     compgen -G "$D/llama-bin.part-*" >/dev/null && { mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build"; }
@@ -106,8 +109,9 @@ wait_compile() {  # true once the extension is built (waits at most until the ca
     done
 }
 LLAMA_BIN=$W/build/bin/llama-server
-if [ ! -x "$LLAMA_BIN" ] && [ -f "$W/llama.cpp-src/CMakeLists.txt" ] && [ -z "$DRY" ] && ! [ -f "$W/llama-build.pid" ] ; then
-    stamp "llama-server (CUDA, sm_90): build in the background, 8 jobs beside the extension's"
+building() { [ -f "$W/llama-build.pid" ] && kill -0 "$(cat "$W/llama-build.pid")" 2>/dev/null; }
+if [ ! -x "$LLAMA_BIN" ] && [ -f "$W/llama.cpp-src/CMakeLists.txt" ] && [ -z "$DRY" ] && ! building; then
+    stamp "llama-server (CUDA, sm_90): build in the background, 8 jobs beside the extension's (ninja resumes a cut-off build)"
     (cmake -S "$W/llama.cpp-src" -B "$W/build" -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
         ninja -C "$W/build" -j8 llama-server && tar -czf - -C "$W/build" bin | split -b 15000000 - "$OUT/llama-bin.part-") \
@@ -138,13 +142,15 @@ convert() {  # IN OUT BITS: exllamav3's converter, its bundled calibration text 
 }
 if ! done_ smollm2-fidelity; then
     GGUF=$W/parts/SmolLM2-135M-Instruct.Q4_1.gguf
-    if [ ! -f "$GGUF" ] && [ -f "$W/parts/smollm2-gguf.part-a" ] && [ -f "$W/parts/smollm2-gguf.part-b" ]; then
-        cat "$W/parts/smollm2-gguf.part-a" "$W/parts/smollm2-gguf.part-b" >"$GGUF.tmp"
-        [ "$(sha256sum "$GGUF.tmp" | cut -d' ' -f1)" = "$(cat "$W/parts/smollm2-gguf.sha256")" ] && mv "$GGUF.tmp" "$GGUF" \
-            || { echo "SmolLM2's GGUF parts do not add up"; rm -f "$GGUF.tmp"; }
+    read -r SUM COUNT < <(cat "$W/parts/smollm2-gguf.sha256" 2>/dev/null || echo "- 0")
+    HAVE=$(ls "$W"/parts/smollm2-gguf.part-* 2>/dev/null | wc -l)
+    if [ ! -f "$GGUF" ] && [ "$COUNT" -gt 0 ] && [ "$HAVE" -eq "$COUNT" ]; then
+        for i in $(seq 1 "$COUNT"); do cat "$W/parts/smollm2-gguf.part-$i"; done >"$GGUF.tmp"
+        if [ "$(sha256sum "$GGUF.tmp" | cut -d' ' -f1)" = "$SUM" ]; then mv "$GGUF.tmp" "$GGUF"
+        else echo "SmolLM2's GGUF parts do not add up"; rm -f "$GGUF.tmp"; fi
     fi
     if [ ! -f "$GGUF" ]; then
-        stamp "SmolLM2 waits for the second part of its GGUF (carry .device/i39/c2)"
+        stamp "SmolLM2 waits for its GGUF: $HAVE of $COUNT parts here (carry the next .device/i39/cN)"
     else
         if ! frank model verify --model smollm2-135m --json >/dev/null 2>&1; then
             stamp "derive SmolLM2's float32 checkpoint"
@@ -211,9 +217,7 @@ if ! done_ table-exl3 && [ "$(left)" -gt 200 ]; then
         --json "$W/bench/exl3.json" 2>"$LOG/bench-exl3.err" | tee "$W/bench/exl3.txt" && mark table-exl3
 fi
 if ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
-    if [ -f "$W/llama-build.pid" ] && kill -0 "$(cat "$W/llama-build.pid")" 2>/dev/null; then
-        stamp "llama-server still building: call again"; exit 0
-    fi
+    if building; then stamp "llama-server still building: call again"; exit 0; fi
     [ -x "$LLAMA_BIN" ] || { stamp "no llama-server (see $W/llama-build.log)"; tail -20 "$W/llama-build.log"; exit 1; }
     export FRANK_LLAMA_SERVER=$LLAMA_BIN
     sed -e 's/^name = .*/name = "llamacpp-gpu-moe-exl3"/' -e "s#frank-moe-gpu/frank-moe-gpu#$MODEL/$MODEL#g" \

@@ -28,11 +28,13 @@ done
 LOG=$DIR/quantize-logs
 mkdir -p "$LOG"
 
-if [ ! -s "$DIR/calibration.txt" ]; then
-    for part in c4 code wiki technical; do  # 300 KB of each, in exllamav3's order
-        unzip -p "$WHEEL" "exllamav3/conversion/standard_cal_data/$part.utf8" | head -c 300000
-        echo
-    done >"$DIR/calibration.txt.tmp"
+if [ ! -s "$DIR/calibration.txt" ]; then  # 300 K characters of each of four, in exllamav3's order
+    "$PY" - "$WHEEL" "$DIR/calibration.txt.tmp" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as zf, open(sys.argv[2], "w", encoding="utf-8") as out:
+    for part in ("c4", "code", "wiki", "technical"):
+        out.write(zf.read(f"exllamav3/conversion/standard_cal_data/{part}.utf8").decode()[:300_000] + "\n")
+PY
     mv "$DIR/calibration.txt.tmp" "$DIR/calibration.txt"
 fi
 if [ ! -s "$DIR/imatrix.gguf" ]; then
@@ -51,7 +53,7 @@ quantize Q4_K_M "$DIR/smollm2-135m-Q4_K_M.gguf"
 quantize IQ2_XXS "$DIR/smollm2-135m-IQ2_XXS.gguf" --imatrix "$DIR/imatrix.gguf"
 
 # A profile per quantization: llamacpp-cpu's, serving that GGUF (its reference: the checkpoint beside it).
-"$PY" - "$DIR" <<'EOF'
+"$PY" - "$DIR" <<'PY'
 import re, sys
 from pathlib import Path
 from frank import paths
@@ -66,6 +68,6 @@ for name, quant in (("smollm2-q4km", "Q4_K_M"), ("smollm2-iq2xxs", "IQ2_XXS")):
     text = re.sub(r'(?m)^description = .*$', f'description = "llama.cpp (xllamacpp) serving SmolLM2-135M {quant}"', text, count=1)
     (out / f"{name}.toml").write_text(text)
     print(f"profile {load_profile(name).name}: {load_profile(name).model_path()}")
-EOF
+PY
 ls -l "$DIR"/smollm2-135m-*.gguf "$DIR/imatrix.gguf"
 grep -h -E "model size|quant size|using fallback|type .*: *[0-9]+ tensors" "$LOG"/Q4_K_M.log "$LOG"/IQ2_XXS.log | sort | uniq -c | head -20
