@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -313,14 +313,9 @@ def _parse_with_args(
 ) -> dict[str, dict[str, str]]:
     """`with_args = { "VALUE" = ["--flag", "value", ...] }`: flags an arg knob adds when it has VALUE."""
     out: dict[str, dict[str, str]] = {}
-    table = raw.get("with_args", {})
-    if table and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
+    if raw.get("with_args") and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
         raise refuse(f"{prefix}.with_args", "only a knob that sets a --flag can bring more flags")
-    values = {str(v) for v in raw["values"]}
-    for value, pairs in table.items():
-        where = f"{prefix}.with_args.{value}"
-        if value not in values:
-            raise refuse(where, f"{value!r} is not one of the values {raw['values']}")
+    for value, where, pairs in _per_value(raw, "with_args", prefix, refuse):
         if len(pairs) % 2 or not all(f.startswith("--") for f in pairs[::2]):
             raise refuse(where, f'expected pairs of "--flag", "value", got {pairs!r}')
         flags = pairs[::2]
@@ -341,18 +336,28 @@ def _parse_with_env(
     """`with_env = { "VALUE" = { VAR = "value", ... } }`: variables an env knob sets when it has VALUE (its own
     target among them gives a named value its variable's value: cpu_experts_sched 1 | 2 -> EXL3_MOE_CPU_PIN
     0 | 1)."""
-    table = raw.get("with_env", {})
-    if table and raw["apply"] != "env":
+    if raw.get("with_env") and raw["apply"] != "env":
         raise refuse(f"{prefix}.with_env", "only an env knob can set more environment variables")
-    values = {str(v) for v in raw["values"]}
-    for value, names in table.items():
-        where = f"{prefix}.with_env.{value}"
-        if value not in values:
-            raise refuse(where, f"{value!r} is not one of the values {raw['values']}")
+    out: dict[str, dict[str, str]] = {}
+    for value, where, names in _per_value(raw, "with_env", prefix, refuse):
         bad = [name for name in names if not ENV_NAME.fullmatch(name)]
         if bad:
             raise refuse(where, f"{bad[0]!r} is not an environment variable name")
-    return {value: dict(names) for value, names in table.items()}
+        out[value] = dict(names)
+    return out
+
+
+def _per_value(
+    raw: dict[str, Any], key: str, prefix: str, refuse: Callable[[str, str], ProfileError]
+) -> Iterator[tuple[str, str, Any]]:
+    """(value, field, entry) of a knob's table keyed by its values (`with_args`, `with_env`), each key one of
+    the knob's values."""
+    values = {str(v) for v in raw["values"]}
+    for value, entry in raw.get(key, {}).items():
+        where = f"{prefix}.{key}.{value}"
+        if value not in values:
+            raise refuse(where, f"{value!r} is not one of the values {raw['values']}")
+        yield value, where, entry
 
 
 def load_profile_file(path: Path) -> Profile:
