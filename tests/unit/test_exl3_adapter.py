@@ -220,3 +220,16 @@ def test_streaming_holds_back_what_could_be_the_start_of_a_call_block():
     assert safe_prefix("hello <tool_call>{", marker) == len("hello ")
     assert safe_prefix("hello", marker) == 5
     assert safe_prefix("a < b", marker) == 5
+
+
+def test_the_server_without_exllamav3_says_so_and_exits(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FRANK_CONTROL_TOKEN": TOKEN}
+    argv = ["--model", str(tmp_path), "--served-model-name", "x", "--port", "1", "--expert-stats-dir", str(tmp_path)]
+    done = subprocess.run([sys.executable, "-m", "frank.engine.exl3.server", *argv], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert "exllamav3 cannot be imported by" in done.stderr

@@ -406,7 +406,10 @@ def main(argv: list[str]) -> int:
     from frank.engine.exl3.exl3_generator import Exl3Generator
 
     t0 = time.monotonic()
-    generator = Exl3Generator(args, extra)
+    try:
+        generator = Exl3Generator(args, extra)
+    except ImportError as exc:
+        raise SystemExit(f"[exl3_server] exllamav3 cannot be imported by {sys.executable}: {exc}") from None
     server = serve(generator, args, token)
     print(f"[exl3_server] listening on {args.host}:{args.port} after {time.monotonic() - t0:.1f} s", flush=True)
     server.serve_forever()
