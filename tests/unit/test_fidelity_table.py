@@ -58,6 +58,17 @@ def test_a_table_from_floor_runs_reads_back_per_engine(frank_cli, fresh_frank_ho
     assert report["seed"] == [{"label": "IQ2_XXS (seed)", "kl": {"code": 0.27, "agent": 0.229, "prose": 0.199}}]
     human = frank_cli("fidelity", "report", str(out))
     assert human.returncode == 0 and "Q4_K_M" in human.stdout and "0.4000" in human.stdout
+    # a row measured elsewhere joins the kept ones (and replaces a row of the same label)
+    save_run(floor_run("20261204-3-floor-cccc", "llamacpp-cpu", (0.1, 0.1, 0.1)))
+    grown = frank_cli.json(
+        "fidelity", "table", "--out", str(out), "--title", "SmolLM2-135M quantized", "--model", "smollm2-135m",
+        "--keep", str(out), "--row", "IQ2_XXS=20261204-3-floor-cccc", "--engine", "IQ2_XXS=llama.cpp (here)",
+    )  # fmt: skip
+    assert [(r["label"], r["engine"], r["run"]) for r in grown["engines"]] == [
+        ("Q4_K_M", "llama.cpp", "20261204-1-floor-aaaa"),
+        ("IQ2_XXS", "llama.cpp (here)", "20261204-3-floor-cccc"),
+    ]
+    assert grown["seed"] == report["seed"]
 
 
 def test_a_run_that_is_not_a_floor_run_makes_no_row():

@@ -50,8 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--title", required=True)
     table.add_argument("--model", required=True, help="the model every row serves, e.g. smollm2-135m")
     table.add_argument("--reference", default="the float32 checkpoint (transformers)")
+    table.add_argument("--row", action="append", metavar="LABEL=RUN", help="a row: its label and floor run id")
     table.add_argument(
-        "--row", action="append", required=True, metavar="LABEL=RUN", help="a row: its label and floor run id"
+        "--keep", metavar="FILE", help="the rows and seed numbers of this table file too (rows measured elsewhere)"
     )
     table.add_argument("--engine", action="append", metavar="LABEL=ENGINE", help="a row's engine (default: its kind)")
     table.add_argument(
@@ -203,23 +204,28 @@ def cmd_table(args: argparse.Namespace) -> int:
     from frank.fidelity.runs import load_run
 
     engines = parse_key_values(args.engine, "engine")
-    rows = []
-    for label, run_id in parse_key_values(args.row, "row").items():
+    kept = t.load_table(Path(args.keep)) if args.keep else None
+    new_rows = parse_key_values(args.row, "row")
+    rows = [row for row in (kept.engines if kept else []) if row.label not in new_rows]
+    for label, run_id in new_rows.items():
         run = load_run(run_id)
         engine = engines.get(label) or KINDS[load_profile(run["profile"]).kind].label
         rows.append(t.engine_row(label, engine, run, args.machine))
-    seed = []
+    if not rows:
+        raise FrankError("a table needs at least one row: --row LABEL=RUN or --keep FILE")
+    seed = list(kept.seed) if kept and not args.seed else []
     for label, values in parse_key_values(args.seed, "seed").items():
         try:
             kl = {name: float(v) for name, v in (pair.split(":", 1) for pair in values.split(","))}
         except ValueError:
             raise FrankError(f"--seed {label}={values}: expected SET:KL,SET:KL,...") from None
         seed.append(t.SeedRow(label=label, kl=kl))
-    top_k = {load_run(run_id)["top_k"] for run_id in parse_key_values(args.row, "row").values()}
+    top_k = {load_run(run_id)["top_k"] for run_id in new_rows.values()} | ({kept.top_k} if kept else set())
     if len(top_k) != 1:
         raise FrankError(f"the rows' runs measured different top k: {sorted(top_k)}")
     out = Path(args.out)
-    table = t.build_table(out, args.title, args.model, args.reference, rows, top_k.pop(), seed, args.note)
+    notes = args.note if args.note is not None else list(kept.notes) if kept else []
+    table = t.build_table(out, args.title, args.model, args.reference, rows, top_k.pop(), seed, notes)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(t.table_json(table))
     emit(args.json, table.model_dump(mode="json"), lambda _: t.format_table(table))
