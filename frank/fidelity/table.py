@@ -2,9 +2,9 @@
 next-token distribution against the float32 reference on each text set, beside the floors (the reference
 against itself, two starts of the same engine configuration), with the seed's own numbers beside it.
 
-`build_table` makes one from saved floor runs (`frank fidelity floor`: one start measured against the
-reference, a second start against the first); `frank fidelity table` writes it, `frank fidelity report FILE`
-reads it (`load_table`: every refusal names the file and the field).
+`build_table` makes one from saved runs (`frank fidelity floor`: one start measured against the reference,
+a second start against the first; or `frank fidelity run`: one start); `frank fidelity table` writes it,
+`frank fidelity report FILE` reads it (`load_table`: every refusal names the file and the field).
 
     {"format": "frank-fidelity-table", "format_version": 1, "title": ..., "model": ..., "reference": ...,
      "top_k": 64, "sets": ["code", "agent", "prose"],
@@ -109,15 +109,17 @@ def _validate(data: dict[str, Any], path: Path) -> FidelityTable:
 
 
 def engine_row(label: str, engine: str, run: dict[str, Any], machine: str = "") -> EngineRow:
-    """One row from a saved floor run (frank.fidelity.runs.floor_run)."""
-    if run.get("kind") != "floor":
-        raise FrankError(f"fidelity run {run.get('id')} is a {run.get('kind')} run: a table row needs a floor run")
+    """One row from a saved run: a floor run (frank.fidelity.runs.floor_run, its engine floor measured), or a
+    single run of the running engine (its engine floor where an earlier floor run of the configuration
+    measured one, else none)."""
+    if run.get("kind") not in ("floor", "run"):
+        raise FrankError(f"fidelity run {run.get('id')} is a {run.get('kind')} run: a table row needs a measure")
     sets = [
         SetResult(
             name=s["name"],
             kl=float(s["kl"]),
             reference_floor=(s.get("floor") or {}).get("reference"),
-            engine_floor=s.get("engine_floor"),
+            engine_floor=s.get("engine_floor", (s.get("floor") or {}).get("engine")),
             positions=int(s["positions"]),
             misses=int(s["misses"]),
         )

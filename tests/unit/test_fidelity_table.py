@@ -71,10 +71,15 @@ def test_a_table_from_floor_runs_reads_back_per_engine(frank_cli, fresh_frank_ho
     assert grown["seed"] == report["seed"]
 
 
-def test_a_run_that_is_not_a_floor_run_makes_no_row():
+def test_a_single_run_makes_a_row_with_the_engine_floor_it_knows():
     run = floor_run("r", "p", (0.1, 0.1, 0.1)) | {"kind": "run"}
-    with pytest.raises(t.FrankError, match="a table row needs a floor run"):
-        t.engine_row("x", "llama.cpp", run)
+    for entry in run["sets"]:
+        del entry["engine_floor"]  # a single run keeps only what an earlier floor run measured
+    entry["floor"]["engine"] = None
+    row = t.engine_row("x", "llama.cpp", run)
+    assert [s.engine_floor for s in row.sets] == [1e-4, 1e-4, None]
+    with pytest.raises(t.FrankError, match="a table row needs a measure"):
+        t.engine_row("x", "llama.cpp", run | {"kind": "control"})
 
 
 def good() -> dict:
