@@ -6,7 +6,8 @@
 # give the same weights, and the tokenizer stays the served one. The importance matrix is computed over the
 # calibration text exllamav3's converter uses by default (its wheel's standard_cal_data: c4, code, wiki,
 # technical), so the GGUF and EXL3 sides are calibrated on the same text. Then a llama.cpp profile per
-# quantization (the llamacpp-cpu profile with the model replaced) in FRANK_HOME's profiles, for
+# quantization (the llamacpp-cpu profile with the model replaced, context 8192 as trained and no speculation
+# by default) in FRANK_HOME's profiles, for
 # `frank fidelity floor --profile smollm2-q4km|smollm2-iq2xxs`.
 #
 #   scripts/quantize_smollm2.sh [MODEL_DIR]   (default: the models dir's smollm2-135m; idempotent)
@@ -37,11 +38,6 @@ with zipfile.ZipFile(sys.argv[1]) as zf, open(sys.argv[2], "w", encoding="utf-8"
 PY
     mv "$DIR/calibration.txt.tmp" "$DIR/calibration.txt"
 fi
-if [ ! -s "$DIR/imatrix.gguf" ]; then
-    "$BIN/llama-imatrix" -m "$SRC" -f "$DIR/calibration.txt" -o "$DIR/imatrix.gguf.tmp" -c 512 \
-        --chunks "$CHUNKS" -t "$THREADS" >"$LOG/imatrix.log" 2>&1
-    mv "$DIR/imatrix.gguf.tmp" "$DIR/imatrix.gguf"
-fi
 quantize() {  # TYPE OUT [--imatrix FILE]
     local type=$1 out=$2
     shift 2
@@ -49,7 +45,12 @@ quantize() {  # TYPE OUT [--imatrix FILE]
     "$BIN/llama-quantize" --allow-requantize "$@" "$SRC" "$out.tmp" "$type" "$THREADS" >"$LOG/$type.log" 2>&1
     mv "$out.tmp" "$out"
 }
-quantize Q4_K_M "$DIR/smollm2-135m-Q4_K_M.gguf"
+quantize Q4_K_M "$DIR/smollm2-135m-Q4_K_M.gguf"   # needs no importance matrix
+if [ ! -s "$DIR/imatrix.gguf" ]; then
+    "$BIN/llama-imatrix" -m "$SRC" -f "$DIR/calibration.txt" -o "$DIR/imatrix.tmp.gguf" -c 512 \
+        --chunks "$CHUNKS" -t "$THREADS" >"$LOG/imatrix.log" 2>&1
+    mv "$DIR/imatrix.tmp.gguf" "$DIR/imatrix.gguf"   # (the .gguf suffix: llama-imatrix picks its format by it)
+fi
 quantize IQ2_XXS "$DIR/smollm2-135m-IQ2_XXS.gguf" --imatrix "$DIR/imatrix.gguf"
 
 # A profile per quantization: llamacpp-cpu's, serving that GGUF (its reference: the checkpoint beside it).
@@ -66,6 +67,8 @@ for name, quant in (("smollm2-q4km", "Q4_K_M"), ("smollm2-iq2xxs", "IQ2_XXS")):
     text = re.sub(r'(?m)^name = .*$', f'name = "{name}"', base, count=1)
     text = re.sub(r'(?m)^model = .*$', f'model = "@models/smollm2-135m/smollm2-135m-{quant}.gguf"', text, count=1)
     text = re.sub(r'(?m)^description = .*$', f'description = "llama.cpp (xllamacpp) serving SmolLM2-135M {quant}"', text, count=1)
+    # measured as trained: no YaRN stretch (it changes every position), no speculation
+    text = text.replace("default = 32768", "default = 8192").replace('default = "ngram-simple"', 'default = "none"')
     (out / f"{name}.toml").write_text(text)
     print(f"profile {load_profile(name).name}: {load_profile(name).model_path()}")
 PY
