@@ -40,7 +40,7 @@ class SetResult(Strict):
     reference_floor: float | None = Field(None, ge=0)  # the reference against itself
     engine_floor: float | None = Field(None, ge=0)  # two starts of this engine configuration
     positions: int = Field(ge=1)
-    misses: int = Field(ge=0)  # positions whose reference token was outside the engine's top k
+    misses: int = Field(ge=0)  # reference top-k tokens the engine did not return, summed over positions
 
 
 class EngineRow(Strict):
