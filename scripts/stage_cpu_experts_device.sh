@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stage what scripts/device_cpu_experts_sched.sh needs on the GPU machine into one folder carried there
+# Stage what scripts/device_moe_campaign.sh needs on the GPU machine into one folder carried there
 # beside the checkout's tree (53 MB of the 64 MiB a call can carry with the parts, 15 MB with the source):
 # llama.cpp's converter alone (its convert_hf_to_gguf.py, conversion/ and gguf-py: the model is drawn and
 # converted there), the console's wheels, frank-moe-gpu's kit (state-dict shapes and tokenizer) and, when

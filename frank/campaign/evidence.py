@@ -20,6 +20,7 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
     if not ref:
         raise CampaignError(f"{campaign.path}:{part.line}: parts ({part.name}).design: the part names no design")
     path = campaign.resolve(ref)
+    _refuse_screen_file(path, "design")
     try:
         return load_design(path), str(path)
     except FrankError as exc:
@@ -52,6 +53,7 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
             from frank.experiments.report import analyze, read_results_csv, results_provenance
 
             results = campaign.resolve(ev.results)
+            _refuse_screen_file(results, "results")
             report = analyze(design, read_results_csv(results, design), source="external")
             out.update(source="results", results=str(results), **_summary(report))
             # exported from a registered run (`frank experiment report RUN --csv`): its design hash was
@@ -93,11 +95,32 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
     return out
 
 
+SCREEN_REFUSAL = (
+    "a screen picks a setting among many and is biased toward its pick: it is never evidence; register the "
+    "confirmation design it wrote (`frank experiment screen --report RUN --design-out FILE.toml`) and run that"
+)
+
+
 def run_report(run_id: str) -> dict[str, Any]:
     from frank.experiments import registry
     from frank.experiments.report import report_for_run
 
-    return report_for_run(registry.load_run(run_id))
+    run = registry.load_run(run_id)
+    if run.meta.get("kind") == "screen":
+        raise CampaignError(f"run {run.run_id} is a screen: {SCREEN_REFUSAL}")
+    return report_for_run(run)
+
+
+def _refuse_screen_file(path: Any, what: str) -> None:
+    """A screen file or a screen's record named where evidence or a design belongs is refused, saying why."""
+    try:
+        head = path.read_text()[:4096]
+    except OSError:
+        return
+    if '"format": "frank-screen-record-1"' in head or (
+        what == "design" and "[control]" in head and "candidates" in head
+    ):
+        raise CampaignError(f"{path}: {what}: this is a screen: {SCREEN_REFUSAL}")
 
 
 def confirmed_runs(campaign: Campaign, part: Part) -> tuple[Design, list[dict[str, Any]]]:

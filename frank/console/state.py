@@ -19,6 +19,7 @@ from frank.engine.profiles import Knob
 from frank.episodes.runner import EpisodesState
 from frank.experiments.board import ExperimentState
 from frank.experiments.design import Rule
+from frank.experiments.screen import ScreenResult
 from frank.jobs import JobStatus
 from frank.telemetry.sampler import Snapshot
 
@@ -151,6 +152,7 @@ class FollowedExperiment:
     rule: Rule | None = None
     report: ReportLine | None = None
     error: str = ""
+    screen: ScreenResult | None = None  # a screen run: every setting's values so far and the pick
 
 
 @dataclass(frozen=True)

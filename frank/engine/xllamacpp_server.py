@@ -31,7 +31,8 @@ ROPE_SCALING = {
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="xllamacpp_server", description=__doc__)
+    # no abbreviations: --prio and --cpu-strict must never be taken for --prio-batch and --cpu-strict-batch
+    p = argparse.ArgumentParser(prog="xllamacpp_server", description=__doc__, allow_abbrev=False)
     p.add_argument("-m", "--model", required=True)
     p.add_argument("-a", "--alias", default="")
     p.add_argument("--host", default="127.0.0.1")
@@ -45,6 +46,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("-tb", "--threads-batch", type=int, default=None, help="batch threads (default: --threads)")
     p.add_argument("--poll", type=int, default=None, help="0-100: how long idle pool threads spin (ggml's pool)")
     p.add_argument("--poll-batch", type=int, default=None, help="the batch pool's --poll")
+    p.add_argument("--cpu-strict", type=int, choices=(0, 1), default=None, help="1: pin the single-token threads")
+    p.add_argument("--prio", type=int, choices=range(4), default=None, help="single-token threads' priority 0-3")
     p.add_argument("--cpu-strict-batch", type=int, choices=(0, 1), default=None, help="1: pin batch threads")
     p.add_argument("-Crb", "--cpu-range-batch", default=None, help="LO-HI: the cores the batch threads may use")
     p.add_argument("--prio-batch", type=int, choices=range(4), default=None, help="batch threads' priority 0-3")
@@ -82,10 +85,10 @@ def params_for(args: argparse.Namespace):
     p.n_parallel = args.parallel
     p.cpuparams.n_threads = args.threads
     p.cpuparams_batch.n_threads = args.threads if args.threads_batch is None else args.threads_batch
-    _pool_settings(xllamacpp, p.cpuparams, args.poll, None, None, None)
+    _pool_settings(xllamacpp, p.cpuparams, args.poll, args.cpu_strict, None, args.prio)
     _pool_settings(
         xllamacpp, p.cpuparams_batch, args.poll_batch if args.poll_batch is not None else args.poll,
-        args.cpu_strict_batch, args.cpu_range_batch, args.prio_batch,
+        args.cpu_strict_batch, args.cpu_range_batch, args.prio_batch if args.prio_batch is not None else args.prio,
     )  # fmt: skip
     p.n_cache_reuse = args.cache_reuse
     p.endpoint_metrics = args.metrics

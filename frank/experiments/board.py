@@ -6,8 +6,9 @@ met. A frozen `ExperimentState` for the console and `frank experiment status`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from frank.experiments import exact
+from frank.experiments import exact, stopping
 from frank.experiments.design import Design
 from frank.experiments.journal import fold, read_events
 from frank.experiments.registry import Run
@@ -47,6 +48,7 @@ class ExperimentState:
     smallest_p: float | None
     p_value: float | None = None  # the sign test over the blocks complete so far (blocks designs)
     stopped_reason: str | None = None
+    decided: dict[str, Any] | None = None  # the `decided` event: the run stopped when decided (stopping.Stop)
     events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -120,6 +122,7 @@ def load_state(run: Run) -> ExperimentState:
         smallest_p=exact.smallest_p(design),
         p_value=p,
         stopped_reason=stopped,
+        decided=progress.decided,
         events=len(events),
     )
 
@@ -136,23 +139,14 @@ def _tally(design: Design, cells: list[CellView], voided: frozenset[int]) -> Blo
 
 
 def _best_possible_p(design: Design, cells: list[CellView], tally: BlockTally | None) -> float | None:
-    """The p-value if every unmeasured cell came out as favourably as possible (None: a criteria rule)."""
-    rule = design.rule
-    if rule.test == "criteria":
+    """The p-value if every unmeasured cell came out as favourably as possible (None: a criteria rule);
+    the bounds the stopping rule reads (frank.experiments.stopping)."""
+    if design.rule.test == "criteria":
         return None
     if tally is not None:
-        k = tally.complete + tally.missing  # voided blocks are out of the test
-        return exact.sign_test(k - tally.losses - tally.ties, k).p_value if k > 0 else None
+        return stopping.sign_p_bounds(tally)[0]
     if design.kind == "balanced":
-        # Far enough out that a pending cell decides its side, near enough that the measured values still
-        # order the relabellings in floating point (1e18 swallowed them: every relabelling tied).
-        measured = [c.value for c in cells if c.value is not None]
-        span = (max(measured) - min(measured) if measured else 0.0) or 1.0
-        low, high = min(measured, default=0.0) - 1000 * span, max(measured, default=0.0) + 1000 * span
-        good, bad = (low, high) if rule.direction == "lower" else (high, low)
-        tvals = [c.value if c.value is not None else good for c in cells if c.arm == rule.treatment]
-        cvals = [c.value if c.value is not None else bad for c in cells if c.arm == rule.control]
-        return exact.permutation_test(tvals, cvals, rule.direction).p_value
+        return stopping.permutation_p_bounds(design, [(c.arm, c.value) for c in cells if c.value is not None])[0]
     return None
 
 

@@ -50,6 +50,19 @@ def replay_measures(runner: ReplayRunner, warmup: int) -> dict[str, Any]:
     return start_measures(tallies).to_json()
 
 
+def failure_messages(runner: ReplayRunner, most: int = 3) -> list[str]:
+    """The engine's own words for the first failed requests (each request's latest record), so a report
+    shows why a request failed, not only that it did."""
+    out = []
+    for draw in runner.draw_names:
+        latest = {r.id: r for r in read_records(runner.draw_file(draw))}
+        for r in latest.values():
+            if r.status == "failed" and len(out) < most:
+                status = f"HTTP {r.http_status}: " if r.http_status else ""
+                out.append(f"{r.id}: {status}{(r.error or 'failed')[:300]}")
+    return out
+
+
 class EngineCellExecutor:
     """Cells on the real engine, through the one EngineController of this user's state dir."""
 
@@ -170,6 +183,7 @@ class EngineCellExecutor:
             "requests": m["measured_requests"],
             "prompt_hashes": m["prompt_hashes"],
             "output_hashes": m["output_hashes"],
+            **({"failures": failure_messages(runner)} if m["failed"] else {}),
             "measures": {
                 k: m[k]
                 for k in (

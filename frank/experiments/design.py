@@ -151,6 +151,9 @@ class Design:
     sha256: str
     fidelity: FidelityRule | None = None  # [fidelity]: no worse than the control by more than the floor
     episodes: Episodes | None = None  # [episodes]: each start runs graded agent episodes, not a replay
+    # [design] stop_when_decided: the runner stops once no remaining start can change the decision
+    # (frank.experiments.stopping); written before the run like the rest of the rule
+    stop_when_decided: bool = False
 
     @property
     def runnable(self) -> bool:
@@ -233,7 +236,9 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     description = top.get("description", str, "")
     profile = top.get("profile", str, "embedded-cpu")
 
-    kind_table = Table(top.get("design", dict), "design", where, ("kind", "blocks", "starts_per_arm", "order"))
+    kind_table = Table(
+        top.get("design", dict), "design", where, ("kind", "blocks", "starts_per_arm", "order", "stop_when_decided")
+    )
     kind = kind_table.choice("kind", KINDS)
     arms = _parse_arms(top.get("arms", list, what="an array of [[arms]] tables"), where, profile)
     names = tuple(arm.name for arm in arms)
@@ -293,6 +298,13 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
     if fidelity is not None:
         control_starts = blocks if kind == "blocks" else starts_per_arm if kind == "balanced" else None
         check_control_starts(fidelity, rule.control, control_starts, where)
+    stop_when_decided = kind_table.get("stop_when_decided", bool, False)
+    if stop_when_decided and (kind == "external" or rule.test == "criteria"):
+        raise kind_table.error(
+            "stop_when_decided",
+            "only a runnable design decided by a sign or permutation test can stop when decided "
+            f"(this one is {kind!r} with a {rule.test} rule)",
+        )
     if revert is not None and revert.fidelity_regression and fidelity is None:
         raise DesignError(f"{where}: revert.fidelity_regression: needs a [fidelity] table (which sets, which floor)")
 
@@ -316,6 +328,7 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
         sha256="",
         fidelity=fidelity,
         episodes=episodes,
+        stop_when_decided=stop_when_decided,
     )
     canonical = canonical_json(design)
     return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
@@ -642,6 +655,8 @@ def canonical_dict(design: Design) -> dict[str, Any]:
         out["episodes"] = {"suite": design.episodes.suite, "draws": design.episodes.draws}
     if design.revert is not None and design.revert.fidelity_regression:
         out["revert"]["fidelity_regression"] = True
+    if design.stop_when_decided:
+        out["design"]["stop_when_decided"] = True
     return out
 
 

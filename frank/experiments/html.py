@@ -207,3 +207,44 @@ def _fidelity_section(page: Page, fid: dict[str, Any], arms: tuple[str, str]) ->
 
 def _kl(value: Any) -> str:
     return "-" if value is None else f"{value:.3e}"
+
+
+def screen_page(rec: dict[str, Any]) -> str:
+    """A screen's record as a page: the pick, every setting's values (plot and table), the confirmation."""
+    from frank.reports import plots
+
+    r = rec["result"]
+    page = Page(f"{rec['name']}: screen, pick {r['pick'] or 'none'}", rec.get("question", ""))
+    page.decision(r["pick"] or "no pick", r["pick_reason"], "a screen picks; only the registered confirmation decides")
+    page.facts(
+        [
+            ("screen sha256", rec["screen_sha256"]),
+            ("run", rec.get("run_id") or "-"),
+            ("profile", rec["profile"]),
+            ("measure", f"{r['measure']} ({r['direction']} is better)"),
+            ("repeats", r["repeats"]),
+            ("order", f"seed {rec['order'].get('seed')}, #{rec['order'].get('index')} of {rec['order'].get('count')}"),
+            ("spread between repeats", f"{r['spread_pct']:.3g}%" if r["spread_pct"] is not None else "-"),
+        ]
+    )
+    page.figure(plots.values_by_setting(r["settings"], r["measure"], r["pick"]), "values per setting", "values")
+    page.table(
+        ["setting", "knobs", "median", "wins against the control", "values"],
+        [
+            [
+                s["name"] + (" (control)" if s["is_control"] else ""),
+                ", ".join(f"{k}={v}" for k, v in s["knobs"].items()),
+                s["median"],
+                "" if s["is_control"] else f"{s['wins']} of {s['compared']}",
+                " ".join("–" if v is None else f"{v:.4g}" for v in s["values"]),
+            ]
+            for s in r["settings"]
+        ],
+        element_id="settings",
+    )
+    conf = rec.get("confirmation")
+    if conf:
+        page.heading("The confirmation design")
+        page.paragraph(f"{conf['name']}: {conf['blocks']} blocks, sha256 {conf['design_sha256']}")
+        page.paragraph(conf["design_toml"], css="pre")
+    return page.render()

@@ -96,6 +96,7 @@ class Progress:
     voided: frozenset[int]
     stopped_reason: str | None  # reason of the last runner_stopped, if the last runner stopped
     runner_sessions: int
+    decided: dict[str, Any] | None = None  # the `decided` event of a run that stopped when decided
 
     def done(self, slot: int) -> dict[str, Any] | None:
         for a in self.attempts.get(slot, ()):
@@ -120,6 +121,7 @@ def fold(events: Iterable[dict[str, Any]]) -> Progress:
     voided: set[int] = set()
     stopped: str | None = None
     sessions = 0
+    decided: dict[str, Any] | None = None
 
     def replace_last(slot: int, **changes: Any) -> None:
         items = attempts.get(slot)
@@ -144,9 +146,12 @@ def fold(events: Iterable[dict[str, Any]]) -> Progress:
             replace_last(ev["slot"], status=status, closed=ev, phase="closed")
         elif kind == "block_voided":
             voided.add(int(ev["block"]))
+        elif kind == "decided":
+            decided = ev
     return Progress(
         attempts={k: tuple(v) for k, v in attempts.items()},
         voided=frozenset(voided),
         stopped_reason=stopped,
         runner_sessions=sessions,
+        decided=decided,
     )

@@ -58,6 +58,7 @@ class Run:
 
 
 BUILTIN_DESIGNS = Path(__file__).resolve().parent / "designs"
+DESIGN_FILE, SCREEN_FILE = "design.toml", "screen.toml"  # a run folder's frozen copy: one or the other
 
 
 def design_files() -> list[Path]:
@@ -82,6 +83,14 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
     design_path = Path(design_path)
     design = load_design(design_path, check_profiles=True)
     exact.check_reachable(design, str(design_path))
+    return freeze(design, design_path, seed=seed)
+
+
+def freeze(
+    design: Design, design_path: Path, *, seed: int | None = None, kind: str = "", file: str = DESIGN_FILE
+) -> Run:
+    """The run folder of a checked design (or a screen's runnable design: kind "screen", its TOML kept as
+    screen.toml), the order drawn from `seed`."""
     source = design_path.read_bytes()
     now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{_slug(design.name)}-{secrets.token_hex(2)}"
@@ -96,7 +105,7 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
         "run_id": run_id,
         "name": design.name,
         "question": design.question,
-        "kind": design.kind,
+        "kind": kind or design.kind,
         "registered_at": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "source_path": str(design_path.resolve()),
         "design_sha256": design.sha256,
@@ -106,8 +115,8 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
         "smallest_p": exact.smallest_p(design),
         "workload": workload,
     }
-    (folder / "design.toml").write_bytes(source)
-    (folder / "design.toml").chmod(0o600)
+    (folder / file).write_bytes(source)
+    (folder / file).chmod(0o600)
     paths.write_private(folder / "design.canonical.json", design.canonical + "\n")
     paths.write_private(folder / "run.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
     with Journal(folder / "journal.jsonl") as journal:
@@ -162,12 +171,19 @@ def resolve_run_id(run_id: str) -> Path:
 
 def load_run(run_id: str, *, verify: bool = True) -> Run:
     folder = resolve_run_id(run_id)
+    screen = (folder / SCREEN_FILE).exists()
+    frozen = folder / (SCREEN_FILE if screen else DESIGN_FILE)
     try:
         meta = json.loads((folder / "run.json").read_text())
-        source = (folder / "design.toml").read_bytes()
+        source = frozen.read_bytes()
     except (OSError, ValueError) as exc:
         raise RunError(f"{folder}: run folder is incomplete or damaged: {exc}") from None
-    design = parse_design_text(source.decode(), str(folder / "design.toml"))
+    if screen:
+        from frank.experiments.screen import parse_screen_text
+
+        design = parse_screen_text(source.decode(), str(frozen)).design
+    else:
+        design = parse_design_text(source.decode(), str(frozen))
     if verify:
         _verify(folder, meta, source, design)
     slots = tuple(Slot.from_json(s) for s in (meta.get("order") or {}).get("slots", []))
@@ -177,7 +193,7 @@ def load_run(run_id: str, *, verify: bool = True) -> Run:
 def _verify(folder: Path, meta: dict[str, Any], source: bytes, design: Design) -> None:
     problems = []
     if hashlib.sha256(source).hexdigest() != meta.get("source_sha256"):
-        problems.append("design.toml was altered after registration (source hash mismatch)")
+        problems.append("the frozen copy was altered after registration (source hash mismatch)")
     if design.sha256 != meta.get("design_sha256"):
         problems.append(
             f"the design's canonical hash is {design.sha256[:12]}…, registered {str(meta.get('design_sha256'))[:12]}…"

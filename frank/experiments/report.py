@@ -20,7 +20,7 @@ from statistics import mean
 from typing import Any
 
 from frank.errors import FrankError
-from frank.experiments import exact
+from frank.experiments import exact, stopping
 from frank.experiments.decision import Guard, decide
 from frank.experiments.design import Design
 from frank.experiments.journal import fold, read_events
@@ -39,6 +39,7 @@ class Observation:
     checks: dict[str, bool] = field(default_factory=dict)
     output_hashes: dict[str, str | None] | None = None
     fidelity: dict[str, Any] | None = None  # a cell's fidelity result (frank/experiments/fidelity.py)
+    failures: tuple[str, ...] = ()  # the engine's own words for the start's first failed requests
 
 
 class ResultsError(FrankError):
@@ -286,6 +287,10 @@ def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[
     )
     word = "lower" if rule.direction == "lower" else "higher"
     if missing > 0:
+        stop = stopping.blocks_stop(design, tally)
+        if stop is not None:  # the p is the finished blocks' (set above)
+            out["stopped_when_decided"] = stop.to_json()
+            return stop.verdict, stop.summary()
         return "incomplete", f"{missing} of {k} blocks not measured yet"
     res = tested or exact.sign_test(0, 0)  # every block voided: nothing tested, p = 1
     reasons = []
@@ -316,6 +321,16 @@ def _balanced(design: Design, obs: list[Observation], out: dict[str, Any]) -> tu
         above = all(tv > cv for tv in tvals for cv in cvals)
         out["separated"] = below if rule.direction == "lower" else above
     if len(tvals) < n or len(cvals) < n:
+        stop = stopping.balanced_stop(design, [(o.start or 0, o.arm, o.value) for o in obs])
+        if stop is not None:  # the p is the finished starts'
+            res = exact.permutation_test(tvals, cvals, rule.direction)
+            out.update(
+                p_value=res.p_value,
+                p_fraction=exact.fraction(res.p_value, res.null_size),
+                tested_null_size=res.null_size,
+            )
+            out["stopped_when_decided"] = stop.to_json()
+            return stop.verdict, stop.summary()
         return (
             "incomplete",
             f"{len(tvals)} of {n} {rule.treatment} and {len(cvals)} of {n} {rule.control} starts measured",
@@ -405,7 +420,8 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
                 {
                     "name": "no_failed_requests",
                     "status": "pass" if total == 0 else "fail",
-                    "detail": f"{total} failed requests over {starts} starts",
+                    "detail": f"{total} failed requests over {starts} starts"
+                    + "".join(f"; start {o.start}: {msg}" for o in obs for msg in o.failures),
                 }
             )
     if g.prompt_token_ids_identical:
@@ -592,6 +608,7 @@ def run_observations(run: Any, progress: Any = None) -> tuple[list[Observation],
                 checks=done.get("checks") or {},
                 fidelity=done.get("fidelity"),
                 output_hashes=done.get("output_hashes"),
+                failures=tuple(done.get("failures") or ()),
             )
         )
     return obs, failed_attempts, progress
@@ -623,6 +640,8 @@ def report_for_run(run: Any) -> dict[str, Any]:
         measures={str(s.slot + 1): (progress.done(s.slot) or {}).get("measures") for s in run.slots},
         arms=[{"name": a.name, "profile": a.profile, "kind": _engine_kind(a.profile)} for a in run.design.arms],
     )
+    if report.get("stopped_when_decided"):
+        report["stopped_when_decided"].update(_cost_not_spent(run, progress))
     draws = [
         {"start": s.slot + 1, "arm": s.arm, **d}
         for s in run.slots
@@ -631,6 +650,26 @@ def report_for_run(run: Any) -> dict[str, Any]:
     if draws:
         report["draws"] = draws
     return report
+
+
+def _cost_not_spent(run: Any, progress: Any) -> dict[str, Any]:
+    """What stopping when decided saved: the engine starts not run and, at the mean wall time of the cells
+    that ran (cell_started to cell_done), their seconds."""
+    durations = [
+        a.closed["unix"] - a.started["unix"]
+        for attempts in progress.attempts.values()
+        for a in attempts
+        if a.status == "done" and a.closed and "unix" in a.closed and "unix" in a.started
+    ]
+    left = sum(1 for s in run.slots if progress.done(s.slot) is None and s.block not in progress.voided)
+    per_cell = mean(durations) if durations else None
+    return {
+        "starts_run": len(durations),
+        "starts_not_run": left,
+        "seconds_per_start": per_cell,
+        "seconds_spent": sum(durations),
+        "seconds_not_spent": per_cell * left if per_cell is not None else None,
+    }
 
 
 def results_csv_for_run(run: Any) -> str:
@@ -652,6 +691,8 @@ def results_csv_for_run(run: Any) -> str:
         f"# order: seed {report.get('seed')}, index {report.get('order_index')} of {report.get('order_count')}",
         f"# decided in the run: {report.get('decision')}, p = {report.get('p_fraction') or report.get('p_value')}",
     ]
+    if report.get("stopped_when_decided"):
+        lines.append(f"# {report['decision_reason']}")
     lines += [f"# guard in the run: {g['name']}: {g['status']} ({g['detail']})" for g in report.get("guards", [])]
     fidelity = _fidelity_rows(obs, report.get("fidelity"), design.rule.control)
     with_measure = criteria or bool(fidelity)
@@ -799,6 +840,13 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(
             f"  revert rule: {rv['outcome']}"
             + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})" if rv["triggers"] or rv["unchecked"] else "")
+        )
+    stop = r.get("stopped_when_decided")
+    if stop:
+        saved = stop.get("seconds_not_spent")
+        lines.append(
+            f"  stopped when decided after {stop['unit']} {stop['after']} of {stop['of']}: {stop['left']} not run"
+            + (f" (about {saved:.0f} s of engine starts not spent)" if saved else "")
         )
     for note in r.get("notes", []):
         lines.append(f"  note: {note}")

@@ -7,11 +7,17 @@ the next step begins, so the journal alone tells where a killed runner was:
     runner_started  cell_started  engine_ready  replay_done  engine_stopped  cell_done   (one attempt)
     cell_failed / cell_interrupted   (an attempt that did not finish: the design's failure rule applies)
     block_voided    runner_stopped {reason: finished | interrupted | time_limit | retries_exhausted | error}
+    decided         (a design with stop_when_decided: no remaining start can change the decision)
 
 On start the runner folds the journal (`fold`); an attempt that was started but never closed was cut off
 (runner or engine killed): it is recorded as `cell_interrupted`, its leftover engine is stopped, and the
 failure rule decides: retry the same slot (up to `max_retries` more attempts) or void the block. A lock
 file (flock, released by the kernel when the holder dies) keeps two runners off one run.
+
+A design with `stop_when_decided` is checked before every cell (frank.experiments.stopping): once the
+blocks (starts) run so far decide it whatever the rest would give, the runner records `decided` (the
+verdict, after which block, why) and stops as finished. The check is a function of the journal alone, so a
+runner killed between the deciding cell and the `decided` event writes it on resume and runs nothing more.
 
 A runner given `stop_by` (a wall-clock time) starts no cell after it: it stops between cells (reason
 `time_limit`), nothing interrupted, and the next runner goes on with the next cell. That is how a run fits
@@ -38,6 +44,7 @@ from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt, Journal, Progress, fold, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
+from frank.experiments.stopping import Stop, stop_of
 from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CLI read it here)
 
 Note = Callable[..., dict]
@@ -169,6 +176,12 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
         executor.precheck(run)
         while True:
             progress = fold(read_events(run.journal_path))
+            stop = decided_stop(run, progress)
+            if stop is not None:
+                if progress.decided is None:
+                    note("decided", **stop.to_json())
+                result = RunnerResult("finished", stop.summary(), result.cells_run)
+                break
             action = next_action(run.design, run.slots, progress)
             if action.kind == "finished":
                 result = RunnerResult("finished", "every cell is done or voided", result.cells_run)
@@ -231,6 +244,23 @@ def _run(run: Run, executor: CellExecutor, note: Note, stop_by: float | None = N
         raise
     note("runner_stopped", reason=result.reason, message=result.message, cells_run=result.cells_run)
     return result
+
+
+def measured(run: Run, progress: Progress) -> list[tuple[int, int | None, str, float]]:
+    """(start, block, arm, value) of every finished start that counts (not in a voided block)."""
+    out = []
+    for slot in run.slots:
+        done = progress.done(slot.slot)
+        if done is not None and not (slot.block is not None and slot.block in progress.voided):
+            out.append((slot.slot + 1, slot.block, slot.arm, float(done["value"])))
+    return out
+
+
+def decided_stop(run: Run, progress: Progress) -> Stop | None:
+    """The stop a design with stop_when_decided has reached, from the journal's fold alone."""
+    if not run.design.stop_when_decided:
+        return None
+    return stop_of(run.design, measured(run, progress), progress.voided)
 
 
 def _install_signals() -> dict[int, Any]:

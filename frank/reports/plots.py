@@ -165,3 +165,22 @@ def kl_by_set(sets: list[dict[str, Any]], arms: tuple[str, str]) -> str:
     ax.set_title("KL per set (dashed: control + floor)")
     ax.legend(frameon=False)
     return _svg(fig, plt)
+
+
+def values_by_setting(settings: list[dict[str, Any]], measure: str, pick: str | None) -> str:
+    """A screen: every setting's values (one dot a repeat) and its median (a bar), the control first, the
+    pick highlighted."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.42 * len(settings)))
+    for row, s in enumerate(settings):
+        colour = ARM_COLOURS[0] if s["name"] == pick else ARM_COLOURS[1] if s.get("is_control") else "#777777"
+        xs = [v for v in s["values"] if v is not None]
+        ax.scatter(xs, [row] * len(xs), color=colour, s=28, zorder=3)
+        if s.get("median") is not None:
+            ax.plot([s["median"]] * 2, [row - 0.3, row + 0.3], color=colour, linewidth=2)
+    ax.set_yticks(range(len(settings)))
+    ax.set_yticklabels([s["name"] + (" (control)" if s.get("is_control") else "") for s in settings])
+    ax.invert_yaxis()
+    ax.set_xlabel(measure or "value")
+    ax.set_title("every setting's values per repeat (bar: median)")
+    return _svg(fig, plt)

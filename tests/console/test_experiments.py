@@ -142,3 +142,38 @@ async def test_the_body_design_is_listed_with_both_engines_and_registers_from_th
         ]
         await pilot.pause(0.1)
         assert app.screen.query_one("#board", DataTable).row_count == 2  # one start per arm
+
+
+async def test_a_screen_run_shows_every_settings_values_and_the_pick(make_app):
+    """A screen followed on the experiments screen: a row per setting with its value in each repeat, its
+    wins against the control, and the pick once every cell is measured."""
+    from pathlib import Path
+
+    from frank.experiments.runner import run_experiment
+    from frank.experiments.screen import register_screen
+    from tests.unit.test_experiment_runner import FakeCellExecutor
+
+    class Cells(FakeCellExecutor):
+        def execute(self, run, slot, attempt, note):
+            out = super().execute(run, slot, attempt, note)
+            base = {"default": 1.0, "threads-1": 1.3, "poll-50": 0.9, "sched-2": 1.1}[slot.arm]
+            out["value"] = base + slot.slot / 1e3
+            return out
+
+    make_app()
+    screens = Path(registry.__file__).parent / "screens"
+    run = register_screen(screens / "cpu-pool-local.toml", seed=5)
+    run_experiment(run, Cells())
+    app = make_app(poll=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("3")
+        app.follow_run(run.run_id)
+        assert await wait_until(pilot, lambda: followed_run(app) == run.run_id, timeout_s=4.0)
+        assert await wait_until(pilot, lambda: app.state.experiments.followed.screen is not None, timeout_s=4.0)
+        assert app.state.experiments.followed.screen.pick == "poll-50"
+        board = app.screen.query_one("#board", DataTable)
+        assert await wait_until(pilot, lambda: board.row_count == 4)
+        assert [str(c) for c in board.get_row("poll-50")][0] == "poll-50 ◀ pick"
+        assert [str(c) for c in board.get_row("threads-1")][-1] == "0/2"
+        tally = str(app.screen.query_one("#exp-tally").content)
+        assert "pick: poll-50" in tally and "not evidence" in tally

@@ -33,8 +33,6 @@ def test_gpu_moe_exact_command_line(monkeypatch, tmp_path):
         "--spec-draft-model", str(tmp_path / "frank-moe-gpu" / "frank-moe-gpu-dspark.gguf"),
         "--spec-draft-n-max", "3",
         "--spec-draft-ngl", "99",
-        "--poll", "0",
-        "--poll-batch", "0",
         "--spec-type", "draft-dspark",
         "--n-cpu-moe", "4",  # a third of the 12 layers
         "--cpu-strict-batch", "1",  # schedule 2: the batch threads pinned one per core
@@ -43,6 +41,11 @@ def test_gpu_moe_exact_command_line(monkeypatch, tmp_path):
         "--threads-batch", "16",
         "--split-mode", "none",  # gpu_split: GPU 0 only, also on a machine with two
         "--main-gpu", "0",
+        "--poll", "0",  # cpu_poll: the pool sleeps when idle
+        "--poll-batch", "0",
+        "--prio", "0",  # cpu_prio: normal priority
+        "--prio-batch", "0",
+        "--cpu-strict", "0",  # cpu_strict: the single-token pool placed by the kernel
     ]  # fmt: skip
     assert spec.env == {"LLAMA_API_KEY": "TOKEN", "OMP_WAIT_POLICY": "PASSIVE", **MULTICAST_OFF}
 
@@ -90,6 +93,23 @@ def test_the_launcher_parses_every_flag_the_profiles_give():
     args = parse_args(argv[3:])
     assert (args.threads, args.threads_batch, args.poll, args.poll_batch) == (2, 2, 0, 0)
     assert (args.cpu_strict_batch, args.cpu_range_batch, args.n_cpu_moe) == (1, "0-511", 2)
+    # the single-token pool's own flags are never read as the batch pool's (no abbreviations)
+    assert (args.cpu_strict, args.prio, args.prio_batch) == (0, 0, 0)
+    other = parse_args([*argv[3:], "--cpu-strict", "1", "--prio", "2"])
+    assert (other.cpu_strict, other.cpu_strict_batch, other.prio, other.prio_batch) == (1, 1, 2, 0)
     assert args.spec_type == "draft-dspark" and args.spec_draft_model.endswith("tiny-frank-moe-dspark.gguf")
     with pytest.raises(SystemExit):
         parse_args([*argv[3:], "--cpu-strict-batch", "2"])  # llama-server's 0|1, no other value
+
+
+@pytest.mark.parametrize("profile", ["llamacpp-cpu-moe", "llamacpp-gpu-moe"])
+def test_the_pool_settings_a_screen_tries_set_both_pools_once(monkeypatch, tmp_path, profile):
+    monkeypatch.setenv("FRANK_LLAMA_SERVER", "/opt/llama-server")
+    monkeypatch.setenv("FRANK_MODELS", str(tmp_path))
+    prof = load_profile(profile)
+    argv = build_launch(prof, prof.resolve_knobs({"cpu_poll": 50, "cpu_prio": 2, "cpu_strict": 1}), 1, "T").argv
+    assert _flag(argv, "--poll") == _flag(argv, "--poll-batch") == "50"
+    assert _flag(argv, "--prio") == _flag(argv, "--prio-batch") == "2"
+    assert _flag(argv, "--cpu-strict") == "1"
+    for flag in ("--poll", "--poll-batch", "--prio", "--prio-batch", "--cpu-strict"):
+        assert argv.count(flag) == 1, flag

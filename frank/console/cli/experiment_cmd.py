@@ -1,4 +1,4 @@
-"""`frank experiment register|run|status|report|analyze|list`: registered experiments from the shell.
+"""`frank experiment register|run|status|report|analyze|plan|screen|list`: registered experiments from the shell.
 
 `run` works in the foreground, or with `--detach` as its own session (stdin from /dev/null, output to the
 run folder's job.log, through frank.jobs), which is how the console launches it: an SSH drop then touches nothing, and
@@ -100,6 +100,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=cmd_plan)
+
+    scr = esub.add_parser(
+        "screen",
+        help="screen candidate settings against a control (registered, drawn order, runs as a job); its "
+        "report picks one and writes the confirmation design",
+        description=SCREEN_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scr.add_argument("screen", nargs="?", help="screen file (TOML): register it and run it")
+    scr.add_argument("--report", metavar="RUN|FILE.json", help="the pick of a screen run, or of an exported record")
+    scr.add_argument("--export", metavar="FILE.json", help="with --report RUN: write the self-contained record")
+    scr.add_argument("--design-out", metavar="FILE.toml", help="with --report: write the confirmation design")
+    scr.add_argument("--html", metavar="FILE.html", help="with --report: the report as a page with its plot")
+    scr.add_argument("--seed", type=int, default=None, help="draw the order from this seed (default: a random one)")
+    scr.add_argument("--register-only", action="store_true", help="register it; run it later with `experiment run`")
+    scr.add_argument("--detach", action="store_true", help="run as a detached job (follow it in the console)")
+    scr.add_argument("--stop-after", type=float, default=None, metavar="S", help="start no cell after S seconds")
+    scr.add_argument("--json", action="store_true")
+    scr.set_defaults(func=cmd_screen)
 
     lst = esub.add_parser("list", help="registered runs")
     lst.add_argument("--json", action="store_true")
@@ -226,6 +245,7 @@ def _event_line(e: dict[str, Any]) -> str:
         "cell_failed": lambda: str(e.get("error", "")),
         "cell_interrupted": lambda: str(e.get("reason", "")),
         "block_voided": lambda: f"block {e.get('block')}: {e.get('reason')}",
+        "decided": lambda: f"{str(e.get('verdict')).upper()} after {e.get('unit')} {e.get('after')}: {e.get('reason')}",
         "runner_started": lambda: f"pid {e.get('pid')}" + (" (resuming)" if e.get("resumed") else ""),
         "runner_stopped": lambda: f"{e.get('reason')}: {e.get('message', '')}",
         "registered": lambda: f"{e.get('design_sha256', '')[:12]}…",
@@ -272,6 +292,12 @@ def _human_state(s: dict[str, Any]) -> str:
         f"  rule can still be met: {'yes' if s['can_still_meet'] else 'no'}"
         + (f" (best possible p {best:.4g})" if best is not None else "")
     )
+    if s.get("decided"):
+        d = s["decided"]
+        lines.append(
+            f"  stopped when decided: {d['verdict'].upper()} after {d['unit']} {d['after']} of {d['of']} "
+            f"({d['left']} not run): {d['reason']}"
+        )
     return "\n".join(lines)
 
 
@@ -339,6 +365,62 @@ def _write_html(report: dict[str, Any], path: Path, as_json: bool) -> int:
         lambda p: f"wrote {p['html']} ({p['decision']})",
     )
     return 0
+
+
+SCREEN_HELP = """\
+The campaign's first step: many settings, short cells, one pick, then a registered confirmation.
+
+  frank experiment screen SCREEN.toml [--detach] [--stop-after S]   register, then run (resume: experiment run RUN)
+  frank experiment screen --report RUN [--export F.json] [--design-out F.toml] [--html F.html]
+  frank experiment screen --report F.json                           decide the pick again from a record
+
+A screen file names a profile, a [control] setting, candidates ([[candidates]] tables with knobs on top of
+the control's, or a [grid] of knob values), repeats (each repeat runs every setting once, in a drawn order),
+a [workload] and [measure] as a design has, a [pick] rule (min_wins: beat the control in at least that
+many repeats; the best median of those goes forward) and [confirm] (effect_pct, min_blocks, max_blocks,
+stop_when_decided). The report's confirmation design is the pick against the control, its blocks planned
+on the screen's own spread. A screen is never evidence: register and run the confirmation.
+"""
+
+
+def cmd_screen(args: argparse.Namespace) -> int:
+    from frank.experiments import screen_report
+    from frank.experiments.screen import register_screen
+
+    if args.report:
+        ref = Path(args.report)
+        if ref.suffix == ".json" and ref.is_file():
+            rec = screen_report.read_record(ref)
+        else:
+            rec = screen_report.record_for_run(registry.load_run(args.report))
+        if args.export:
+            screen_report.write_json(Path(args.export), rec)
+        if args.design_out:
+            if not rec.get("confirmation"):
+                raise FrankError(f"{args.report}: no pick ({rec['result']['pick_reason']}): no confirmation design")
+            out = Path(args.design_out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(rec["confirmation"]["design_toml"])
+        if args.html:
+            from frank.experiments.html import screen_page
+            from frank.reports.page import write_page
+
+            write_page(Path(args.html), screen_page(rec))
+        emit(args.json, rec, screen_report.format_record)
+        return 0
+    if not args.screen:
+        raise FrankError("frank experiment screen: give a screen file to run, or --report RUN|FILE.json")
+    run = register_screen(args.screen, seed=args.seed)
+    if args.register_only:
+        order = run.meta.get("order") or {}
+        emit(
+            args.json,
+            {"run_id": run.run_id, "screen_sha256": run.design.sha256, "order": order.get("slots", [])},
+            lambda p: f"registered screen {p['run_id']}\n  order {_order_text(p['order'])}",
+        )
+        return 0
+    args.run_id = run.run_id
+    return cmd_run(args)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

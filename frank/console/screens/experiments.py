@@ -157,7 +157,10 @@ class ExperimentsScreen(FrankScreen):
         if state.run_id in runs.rows and runs.get_cell(state.run_id, "status") != state.status:
             runs.update_cell(state.run_id, "status", state.status)
         self._head(state)
-        self._board(state, followed.rule, followed.report)
+        if followed.screen is not None:
+            self._screen_board(state, followed.screen)
+        else:
+            self._board(state, followed.rule, followed.report)
 
     def _head(self, s: Any) -> None:
         style = {"running": "$frank-ok", "finished": "$frank-idle", "failed": "$frank-bad"}.get(s.status, "$frank-warn")
@@ -223,10 +226,55 @@ class ExperimentsScreen(FrankScreen):
             f"[$frank-idle]best p still possible[/] {fmt_p(s.best_possible_p, size)}   "
             f"[$frank-idle]design's smallest p[/] {fmt_p(s.smallest_p, size)}",
         ]
+        if s.decided:
+            d = s.decided
+            lines.append(
+                f"[bold]stopped when decided after {d['unit']} {d['after']} of {d['of']}[/] "
+                f"[$frank-idle]({d['left']} not run): {escape(str(d['reason']))}[/]"
+            )
         if report is not None:
             lines.append(
                 f"[bold]p = {fmt_p(report.p_value, report.null_size)}   decision: {escape(report.decision)}[/]"
             )
+        self.query_one("#exp-tally", Static).update("\n".join(lines))
+
+    def _screen_board(self, s: Any, screen: Any) -> None:
+        """A screen run: one row a setting, its value in each repeat so far, median, effect and wins against
+        the control, and the pick (made once every cell is measured)."""
+        board = self.query_one("#board", DataTable)
+        repeats = tuple(f"r{i}" for i in range(1, screen.repeats + 1))
+        columns = ("setting", *repeats, "median", "vs control", "wins")
+        if self._board_kind != f"{s.run_id}:screen":
+            board.clear(columns=True)
+            for col in columns:
+                board.add_column(col, key=col, width=24 if col == "setting" else 10)
+            self._board_kind = f"{s.run_id}:screen"
+        for r in screen.settings:
+            effects = [e for e in r.effects_pct if e is not None]
+            versus = "control" if r.is_control else (f"{sum(effects) / len(effects):+.2f}%" if effects else "–")
+            name = r.name + (" ◀ pick" if r.name == screen.pick else "")
+            cells = (
+                name,
+                *(_v(v) for v in r.values),
+                _v(r.median),
+                versus,
+                "" if r.is_control else f"{r.wins}/{r.compared}",
+            )
+            if r.name in board.rows:
+                for col, value in zip(columns, cells, strict=True):
+                    if board.get_cell(r.name, col) != value:
+                        board.update_cell(r.name, col, value)
+            else:
+                board.add_row(*cells, key=r.name)
+        done = sum(1 for c in s.cells if c.status == "done")
+        style = "$frank-ok" if screen.pick else "$frank-warn"
+        lines = [
+            f"[$frank-idle]screen[/] {done} of {len(s.cells)} cells · {screen.repeats} repeats · "
+            f"measure {escape(screen.measure)} ({screen.direction} is better)",
+            f"[{style}]pick: {escape(screen.pick or 'none yet' if not screen.complete else screen.pick or 'none')}[/] "
+            f"[$frank-idle]{escape(screen.pick_reason)}[/]",
+            "[$frank-idle]a screen is not evidence: its pick goes on to a registered confirmation[/]",
+        ]
         self.query_one("#exp-tally", Static).update("\n".join(lines))
 
 

@@ -144,14 +144,21 @@ class ExperimentsSource(Source[ExperimentsView]):
             return FollowedExperiment(run_id, error=str(exc))
         state = load_state(run)
         report = None
-        if state.status in ENDED:
+        if state.status in ENDED and run.meta.get("kind") != "screen":  # a screen's outcome is its pick
             cached = self._report
             if cached is not None and cached[:2] == (run_id, state.events):
                 report = cached[2]
             else:
                 report = self._report_line(run)
                 self._report = (run_id, state.events, report)
-        return FollowedExperiment(run_id, state, run.design.rule, report)
+        screen = None
+        if run.meta.get("kind") == "screen":
+            from frank.experiments.screen import analyze_screen, parse_screen_text
+            from frank.experiments.screen_report import screen_values
+
+            frozen = run.folder / "screen.toml"
+            screen = analyze_screen(parse_screen_text(frozen.read_text(), str(frozen)), screen_values(run)[0])
+        return FollowedExperiment(run_id, state, run.design.rule, report, screen=screen)
 
     @staticmethod
     def _report_line(run: Any) -> ReportLine:

@@ -1,35 +1,41 @@
 #!/usr/bin/env bash
-# The seed's CPU-expert schedule test, ON the GPU machine (issue 32; docs/gpu-run.md, "The schedule test"):
-# llama.cpp's CUDA llama-server (carried from an earlier call, or built there from the carried source)
-# serving frank-moe-gpu (drawn and converted there) through `llamacpp-gpu-moe`, then only frank's own commands:
+# The campaign's method on the CPU-expert MoE, ON the GPU machine (issues 32 and 38; docs/gpu-run.md, "The
+# campaign's method on the GPU"): llama.cpp's CUDA llama-server (carried from an earlier call, or built there
+# from the carried source) serving frank-moe-gpu (drawn and converted there) through `llamacpp-gpu-moe`,
+# then only frank's own commands:
 #
 #   1. the A/A run: frank/experiments/designs/cpu-experts-aa.toml registered and run (3 blocks of two starts
 #      of one schedule);
 #   2. `frank experiment plan cpu-experts-sched.toml --noise AA_RUN --effect-pct $EFFECT`: the blocks the
 #      schedule test gets are the plan's for 80% power, at least the seed's 5 and at most FRANK_SCHED_MAX_BLOCKS,
 #      written into the design before it is registered (the registered design comes back in $OUT);
-#   3. the schedule test registered and run detached; the console's dashboard and experiments screen saved
-#      mid-run with the keypress-to-paint figure (scripts/console_shots.py), telemetry recorded beside;
-#   4. once finished: the report (JSON, text, HTML with plots) and its CSV.
+#   3. the schedule test registered and run detached, stopping when decided; the console's dashboard and
+#      experiments screen saved mid-run with the keypress-to-paint figure (scripts/console_shots.py),
+#      telemetry recorded beside; once finished: the report (JSON, text, HTML with plots) and its CSV;
+#   4. the screen of the CPU pool (frank/experiments/screens/cpu-pool.toml: six settings against the default,
+#      three repeats) registered and run, the console shot mid-screen, its record, report and pick;
+#   5. the pick's confirmation design (`frank experiment screen --report RUN --design-out`) registered and
+#      run, stopping when decided; its report and CSV.
 #
 # A call there lasts at most 10 minutes: every phase resumes in the next call from what $W holds (a warm
 # machine keeps /tmp), the runs through their journals (`frank experiment run --detach --stop-after S`:
 # the runner stops between cells). Call it again until it prints "all done".
 #
-#   here:   [BIN_PARTS=/path/to/llama-bin-parts] scripts/stage_cpu_experts_device.sh .device/i32
-#   there:  FRANK_DEVICE_DIR=$PWD/.device/i32 bash scripts/device_cpu_experts_sched.sh     (carry .device/i32)
+#   here:   [BIN_PARTS=/path/to/llama-bin-parts] scripts/stage_cpu_experts_device.sh .device/i38
+#   there:  FRANK_DEVICE_DIR=$PWD/.device/i38 bash scripts/device_moe_campaign.sh     (carry .device/i38)
 #   (with no BIN_PARTS the first call builds llama-server there: copy the llama-bin.part-* it sends back into
-#   .device/i32 before the next call, in case the machine is not warm any more)
+#   .device/i38 before the next call, in case the machine is not warm any more)
 #
 # A dry run here (mechanics only: the CPU wheel's llama-server, tiny-frank-moe, no GPU readings):
 #   FRANK_SCHED_PROFILE=llamacpp-cpu-moe FRANK_SCHED_MODEL=tiny-frank-moe FRANK_SCHED_PYTHON=$PWD/.venv/bin/python \
 #   FRANK_SCHED_MODEL_PYTHON=$PWD/.venv-engine/bin/python FRANK_MODELS=$PWD/.build/models FRANK_SCHED_SHOT_SAMPLES=0 \
 #   FRANK_LLAMA_SERVER=none FRANK_SCHED_KNOBS="cpu_moe_layers = 2, cpu_threads = 2" FRANK_SCHED_REQUESTS=2 \
-#   FRANK_SCHED_AA_BLOCKS=2 FRANK_SCHED_MIN_BLOCKS=2 FRANK_SCHED_MAX_BLOCKS=2 bash scripts/device_cpu_experts_sched.sh
+#   FRANK_SCHED_AA_BLOCKS=2 FRANK_SCHED_MIN_BLOCKS=2 FRANK_SCHED_MAX_BLOCKS=2 FRANK_SCREEN=cpu-pool-local \
+#   bash scripts/device_moe_campaign.sh
 set -uo pipefail
 
 TREE=$(cd "$(dirname "$0")/.." && pwd)
-D=${FRANK_DEVICE_DIR:-$PWD/.device/i32}
+D=${FRANK_DEVICE_DIR:-$PWD/.device/i38}
 OUT=${OUT:-/tmp/frank-sched-out}
 W=${FRANK_SCHED_WORK:-/tmp/frank-sched}
 PROFILE=${FRANK_SCHED_PROFILE:-llamacpp-gpu-moe}
@@ -40,6 +46,7 @@ MAX_BLOCKS=${FRANK_SCHED_MAX_BLOCKS:-8}
 BUDGET_S=${FRANK_SCHED_BUDGET_S:-560}
 CELL_S=${FRANK_SCHED_CELL_S:-45}
 DESIGNS=$TREE/frank/experiments/designs
+SCREEN=${FRANK_SCREEN:-cpu-pool}          # frank/experiments/screens/$SCREEN.toml
 mkdir -p "$W/models" "$W/designs" "$OUT"
 N=$(( $(cat "$W/calls" 2>/dev/null || echo 0) + 1 )); echo "$N" >"$W/calls"
 LOG=$W/logs-$N
@@ -58,7 +65,7 @@ finish() {
     local keep=("logs-$N" designs)
     [ -d "$runs_dir" ] && keep+=(home/data/runs/experiments)
     [ -d home/state/logs ] && keep+=(home/state/logs)
-    tar -czf "$OUT/sched-$N.tar.gz" --exclude='*.npz' -C "$W" "${keep[@]}" $(ls -d shots 2>/dev/null)
+    tar -czf "$OUT/sched-$N.tar.gz" --exclude='*.npz' --exclude='*.part-*' -C "$W" "${keep[@]}" $(ls -d shots shots-screen 2>/dev/null)
     cp "$LOG/run.log" "$OUT/run-$N.log"
 }
 trap finish EXIT
@@ -143,13 +150,14 @@ run_until() {  # RUN: run or resume it detached until it stops (finished, or the
     frank experiment status "$run" | tee "$LOG/status-$run.txt"
     [ "$(status_of "$run")" = finished ]
 }
-shots() {  # RUN: the console mid-run, once; telemetry beside the run until it stops
-    if [ ! -f "$W/shots/dashboard.svg" ]; then
-        stamp "the console mid-run (after the first block)"
-        timeout 240 "$PY" "$TREE/scripts/console_shots.py" --out-dir "$W/shots" --run "$1" \
+shots() {  # RUN [DIR]: the console mid-run, once per DIR; telemetry beside the run until it stops
+    local dir=${2:-shots}
+    if [ ! -f "$W/$dir/dashboard.svg" ]; then
+        stamp "the console mid-run ($dir)"
+        timeout 240 "$PY" "$TREE/scripts/console_shots.py" --out-dir "$W/$dir" --run "$1" \
             --samples "${FRANK_SCHED_SHOT_SAMPLES:-8}" --cells 2 --keys 20 --timeout 180 \
-            >"$LOG/console-shots.json" 2>"$LOG/console-shots.err"
-        echo "console shots exit $?"; tail -3 "$LOG/console-shots.err"; cat "$LOG/console-shots.json"
+            >"$LOG/console-$dir.json" 2>"$LOG/console-$dir.err"
+        echo "console shots exit $?"; tail -3 "$LOG/console-$dir.err"; cat "$LOG/console-$dir.json"
     fi
     # SIGINT back to its default (a background job of a script ignores it): telemetry ends its JSON on it
     "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
@@ -182,10 +190,44 @@ run_until "$RUN" shots; done_rc=$?
 if [ -f "$W/telemetry.pid" ]; then kill -INT "$(cat "$W/telemetry.pid")" 2>/dev/null; rm -f "$W/telemetry.pid"; fi
 [ $done_rc = 0 ] || { stamp "the schedule test is not finished: call again"; exit 0; }
 
-stamp "report"
-frank experiment report "$RUN" --json >"$LOG/report.json"
-frank experiment report "$RUN" | tee "$LOG/report.txt"
-frank experiment report "$RUN" --html "$LOG/report.html"
-frank experiment report "$RUN" --csv "$LOG/cpu-experts-sched-h200.csv"
-cp "$LOG/report.html" "$LOG/cpu-experts-sched-h200.csv" "$W/designs/"
+if [ ! -f "$W/designs/cpu-experts-sched-h200.csv" ]; then
+    stamp "report"
+    frank experiment report "$RUN" --json >"$LOG/report.json"
+    frank experiment report "$RUN" | tee "$LOG/report.txt"
+    frank experiment report "$RUN" --html "$LOG/report.html"
+    frank experiment report "$RUN" --csv "$LOG/cpu-experts-sched-h200.csv"
+    cp "$LOG/report.html" "$LOG/cpu-experts-sched-h200.csv" "$W/designs/"
+fi
+
+# -- the screen of the CPU pool, then its pick confirmed against the default --------------------------
+SCREEN_FILE=$W/designs/$SCREEN.toml
+[ -f "$SCREEN_FILE" ] || cp "$TREE/frank/experiments/screens/$SCREEN.toml" "$SCREEN_FILE"
+if [ ! -f "$W/run-screen" ]; then
+    frank experiment screen "$SCREEN_FILE" --register-only --json >"$LOG/register-screen.json" || exit 1
+    "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$LOG/register-screen.json" >"$W/run-screen"
+fi
+SRUN=$(cat "$W/run-screen")
+screen_shots() { shots "$1" shots-screen; }
+run_until "$SRUN" screen_shots; done_rc=$?
+if [ -f "$W/telemetry.pid" ]; then kill -INT "$(cat "$W/telemetry.pid")" 2>/dev/null; rm -f "$W/telemetry.pid"; fi
+[ $done_rc = 0 ] || { stamp "the screen is not finished: call again"; exit 0; }
+CONFIRM=$W/designs/$SCREEN-confirm.toml
+if [ ! -f "$W/designs/$SCREEN-h200.json" ]; then
+    stamp "the screen's report and pick"
+    frank experiment screen --report "$SRUN" --export "$LOG/$SCREEN-h200.json" --html "$LOG/$SCREEN-h200.html" \
+        | tee "$LOG/screen.txt"
+    cp "$LOG/$SCREEN-h200.json" "$LOG/$SCREEN-h200.html" "$W/designs/"
+    frank experiment screen --report "$SRUN" --design-out "$CONFIRM" >/dev/null || rm -f "$CONFIRM"
+fi
+if [ ! -f "$CONFIRM" ]; then stamp "no pick: nothing to confirm"; stamp "all done"; exit 0; fi
+CRUN=$(register "$CONFIRM")
+run_until "$CRUN" || { stamp "the confirmation is not finished: call again"; exit 0; }
+if [ ! -f "$W/designs/$SCREEN-confirm-h200.csv" ]; then
+    stamp "the confirmation's report"
+    frank experiment report "$CRUN" --json >"$LOG/report-confirm.json"
+    frank experiment report "$CRUN" | tee "$LOG/report-confirm.txt"
+    frank experiment report "$CRUN" --html "$LOG/$SCREEN-confirm-h200.html"
+    frank experiment report "$CRUN" --csv "$LOG/$SCREEN-confirm-h200.csv"
+    cp "$LOG/$SCREEN-confirm-h200.html" "$LOG/$SCREEN-confirm-h200.csv" "$W/designs/"
+fi
 stamp "all done"

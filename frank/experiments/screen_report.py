@@ -1,0 +1,245 @@
+"""A screen's record and report: its values from the run's journal, the pick under its frozen rule, and the
+confirmation design it sends forward (the pick against the control, blocks planned on the screen's spread).
+
+The record (`frank experiment screen --report RUN --export FILE.json`) is self-contained: the screen's TOML
+as registered, its order, every cell's value. `--report FILE.json` parses that TOML again, checks its hash,
+and decides the pick again from the values alone, so a committed record is evidence of what the screen
+picked (and only of that: a screen is never evidence for the pick being better).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from frank.errors import FrankError
+from frank.experiments.journal import fold, read_events
+from frank.experiments.screen import Screen, ScreenResult, analyze_screen, parse_screen_text
+
+RECORD_FORMAT = "frank-screen-record-1"
+
+
+class ScreenRecordError(FrankError):
+    """A screen record file is not one, or does not hold together (the message names the file and field)."""
+
+
+def screen_values(run: Any) -> tuple[dict[tuple[int, str], float], list[dict[str, Any]]]:
+    """((repeat, setting) -> value, the cells in run order) of a registered screen run."""
+    progress = fold(read_events(run.journal_path))
+    values: dict[tuple[int, str], float] = {}
+    cells = []
+    for slot in run.slots:
+        done = progress.done(slot.slot)
+        value = float(done["value"]) if done is not None else None
+        if value is not None:
+            values[(int(slot.block), slot.arm)] = value
+        cells.append(
+            {
+                "start": slot.slot + 1,
+                "repeat": slot.block,
+                "setting": slot.arm,
+                "value": value,
+                "failed_requests": done.get("failed") if done else None,
+                "attempts": len(progress.attempts.get(slot.slot, ())),
+            }
+        )
+    return values, cells
+
+
+def record_for_run(run: Any) -> dict[str, Any]:
+    if run.meta.get("kind") != "screen":
+        raise ScreenRecordError(f"{run.run_id} is a registered design, not a screen (see `frank experiment report`)")
+    from frank.experiments.screen import parse_screen_text
+
+    source = (run.folder / "screen.toml").read_text()
+    screen = parse_screen_text(source, str(run.folder / "screen.toml"))
+    values, cells = screen_values(run)
+    return _record(screen, values, cells, run.run_id, run.meta.get("order") or {})
+
+
+def _record(
+    screen: Screen, values: dict[tuple[int, str], float], cells: list[dict[str, Any]], run_id: str, order: dict
+) -> dict[str, Any]:
+    result = analyze_screen(screen, values)
+    return {
+        "format": RECORD_FORMAT,
+        "run_id": run_id,
+        "name": screen.name,
+        "question": screen.question,
+        "profile": screen.profile,
+        "screen_sha256": screen.sha256,
+        "screen_toml": screen.source,
+        "order": {k: order.get(k) for k in ("seed", "method", "index", "count")},
+        "cells": cells,
+        "result": result.to_json(),
+        "confirmation": confirmation(screen, result, run_id) if result.pick else None,
+    }
+
+
+def read_record(path: Path | str) -> dict[str, Any]:
+    """A record file decided again: its TOML re-parsed and hash-checked, the pick made again from its cells."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ScreenRecordError(f"{path}: not a screen record: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
+        raise ScreenRecordError(f"{path}: format: expected {RECORD_FORMAT!r}, got {data.get('format')!r}")
+    for key in ("screen_toml", "screen_sha256", "cells"):
+        if key not in data:
+            raise ScreenRecordError(f"{path}: {key}: missing required field")
+    screen = parse_screen_text(data["screen_toml"], f"{path}: screen_toml")
+    if screen.sha256 != data["screen_sha256"]:
+        raise ScreenRecordError(
+            f"{path}: screen_sha256: the screen in the file hashes to {screen.sha256[:12]}…, "
+            f"the record says {str(data['screen_sha256'])[:12]}…: altered"
+        )
+    names = {a.name for a in screen.settings}
+    values: dict[tuple[int, str], float] = {}
+    for i, cell in enumerate(data["cells"]):
+        try:
+            repeat, setting, value = int(cell["repeat"]), str(cell["setting"]), cell["value"]
+        except (KeyError, TypeError, ValueError):
+            raise ScreenRecordError(f"{path}: cells[{i}]: expected repeat, setting and value") from None
+        if setting not in names or not 1 <= repeat <= screen.repeats:
+            raise ScreenRecordError(f"{path}: cells[{i}]: no setting {setting!r} in repeat {repeat} of this screen")
+        if (repeat, setting) in values:
+            raise ScreenRecordError(f"{path}: cells[{i}]: {setting!r} in repeat {repeat} is measured twice")
+        if value is not None:
+            values[(repeat, setting)] = float(value)
+    return _record(screen, values, data["cells"], str(data.get("run_id") or ""), data.get("order") or {})
+
+
+# -- the confirmation design ----------------------------------------------------------------------------
+
+
+def confirmation(screen: Screen, result: ScreenResult, run_id: str = "") -> dict[str, Any]:
+    """The pick against the control as a blocks design (the seed's rule: lower in every block), its blocks
+    from `frank experiment plan` on the screen's spread, within [confirm]'s bounds."""
+    from frank.experiments import plan as planning
+    from frank.experiments.design import parse_design_text
+
+    assert result.pick is not None
+    conf = screen.confirm
+    blocks, power = conf.min_blocks, None
+    if result.spread_pct:
+        probe = parse_design_text(_design_toml(screen, result, conf.min_blocks, run_id))
+        power = planning.plan(probe, result.spread_pct, conf.effect_pct, f"screen {run_id or screen.name}")
+        need = power.blocks_for_80 or conf.max_blocks
+        blocks = max(conf.min_blocks, min(conf.max_blocks, need))
+    text = _design_toml(screen, result, blocks, run_id)
+    design = parse_design_text(text)
+    return {
+        "name": design.name,
+        "blocks": blocks,
+        "plan": power.to_json() if power else None,
+        "design_sha256": design.sha256,
+        "design_toml": text,
+    }
+
+
+def _design_toml(screen: Screen, result: ScreenResult, blocks: int, run_id: str) -> str:
+    design = screen.design
+    pick = next(a for a in screen.settings if a.name == result.pick)
+    wl = design.workload
+    assert wl is not None
+    workload: dict[str, Any] = {"name": wl.name, "mode": wl.mode}
+    if wl.draws:
+        workload["draws"] = list(wl.draws)
+    for key in ("requests", "max_tokens"):
+        if getattr(wl, key) is not None:
+            workload[key] = getattr(wl, key)
+    if wl.warmup_requests:
+        workload["warmup_requests"] = wl.warmup_requests
+    if wl.output_tokens != 1:
+        workload["output_tokens"] = wl.output_tokens
+    doc = {
+        "name": f"{screen.name}-confirm",
+        "question": f"Does {pick.name} {'shorten' if screen.direction == 'lower' else 'raise'} {design.measure} "
+        f"against {screen.control.name}, in every block?",
+        "profile": screen.profile,
+        "arms": [
+            {"name": screen.control.name, "knobs": screen.control.knob_dict},
+            {"name": pick.name, "knobs": pick.knob_dict},
+        ],
+        "design": {"kind": "blocks", "blocks": blocks, "stop_when_decided": screen.confirm.stop_when_decided},
+        "workload": workload,
+        "measure": {"name": design.measure},
+        "rule": {
+            "test": "sign",
+            "treatment": pick.name,
+            "control": screen.control.name,
+            "direction": screen.direction,
+            "require_all": True,
+        },
+        "guards": {
+            "no_failed_requests": design.guards.no_failed_requests,
+            "prompt_token_ids_identical": design.guards.prompt_token_ids_identical,
+        },
+        "failure": {"action": "retry", "max_retries": 1},
+        "revert": {
+            "description": f"a failure only {pick.name} shows, or {design.measure} worse than {screen.control.name}'s",
+            "treatment_only_failures": True,
+            "max_worse_pct": 0.0,
+        },
+    }
+    spread = f"{result.spread_pct:.3g}%" if result.spread_pct else "not measured"
+    head = [
+        f"# The confirmation of screen {screen.name} (run {run_id or '-'}, screen sha256 {screen.sha256[:16]}…):",
+        f"# its pick, {pick.name}, against the control {screen.control.name}, in {blocks} blocks planned for a "
+        f"{screen.confirm.effect_pct:g}% effect on the screen's spread ({spread}).",
+        "# Written by `frank experiment screen --report`; register it before it runs: the screen is not evidence.",
+    ]
+    return "\n".join(head) + "\n" + tomli_w.dumps(doc)
+
+
+# -- text -----------------------------------------------------------------------------------------------
+
+
+def _v(value: Any) -> str:
+    return "–" if value is None else f"{value:.4g}"
+
+
+def format_record(rec: dict[str, Any]) -> str:
+    r = rec["result"]
+    lines = [
+        f"{rec['name']}  (screen, {r['repeats']} repeats, measure {r['measure']}, {r['direction']} is better)",
+        f"  question: {rec['question']}",
+        f"  screen sha256: {rec['screen_sha256']}" + (f"  run {rec['run_id']}" if rec.get("run_id") else ""),
+        f"  {'setting':<28} {'median':>10}  {'vs control':>10}  wins  values",
+    ]
+    for s in r["settings"]:
+        effects = [e for e in s["effects_pct"] if e is not None]
+        eff = "control" if s["is_control"] else (f"{sum(effects) / len(effects):+.2f}%" if effects else "–")
+        wins = "" if s["is_control"] else f"{s['wins']}/{s['compared']}"
+        mark = " <- pick" if s["name"] == r["pick"] else ""
+        lines.append(
+            f"  {s['name']:<28} {_v(s['median']):>10}  {eff:>10}  {wins:>4}  "
+            + " ".join(_v(v) for v in s["values"])
+            + mark
+        )
+    if r["spread_pct"] is not None:
+        lines.append(
+            f"  spread of a candidate's effect between repeats: {r['spread_pct']:.3g}% ({r['spread_effects']} dof)"
+        )
+    lines.append(f"  pick: {r['pick'] or 'none'}: {r['pick_reason']}")
+    conf = rec.get("confirmation")
+    if conf:
+        plan = conf.get("plan")
+        lines.append(
+            f"  confirmation: {conf['name']}, {conf['blocks']} blocks"
+            + (f" (80% power needs {plan['blocks_for_80']})" if plan and plan.get("blocks_for_80") else "")
+            + "; write it with --design-out FILE.toml and register it"
+        )
+    lines.append("  a screen is not evidence: only the registered confirmation decides")
+    return "\n".join(lines)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
