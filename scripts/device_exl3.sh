@@ -132,12 +132,14 @@ fi
 # ---------------------------------------------------------------- 3. SmolLM2: EXL3 3.0 bpw and its fidelity
 SMOL=$FRANK_MODELS/smollm2-135m
 convert() {  # IN OUT BITS: exllamav3's converter, its bundled calibration text (an entry-point script)
-    local in=$1 out=$2 bits=$3
+    local in=$1 out=$2 bits=$3 name
+    name=$(basename "$(dirname "$out")")   # the model: its own work folder (the converter resumes from one)
     [ -f "$out/config.json" ] && return 0
-    stamp "exllamav3: $in -> $out ($bits bpw)"
-    ( time "$W/exl3-python" -m exllamav3.conversion.convert_model -i "$in" -o "$out.tmp" -w "$W/work-$(basename "$out")" \
-        -b "$bits" -cr 16 -cc 512 ) >"$LOG/convert-$(basename "$(dirname "$out")").log" 2>&1 \
-        || { tail -30 "$LOG/convert-$(basename "$(dirname "$out")").log"; return 1; }
+    local job=(-i "$in" -o "$out.tmp" -b "$bits" -cr 16 -cc 512) how="new"
+    if [ -f "$W/work-$name/args.json" ]; then job=(-r); how="resumed"; fi   # cut off by the end of a call
+    stamp "exllamav3: $in -> $out ($bits bpw, $how)"
+    ( time "$W/exl3-python" -m exllamav3.conversion.convert_model -w "$W/work-$name" "${job[@]}" ) \
+        >"$LOG/convert-$name.log" 2>&1 || { tail -30 "$LOG/convert-$name.log"; return 1; }
     mv "$out.tmp" "$out"; du -sh "$out"
 }
 if ! done_ smollm2-fidelity; then
