@@ -55,11 +55,11 @@ def failure_messages(runner: ReplayRunner, most: int = 3) -> list[str]:
     shows why a request failed, not only that it did."""
     out = []
     for draw in runner.draw_names:
-        latest = {r.id: r for r in read_records(runner.draw_file(draw))}
+        latest = {r["id"]: r for r in read_records(runner.draw_file(draw))}
         for r in latest.values():
-            if r.status == "failed" and len(out) < most:
-                status = f"HTTP {r.http_status}: " if r.http_status else ""
-                out.append(f"{r.id}: {status}{(r.error or 'failed')[:300]}")
+            if r.get("status") == "failed" and len(out) < most:
+                status = f"HTTP {r['http_status']}: " if r.get("http_status") else ""
+                out.append(f"{r['id']}: {status}{str(r.get('error') or 'failed')[:300]}")
     return out
 
 

@@ -47,7 +47,7 @@ KIND = jobs.JobKind(
     module="frank.experiments.job",
     root=registry.experiments_dir,
     progress=progress,
-    is_run=lambda d: (d / "design.toml").is_file(),
+    is_run=lambda d: (d / "design.toml").is_file() or (d / "screen.toml").is_file(),  # a design's or a screen's
     record_files=lambda d: [d / "journal.jsonl"],
     lock_name="runner.lock",
 )

@@ -86,6 +86,16 @@ def register(design_path: Path | str, seed: int | None = None) -> Run:
     return freeze(design, design_path, seed=seed)
 
 
+def register_screen(screen_path: Path | str, seed: int | None = None) -> Run:
+    """Freeze a screen (frank.experiments.screen) like a design: its runnable form's order drawn and
+    recorded, its TOML kept as screen.toml."""
+    from frank.experiments.screen import load_screen
+
+    screen_path = Path(screen_path)
+    screen = load_screen(screen_path, check_profiles=True)
+    return freeze(screen.design, screen_path, seed=seed, kind="screen", file=SCREEN_FILE)
+
+
 def freeze(
     design: Design, design_path: Path, *, seed: int | None = None, kind: str = "", file: str = DESIGN_FILE
 ) -> Run:

@@ -219,15 +219,6 @@ def _parse(data: dict[str, Any], text: str, where: str) -> Screen:
     )
 
 
-def register_screen(path: Path | str, seed: int | None = None) -> Any:
-    """Freeze a screen like a design (frank.experiments.registry): its order drawn and recorded."""
-    from frank.experiments import registry
-
-    path = Path(path)
-    screen = load_screen(path, check_profiles=True)
-    return registry.freeze(screen.design, path, seed=seed, kind="screen", file=registry.SCREEN_FILE)
-
-
 # -- the analysis -------------------------------------------------------------------------------------
 
 

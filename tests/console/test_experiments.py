@@ -149,8 +149,8 @@ async def test_a_screen_run_shows_every_settings_values_and_the_pick(make_app):
     wins against the control, and the pick once every cell is measured."""
     from pathlib import Path
 
+    from frank.experiments.registry import register_screen
     from frank.experiments.runner import run_experiment
-    from frank.experiments.screen import register_screen
     from tests.unit.test_experiment_runner import FakeCellExecutor
 
     class Cells(FakeCellExecutor):

@@ -209,3 +209,31 @@ def test_the_cpu_expert_wait_is_a_measure_of_the_start() -> None:
     records["1"][2]["server"]["cpu_expert_wait_s"] = 0.04
     m = measures_of(records, warmup=1)
     assert m["cpu_expert_wait_per_step"] == pytest.approx((0.12 + 0.04) / (12 + 4))
+
+
+def test_a_failed_requests_own_message_is_kept_from_its_latest_record(tmp_path: Path) -> None:
+    """The engine's words for a failed request (llama.cpp's tool-call parser refusing a random model's
+    output, say) go into the cell's outcome, from each request's latest record: a retried success wins."""
+    import json
+
+    from frank.experiments.cell import failure_messages
+
+    lines = [
+        {
+            "id": "d1-r1",
+            "status": "failed",
+            "http_status": 500,
+            "error": "does not match the expected peg-native format",
+        },
+        {"id": "d1-r2", "status": "failed", "error": "timeout"},
+        {"id": "d1-r2", "status": "ok"},
+    ]
+    (tmp_path / "draw-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+    class Replay:
+        draw_names = ("draw-1",)
+
+        def draw_file(self, draw: str) -> Path:
+            return tmp_path / f"{draw}.jsonl"
+
+    assert failure_messages(Replay()) == ["d1-r1: HTTP 500: does not match the expected peg-native format"]  # type: ignore[arg-type]

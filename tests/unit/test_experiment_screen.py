@@ -15,8 +15,9 @@ from frank.errors import FrankError
 from frank.experiments import registry
 from frank.experiments.design import parse_design_text
 from frank.experiments.randomize import Slot
+from frank.experiments.registry import register_screen
 from frank.experiments.runner import run_experiment
-from frank.experiments.screen import analyze_screen, parse_screen_text, register_screen
+from frank.experiments.screen import analyze_screen, parse_screen_text
 from frank.experiments.screen_report import ScreenRecordError, read_record, record_for_run, write_json
 from frank.experiments.tables import DesignError
 from tests.unit.test_experiment_runner import FakeCellExecutor

@@ -385,7 +385,7 @@ on the screen's own spread. A screen is never evidence: register and run the con
 
 def cmd_screen(args: argparse.Namespace) -> int:
     from frank.experiments import screen_report
-    from frank.experiments.screen import register_screen
+    from frank.experiments.registry import register_screen
 
     if args.report:
         ref = Path(args.report)
