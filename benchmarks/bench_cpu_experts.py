@@ -1,9 +1,12 @@
-"""The CPU-expert table: time per verify step, the CPU-expert decode wait and tokens/s of a llama.cpp MoE
-profile, with the experts of 0, a third and all of its layers on the CPU, for both CPU-expert schedules and
-each thread count, every configuration a fresh engine start through frank and a frank replay of one short
-draw (full mode: streamed, DSpark drafts verified, `ignore_eos` so every request decodes --max-tokens).
+"""The CPU-expert table: time per verify step, the CPU-expert decode wait and tokens/s of a MoE profile, with
+none, a third and all of its experts on the CPU (llama.cpp: the experts of 0, a third and all of its layers,
+`cpu_moe_layers`; exllamav3: 0, a third and all of every layer's routed experts, `cpu_split`), for both
+CPU-expert schedules and each thread count, every configuration a fresh engine start through frank and a
+frank replay of one short draw (full mode: streamed, DSpark drafts verified, `ignore_eos` so every request
+decodes --max-tokens).
 
     .venv/bin/python benchmarks/bench_cpu_experts.py --profile llamacpp-gpu-moe --threads 4 8 16 --json OUT
+    .venv/bin/python benchmarks/bench_cpu_experts.py --profile exl3-gpu-moe --threads 8 16 --json OUT
     .venv/bin/python benchmarks/bench_cpu_experts.py --profile llamacpp-cpu-moe        # mechanics only, here
 
 The cross-check of the wait (docs/measures.md): per schedule and thread count, the step time with N layers'
@@ -84,14 +87,19 @@ def run_config(home: Path, profile: str, knobs: dict[str, object], draw: Path, m
     }
 
 
-def cross_check(rows: list[dict]) -> None:
-    """Add, to each row with layers on the CPU, its differences against the same schedule and threads at 0."""
-    base = {
-        (r["cpu_experts_sched"], r["cpu_threads"]): r for r in rows if r["cpu_moe_layers"] == 0 and "error" not in r
-    }
+SHARE_KNOBS = ("cpu_moe_layers", "cpu_split")  # how much of the experts the CPU computes: llama.cpp, exllamav3
+
+
+def share_knob(knobs: dict) -> str:
+    return next(k for k in SHARE_KNOBS if k in knobs)
+
+
+def cross_check(rows: list[dict], share: str) -> None:
+    """Add, to each row with experts on the CPU, its differences against the same schedule and threads at 0."""
+    base = {(r["cpu_experts_sched"], r["cpu_threads"]): r for r in rows if r[share] == 0 and "error" not in r}
     for r in rows:
         b = base.get((r["cpu_experts_sched"], r["cpu_threads"]))
-        if b is None or "error" in r or r["cpu_moe_layers"] == 0 or r["verify_step_ms"] is None:
+        if b is None or "error" in r or r[share] == 0 or r["verify_step_ms"] is None:
             continue
         r["step_minus_0_ms"] = round(r["verify_step_ms"] - b["verify_step_ms"], 3)
         if r["cpu_expert_wait_ms"] is not None and b["cpu_expert_wait_ms"] is not None:
@@ -100,8 +108,8 @@ def cross_check(rows: list[dict]) -> None:
                 r["wait_share_of_step_diff"] = round(r["wait_minus_0_ms"] / r["step_minus_0_ms"], 3)
 
 
-def table(rows: list[dict]) -> str:
-    cols = ("cpu_moe_layers", "cpu_experts_sched", "cpu_threads", "verify_step_ms", "cpu_expert_wait_ms",
+def table(rows: list[dict], share: str) -> str:
+    cols = (share, "cpu_experts_sched", "cpu_threads", "verify_step_ms", "cpu_expert_wait_ms",
             "tokens_per_s", "step_minus_0_ms", "wait_minus_0_ms", "wait_share_of_step_diff",
             "acceptance_length")  # fmt: skip
     out = [" | ".join(cols), " | ".join("---" for _ in cols)]
@@ -114,7 +122,7 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default="llamacpp-cpu-moe")
-    p.add_argument("--layers", type=int, nargs="+", help="cpu_moe_layers values (default: the profile's)")
+    p.add_argument("--layers", type=int, nargs="+", help="cpu_moe_layers / cpu_split values (default: the profile's)")
     p.add_argument("--scheds", type=int, nargs="+", default=[1, 2])
     p.add_argument("--threads", type=int, nargs="+", help="cpu_threads values (default: the profile's)")
     p.add_argument("--requests", type=int, default=4)
@@ -122,21 +130,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="also write the rows here")
     args = p.parse_args(argv)
     prof = load_profile(args.profile)
-    layers = args.layers or list(prof.knobs["cpu_moe_layers"].values)
+    share = share_knob(prof.knobs)
+    layers = args.layers or list(prof.knobs[share].values)
     threads = args.threads or list(prof.knobs["cpu_threads"].values)
     work = Path(tempfile.mkdtemp(prefix="bench-cpu-experts-"))
     draw = make_draw(work / "draw", args.requests, args.max_tokens)
     rows = []
     started = time.monotonic()
     for n, sched, t in itertools.product(layers, args.scheds, threads):
-        knobs = {"cpu_moe_layers": n, "cpu_experts_sched": sched, "cpu_threads": t}
+        knobs = {share: n, "cpu_experts_sched": sched, "cpu_threads": t}
         row = run_config(work / "home", args.profile, knobs, draw, args.max_tokens)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    cross_check(rows)
+    cross_check(rows, share)
     print(f"{args.profile}: {args.requests} requests x {args.max_tokens} tokens per configuration, "
           f"{time.monotonic() - started:.0f} s in all, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(table(rows))
+    print(table(rows, share))
     if args.json:
         args.json.write_text(json.dumps({"profile": args.profile, "rows": rows}, indent=2))
     return 0

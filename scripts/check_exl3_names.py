@@ -1,11 +1,12 @@
 """Check every EXL3_* environment name in frank's profiles against a downloaded exllamav3 wheel's source.
 
-    pip download --no-deps exllamav3==1.6.5 -d /tmp/exl3
-    .venv/bin/python scripts/check_exl3_names.py /tmp/exl3/exllamav3-1.6.5-py3-none-any.whl [--profile P ...]
+    make exl3-wheel     (pip download --no-deps exllamav3==1.6.5 -d .device/exl3)
+    .venv/bin/python scripts/check_exl3_names.py .device/exl3/exllamav3-1.6.5-py3-none-any.whl [--profile P ...]
 
 A name counts as read by exllamav3 when it appears as a string literal ("EXL3_..." or 'EXL3_...') in one of
-the wheel's Python files. Names that belong to other software (ALLOWED_ELSEWHERE, with the reason) are
-reported but do not fail. Exit 0 when every other name is found, 1 otherwise, 2 for bad input.
+the wheel's Python files or in the C++/CUDA sources it ships and compiles on first import (the CPU-expert
+pool reads EXL3_MOE_CPU_PIN there, with getenv). Names that belong to other software (ALLOWED_ELSEWHERE, with
+the reason) are reported but do not fail. Exit 0 when every other name is found, 1 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -31,19 +32,22 @@ def profile_names(profile: Profile) -> dict[str, str]:
     """EXL3_* names a profile sets -> where (env, or the knob that sets it)."""
     found = {k: "env" for k in profile.env if NAME.fullmatch(k)}
     for name, knob in profile.knobs.items():
-        for target in (knob.target, getattr(knob, "env", None)):
-            if isinstance(target, str) and NAME.fullmatch(target):
+        for target in (knob.target, knob.env, *(var for names in knob.with_env.values() for var in names)):
+            if NAME.fullmatch(target):
                 found[target] = f"knobs.{name}"
     return found
 
 
+SOURCES = (".py", ".cpp", ".cu", ".h", ".cuh")
+
+
 def wheel_names(wheel: Path) -> dict[str, list[str]]:
-    """EXL3_* string literals in the wheel's Python files -> the files that hold them."""
+    """EXL3_* string literals in the wheel's Python and C++/CUDA sources -> the files that hold them."""
     literal = re.compile(r"""["'](EXL3_[A-Z0-9_]+)["']""")
     names: dict[str, list[str]] = {}
     with zipfile.ZipFile(wheel) as zf:
         for member in zf.namelist():
-            if member.endswith(".py"):
+            if member.endswith(SOURCES):
                 for name in set(literal.findall(zf.read(member).decode("utf-8", "replace"))):
                     names.setdefault(name, []).append(member)
     return names
@@ -51,7 +55,8 @@ def wheel_names(wheel: Path) -> dict[str, list[str]]:
 
 def check(wheel: Path, profiles: list[Profile]) -> tuple[list[str], bool]:
     known = wheel_names(wheel)
-    lines, ok = [], True
+    lines: list[str] = []
+    ok = True
     for prof in profiles:
         for name, where in sorted(profile_names(prof).items()):
             if name in known:

@@ -38,6 +38,12 @@ OWNED_FLAGS: dict[str, dict[str, str]] = {
         "--metrics": "(always on: frank reads /metrics)",
         "--jinja": "(always on: chat templates)",
     },
+    "exl3": {
+        "--host": "host",
+        "--port": "port",
+        "--model": "model",
+        "--served-model-name": "served_model_name",
+    },
 }
 # Flags frank builds from a profile field: a knob may set them (it replaces the field's value), extra_args
 # may not (two values of one setting, the later silently winning).
@@ -50,6 +56,7 @@ FIELD_FLAGS: dict[str, dict[str, str]] = {
         "--speculative-config": "speculative_config",
     },
     "llamacpp": {"--ctx-size": "max_model_len", "-c": "max_model_len"},
+    "exl3": {"--max-model-len": "max_model_len"},
 }
 
 
@@ -76,6 +83,7 @@ class KnobSchema(Strict):
     env: str = ""
     description: str = ""
     with_args: dict[str, list[str]] = Field(default_factory=dict)
+    with_env: dict[str, dict[str, str]] = Field(default_factory=dict)
 
     @field_validator("values")
     @classmethod

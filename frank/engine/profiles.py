@@ -1,10 +1,12 @@
 """Engine profiles (TOML) and their knobs; the engine kind (frank.engine.kinds) turns them into a command line.
 
-A profile names its engine kind (`vllm`, the default, or `llamacpp`), the python that runs the server (or,
-for llama.cpp, a `llama-server` binary), the model, where to listen, the parallelism, quantization,
-speculative decoding, extra arguments, environment, and knobs. A knob is applied one of three ways:
+A profile names its engine kind (`vllm`, the default, `llamacpp` or `exl3`), the python that runs the server
+(or, for llama.cpp, a `llama-server` binary; "@env:VAR" reads either path from the environment at launch),
+the model, where to listen, the parallelism, quantization, speculative decoding, extra arguments,
+environment, and knobs. A knob is applied one of three ways:
 
-- `env`: sets an environment variable (`target`); needs a restart.
+- `env`: sets an environment variable (`target`); needs a restart. A value may set more variables, or give
+  the target a value of its own (`with_env = { "VALUE" = { VAR = "value", ... } }`).
 - `arg`: sets a command-line flag (`target` = "--flag") or a key of a profile field
   (`target` = "speculative_config.num_speculative_tokens"); needs a restart. A flag knob's value may bring
   more flags with it (`with_args = { "VALUE" = ["--flag", "value", ...] }`).
@@ -18,7 +20,8 @@ Every validation error names the file and the field.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ from frank.errors import FrankError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 APPLY_KINDS = ("env", "arg", "live")
-ENGINE_KINDS = ("vllm", "llamacpp")
+ENGINE_KINDS = ("vllm", "llamacpp", "exl3")
 # How an agent gets tool calls out of the served model: "native" sends the tools and reads the engine's
 # parsed tool_calls; "schema" constrains each answer to a JSON schema built from the tools (structured
 # output) and turns it into the call, for a model that answers in prose when merely offered tools.
@@ -52,6 +55,8 @@ class Knob:
     description: str = ""
     # an arg knob's value may bring more flags with it: str(value) -> {"--flag": "value"} (`with_args`)
     with_args: dict[str, dict[str, str]] = field(default_factory=dict)
+    # an env knob's value may set more variables (or its target to another value): str(value) -> {VAR: value}
+    with_env: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def needs_restart(self) -> bool:
@@ -97,20 +102,20 @@ class Profile:
             return paths.engine_venv_python()
         if self.python == "@llamacpp-venv":
             return paths.llamacpp_venv_python()
-        return Path(self.python).expanduser()
+        return self._path("python", self.python, "a python executable")
 
     def binary_path(self) -> Path:
         """The llama-server executable; "@env:VAR" reads it from the environment at launch."""
-        if self.binary.startswith("@env:"):
-            var = self.binary.removeprefix("@env:")
+        return self._path("binary", self.binary, "the path of a llama-server executable")
+
+    def _path(self, field: str, value: str, what: str) -> Path:
+        """A path field; "@env:VAR" reads it from the environment at launch."""
+        if value.startswith("@env:"):
+            var = value.removeprefix("@env:")
             value = os.environ.get(var, "")
             if not value:
-                raise ProfileError(
-                    f"{self.source}: binary: the environment variable {var} is not set "
-                    f"(the path of a llama-server executable)"
-                )
-            return Path(value).expanduser()
-        return Path(self.binary).expanduser()
+                raise ProfileError(f"{self.source}: {field}: the environment variable {var} is not set ({what})")
+        return Path(value).expanduser()
 
     def model_path(self) -> str:
         if self.model.startswith("@models/"):
@@ -175,6 +180,7 @@ def knob_settings(profile: Profile, knobs: dict[str, Any]) -> KnobSettings:
         knob = profile.knobs[name]
         if knob.apply == "env":
             env[knob.target] = str(value)
+            env.update(knob.with_env.get(str(value), {}))
         elif knob.apply == "live":
             if knob.env:
                 env[knob.env] = str(value)
@@ -268,6 +274,9 @@ def _multicast_problems(schema: ProfileSchema) -> list[tuple[str, str]]:
         if var in MULTICAST_OFF_ENV:
             field = f"knobs.{name}.target" if knob.apply == "env" else f"knobs.{name}.env"
             problems.append((field, f"a knob may not set {var}: {why}"))
+        for value, names in knob.with_env.items():
+            for var in set(names) & set(MULTICAST_OFF_ENV):
+                problems.append((f"knobs.{name}.with_env.{value}", f"a knob may not set {var}: {why}"))
     return problems
 
 
@@ -296,6 +305,7 @@ def _parse_knob(name: str, raw: dict[str, Any], where: str, refuse: Callable[[st
         env=raw.get("env", ""),
         description=raw.get("description", ""),
         with_args=_parse_with_args(raw, prefix, refuse),
+        with_env=_parse_with_env(raw, prefix, refuse),
     )
 
 
@@ -304,14 +314,9 @@ def _parse_with_args(
 ) -> dict[str, dict[str, str]]:
     """`with_args = { "VALUE" = ["--flag", "value", ...] }`: flags an arg knob adds when it has VALUE."""
     out: dict[str, dict[str, str]] = {}
-    table = raw.get("with_args", {})
-    if table and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
+    if raw.get("with_args") and (raw["apply"] != "arg" or not raw["target"].startswith("--")):
         raise refuse(f"{prefix}.with_args", "only a knob that sets a --flag can bring more flags")
-    values = {str(v) for v in raw["values"]}
-    for value, pairs in table.items():
-        where = f"{prefix}.with_args.{value}"
-        if value not in values:
-            raise refuse(where, f"{value!r} is not one of the values {raw['values']}")
+    for value, where, pairs in _per_value(raw, "with_args", prefix, refuse):
         if len(pairs) % 2 or not all(f.startswith("--") for f in pairs[::2]):
             raise refuse(where, f'expected pairs of "--flag", "value", got {pairs!r}')
         flags = pairs[::2]
@@ -321,6 +326,39 @@ def _parse_with_args(
             raise refuse(where, f"a flag given twice: {pairs!r}")
         out[value] = dict(zip(flags, pairs[1::2]))
     return out
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _parse_with_env(
+    raw: dict[str, Any], prefix: str, refuse: Callable[[str, str], ProfileError]
+) -> dict[str, dict[str, str]]:
+    """`with_env = { "VALUE" = { VAR = "value", ... } }`: variables an env knob sets when it has VALUE (its own
+    target among them gives a named value its variable's value: cpu_experts_sched 1 | 2 -> EXL3_MOE_CPU_PIN
+    0 | 1)."""
+    if raw.get("with_env") and raw["apply"] != "env":
+        raise refuse(f"{prefix}.with_env", "only an env knob can set more environment variables")
+    out: dict[str, dict[str, str]] = {}
+    for value, where, names in _per_value(raw, "with_env", prefix, refuse):
+        bad = [name for name in names if not ENV_NAME.fullmatch(name)]
+        if bad:
+            raise refuse(where, f"{bad[0]!r} is not an environment variable name")
+        out[value] = dict(names)
+    return out
+
+
+def _per_value(
+    raw: dict[str, Any], key: str, prefix: str, refuse: Callable[[str, str], ProfileError]
+) -> Iterator[tuple[str, str, Any]]:
+    """(value, field, entry) of a knob's table keyed by its values (`with_args`, `with_env`), each key one of
+    the knob's values."""
+    values = {str(v) for v in raw["values"]}
+    for value, entry in raw.get(key, {}).items():
+        where = f"{prefix}.{key}.{value}"
+        if value not in values:
+            raise refuse(where, f"{value!r} is not one of the values {raw['values']}")
+        yield value, where, entry
 
 
 def load_profile_file(path: Path) -> Profile:

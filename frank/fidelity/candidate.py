@@ -1,6 +1,6 @@
 """The candidate side: the running engine, teacher-forced on the reference's token IDs, per engine kind.
 
-Both kinds give, for every scored position, the engine's own top k (token ID -> natural-log probability),
+Every kind gives, for every scored position, the engine's own top k (token ID -> natural-log probability),
 so the measure sees the same shape from either (docs/fidelity.md):
 
 - vLLM (`vllm_logprobs`): one `/v1/completions` per document with the IDs as the prompt, `max_tokens` 1,
@@ -8,6 +8,7 @@ so the measure sees the same shape from either (docs/fidelity.md):
   next token; the extra token is dropped here (llama.cpp cannot give it), so a reference token outside the
   engine's top k is a miss on both kinds alike. The engine's `--max-logprobs` must be at least k.
 - llama.cpp (`frank.fidelity.candidate_llamacpp`): one `/completion` per position, `n_probs` k.
+- exllamav3 (frank's adapter, frank.engine.exl3): vLLM's request and answer, one forward pass per document.
 
 `engine_tokenize` is each kind's own tokenizer endpoint (`/tokenize`): the token IDs of a measure that has
 no reference model to tokenize for it (frank.fidelity.control).
@@ -64,7 +65,12 @@ def vllm_logprobs(
     return out
 
 
-KINDS: dict[str, Callable[..., Candidate]] = {"vllm": vllm_logprobs, "llamacpp": llamacpp_logprobs}
+# frank's exllamav3 adapter (frank.engine.exl3) answers vLLM's prompt_logprobs and /tokenize
+KINDS: dict[str, Callable[..., Candidate]] = {
+    "vllm": vllm_logprobs,
+    "llamacpp": llamacpp_logprobs,
+    "exl3": vllm_logprobs,
+}
 
 
 def engine_logprobs(
@@ -90,7 +96,11 @@ def vllm_tokenize(client: httpx.Client, base_url: str, model: str, text: str) ->
     return [int(t) for t in post_json(client, base_url, "/tokenize", body, "vLLM's /tokenize")["tokens"]]
 
 
-TOKENIZERS: dict[str, Callable[..., list[int]]] = {"vllm": vllm_tokenize, "llamacpp": llamacpp_tokenize}
+TOKENIZERS: dict[str, Callable[..., list[int]]] = {
+    "vllm": vllm_tokenize,
+    "llamacpp": llamacpp_tokenize,
+    "exl3": vllm_tokenize,
+}
 
 
 def engine_tokenize(client: httpx.Client, base_url: str, model: str, text: str, *, kind: str = "vllm") -> list[int]:

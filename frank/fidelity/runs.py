@@ -62,11 +62,12 @@ def reference_source(prof) -> tuple[Path, Path]:
     """(Hugging Face checkpoint folder, python with torch and transformers) of a profile's reference. A vLLM
     profile serves the checkpoint itself from its own venv. A llama.cpp profile serves a GGUF: its reference
     is the float32 checkpoint derived from that GGUF, in the same folder (`frank model build`), run in the
-    engine venv (the llama.cpp venv has no torch)."""
+    engine venv (the llama.cpp venv has no torch). An exllamav3 profile serves a folder of EXL3 weights
+    quantized from the checkpoint in the folder above it (scripts/device_exl3.sh writes them there)."""
     model = Path(prof.model_path())
     if prof.kind == "vllm":
         return model, prof.python_path()
-    folder = model.parent if model.suffix == ".gguf" else model
+    folder = model.parent if model.suffix == ".gguf" or prof.kind == "exl3" else model
     if not (folder / "config.json").is_file():
         raise FrankError(
             f"fidelity on {prof.name} needs the Hugging Face checkpoint derived from {model.name} beside it "

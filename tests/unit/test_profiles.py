@@ -164,6 +164,11 @@ def test_good_user_profile(tmp_path):
         (ARG + 'with_args = { "3" = ["--x", "1"] }\n', "knobs.ctx.with_args.3: '3' is not one of the values"),
         (ARG + 'with_args = { "2" = ["--x"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
         (ARG + 'with_args = { "2" = ["x", "1"] }\n', 'knobs.ctx.with_args.2: expected pairs of "--flag", "value"'),
+        (ARG + 'with_env = { "1" = { X = "1" } }\n', "knobs.ctx.with_env: only an env knob can set more"),
+        (GOOD + 'with_env = { "3" = { X = "1" } }\n', "knobs.sched.with_env.3: '3' is not one of the values"),
+        (GOOD + 'with_env = { "1" = { "X Y" = "1" } }\n', "knobs.sched.with_env.1: 'X Y' is not an environment"),
+        (GOOD + 'with_env = { "1" = { X = 1 } }\n', "knobs.sched.with_env.1.X: expected a string, got 1"),
+        (GOOD + 'with_env = { "2" = { NCCL_NVLS_ENABLE = "1" } }\n', "knobs.sched.with_env.2: a knob may not set"),
         (GOOD.replace("port = 8123", 'port = 8123\ntool_calls = "guess"'), "tool_calls: 'guess' is not one of"),
         (GOOD.replace("port = 8123", "port = 8123\ntool_calls = true"), "tool_calls: expected a string"),
         # NVLink multicast stays off: a profile or knob that turns it on is refused, not silently overridden
@@ -188,6 +193,17 @@ def test_a_knob_value_brings_its_own_flags_and_only_that_value(tmp_path):
     prof = load_profile_file(write(tmp_path, ARG + 'with_args = { "2" = ["--scale", "4", "--orig", "8"] }\n'))
     assert build_launch(prof, {"ctx": 1}, 8123, "t").argv[-2:] == ["--ctx", "1"]
     assert build_launch(prof, {"ctx": 2}, 8123, "t").argv[-6:] == ["--ctx", "2", "--scale", "4", "--orig", "8"]
+
+
+def test_an_env_knob_value_sets_its_own_variables_and_only_that_value(tmp_path):
+    # a named value gives its target a value of its own (cpu_experts_sched 1 | 2 -> EXL3_MOE_CPU_PIN 0 | 1)
+    prof = load_profile_file(write(tmp_path, GOOD + 'with_env = { "1" = { SCHED = "0", MORE = "x" } }\n'))
+    assert {k: v for k, v in build_launch(prof, {"sched": 1}, 8123, "t").env.items() if k in ("SCHED", "MORE")} == {
+        "SCHED": "0",
+        "MORE": "x",
+    }
+    env = build_launch(prof, {"sched": 2}, 8123, "t").env
+    assert env["SCHED"] == "2" and "MORE" not in env
 
 
 def test_tool_call_mode_is_declared_by_the_profile_and_native_by_default(tmp_path):

@@ -1,4 +1,5 @@
-"""`frank fidelity run|floor|list|report|sets`: teacher-forced top-64 KL against the reference implementation."""
+"""`frank fidelity run|floor|list|report|table|sets`: teacher-forced top-64 KL against the reference
+implementation."""
 
 from __future__ import annotations
 
@@ -40,10 +41,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_list)
 
-    report = fsub.add_parser("report", help="one saved run: per-set KL beside its floor")
-    report.add_argument("run", nargs="?", help="run id or prefix (default: the latest)")
+    report = fsub.add_parser("report", help="one saved run, or a table file: per-set KL beside the floors")
+    report.add_argument("run", nargs="?", help="run id or prefix (default: the latest), or a table's .json file")
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=cmd_report)
+
+    table = fsub.add_parser("table", help="a table file of several engines' floor runs (frank.fidelity.table)")
+    table.add_argument("--out", required=True, help="the .json file to write")
+    table.add_argument("--title", required=True)
+    table.add_argument("--model", required=True, help="the model every row serves, e.g. smollm2-135m")
+    table.add_argument("--reference", default="the float32 checkpoint (transformers)")
+    table.add_argument("--row", action="append", metavar="LABEL=RUN", help="a row: its label and floor run id")
+    table.add_argument(
+        "--keep", metavar="FILE", help="the rows and seed numbers of this table file too (rows measured elsewhere)"
+    )
+    table.add_argument("--engine", action="append", metavar="LABEL=ENGINE", help="a row's engine (default: its kind)")
+    table.add_argument(
+        "--seed", action="append", metavar="LABEL=SET:KL,...", help="the seed's numbers for a row (repeatable)"
+    )
+    table.add_argument("--machine", default="", help="where the runs ran")
+    table.add_argument("--note", action="append", help="a line under the table (repeatable)")
+    table.add_argument("--json", action="store_true")
+    table.set_defaults(func=cmd_table)
 
     sets = fsub.add_parser("sets", help="list or check text sets")
     ssub = sets.add_subparsers(dest="sets_command", metavar="ACTION", required=True)
@@ -154,9 +173,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from frank.errors import FrankError
     from frank.fidelity.runs import list_runs, load_run
 
+    if args.run and args.run.endswith(".json"):
+        from frank.fidelity.table import format_table, load_table
+
+        table = load_table(Path(args.run))
+        emit(args.json, table.model_dump(mode="json"), lambda _: format_table(table))
+        return 0
     if args.run:
         run = load_run(args.run)
     else:
@@ -165,6 +192,44 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise FrankError("no fidelity runs yet: `frank fidelity run`")
         run = runs[-1]
     emit(args.json, run, format_run)
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from frank.engine.kinds import KINDS
+    from frank.engine.profiles import load_profile
+    from frank.errors import FrankError
+    from frank.fidelity import table as t
+    from frank.fidelity.runs import load_run
+
+    engines = parse_key_values(args.engine, "engine")
+    kept = t.load_table(Path(args.keep)) if args.keep else None
+    new_rows = parse_key_values(args.row, "row")
+    rows = [row for row in (kept.engines if kept else []) if row.label not in new_rows]
+    for label, run_id in new_rows.items():
+        run = load_run(run_id)
+        engine = engines.get(label) or KINDS[load_profile(run["profile"]).kind].label
+        rows.append(t.engine_row(label, engine, run, args.machine))
+    if not rows:
+        raise FrankError("a table needs at least one row: --row LABEL=RUN or --keep FILE")
+    seed = list(kept.seed) if kept and not args.seed else []
+    for label, values in parse_key_values(args.seed, "seed").items():
+        try:
+            kl = {name: float(v) for name, v in (pair.split(":", 1) for pair in values.split(","))}
+        except ValueError:
+            raise FrankError(f"--seed {label}={values}: expected SET:KL,SET:KL,...") from None
+        seed.append(t.SeedRow(label=label, kl=kl))
+    top_k = {load_run(run_id)["top_k"] for run_id in new_rows.values()} | ({kept.top_k} if kept else set())
+    if len(top_k) != 1:
+        raise FrankError(f"the rows' runs measured different top k: {sorted(top_k)}")
+    out = Path(args.out)
+    notes = args.note if args.note is not None else list(kept.notes) if kept else []
+    table = t.build_table(out, args.title, args.model, args.reference, rows, top_k.pop(), seed, notes)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(t.table_json(table))
+    emit(args.json, table.model_dump(mode="json"), lambda _: t.format_table(table))
     return 0
 
 

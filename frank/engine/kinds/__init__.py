@@ -1,4 +1,4 @@
-"""Engine kinds: vLLM and llama.cpp. One controller and supervisor run either; a kind says how a profile
+"""Engine kinds: vLLM, llama.cpp and exllamav3. One controller and supervisor run either; a kind says how a profile
 becomes a launch (argv and environment), what must exist before it starts, and which key clients send."""
 
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from frank.engine.kinds.base import EngineKind
+from frank.engine.kinds.exl3 import EXL3
 from frank.engine.kinds.llamacpp import LLAMACPP
 from frank.engine.kinds.vllm import VLLM
 from frank.engine.profiles import LaunchSpec, Profile
 
-KINDS: dict[str, EngineKind] = {kind.name: kind for kind in (VLLM, LLAMACPP)}
+KINDS: dict[str, EngineKind] = {kind.name: kind for kind in (VLLM, LLAMACPP, EXL3)}
 
 
 def kind_of(profile: Profile) -> EngineKind:
@@ -27,7 +28,7 @@ def check_launch(profile: Profile, knobs: dict[str, Any], argv: list[str]) -> No
     trained length needs RoPE scaling. Raises ProfileError naming the field that sets the context."""
     from frank.engine.model_facts import check_context
 
-    flag = "--ctx-size" if profile.kind == "llamacpp" else "--max-model-len"
+    flag = "--ctx-size" if profile.kind == "llamacpp" else "--max-model-len"  # vLLM's flag is the adapter's too
     knob = next((n for n, k in profile.knobs.items() if k.apply == "arg" and k.target == flag), None)
     check_context(profile, argv, flag, f"knobs.{knob} = {knobs.get(knob)}" if knob else "max_model_len")
 

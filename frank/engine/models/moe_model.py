@@ -18,8 +18,10 @@ GGUF's MXFP4 blocks hold. transformers' own conversion mapping (DeepSeek -> tran
 renaming on every build. The tokenizer and chat template are the tiny model's (tiny_model): copied from a
 current tiny-frank build in the same models dir, else trained here (the same bytes either way).
 
-Two sizes from the same code (MODELS): tiny-frank-moe (5M parameters, this machine's tests) and
-frank-moe-gpu (2.6 GB of MXFP4 experts, built on a GPU machine; no transformers reference is written for it).
+Three sizes from the same code (MODELS): tiny-frank-moe (5M parameters, this machine's tests), frank-moe-gpu
+(2.6 GB of MXFP4 experts, built on a GPU machine; no transformers reference is written for it) and
+frank-moe-exl3 (about 1.2B parameters, its DeepSeek-layout checkpoint kept in `deepseek/` for exllamav3's
+converter on the GPU machine).
 Runs in the engine venv (torch, transformers, tokenizers) with llama.cpp's source unpacked by
 scripts/pack_llamacpp_source.sh (FRANK_LLAMACPP_SRC overrides where).
 """
@@ -51,6 +53,9 @@ class MoeSpec:
     dims: dict[str, Any]
     reference: bool = True  # write the transformers checkpoint (the fidelity reference)
     dspark: dict[str, Any] = field(default_factory=dict)
+    # keep the DeepSeek-layout checkpoint in `deepseek/` (exllamav3's converter reads DeepSeek-V4 in that
+    # layout: scripts/device_exl3.sh quantizes it to EXL3 there)
+    keep_layout: bool = False
 
     @property
     def gguf(self) -> str:
@@ -111,11 +116,33 @@ GPU_DIMS: dict[str, Any] = {
     "sliding_window": 128,
 }
 DSPARK = {"dspark_block_size": 4, "markov_rank": 32}
+# exllamav3's CPU-expert runtime on the H200 in one GPU session: the GPU shape at about 1.2B parameters (DESIGN.md
+# section 11, "Sizing the EXL3 side"), experts large enough that a third on the CPU is a real share of a step.
+EXL3_DIMS: dict[str, Any] = {
+    **GPU_DIMS,
+    "hidden_size": 1024,
+    "num_attention_heads": 8,
+    "q_lora_rank": 256,
+    "o_lora_rank": 256,
+    "moe_intermediate_size": 512,
+}
 
 MODELS = {
     "tiny-frank-moe": MoeSpec("tiny-frank-moe", "tiny-frank-moe-1", TINY_DIMS, True, DSPARK),
     "frank-moe-gpu": MoeSpec("frank-moe-gpu", "frank-moe-gpu-1", GPU_DIMS, False, DSPARK),
+    "frank-moe-exl3": MoeSpec("frank-moe-exl3", "frank-moe-exl3-1", EXL3_DIMS, False, DSPARK, keep_layout=True),
 }
+
+
+def exl3_layout_config(config: dict[str, Any], spec: MoeSpec) -> dict[str, Any]:
+    """config.json of the kept DeepSeek layout, for exllamav3 (architecture/deepseek_v4.py): it finds the DSpark
+    stage from compress_ratios running one entry past the trunk (the stage's sliding window: 0) and reads the
+    Markov head's rank from dspark_markov_rank (its default is 256). llama.cpp's converter gets the plain one."""
+    return {
+        **config,
+        "compress_ratios": [*config["compress_ratios"], 0],
+        "dspark_markov_rank": spec.dspark["markov_rank"],
+    }
 
 
 def spec_for(name: str) -> MoeSpec:
@@ -457,6 +484,9 @@ def build(
             llamacpp_convert.convert(ds_dir, tmp / spec.gguf, *named)
             dspark = ("--dspark", "--target-model-dir", str(ds_dir))
             llamacpp_convert.convert(ds_dir, tmp / spec.draft_gguf, *named, *dspark)
+            if spec.keep_layout:
+                tiny_model.write_json(ds_dir / "config.json", exl3_layout_config(config, spec))
+                ds_dir.rename(tmp / "deepseek")
         if spec.reference:
             tiny_model.save_safetensors(hf, tmp / "model.safetensors")
             tiny_model.write_json(tmp / "config.json", config)

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# exllamav3 1.6.5's CPU-expert runtime under frank, ON the H200 machine (issue 39; docs/gpu-run.md, "exllamav3's
+# CPU experts"), resumed call by call (a call lasts at most 10 minutes; a warm machine keeps $W):
+#
+#   1. setup: the carried wheels (scripts/device-wheels.txt, scripts/exl3-wheels.txt) into $W/site; exllamav3's C++/CUDA
+#      extension compile STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch
+#      list starts a second compile; a lock left by a compile that was killed is removed, or every import
+#      waits on it forever), and llama.cpp's CUDA llama-server built beside it unless carried;
+#   2. frank-moe-exl3 (the DeepSeek-V4 shape at 1.2B, DSpark stage) drawn from the carried kit while the
+#      extension compiles: its GGUFs (llama.cpp) and its DeepSeek-layout checkpoint;
+#   3. SmolLM2-135M: the checkpoint derived from the carried Q4_1 GGUF (in parts over the first calls), quantized to
+#      EXL3 3.0 bpw by exllamav3's converter, `frank fidelity floor` on it (KL on code/agent/prose against the
+#      float32 reference, beside the reference and engine floors);
+#   4. frank-moe-exl3 quantized to EXL3 3.0 bpw (its DSpark stage with it), `exl3-gpu-moe` started through
+#      frank: a request, telemetry (the CPU MoE worker's threads), a W01 mini replay with verify steps and
+#      the CPU-expert wait, the engine log's EXL3_MOE_CPU_PROF stall lines;
+#   5. the none / a third / all table for both schedules at 8 and 16 threads, exllamav3 beside llama.cpp
+#      on the same shape (benchmarks/bench_cpu_experts.py).
+# Every phase leaves a stamp in $W/done; a call does what its budget allows and the next goes on. Call it
+# again until it prints "all done". Everything comes back in $OUT (exl3-N.tar.gz, run-N.log).
+#
+#   here:   scripts/stage_exl3_device.sh .device/i39
+#   there:  FRANK_DEVICE_DIR=$PWD/.device/i39/c1 bash scripts/device_exl3.sh   (call 1: carry .device/i39/c1)
+#           FRANK_DEVICE_DIR=$PWD/.device/i39/c2 bash scripts/device_exl3.sh   (call 2: carry .device/i39/c2,
+#           FRANK_DEVICE_DIR=$PWD/.device/i39/c3 bash scripts/device_exl3.sh    call 3: c3: SmolLM2's GGUF parts)
+#           bash scripts/device_exl3.sh                                          (later calls: nothing carried)
+#
+# A dry run here (no CUDA: phases that need exllamav3 stop with what they lack, the rest runs):
+#   FRANK_EXL3_DRY_RUN=1 FRANK_EXL3_PYTHON_BASE=$PWD/.venv/bin/python FRANK_EXL3_MODEL_PYTHON=$PWD/.venv-engine/bin/python \
+#   FRANK_EXL3_MODEL=tiny-frank-moe FRANK_DEVICE_DIR=$PWD/.device/i39/c1 FRANK_EXL3_WORK=/tmp/frank-exl3-dry \
+#   bash scripts/device_exl3.sh       (then again with .device/i39/c2: SmolLM2's checkpoint, no EXL3)
+set -uo pipefail
+
+TREE=$(cd "$(dirname "$0")/.." && pwd)
+D=${FRANK_DEVICE_DIR:-}
+OUT=${OUT:-/tmp/frank-exl3-out}
+W=${FRANK_EXL3_WORK:-/tmp/frank-exl3}
+BUDGET_S=${FRANK_EXL3_BUDGET_S:-560}
+DRY=${FRANK_EXL3_DRY_RUN:-}
+BASE_PY=$(command -v "${FRANK_EXL3_PYTHON_BASE:-python3}")   # the machine's python: torch 2.11, CUDA 13
+MODEL_PY=$(command -v "${FRANK_EXL3_MODEL_PYTHON:-$BASE_PY}")  # torch and transformers: models, the reference
+MODEL=${FRANK_EXL3_MODEL:-frank-moe-exl3}
+mkdir -p "$W/models" "$W/done" "$W/parts" "$OUT"
+N=$(( $(cat "$W/calls" 2>/dev/null || echo 0) + 1 )); echo "$N" >"$W/calls"
+LOG=$W/logs-$N
+mkdir -p "$LOG"
+cd "$W" || exit 1   # not the checkout's root: `python3 -m frank...` would import whatever frank is there first
+export FRANK_HOME=$W/home FRANK_MODELS=$W/models PYTHONUNBUFFERED=1 PYTHONPATH=$TREE:$W/site
+export FRANK_LLAMACPP_SRC=$W/llama.cpp FRANK_ENGINE_PYTHON=$MODEL_PY
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16
+PY=$BASE_PY
+frank() { "$PY" -m frank.console.cli "$@"; }
+stamp() { echo "== $(date -u +%H:%M:%S) [$SECONDS s] $*"; }
+left() { echo $(( BUDGET_S - SECONDS )); }
+done_() { [ -f "$W/done/$1" ]; }
+mark() { date -u +%FT%TZ >"$W/done/$1"; }
+finish() {
+    stamp "pack"
+    frank engine stop --json >/dev/null 2>&1
+    local keep=("logs-$N" done)
+    for d in home/data/runs home/state/logs bench; do [ -d "$W/$d" ] && keep+=("$d"); done
+    tar -czf "$OUT/exl3-$N.tar.gz" --exclude='*.npz' --exclude='*.safetensors' -C "$W" "${keep[@]}"
+    cp "$LOG/run.log" "$OUT/run-$N.log"
+}
+trap finish EXIT
+trap "exit 143" TERM INT
+exec > >(tee "$LOG/run.log") 2>&1
+
+# ---------------------------------------------------------------- 1. setup
+stamp "call $N (carried: ${D:-nothing})"
+if [ -n "$D" ]; then cp "$D"/smollm2-gguf.* "$W/parts/" 2>/dev/null; fi
+if [ -n "$D" ] && [ -d "$D/wheels" ] && ! done_ wheels; then
+    if [ -z "$DRY" ]; then  # the wheels are the H200 machine's (cp312); a dry run uses its own venv
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" "$D"/wheels/*.whl || exit 1
+    fi
+    mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-convert.tar.gz" -C "$W/llama.cpp" || exit 1
+    [ -f "$D/llama.cpp-src.tar.gz" ] && { mkdir -p "$W/llama.cpp-src" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp-src"; }
+    compgen -G "$D/llama-bin.part-*" >/dev/null && { mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build"; }
+    [ -d "$D/kit-$MODEL" ] && cp -r "$D/kit-$MODEL" "$W/"
+    mark wheels
+fi
+# The engine's python: the machine's, with exllamav3's wheels (frank's kind sets PYTHONPATH to the checkout).
+cat >"$W/exl3-python" <<EOF
+#!/bin/sh
+PYTHONPATH="\${PYTHONPATH:+\$PYTHONPATH:}$W/site" exec "$BASE_PY" "\$@"
+EOF
+chmod +x "$W/exl3-python"
+export FRANK_EXL3_PYTHON=$W/exl3-python
+{ nproc; nvidia-smi -L; "$PY" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda)'; } \
+    >"$LOG/env.txt" 2>&1; cat "$LOG/env.txt"
+
+EXT_DIR=$("$PY" -c 'import torch.utils.cpp_extension as c; print(c._get_build_directory("exllamav3_ext", False))' 2>/dev/null)
+compile_alive() { [ -f "$W/compile.pid" ] && kill -0 "$(cat "$W/compile.pid")" 2>/dev/null; }
+if ! done_ compile && ! compile_alive; then
+    if [ -n "$EXT_DIR" ] && [ -f "$EXT_DIR/lock" ]; then
+        stamp "a stale compile lock ($EXT_DIR/lock, no compile of ours alive): removed"; rm -f "$EXT_DIR/lock"
+    fi
+    stamp "exllamav3's extension: compile in the background (sm_90, 16 jobs)"
+    ( "$W/exl3-python" -c 'from exllamav3.ext import exllamav3_ext; print("extension ready")' >"$W/compile.log" 2>&1 &&
+        mark compile ) &
+    echo $! >"$W/compile.pid"
+fi
+wait_compile() {  # true once the extension is built (waits at most until the call's budget allows)
+    while ! done_ compile; do
+        compile_alive || { stamp "the extension's compile failed:"; tail -25 "$W/compile.log"; return 1; }
+        [ "$(left)" -gt 30 ] || return 1
+        sleep 5
+    done
+}
+LLAMA_BIN=$W/build/bin/llama-server
+building() { [ -f "$W/llama-build.pid" ] && kill -0 "$(cat "$W/llama-build.pid")" 2>/dev/null; }
+if [ ! -x "$LLAMA_BIN" ] && [ -f "$W/llama.cpp-src/CMakeLists.txt" ] && [ -z "$DRY" ] && ! building; then
+    stamp "llama-server (CUDA, sm_90): build in the background, 8 jobs beside the extension's (ninja resumes a cut-off build)"
+    (cmake -S "$W/llama.cpp-src" -B "$W/build" -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
+        ninja -C "$W/build" -j8 llama-server && tar -czf - -C "$W/build" bin | split -b 15000000 - "$OUT/llama-bin.part-") \
+        >"$W/llama-build.log" 2>&1 &
+    echo $! >"$W/llama-build.pid"
+fi
+
+# ---------------------------------------------------------------- 2. frank-moe-exl3 (CPU, beside the compile)
+if ! done_ model; then
+    stamp "draw $MODEL (kit: shapes and tokenizer)"
+    KIT=(); [ -f "$W/kit-$MODEL/shapes.json" ] && KIT=(--kit "$W/kit-$MODEL")
+    ( time "$MODEL_PY" -m frank.engine.models.moe_model build --model "$MODEL" --out "$FRANK_MODELS/$MODEL" "${KIT[@]}" ) \
+        >"$LOG/model-build.json" 2>"$LOG/model-build.err" || { tail -30 "$LOG/model-build.err"; exit 1; }
+    tail -3 "$LOG/model-build.err"; ls -la "$FRANK_MODELS/$MODEL" "$FRANK_MODELS/$MODEL/deepseek"
+    mark model
+fi
+
+# ---------------------------------------------------------------- 3. SmolLM2: EXL3 3.0 bpw and its fidelity
+SMOL=$FRANK_MODELS/smollm2-135m
+convert() {  # IN OUT BITS: exllamav3's converter, its bundled calibration text (an entry-point script)
+    local in=$1 out=$2 bits=$3 name
+    name=$(basename "$(dirname "$out")")   # the model: its own work folder (the converter resumes from one)
+    [ -f "$out/config.json" ] && return 0
+    local job=(-i "$in" -o "$out.tmp" -b "$bits" -cr 16 -cc 512) how="new"
+    if [ -f "$W/work-$name/args.json" ]; then job=(-r); how="resumed"; fi   # cut off by the end of a call
+    stamp "exllamav3: $in -> $out ($bits bpw, $how)"
+    ( time "$W/exl3-python" -m exllamav3.conversion.convert_model -w "$W/work-$name" "${job[@]}" ) \
+        >"$LOG/convert-$name.log" 2>&1 || { tail -30 "$LOG/convert-$name.log"; return 1; }
+    mv "$out.tmp" "$out"; du -sh "$out"
+}
+if ! done_ smollm2-fidelity; then
+    GGUF=$W/parts/SmolLM2-135M-Instruct.Q4_1.gguf
+    read -r SUM COUNT < <(cat "$W/parts/smollm2-gguf.sha256" 2>/dev/null || echo "- 0")
+    HAVE=$(ls "$W"/parts/smollm2-gguf.part-* 2>/dev/null | wc -l)
+    if [ ! -f "$GGUF" ] && [ "$COUNT" -gt 0 ] && [ "$HAVE" -eq "$COUNT" ]; then
+        for i in $(seq 1 "$COUNT"); do cat "$W/parts/smollm2-gguf.part-$i"; done >"$GGUF.tmp"
+        if [ "$(sha256sum "$GGUF.tmp" | cut -d' ' -f1)" = "$SUM" ]; then mv "$GGUF.tmp" "$GGUF"
+        else echo "SmolLM2's GGUF parts do not add up"; rm -f "$GGUF.tmp"; fi
+    fi
+    if [ ! -f "$GGUF" ]; then
+        stamp "SmolLM2 waits for its GGUF: $HAVE of $COUNT parts here (carry the next .device/i39/cN)"
+    else
+        if ! frank model verify --model smollm2-135m --json >/dev/null 2>&1; then
+            stamp "derive SmolLM2's float32 checkpoint"
+            FRANK_SMOLLM2_GGUF=$GGUF frank model build --model smollm2-135m --json >"$LOG/smollm2-build.json" \
+                || { cat "$LOG/smollm2-build.json"; exit 1; }
+        fi
+        if wait_compile && convert "$SMOL" "$SMOL/exl3-3.0bpw" 3.0; then
+            # exl3-gpu-moe's kind and adapter serving the 135M checkpoint's EXL3 (SmolLM2's tool format)
+            mkdir -p "$FRANK_HOME/config/profiles"
+            cat >"$FRANK_HOME/config/profiles/exl3-smollm2.toml" <<EOF
+name = "exl3-smollm2"
+kind = "exl3"
+description = "exllamav3 serving SmolLM2-135M at EXL3 3.0 bpw (the fidelity row)"
+python = "@env:FRANK_EXL3_PYTHON"
+model = "@models/smollm2-135m/exl3-3.0bpw"
+served_model_name = "smollm2-135m"
+max_model_len = 8192
+extra_args = ["--tool-call-parser", "hermes"]
+EOF
+            stamp "fidelity floor: EXL3 3.0 bpw against the float32 reference (two starts)"
+            frank fidelity floor --profile exl3-smollm2 --json >"$LOG/fidelity-exl3-smollm2.json" 2>"$LOG/fidelity-exl3-smollm2.err" \
+                && mark smollm2-fidelity
+            tail -5 "$LOG/fidelity-exl3-smollm2.err"
+            frank fidelity report "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$LOG/fidelity-exl3-smollm2.json")" 2>&1 | tee "$LOG/fidelity-exl3-smollm2.txt"
+        fi
+    fi
+fi
+
+# ---------------------------------------------------------------- 4. frank-moe-exl3 under frank
+[ -n "$DRY" ] && { stamp "dry run: the phases below need exllamav3 on a GPU"; exit 0; }
+wait_compile || { stamp "the extension is still compiling: call again"; exit 0; }
+convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
+if ! done_ served; then
+    stamp "serve $MODEL through exl3-gpu-moe"
+    frank engine start --profile exl3-gpu-moe --dry-run | tee "$LOG/engine-dry-run.txt"
+    frank engine start --profile exl3-gpu-moe --json >"$LOG/engine-start.json" || { frank engine logs -n 80; exit 1; }
+    cat "$LOG/engine-start.json"
+    read -r URL TOKEN < <("$PY" -c 'from frank.engine.controller import EngineController as C
+c = C(); print(c.status().url, c.client_api_key or "")')
+    curl -s -H "Authorization: Bearer $TOKEN" "$URL/v1/chat/completions" -H 'Content-Type: application/json' \
+        -d '{"messages":[{"role":"user","content":"Write a merge function."}],"max_tokens":64,"temperature":0,"ignore_eos":true}' \
+        | tee "$LOG/smoke.json"; echo
+    ps -o pid,nlwp,pcpu,args --ppid "$("$PY" -c 'from frank.engine.controller import EngineController as C; print(C().status().pid)')" \
+        | tee "$LOG/engine-children.txt"   # the CPU MoE worker: a spawned child process
+    stamp "telemetry (0.5 s) beside a W01 mini replay"
+    "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$PY" -m frank.console.cli telemetry --period 0.5 --json >"$LOG/telemetry.json" &
+    TEL_PID=$!; sleep 2
+    frank replay w01-mini --draws draw-1 --limit 5 --mode full --max-tokens 64 --json >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
+    echo "replay exit $?"; tail -2 "$LOG/replay-w01-mini.err"
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d["draws"]["draw-1"]))' "$LOG/replay-w01-mini.json"
+    kill -INT "$TEL_PID"; wait "$TEL_PID"
+    frank engine logs -n 400 >"$LOG/engine.log" 2>&1
+    grep -E "moe_cpu prof|CPU split experts|CPU MoE" "$LOG/engine.log" | tail -20
+    frank engine stop --json >/dev/null
+    mark served
+fi
+
+# ---------------------------------------------------------------- 5. the table, beside llama.cpp
+mkdir -p "$W/bench" "$FRANK_HOME/config/profiles"
+if ! done_ table-exl3 && [ "$(left)" -gt 200 ]; then
+    stamp "the CPU-expert table: exllamav3 (none, a third, all; schedules 1, 2; 8 and 16 threads)"
+    "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile exl3-gpu-moe --threads 8 16 --requests 2 --max-tokens 64 \
+        --json "$W/bench/exl3.json" 2>"$LOG/bench-exl3.err" | tee "$W/bench/exl3.txt" && mark table-exl3
+fi
+if ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
+    if building; then stamp "llama-server still building: call again"; exit 0; fi
+    [ -x "$LLAMA_BIN" ] || { stamp "no llama-server (see $W/llama-build.log)"; tail -20 "$W/llama-build.log"; exit 1; }
+    export FRANK_LLAMA_SERVER=$LLAMA_BIN
+    sed -e 's/^name = .*/name = "llamacpp-gpu-moe-exl3"/' -e "s#frank-moe-gpu/frank-moe-gpu#$MODEL/$MODEL#g" \
+        -e "s/served_model_name = .*/served_model_name = \"$MODEL\"/" "$TREE/frank/engine/profiles/llamacpp-gpu-moe.toml" \
+        >"$FRANK_HOME/config/profiles/llamacpp-gpu-moe-exl3.toml"
+    stamp "the CPU-expert table: llama.cpp on the same shape (0, 4, 12 of 12 layers)"
+    "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile llamacpp-gpu-moe-exl3 --threads 8 16 --requests 2 \
+        --max-tokens 64 --json "$W/bench/llamacpp.json" 2>"$LOG/bench-llamacpp.err" | tee "$W/bench/llamacpp.txt" \
+        && mark table-llamacpp
+fi
+done_ smollm2-fidelity && done_ served && done_ table-exl3 && done_ table-llamacpp && stamp "all done" \
+    || stamp "not all done: call again"

