@@ -113,13 +113,21 @@ def run_report(run_id: str) -> dict[str, Any]:
 
 def _refuse_screen_file(path: Any, what: str) -> None:
     """A screen file or a screen's record named where evidence or a design belongs is refused, saying why."""
+    import json
+
+    from frank.experiments.screen_report import RECORD_FORMAT
+
     try:
-        head = path.read_text()[:4096]
-    except OSError:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
         return
-    if '"format": "frank-screen-record-1"' in head or (
-        what == "design" and "[control]" in head and "candidates" in head
-    ):
+    record = False
+    if text.lstrip().startswith("{"):
+        try:
+            record = (json.loads(text) or {}).get("format") == RECORD_FORMAT
+        except (ValueError, AttributeError):
+            record = False
+    if record or (what == "design" and "[control]" in text and "candidates" in text):
         raise CampaignError(f"{path}: {what}: this is a screen: {SCREEN_REFUSAL}")
 
 

@@ -31,6 +31,43 @@ design = "@designs/region-cache-on-off.toml"
 """
 
 
+def test_the_moe_example_decides_its_gpu_runs_again_from_their_files(frank_cli, fresh_frank_home: Path) -> None:
+    """The H200 runs of the campaign's method (issue 38): the schedule test and the screened pool setting's
+    confirmation, each decided again from its exported CSV, each part's state following from it."""
+    init = frank_cli("campaign", "init", "--example", "moe", "--json", home=fresh_frank_home, timeout=120)
+    assert init.returncode == 0, init.stderr
+    status = json.loads(frank_cli("campaign", "status", "--json", home=fresh_frank_home, timeout=120).stdout)
+    parts = {p["name"]: p for p in status["parts"]}
+    assert [(p["name"], p["state"]) for p in status["parts"]] == [
+        ("schedule-2", "rejected"),
+        ("pool-threads-12", "rejected"),
+    ]
+    got = {
+        name: [(e["state"], e["decision"], e["p_fraction"], e["results_run_id"], e["ok"]) for e in p["evidence"]]
+        for name, p in parts.items()
+    }
+    assert got == {
+        "schedule-2": [("rejected", "not confirmed", "3/4", "20261204-163346-cpu-experts-sched-c032", True)],
+        "pool-threads-12": [("rejected", "not confirmed", "9/256", "20261204-164542-cpu-pool-confirm-5aa3", True)],
+    }
+
+
+def test_a_screen_is_refused_where_evidence_belongs(frank_cli, fresh_frank_home: Path) -> None:
+    """The screen's record named as a part's results: refused with why (a screen picks; it proves nothing)."""
+    from frank.campaign.parts import EXAMPLES_DIR
+
+    text = (EXAMPLES_DIR / "moe.toml").read_text()
+    record = Path(__file__).resolve().parents[2] / "frank/experiments/screens/cpu-pool-h200.json"
+    folder = fresh_frank_home / "c"
+    folder.mkdir(parents=True)
+    (folder / "screen.json").write_text(record.read_text())
+    (folder / "moe.toml").write_text(text.replace('"@designs/cpu-pool-confirm-h200.csv"', '"screen.json"'))
+    init = frank_cli("campaign", "init", "--file", str(folder / "moe.toml"), "--json", home=fresh_frank_home)
+    status = frank_cli("campaign", "status", "--file", str(folder / "moe.toml"), "--json", home=fresh_frank_home)
+    shown = init.stdout + init.stderr + status.stdout + status.stderr
+    assert "this is a screen" in shown and "never evidence" in shown
+
+
 def test_the_seed_example_lists_its_parts_with_their_evidence(frank_cli, fresh_frank_home: Path) -> None:
     init = frank_cli("campaign", "init", "--example", "seed", "--json", home=fresh_frank_home, timeout=120)
     assert init.returncode == 0, init.stderr
