@@ -63,11 +63,13 @@ class Journal:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def append(self, event: JournalEvent, **fields: Any) -> dict[str, Any]:
-        self.seq += 1
-        record = {"seq": self.seq, "t": _now(), "unix": round(time.time(), 3), "event": event, **fields}
+        seq = self.seq + 1
+        record = {"seq": seq, "t": _now(), "unix": round(time.time(), 3), "event": event, **fields}
         line = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str).encode() + b"\n"
-        os.write(self._fd, line)  # one write per event: O_APPEND keeps it whole against other appends
-        os.fsync(self._fd)
+        # one write per event (O_APPEND keeps it whole against other appends), fsynced; on a full disk the
+        # part written is cut back and frank.jsonl.WriteError names the file: every event before stays whole
+        jsonl.write_whole(self._fd, self.path, line, os.fstat(self._fd).st_size)
+        self.seq = seq
         return record
 
     def close(self) -> None:

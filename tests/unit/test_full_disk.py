@@ -14,7 +14,7 @@ import pytest
 
 from frank import jsonl, paths
 from frank.errors import WriteError
-from frank.jobs.job_file import rewrite_job_file
+from frank.jobs.job_file import JobFile, rewrite_job_file
 from tests.full_disk import fill, tmpfs
 
 
@@ -45,15 +45,36 @@ def test_a_state_file_on_a_full_disk_keeps_what_it_held(disk):
     paths.write_private(state, json.dumps({"state": "ready"}))
     job = disk / "job"
     job.mkdir()
-    rewrite_job_file(job, {"kind": "replay", "state": "running"})
+    rewrite_job_file(job, JobFile(run_id="r1", kind="replay", pid=41))
     filler = fill(disk)
     with pytest.raises(WriteError, match=rf"{state}: cannot write: No space left on device"):
         paths.write_private(state, json.dumps({"state": "stopped", "pad": "z" * 100_000}))
     with pytest.raises(WriteError, match=r"job\.json: cannot write: No space left on device"):
-        rewrite_job_file(job, {"kind": "replay", "state": "done", "pad": "z" * 100_000})
+        rewrite_job_file(job, JobFile(run_id="r1", kind="replay", pid=42, error="z" * 100_000))
     assert json.loads(state.read_text()) == {"state": "ready"}
-    assert json.loads(next(job.iterdir()).read_text())["state"] == "running"
+    assert json.loads(next(job.iterdir()).read_text())["pid"] == 41
     assert sorted(p.name for p in disk.iterdir()) == ["engine.json", "filler", "job"]  # no temp file left
     filler.unlink()
     paths.write_private(state, json.dumps({"state": "stopped"}))
     assert json.loads(state.read_text()) == {"state": "stopped"} and os.stat(state).st_mode & 0o777 == 0o600
+
+
+def test_the_experiment_journal_on_a_full_disk_refuses_the_event_whole_and_goes_on_after(disk):
+    """The runner's journal (frank.experiments.journal.Journal, one writer per run): an event that does not
+    fit is cut back, named, not counted; every event before it stays; the next one takes its number."""
+    from frank.experiments.journal import Journal, read_events
+
+    path = disk / "journal.jsonl"
+    with Journal(path) as journal:
+        for i in range(5):
+            journal.append("cell_done", slot=i, pad="x" * 100)
+        before = path.read_bytes()
+        filler = fill(disk)
+        with pytest.raises(WriteError, match=rf"{path}: cannot append a record: No space left on device"):
+            journal.append("cell_done", slot=5, pad="y" * 300_000)
+        assert path.read_bytes() == before and journal.seq == 5
+        filler.unlink()
+        journal.append("runner_stopped", reason="finished")
+    events = read_events(path)
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5, 6] and events[-1]["event"] == "runner_stopped"
+    assert not jsonl.torn_path(path).exists()
