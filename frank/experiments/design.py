@@ -18,11 +18,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from frank import tomlfile
 from frank.experiments.fidelity import FidelityRule, check_control_starts, check_sets, parse_fidelity
 from frank.experiments.tables import DesignError, Table
+
+T = TypeVar("T")
 
 KINDS = ("blocks", "balanced", "external")
 TESTS = {"blocks": "sign", "balanced": "permutation", "external": "criteria"}
@@ -181,26 +183,37 @@ class Design:
 # -- reading ----------------------------------------------------------------------------------------
 
 
-def load_design(path: Path | str, *, check_profiles: bool = False) -> Design:
-    path = Path(path)
+def read_source(path: Path | str) -> str:
+    """A design's (or a screen's) text, or the error naming the file."""
     try:
-        text = path.read_text()
+        return Path(path).read_text()
     except OSError as exc:
         raise DesignError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_design_text(text, str(path), check_profiles=check_profiles)
 
 
-def parse_design_text(text: str, where: str = "<design>", *, check_profiles: bool = False) -> Design:
+def load_design(path: Path | str, *, check_profiles: bool = False) -> Design:
+    return parse_design_text(read_source(path), str(path), check_profiles=check_profiles)
+
+
+def parse_checked(text: str, where: str, build: Callable[[dict[str, Any]], T]) -> T:
+    """`build` over the file's plain TOML values; a refusal naming `FILE: FIELD` gets the field's line."""
     data = tomlfile.parse(text, where, DesignError)
     lines = tomlfile.KeyLines(text)
     try:
         tomlfile.check_plain(data, where, lines, DesignError)
+        return build(data)
+    except DesignError as exc:
+        raise _at_line(exc, where, lines) from None
+
+
+def parse_design_text(text: str, where: str = "<design>", *, check_profiles: bool = False) -> Design:
+    def build(data: dict[str, Any]) -> Design:
         design = parse_design(data, where)
         if check_profiles:
             check_arm_profiles(design, where)
-    except DesignError as exc:
-        raise _at_line(exc, where, lines) from None
-    return design
+        return design
+
+    return parse_checked(text, where, build)
 
 
 def _at_line(exc: DesignError, where: str, lines: tomlfile.KeyLines) -> DesignError:

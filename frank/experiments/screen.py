@@ -26,9 +26,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from frank import tomlfile
-from frank.experiments.design import ARM_NAME, DIRECTIONS, MEASURES, Arm, Design, _at_line, canonical_dict, parse_design
-from frank.experiments.tables import DesignError, Table
+from frank.experiments.design import (
+    ARM_NAME,
+    DIRECTIONS,
+    MEASURES,
+    Arm,
+    Design,
+    canonical_dict,
+    check_arm_profiles,
+    parse_checked,
+    parse_design,
+    read_source,
+)
+from frank.experiments.tables import Table
 from frank.experiments.tally import effect_pct
 
 MAX_SETTINGS = 16
@@ -91,27 +101,17 @@ class Screen:
 
 
 def load_screen(path: Path | str, *, check_profiles: bool = False) -> Screen:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DesignError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_screen_text(text, str(path), check_profiles=check_profiles)
+    return parse_screen_text(read_source(path), str(path), check_profiles=check_profiles)
 
 
 def parse_screen_text(text: str, where: str = "<screen>", *, check_profiles: bool = False) -> Screen:
-    data = tomlfile.parse(text, where, DesignError)
-    lines = tomlfile.KeyLines(text)
-    try:
-        tomlfile.check_plain(data, where, lines, DesignError)
+    def build(data: dict[str, Any]) -> Screen:
         screen = _parse(data, text, where)
         if check_profiles:
-            from frank.experiments.design import check_arm_profiles
-
             check_arm_profiles(screen.design, where)
-    except DesignError as exc:
-        raise _at_line(exc, where, lines) from None
-    return screen
+        return screen
+
+    return parse_checked(text, where, build)
 
 
 def _setting(raw: Any, field: str, where: str, base: dict[str, Any]) -> Arm:
