@@ -6,11 +6,12 @@ A host that stops answering reads "not answering" from the next scrape on. `fran
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.widgets import DataTable, Header, Static
 
 from frank.console.screens.base import FrankScreen
@@ -72,6 +73,7 @@ def host_cells(h: Any) -> tuple[str | Text, ...]:
 
 class FleetScreen(FrankScreen):
     TITLE = "fleet"
+    BINDINGS: ClassVar[list[BindingType]] = []  # a read of Prometheus: no action of its own
     DEFAULT_CSS = """
     #fleet-hosts { height: auto; max-height: 24; }
     """
