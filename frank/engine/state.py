@@ -25,6 +25,7 @@ from typing import Any
 from frank import jsonl
 from frank.engine import records
 from frank.engine.records import EngineRecord, ExitRecord, RunRecord, SupervisorSpec
+from frank.errors import WriteError
 from frank.paths import private_dir, write_private
 
 LOGS_KEPT = 5
@@ -81,11 +82,11 @@ class StateFiles:
 
     def write_record(self, record: EngineRecord) -> None:
         private_dir(self.root)
-        records.write(self.record, record)
+        _written(self.record, record)
 
     def write_spec(self, spec: SupervisorSpec) -> None:
         private_dir(self.root)
-        records.write(self.spec, spec)
+        _written(self.spec, spec)
 
     # -- other json files (saved knobs) ---------------------------------------------------------------
     @staticmethod
@@ -136,3 +137,12 @@ def tail_lines(path: Path, count: int, max_bytes: int = 1 << 20) -> list[str]:
         return []
     lines = data.decode("utf-8", "replace").splitlines()
     return lines[-count:] if count > 0 else []
+
+
+def _written(path: Path, record: EngineRecord | SupervisorSpec) -> None:
+    """records.write (stdlib only, shared with the supervisor) with frank's error: a full disk names the file
+    and keeps what it held."""
+    try:
+        records.write(path, record)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write: {exc.strerror or exc} (what it held is kept)") from None

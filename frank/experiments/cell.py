@@ -24,14 +24,16 @@ episodes_passed. An episode the engine failed (error) counts as a failed request
 from __future__ import annotations
 
 import hashlib
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
 
+from frank import paths
 from frank.engine.controller import EngineController, EngineError
 from frank.engine.profiles import load_profile
 from frank.engine.records import RUNNING_STATES
-from frank.errors import FrankError
+from frank.errors import FrankError, WriteError
 from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt
 from frank.experiments.randomize import Slot
@@ -49,6 +51,15 @@ def replay_measures(runner: ReplayRunner, warmup: int) -> dict[str, Any]:
         for d in runner.draw_names
     }
     return start_measures(tallies).to_json()
+
+
+def disk_full(folder: Path, room: int = 1 << 20) -> str:
+    """Why a folder's file system cannot take the next records ("" when it has `room` bytes free)."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"{folder}: no space left on its disk ({free} bytes free)" if free < room else ""
 
 
 def failure_messages(runner: ReplayRunner, most: int = 3) -> list[str]:
@@ -163,6 +174,8 @@ class EngineCellExecutor:
                 dir=str(replay_dir),
             )
             fidelity = self._fidelity(run, slot, attempt, note) if summary.get("state") == "finished" else None
+        except WriteError:
+            raise  # a full disk is the machine's, not the arm's: the run stops (resumable), no retry burnt now
         except FrankError as exc:
             raise CellError(f"the replay failed: {exc}") from None
         finally:
@@ -208,6 +221,9 @@ class EngineCellExecutor:
             st = self.controller.start(profile, knobs)
         except EngineError as exc:
             self._stop_engine()
+            full = disk_full(paths.state_dir())
+            if full:  # the supervisor could not write its state files: the machine's fault, not the arm's
+                raise WriteError(f"{full}; the engine could not start ({exc})") from None
             raise CellError(f"the engine did not start: {exc}") from None
         except BaseException:  # stopped (SIGTERM) while starting: leave no engine behind
             self._stop_engine()
