@@ -18,8 +18,10 @@ from packaging.requirements import Requirement
 REPO = Path(__file__).resolve().parents[2]
 # What the GPU scripts run: the console's dependencies and the HTML reports' (matplotlib, on the image).
 EXTRAS = ("report",)
-# Imported only inside the engine's, the agent's or the fleet's own environment, never by the console's CLI.
-OTHER_VENVS = {"vllm", "torch", "transformers", "inspect_ai", "xllamacpp", "openai", "tokenizers", "gguf", "ray"}
+# Imported only inside the engine's, exllamav3's, the agent's or the fleet's own environment, never by the CLI;
+# and the `web` extra's (aiohttp, textual-serve: `frank serve`, which the GPU scripts never run).
+OTHER_VENVS = {"vllm", "torch", "transformers", "inspect_ai", "xllamacpp", "openai", "tokenizers", "gguf", "ray", "exllamav3"}
+NOT_CARRIED_EXTRAS = {"aiohttp", "textual_serve"}
 
 
 def norm(name: str) -> str:
@@ -98,7 +100,7 @@ import importlib, pkgutil, sys
 sys.path[:0] = [{str(target)!r}, {str(REPO)!r}]
 import frank
 assert frank.__file__.startswith({str(REPO)!r}), frank.__file__
-skip = {sorted(OTHER_VENVS)!r}
+skip = {sorted(OTHER_VENVS | NOT_CARRIED_EXTRAS)!r}
 failed = []
 for mod in pkgutil.walk_packages(frank.__path__, "frank."):
     if mod.name.startswith("frank.plugins") or mod.name.endswith("__main__"):  # vLLM's processes; runs

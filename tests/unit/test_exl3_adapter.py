@@ -170,7 +170,7 @@ def test_one_request_gives_frank_its_per_request_values(deepseek):
     assert delta.attributed, delta.reason
     # the fake's 15 tokens: the first from the prompt's step, then five verify steps of 3 drafts, which
     # yield 3, 3, 3, 3 and 2 tokens (accepted drafts + one): 9 of the 15 drafts accepted
-    assert (delta.generation_tokens, delta.decode_steps, delta.verify_steps) == (15, 5, 5)
+    assert (delta.generation_tokens, delta.decode_steps, delta.drafted_steps) == (15, 5, 5)
     assert (delta.draft_tokens, delta.accepted_tokens) == (15, 9)
     assert delta.e2e_s is not None and delta.e2e_s >= delta.ttft_s > 0
 
