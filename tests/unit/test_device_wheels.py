@@ -20,7 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 EXTRAS = ("report",)
 # Imported only inside the engine's, exllamav3's, the agent's or the fleet's own environment, never by the CLI;
 # and the `web` extra's (aiohttp, textual-serve: `frank serve`, which the GPU scripts never run).
-OTHER_VENVS = {"vllm", "torch", "transformers", "inspect_ai", "xllamacpp", "openai", "tokenizers", "gguf", "ray", "exllamav3"}
+OTHER_VENVS = {
+    *("vllm", "torch", "transformers", "tokenizers", "gguf", "xllamacpp", "exllamav3"),
+    *("inspect_ai", "openai", "ray"),
+}
 NOT_CARRIED_EXTRAS = {"aiohttp", "textual_serve"}
 
 
