@@ -207,3 +207,12 @@ def test_a_screen_is_never_evidence(tmp_path: Path) -> None:
     run = _screen_run(tmp_path)
     with pytest.raises(FrankError, match="is a screen: .* never evidence"):
         run_report(run.run_id)
+
+
+def test_the_report_of_a_screen_run_is_its_pick_not_a_decision(tmp_path: Path, frank_cli) -> None:
+    run = _screen_run(tmp_path)
+    shown = frank_cli("experiment", "report", run.run_id, "--json", timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["result"]["pick"] == "cpu_poll.100"
+    refused = frank_cli("experiment", "report", run.run_id, "--csv", str(tmp_path / "x.csv"), timeout=120)
+    assert refused.returncode != 0 and "is a screen" in refused.stderr

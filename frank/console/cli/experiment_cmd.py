@@ -337,6 +337,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from frank.experiments.report import format_report, report_for_run
 
     run = registry.load_run(args.run_id, verify=False)
+    if run.meta.get("kind") == "screen":  # a screen picks; it has no rule to decide (frank experiment screen)
+        if args.csv is not None or args.html is not None:
+            raise FrankError(f"{run.run_id} is a screen: `frank experiment screen --report RUN --export|--html`")
+        from frank.experiments import screen_report
+
+        emit(args.json, screen_report.record_for_run(run), screen_report.format_record)
+        return 0
     if args.csv is not None:
         return _write_csv(run, Path(args.csv) if args.csv else run.folder / "results.csv", args.json)
     report = report_for_run(run)
