@@ -20,10 +20,11 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
     if not ref:
         raise CampaignError(f"{campaign.path}:{part.line}: parts ({part.name}).design: the part names no design")
     path = campaign.resolve(ref)
-    _refuse_screen_file(path, "design")
     try:
         return load_design(path), str(path)
     except FrankError as exc:
+        if _is_screen(path):  # not a design because it is a screen: say so, not which field it lacks
+            raise CampaignError(f"{path}: design: this is a screen: {SCREEN_REFUSAL}") from None
         raise CampaignError(f"{campaign.path}:{part.line}: part {part.name}: design {ref}: {exc}") from None
 
 
@@ -53,7 +54,8 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
             from frank.experiments.report import analyze, read_results_csv, results_provenance
 
             results = campaign.resolve(ev.results)
-            _refuse_screen_file(results, "results")
+            if _is_screen_record(results):
+                raise CampaignError(f"{results}: results: this is a screen's record: {SCREEN_REFUSAL}")
             report = analyze(design, read_results_csv(results, design), source="external")
             out.update(source="results", results=str(results), **_summary(report))
             # exported from a registered run (`frank experiment report RUN --csv`): its design hash was
@@ -111,24 +113,29 @@ def run_report(run_id: str) -> dict[str, Any]:
     return report_for_run(run)
 
 
-def _refuse_screen_file(path: Any, what: str) -> None:
-    """A screen file or a screen's record named where evidence or a design belongs is refused, saying why."""
+def _is_screen(path: Any) -> bool:
+    """The file parses as a screen (frank.experiments.screen)."""
+    from frank.experiments.design import read_source
+    from frank.experiments.screen import parse_screen_text
+
+    try:
+        parse_screen_text(read_source(path), str(path))
+    except FrankError:
+        return False
+    return True
+
+
+def _is_screen_record(path: Any) -> bool:
+    """The file is a screen's exported record (frank.experiments.screen_report), whatever its key order."""
     import json
 
     from frank.experiments.screen_report import RECORD_FORMAT
 
     try:
         text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return
-    record = False
-    if text.lstrip().startswith("{"):
-        try:
-            record = (json.loads(text) or {}).get("format") == RECORD_FORMAT
-        except (ValueError, AttributeError):
-            record = False
-    if record or (what == "design" and "[control]" in text and "candidates" in text):
-        raise CampaignError(f"{path}: {what}: this is a screen: {SCREEN_REFUSAL}")
+        return text.lstrip().startswith("{") and bool(json.loads(text).get("format") == RECORD_FORMAT)
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return False
 
 
 def confirmed_runs(campaign: Campaign, part: Part) -> tuple[Design, list[dict[str, Any]]]:

@@ -66,6 +66,14 @@ def test_a_screen_is_refused_where_evidence_belongs(frank_cli, fresh_frank_home:
     status = frank_cli("campaign", "status", "--file", str(folder / "moe.toml"), "--json", home=fresh_frank_home)
     shown = init.stdout + init.stderr + status.stdout + status.stderr
     assert "this is a screen" in shown and "never evidence" in shown
+    # the screen's file named as the part's design: refused as a screen, not as a design lacking fields
+    screen = record.parent / "cpu-pool.toml"
+    (folder / "screen.toml").write_text(screen.read_text())
+    (folder / "by-design.toml").write_text(text.replace('"@designs/cpu-pool-confirm.toml"', '"screen.toml"'))
+    init = frank_cli("campaign", "init", "--file", str(folder / "by-design.toml"), "--json", home=fresh_frank_home)
+    status = frank_cli("campaign", "status", "--file", str(folder / "by-design.toml"), "--json", home=fresh_frank_home)
+    shown = init.stdout + init.stderr + status.stdout + status.stderr
+    assert "screen.toml: design: this is a screen" in shown and "never evidence" in shown
 
 
 def test_the_seed_example_lists_its_parts_with_their_evidence(frank_cli, fresh_frank_home: Path) -> None:
