@@ -49,13 +49,21 @@ def screen_values(run: Any) -> tuple[dict[tuple[int, str], float], list[dict[str
     return values, cells
 
 
-def record_for_run(run: Any) -> dict[str, Any]:
+def screen_of(run: Any) -> Screen:
+    """The screen a registered screen run froze (its screen.toml)."""
     if run.meta.get("kind") != "screen":
         raise ScreenRecordError(f"{run.run_id} is a registered design, not a screen (see `frank experiment report`)")
-    from frank.experiments.screen import parse_screen_text
+    frozen = run.folder / "screen.toml"
+    return parse_screen_text(frozen.read_text(), str(frozen))
 
-    source = (run.folder / "screen.toml").read_text()
-    screen = parse_screen_text(source, str(run.folder / "screen.toml"))
+
+def result_for_run(run: Any) -> ScreenResult:
+    """A screen run's settings so far and its pick (what the console shows)."""
+    return analyze_screen(screen_of(run), screen_values(run)[0])
+
+
+def record_for_run(run: Any) -> dict[str, Any]:
+    screen = screen_of(run)
     values, cells = screen_values(run)
     return _record(screen, values, cells, run.run_id, run.meta.get("order") or {})
 

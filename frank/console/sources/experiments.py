@@ -153,11 +153,9 @@ class ExperimentsSource(Source[ExperimentsView]):
                 self._report = (run_id, state.events, report)
         screen = None
         if run.meta.get("kind") == "screen":
-            from frank.experiments.screen import analyze_screen, parse_screen_text
-            from frank.experiments.screen_report import screen_values
+            from frank.experiments.screen_report import result_for_run
 
-            frozen = run.folder / "screen.toml"
-            screen = analyze_screen(parse_screen_text(frozen.read_text(), str(frozen)), screen_values(run)[0])
+            screen = result_for_run(run)
         return FollowedExperiment(run_id, state, run.design.rule, report, screen=screen)
 
     @staticmethod
