@@ -12,7 +12,7 @@ from frank.experiments import exact, stopping
 from frank.experiments.design import Design
 from frank.experiments.journal import fold, read_events
 from frank.experiments.registry import Run
-from frank.experiments.tally import BlockResult, BlockTally, tally_blocks
+from frank.experiments.tally import BlockResult, BlockTally, by_block, tally_blocks
 from frank.jobs import lock_holder
 
 
@@ -131,11 +131,7 @@ def _tally(design: Design, cells: list[CellView], voided: frozenset[int]) -> Blo
     """The decision's own tally over the cells measured so far (None: not a blocks design)."""
     if design.kind != "blocks":
         return None
-    values: dict[int, dict[str, float | None]] = {}
-    for c in cells:
-        if c.block is not None:
-            values.setdefault(c.block, {})[c.arm] = c.value
-    return tally_blocks(design, values, voided)
+    return tally_blocks(design, by_block((c.block, c.arm, c.value) for c in cells), voided)
 
 
 def _best_possible_p(design: Design, cells: list[CellView], tally: BlockTally | None) -> float | None:

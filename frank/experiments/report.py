@@ -24,7 +24,7 @@ from frank.experiments import exact, stopping
 from frank.experiments.decision import Guard, decide
 from frank.experiments.design import Design
 from frank.experiments.journal import fold, read_events
-from frank.experiments.tally import effect_pct, tally_blocks
+from frank.experiments.tally import by_block, effect_pct, tally_blocks
 
 
 @dataclass(frozen=True)
@@ -267,11 +267,7 @@ def analyze(
 def _blocks(design: Design, obs: list[Observation], voided: set[int], out: dict[str, Any]) -> tuple[str, str]:
     rule = design.rule
     k = int(design.blocks or 0)
-    values: dict[int, dict[str, float | None]] = {}
-    for o in obs:
-        if o.block is not None:
-            values.setdefault(o.block, {})[o.arm] = o.value
-    tally = tally_blocks(design, values, voided)
+    tally = tally_blocks(design, by_block((o.block, o.arm, o.value) for o in obs), voided)
     w, complete, missing = tally.wins, tally.complete, tally.missing
     tested = tally.test
     out.update(

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from frank.experiments import exact
 from frank.experiments.design import Design
-from frank.experiments.tally import BlockTally, tally_blocks
+from frank.experiments.tally import BlockTally, by_block, tally_blocks
 
 StopVerdict = Literal["confirmed", "not confirmed"]
 
@@ -180,10 +180,7 @@ def stop_of(
     if not design.stop_when_decided:
         return None
     if design.kind == "blocks":
-        values: dict[int, dict[str, float | None]] = {}
-        for _, block, arm, value in measured:
-            if block is not None:
-                values.setdefault(block, {})[arm] = value
+        values = by_block((block, arm, value) for _, block, arm, value in measured)
         return blocks_stop(design, tally_blocks(design, values, voided))
     if design.kind == "balanced":
         return balanced_stop(design, [(start, arm, value) for start, _, arm, value in measured])

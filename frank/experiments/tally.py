@@ -10,7 +10,7 @@ the one-sided exact sign test of the wins over the complete blocks (a tie counts
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from statistics import mean
 
@@ -69,6 +69,16 @@ class BlockTally:
     def mean_effect_pct(self) -> float | None:
         effects = [b.effect_pct for b in self.blocks if b.effect_pct is not None]
         return mean(effects) if effects else None
+
+
+def by_block(rows: Iterable[tuple[int | None, str, float | None]]) -> dict[int, dict[str, float | None]]:
+    """(block, arm, value) rows as `tally_blocks` takes them: block -> arm -> value (rows without a block,
+    a balanced design's, left out)."""
+    values: dict[int, dict[str, float | None]] = {}
+    for block, arm, value in rows:
+        if block is not None:
+            values.setdefault(block, {})[arm] = value
+    return values
 
 
 def tally_blocks(
