@@ -23,7 +23,9 @@ episodes_passed. An episode the engine failed (error) counts as a failed request
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import shutil
 import signal
 from pathlib import Path
@@ -59,7 +61,7 @@ def disk_full(folder: Path, room: int = 1 << 20) -> str:
         free = shutil.disk_usage(folder).free
     except OSError:
         return ""
-    return f"{folder}: no space left on its disk ({free} bytes free)" if free < room else ""
+    return f"{folder}: {os.strerror(errno.ENOSPC)} ({free} bytes free)" if free < room else ""
 
 
 def failure_messages(runner: ReplayRunner, most: int = 3) -> list[str]:
