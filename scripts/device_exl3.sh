@@ -186,6 +186,8 @@ fi
 # ---------------------------------------------------------------- 4. frank-moe-exl3 under frank
 [ -n "$DRY" ] && { stamp "dry run: the phases below need exllamav3 on a GPU"; exit 0; }
 wait_compile || { stamp "the extension is still compiling: call again"; exit 0; }
+# a model drawn before its export wrote DeepSeek's own dtypes: given them (idempotent; exllamav3 needs bf16 linears)
+[ -d "$FRANK_MODELS/$MODEL/exl3-3.0bpw" ] || "$MODEL_PY" "$TREE/scripts/exl3_checkpoint_dtypes.py" "$FRANK_MODELS/$MODEL" || exit 1
 convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
 if ! done_ served; then
     stamp "serve $MODEL through exl3-gpu-moe"
@@ -225,6 +227,7 @@ if ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
     if building; then stamp "llama-server still building: call again"; exit 0; fi
     [ -x "$LLAMA_BIN" ] || { stamp "no llama-server (see $W/llama-build.log)"; tail -20 "$W/llama-build.log"; exit 1; }
     export FRANK_LLAMA_SERVER=$LLAMA_BIN
+    export LD_LIBRARY_PATH=$W/build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # a carried build's rpath is the builder's
     sed -e 's/^name = .*/name = "llamacpp-gpu-moe-exl3"/' -e "s#frank-moe-gpu/frank-moe-gpu#$MODEL/$MODEL#g" \
         -e "s/served_model_name = .*/served_model_name = \"$MODEL\"/" "$TREE/frank/engine/profiles/llamacpp-gpu-moe.toml" \
         >"$FRANK_HOME/config/profiles/llamacpp-gpu-moe-exl3.toml"
