@@ -10,6 +10,7 @@ nodes are named 127.0.0.2: another loopback address.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from frank.engine.controller import EngineController
+from frank.experiments.journal import fold
 from frank.fleet.fleetfile import load_fleet
 from frank.fleet.query import PromClient
 from frank.fleet.query import fleet_status as fleet_status_of
@@ -194,7 +196,30 @@ def test_prometheus_answers_up_for_every_host(cluster: Cluster, frank_cli: Any) 
         assert h["figures"]["gpu_util_percent"] is None  # no GPU here: none made up
 
 
-def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_cli: Any) -> None:
+async def fleet_screen_mid_run(run_id: str, runner: subprocess.Popen[str], shots: str) -> int:
+    """The console's fleet screen while `runner` runs, saved (docs/screenshots/fleet.svg is made so) each
+    time more hosts show the run's cells than before, until both do or the runner ends: how many did."""
+    from textual.widgets import DataTable
+
+    from frank.console.app import FrankApp, Services
+
+    app = FrankApp(Services(controller=EngineController(), sampler=None), remember_theme=False)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press("7")
+        table = app.screen.query_one("#fleet-hosts", DataTable)
+        most = 0
+        while runner.poll() is None and most < 2:
+            await pilot.pause(0.2)
+            busy = sum(run_id in str(table.get_cell(h, "runs")) for h in ("a", "b") if h in table.rows)
+            if busy > most:
+                most = busy
+                app.save_screenshot(filename="fleet.svg", path=shots)
+    return most
+
+
+def test_aa_design_over_two_hosts_survives_a_lost_node(
+    cluster: Cluster, frank_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     c = cluster
     workload = c.tmp / "wl"
     write_short_workload(workload)
@@ -222,7 +247,7 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
             return any(host == "a" and engine == "ready" for host, engine, _ in seen)
 
         assert wait_for(host_a_runs_the_cell, 240, "host a's cell seen through Prometheus", every_s=0.2)
-        assert {arm for _, _, arm in seen} <= {"a1", "a2"} and {host for host, _, _ in seen} == {"a"}
+        assert {arm for _, _, arm in seen} <= {"a1", "a2"} and {host for host, _, _ in seen} <= {"a", "b"}
         b_engine = EngineController(state_dir=c.homes["b"] / "state")
         assert wait_for(
             lambda: (
@@ -250,12 +275,26 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
         and "not in the Ray cluster" in stopped["message"]
     )
 
+    assert fold(evs).open_attempts == (), "host a's cell in flight was finished and recorded before the stop"
+
     c.start_node("b")  # the host is back: the run resumes where it stopped
-    resumed = frank_cli(
-        "experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator, timeout=600
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert json.loads(resumed.stdout)["reason"] == "finished"
+    resumed = frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
+    try:
+        with monkeypatch.context() as env:  # the console of the coordinator, mid-run
+            env.setenv("FRANK_HOME", str(c.coordinator))
+            env.setenv("FRANK_FLEET", str(c.fleet_file))
+            busy = asyncio.run(
+                fleet_screen_mid_run(run_id, resumed, os.environ.get("FRANK_SHOTS_DIR") or str(tmp_path))
+            )
+        out, _ = resumed.communicate(timeout=600)
+    finally:
+        if resumed.poll() is None:
+            resumed.terminate()
+            resumed.wait(60)
+    assert resumed.returncode == 0, out[-3000:]
+    assert json.loads(out)["reason"] == "finished"
+    assert busy >= 1, "the fleet screen showed a host running the run's cell"
+    print(f"fleet screen mid-run: {busy} host(s) shown running the run's cells")
 
     evs = events()
     cell_events = [e for e in evs if e.get("slot") is not None and e["event"] != "block_voided"]
@@ -266,6 +305,16 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
     for e in done.values():
         blocks.setdefault(e["block"], set()).add(e["host"])
     assert sorted(blocks) == [1, 2] and blocks[1] == {"a"} and blocks[2] == {"b"}  # dealt in drawn order
+    started = {(e["slot"], e["attempt"]): e["unix"] for e in evs if e["event"] == "cell_started"}
+    spans = [(e["host"], started[(e["slot"], e["attempt"])], e["unix"]) for e in done.values()]
+    overlaps = [
+        min(a_end, b_end) - max(a_start, b_start)
+        for host_a, a_start, a_end in spans
+        for host_b, b_start, b_end in spans
+        if (host_a, host_b) == ("a", "b")
+    ]
+    assert max(overlaps) > 0, f"no cell on a ran while one on b did: {spans}"  # side by side, not in turns
+    print(f"fleet A/A: cells on a and b ran side by side for {max(overlaps):.1f} s")
     assert not (c.homes["b"] / "state" / "activity.json").exists()
     assert EngineController(state_dir=c.homes["b"] / "state").status().state == "stopped"  # the leftover stopped
 
@@ -288,7 +337,7 @@ def test_the_grafana_dashboard_queries_the_live_prometheus(cluster: Cluster) -> 
 
 
 async def test_the_fleet_screen_reads_prometheus_and_shows_a_silent_host(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from textual.widgets import DataTable
 
@@ -320,5 +369,3 @@ async def test_the_fleet_screen_reads_prometheus_and_shows_a_silent_host(
         assert await until(lambda: engine_cell("b") == "not answering", 3 * SCRAPE_S + 5)
         print(f"fleet screen: host b shown as not answering {time.monotonic() - silent:.1f} s after it went silent")
         assert engine_cell("a") == "stopped"
-        shots = os.environ.get("FRANK_SHOTS_DIR") or str(tmp_path)  # docs/screenshots/fleet.svg is made so
-        app.save_screenshot(filename="fleet.svg", path=shots)
