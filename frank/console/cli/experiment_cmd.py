@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frank.campaign.actions import part_of_design
 from frank.console.cli.common import emit
 from frank.errors import FrankError
 from frank.experiments import exact, registry
@@ -139,6 +138,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    from frank.campaign.actions import part_of_design  # not at the CLI's start: it reads every report module
+
     run = registry.register(args.design, seed=args.seed, part=part_of_design(args.design, args.campaign))
     order = run.meta.get("order") or {}
     payload = {
