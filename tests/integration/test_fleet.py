@@ -305,8 +305,10 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(
     for e in done.values():
         blocks.setdefault(e["block"], set()).add(e["host"])
     assert sorted(blocks) == [1, 2] and blocks[1] == {"a"} and blocks[2] == {"b"}  # dealt in drawn order
+    # each cell run to its end, done or failed, [cell_started, cell_done/failed]: one at a time could not overlap
     started = {(e["slot"], e["attempt"]): e["unix"] for e in evs if e["event"] == "cell_started"}
-    spans = [(e["host"], started[(e["slot"], e["attempt"])], e["unix"]) for e in done.values()]
+    ran = [e for e in evs if e["event"] in ("cell_done", "cell_failed")]
+    spans = [(e["host"], started[(e["slot"], e["attempt"])], e["unix"]) for e in ran]
     overlaps = [
         min(a_end, b_end) - max(a_start, b_start)
         for host_a, a_start, a_end in spans
