@@ -198,7 +198,8 @@ def test_prometheus_answers_up_for_every_host(cluster: Cluster, frank_cli: Any) 
 
 async def fleet_screen_mid_run(run_id: str, runner: subprocess.Popen[str], shots: str) -> int:
     """The console's fleet screen while `runner` runs, saved (docs/screenshots/fleet.svg is made so) each
-    time more hosts show the run's cells than before, until both do or the runner ends: how many did."""
+    time more hosts show an engine of the run's cells up than before, until both do or the runner ends: how
+    many did."""
     from textual.widgets import DataTable
 
     from frank.console.app import FrankApp, Services
@@ -210,7 +211,11 @@ async def fleet_screen_mid_run(run_id: str, runner: subprocess.Popen[str], shots
         most = 0
         while runner.poll() is None and most < 2:
             await pilot.pause(0.2)
-            busy = sum(run_id in str(table.get_cell(h, "runs")) for h in ("a", "b") if h in table.rows)
+            busy = sum(
+                run_id in str(table.get_cell(h, "runs")) and str(table.get_cell(h, "engine")) in ("starting", "ready")
+                for h in ("a", "b")
+                if h in table.rows
+            )
             if busy > most:
                 most = busy
                 app.save_screenshot(filename="fleet.svg", path=shots)
