@@ -1,7 +1,8 @@
 """Two "workstations" on this machine, for real: a Ray head and a second Ray node (each its own FRANK_HOME
 and `llamacpp-cpu-moe` engine), each host's exporter, and a Prometheus scraping both. An A/A design with
-`hosts = ["a", "b"]` runs over them to its report, with host b's Ray node killed mid-cell and the run
-finished on resume; the fleet status, the Grafana dashboard's queries and the console's fleet screen read
+`hosts = ["a", "b"]` runs over them to its report, its cells on a and b side by side: the runner is killed
+with a cell in flight on each host and resumed, host b's Ray node is killed mid-cell, and the run finished
+on resume; the fleet status, the Grafana dashboard's queries and the console's fleet screen read
 the live Prometheus. One cluster for the module; every process is stopped at the end, even on failure.
 
 Ray replaces 127.0.0.1 by the machine's own address when it names a node (multi-node clusters), so the
@@ -72,7 +73,7 @@ direction = "lower"
 
 [failure]
 action = "retry"
-max_retries = 1
+max_retries = 2
 """
 
 
@@ -211,8 +212,9 @@ async def fleet_screen_mid_run(run_id: str, runner: subprocess.Popen[str], shots
         most = 0
         while runner.poll() is None and most < 2:
             await pilot.pause(0.2)
-            busy = sum(
-                run_id in str(table.get_cell(h, "runs")) and str(table.get_cell(h, "engine")) in ("starting", "ready")
+            busy = sum(  # labelled through Prometheus with the run and the arm, its engine up
+                str(table.get_cell(h, "runs")).split() in ([run_id, "a1"], [run_id, "a2"])
+                and str(table.get_cell(h, "engine")) in ("starting", "ready")
                 for h in ("a", "b")
                 if h in table.rows
             )
@@ -237,38 +239,47 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(
     def events() -> list[dict[str, Any]]:
         return [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
 
-    runner = frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
+    def run_it() -> subprocess.Popen[str]:
+        return frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
+
+    engines = {name: EngineController(state_dir=home / "state") for name, home in c.homes.items()}
+
+    def cells_up_on(hosts: str, after: int) -> None:  # a cell journaled after event `after`, its engine up
+        def up() -> bool:
+            started = {e.get("host") for e in events() if e["event"] == "cell_started" and e["seq"] > after}
+            return all(h in started and engines[h].status(check_health=False).state in ("starting", "ready")
+                       for h in hosts)  # fmt: skip
+
+        assert wait_for(up, 240, f"a cell with its engine up on host(s) {', '.join(hosts)}", every_s=0.05)
+
+    runner = run_it()
     try:
-        # host b's first cell, its engine starting or up on b: what b's exporter says reaches Prometheus
-        # block 1 runs on host a: Prometheus sees a's engine up, labelled with the run and the arm
-        prom = PromClient(f"http://{c.prometheus}")
-        fleet = load_fleet(c.fleet_file)
-        seen: set[tuple[str, str, str]] = set()
+        cells_up_on("ab", 0)
+        runner.kill()  # the runner dies (kill -9) with a cell in flight on each host
+        runner.wait(30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait(30)
+    cut = fold(events()).open_attempts
+    assert sorted(a.started["host"] for a in cut) == ["a", "b"], "one open cell a host in the journal"
+    killed_at = events()[-1]["seq"]
 
-        def host_a_runs_the_cell() -> bool:
-            for h in fleet_status_of(fleet, prom):
-                if h.runs.get("experiment") == run_id:
-                    seen.add((h.host, h.engine, h.runs.get("arm", "")))
-            return any(host == "a" and engine == "ready" for host, engine, _ in seen)
-
-        assert wait_for(host_a_runs_the_cell, 240, "host a's cell seen through Prometheus", every_s=0.2)
-        assert {arm for _, _, arm in seen} <= {"a1", "a2"} and {host for host, _, _ in seen} <= {"a", "b"}
-        b_engine = EngineController(state_dir=c.homes["b"] / "state")
-        assert wait_for(
-            lambda: (
-                any(e["event"] == "cell_started" and e.get("host") == "b" for e in events())
-                and b_engine.status(check_health=False).state in ("starting", "ready")
-            ),
-            240,
-            "a cell on host b",
-            every_s=0.05,
-        )
+    runner = run_it()  # resumed: each host's cut-off cell is recorded, its engine stopped, and redone
+    try:
+        cells_up_on("b", killed_at)
         c.kill_node("b")  # mid-cell: its raylet and worker gone, its engine left behind
         out, _ = runner.communicate(timeout=240)
     finally:
         if runner.poll() is None:
             runner.terminate()
             runner.wait(60)
+    interrupted = [e for e in events() if e["event"] == "cell_interrupted"]
+    assert sorted((e["slot"], e["attempt"], e["host"]) for e in interrupted) == sorted(
+        (a.slot, a.attempt, a.started["host"]) for a in cut
+    )
+    assert all("previous runner ended mid-cell" in e["reason"] for e in interrupted), interrupted
+    print("cut off with the runner:", "; ".join(f"{e['host']}: {e['cleanup']}" for e in interrupted))
     assert runner.returncode != 0, out
     evs = events()
     failed = [e for e in evs if e["event"] == "cell_failed"]
@@ -283,7 +294,7 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(
     assert fold(evs).open_attempts == (), "host a's cell in flight was finished and recorded before the stop"
 
     c.start_node("b")  # the host is back: the run resumes where it stopped
-    resumed = frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
+    resumed = run_it()
     try:
         with monkeypatch.context() as env:  # the console of the coordinator, mid-run
             env.setenv("FRANK_HOME", str(c.coordinator))
