@@ -189,6 +189,31 @@ def _design_runs(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
         return []
 
 
+def part_of_design(design_path: Path | str, path: Path | str | None = None) -> str:
+    """The campaign's part (parts, comma-separated) whose design is this one (the same canonical hash): what
+    a run registered of it records, so a host running its cells labels its figures with the part. "" when
+    there is no campaign, no such part, or either file cannot be read (registering refuses a bad design
+    itself; the campaign's own errors are `frank campaign status`'s to name)."""
+    from frank.errors import FrankError
+    from frank.experiments.design import load_design
+
+    target = resolve_path(path)
+    if not target.is_file():
+        return ""
+    try:
+        campaign, sha = load_campaign(target), load_design(Path(design_path)).sha256
+    except FrankError:
+        return ""
+    names = []
+    for part in campaign.parts:
+        try:
+            if part.design and part_design(campaign, part)[0].sha256 == sha:
+                names.append(part.name)
+        except FrankError:
+            continue
+    return ",".join(names)
+
+
 def served_defaults(part: Part) -> dict[str, Any]:
     """Whether the profile, as it loads now, starts with the part's knob values (what serving means)."""
     from frank.engine.profiles import ProfileError, load_profile

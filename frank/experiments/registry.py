@@ -78,12 +78,13 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "experiment"
 
 
-def register(design_path: Path | str, seed: int | None = None) -> Run:
-    """Validate, freeze, draw the order; nothing of this is changed afterwards."""
+def register(design_path: Path | str, seed: int | None = None, part: str = "") -> Run:
+    """Validate, freeze, draw the order; nothing of this is changed afterwards. `part`: the campaign part(s)
+    the design tests (frank.campaign.actions.part_of_design), recorded for the exporter's `part` label."""
     design_path = Path(design_path)
     design = load_design(design_path, check_profiles=True)
     exact.check_reachable(design, str(design_path))
-    return freeze(design, design_path, seed=seed)
+    return freeze(design, design_path, seed=seed, part=part)
 
 
 def register_screen(screen_path: Path | str, seed: int | None = None) -> Run:
@@ -97,7 +98,13 @@ def register_screen(screen_path: Path | str, seed: int | None = None) -> Run:
 
 
 def freeze(
-    design: Design, design_path: Path, *, seed: int | None = None, kind: str = "", file: str = DESIGN_FILE
+    design: Design,
+    design_path: Path,
+    *,
+    seed: int | None = None,
+    kind: str = "",
+    file: str = DESIGN_FILE,
+    part: str = "",
 ) -> Run:
     """The run folder of a checked design (or a screen's runnable design: kind "screen", its TOML kept as
     screen.toml), the order drawn from `seed`."""
@@ -124,6 +131,7 @@ def freeze(
         "null_size": exact.null_size(design),
         "smallest_p": exact.smallest_p(design),
         "workload": workload,
+        **({"part": part} if part else {}),
     }
     (folder / file).write_bytes(source)
     (folder / file).chmod(0o600)

@@ -28,6 +28,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     reg = esub.add_parser("register", help="freeze a design, draw its order, print run id, hash and order")
     reg.add_argument("design", help="design file (TOML); see docs/experiments.md")
     reg.add_argument("--seed", type=int, default=None, help="draw the order from this seed (default: a random one)")
+    reg.add_argument(
+        "--campaign",
+        default=None,
+        help="record the part of this campaign that names the design (default: campaign.toml in the config dir)",
+    )
     reg.add_argument("--json", action="store_true")
     reg.set_defaults(func=cmd_register)
 
@@ -133,7 +138,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    run = registry.register(args.design, seed=args.seed)
+    from frank.campaign.actions import part_of_design  # not at the CLI's start: it reads every report module
+
+    run = registry.register(args.design, seed=args.seed, part=part_of_design(args.design, args.campaign))
     order = run.meta.get("order") or {}
     payload = {
         "run_id": run.run_id,
@@ -149,6 +156,7 @@ def cmd_register(args: argparse.Namespace) -> int:
         "order": order.get("slots", []),
         "null_size": run.meta["null_size"],
         "smallest_p": run.meta["smallest_p"],
+        "part": run.meta.get("part"),
         "smallest_p_fraction": exact.fraction(run.meta["smallest_p"], run.meta["null_size"])
         if run.meta["smallest_p"]
         else None,
@@ -163,6 +171,8 @@ def _order_text(slots: list[dict[str, Any]]) -> str:
 
 def _human_register(p: dict[str, Any]) -> str:
     lines = [f"registered {p['run_id']}", f"  design sha256  {p['design_sha256']}"]
+    if p["part"]:
+        lines.append(f"  campaign part  {p['part']}")
     if p["order"]:
         lines += [
             f"  seed           {p['seed']} ({p['method']})",
