@@ -216,3 +216,35 @@ def test_the_report_of_a_screen_run_is_its_pick_not_a_decision(tmp_path: Path, f
     assert json.loads(shown.stdout)["result"]["pick"] == "cpu_poll.100"
     refused = frank_cli("experiment", "report", run.run_id, "--csv", str(tmp_path / "x.csv"), timeout=120)
     assert refused.returncode != 0 and "is a screen" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("after", "field"),
+    [
+        ('name = "default"', "control.colour"),
+        ('name = "one-thread"', "candidates[0].colour"),
+        ('name = "time_per_verify_step"', "measure.colour"),
+        ("min_wins = 2", "pick.colour"),
+        ("effect_pct = 5", "confirm.colour"),
+        ("max_tokens = 8", "workload.colour"),  # checked as a design's [workload], at its line in the screen
+        ("repeats = 3", "colour"),
+    ],
+)
+def test_an_unknown_key_of_a_screen_is_refused_at_its_line(after: str, field: str) -> None:
+    text = SCREEN.replace(after, f"{after}\ncolour = 1", 1)
+    line = next(n for n, text_line in enumerate(text.splitlines(), 1) if text_line.startswith("colour"))
+    with pytest.raises(DesignError) as err:
+        parse_screen_text(text, "s.toml")
+    assert str(err.value).startswith(f"s.toml:{line}: {field}: unknown field (known: "), str(err.value)
+
+
+def test_a_screens_problems_are_refused_at_once() -> None:
+    text = SCREEN.replace("cpu_threads = 1 }", "cpu_threads = 1 }\nweight = 2").replace(
+        "min_wins = 2", 'min_wins = 2\nrule = "best_mean"'
+    )
+    with pytest.raises(DesignError) as err:
+        parse_screen_text(text, "s.toml")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2, lines
+    assert "candidates[0].weight: unknown field" in lines[0]
+    assert "pick.rule: 'best_mean' is not one of: best_median" in lines[1]
