@@ -123,10 +123,10 @@ def one_start(
         controller.stop()
     draws = {d: runner.tally(d).totals() for d in runner.draw_names}
     failed = sum(t.failed + t.unattributed for t in draws.values())
-    if summary["state"] != "finished" or failed:
+    if summary.state != "finished" or failed:
         raise FrankError(
-            f"start {k} ({arm}): replay {summary['state']} with {failed} failed or unattributed "
-            f"requests: see {summary['run_dir']}"
+            f"start {k} ({arm}): replay {summary.state} with {failed} failed or unattributed "
+            f"requests: see {summary.run_dir}"
         )
     per_draw = {name: t.front_end_s for name, t in draws.items()}
     if any(v is None for v in per_draw.values()):
@@ -136,7 +136,7 @@ def one_start(
         "start": k + 1,
         "arm": arm,
         "url": status.url,
-        "run_dir": summary["run_dir"],
+        "run_dir": summary.run_dir,
         "ready_s": round(ready_s, 1),
         "elapsed_s": round(time.monotonic() - t0, 1),
         "load_avg_before": load_before,

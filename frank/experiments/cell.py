@@ -169,13 +169,13 @@ class EngineCellExecutor:
                 "replay_done",
                 slot=slot.slot,
                 attempt=attempt,
-                state=summary.get("state"),
-                requests=(summary.get("totals") or {}).get("requests"),
+                state=summary.state,
+                requests=summary.totals.requests,
                 failed=m["failed"],
                 unattributed=m["unattributed"],
                 dir=str(replay_dir),
             )
-            fidelity = self._fidelity(run, slot, attempt, note) if summary.get("state") == "finished" else None
+            fidelity = self._fidelity(run, slot, attempt, note) if summary.state == "finished" else None
         except WriteError:
             raise  # a full disk is the machine's, not the arm's: the run stops (resumable), no retry burnt now
         except FrankError as exc:
@@ -183,8 +183,8 @@ class EngineCellExecutor:
         finally:
             self._stop_engine()
             note("engine_stopped", slot=slot.slot, attempt=attempt)
-        if summary.get("state") != "finished":
-            raise CellError(f"the replay ended {summary.get('state')}: {summary.get('error')}")
+        if summary.state != "finished":
+            raise CellError(f"the replay ended {summary.state}: {summary.error}")
         if m["unattributed"]:
             raise CellError(
                 f"{m['unattributed']} measured request(s) had server values that could not be attributed to them"

@@ -48,7 +48,16 @@ from frank.engine.metrics import (
 from frank.errors import FrankError
 from frank.telemetry.expert_pool import PoolProbe
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
-from frank.workloads.record import ClientTimes, DrawTally, DrawTotals, ReplayRecord, ServerValues
+from frank.workloads.record import (
+    ClientTimes,
+    DrawTally,
+    DrawTotals,
+    ReplayRecord,
+    ReplayState,
+    ReplaySummary,
+    ReplayTotals,
+    ServerValues,
+)
 
 MODES = ("engine", "full")
 SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
@@ -156,17 +165,6 @@ def read_records(path: Path, current: bool = True) -> list[dict[str, Any]]:
                 out.clear()
             continue
         out.append(rec)
-    return out
-
-
-def _total(values: list[Any]) -> Any:
-    """The sum over draws; None when some draw has no such measure."""
-    return None if any(v is None for v in values) else sum(values)
-
-
-def _summary_draw(t: DrawTotals) -> dict[str, Any]:
-    out = asdict(t)
-    out["complete"] = t.complete
     return out
 
 
@@ -305,47 +303,27 @@ class ReplayRunner:
             self._tallies[draw] = DrawTally(draw, planned).add_all(read_records(self.draw_file(draw)))
         return self._tallies[draw]
 
-    def summary(self, state: str, error: str | None = None) -> dict[str, Any]:
+    def summary(self, state: ReplayState, error: str | None = None) -> ReplaySummary:
         draws = {d: self.tally(d).totals() for d in self.draw_names}
-        keys = (
-            "requests",
-            "ok",
-            "failed",
-            "unattributed",
-            "ttft_s",
-            "queue_s",
-            "prefill_s",
-            "decode_s",
-            "front_end_s",
-            "drafted_steps",
-            "decode_steps",
-            "client_ttft_s",
-            "client_total_s",
-            "prompt_tokens",
-            "cached_tokens",
-            "cold_requests",
-            "cold_front_end_s",
+        return ReplaySummary(
+            run_id=self.run_id,
+            run_dir=str(self.run_dir),
+            state=state,
+            error=error,
+            workload=self.meta.get("workload"),
+            mode=self.options.mode,
+            stream=self.options.stream or self.options.mode == "full",
+            base_url=self.base_url,
+            model=self.meta.get("model"),
+            attempts=self.meta.get("attempts"),
+            updated_at=time.time(),
+            draws=draws,
+            totals=ReplayTotals.over(draws.values()),
         )
-        totals = {k: _total([getattr(t, k) for t in draws.values()]) for k in keys}
-        return {
-            "run_id": self.run_id,
-            "run_dir": str(self.run_dir),
-            "state": state,
-            "error": error,
-            "workload": self.meta.get("workload"),
-            "mode": self.options.mode,
-            "stream": self.options.stream or self.options.mode == "full",
-            "base_url": self.base_url,
-            "model": self.meta.get("model"),
-            "attempts": self.meta.get("attempts"),
-            "updated_at": time.time(),
-            "draws": {d: _summary_draw(t) for d, t in draws.items()},
-            "totals": totals,
-        }
 
-    def _write_summary(self, state: str, error: str | None = None) -> dict[str, Any]:
+    def _write_summary(self, state: ReplayState, error: str | None = None) -> ReplaySummary:
         summary = self.summary(state, error)
-        paths.write_private(self.run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
+        paths.write_private(self.run_dir / SUMMARY_FILE, json.dumps(summary.to_json(), indent=2, default=str))
         return summary
 
     # -- one request --------------------------------------------------------------------------------
@@ -590,7 +568,7 @@ class ReplayRunner:
                 f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); is it running? (frank engine status)"
             ) from exc
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> ReplaySummary:
         """Replay every planned draw. Returns the summary (also written to summary.json); its `state` is
         finished, stopped, interrupted (the engine went away) or failed."""
         paths.private_dir(self.run_dir)
@@ -602,7 +580,8 @@ class ReplayRunner:
             self._probe = PoolProbe((engine or {}).get("pid"))
             self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
-            state, error = "finished", None
+            state: ReplayState = "finished"
+            error: str | None = None
             self._emit(
                 phase="started",
                 draw=None,
@@ -640,7 +619,7 @@ class ReplayRunner:
 
     async def _run_draw(
         self, client: httpx.AsyncClient, draw: str, k: int, model: str, attempt: int
-    ) -> tuple[str, str | None]:
+    ) -> tuple[ReplayState, str | None]:
         planned = self.planned(draw)
         path = self.draw_file(draw)
         tally = self.tally(draw)
@@ -681,7 +660,7 @@ class ReplayRunner:
         self._emit(phase="draw_done", done=done, totals=tally.totals(), **common)
         return "finished", None
 
-    def run_sync(self) -> dict[str, Any]:
+    def run_sync(self) -> ReplaySummary:
         return asyncio.run(self.run())
 
 
