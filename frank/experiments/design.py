@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frank import tomlfile
 from frank.experiments.design_schema import (
@@ -33,6 +33,9 @@ from frank.experiments.design_schema import (
 )
 from frank.experiments.fidelity import FidelityRule, check_control_starts, check_sets, fidelity_rule
 from frank.experiments.tables import DesignError, Refusals
+
+if TYPE_CHECKING:
+    from frank.engine.profiles import KnobValue
 
 # Measures the runner takes from the replay runner's per-request records, aggregated per engine start.
 MEASURES = {
@@ -63,7 +66,7 @@ class Arm:
     description: str = ""
 
     @property
-    def knob_dict(self) -> dict[str, Any]:
+    def knob_dict(self) -> dict[str, KnobValue]:
         return dict(self.knobs)
 
 

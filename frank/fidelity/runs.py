@@ -25,7 +25,7 @@ import httpx
 import numpy as np
 
 from frank import paths
-from frank.engine.profiles import load_profile
+from frank.engine.profiles import KnobValue, load_profile
 from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError
 from frank.fidelity.candidate import Candidate, engine_logprobs, top_k_arrays
@@ -52,7 +52,7 @@ class Target:
     kind: str = "vllm"  # the engine kind: how its log-probabilities are asked for (frank.fidelity.candidate)
 
     @property
-    def numeric_knobs(self) -> dict[str, Any]:
+    def numeric_knobs(self) -> dict[str, KnobValue]:
         """The knobs that need a restart: live ones (the region cache) cannot change the numerics."""
         prof = load_profile(self.profile)
         return {k: v for k, v in sorted(self.knobs.items()) if k not in prof.knobs or prof.knobs[k].needs_restart}
