@@ -477,35 +477,65 @@ def episode_measures(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def report(run: str | Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EpisodesReport:
+    """An episode run as recorded: its episodes (EPISODE_FIELDS and a few more, as results.jsonl has them),
+    per-draw totals and the run's sums. `to_json` is what `frank episodes report --json` prints."""
+
+    run_id: str
+    folder: str
+    suite: str
+    suite_version: int
+    suite_sha256: str
+    draws_planned: int
+    episodes_planned: int
+    episodes_done: int
+    complete: bool
+    episodes: tuple[dict[str, Any], ...]
+    draws: tuple[dict[str, Any], ...]  # draw_totals
+    total_s: float
+    passed: int
+    tool_calls: int
+    invalid_answers: int
+    tool_call_modes: tuple[str, ...]
+    recording: str
+    settings: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {
+            "episodes": list(self.episodes),
+            "draws": list(self.draws),
+            "tool_call_modes": list(self.tool_call_modes),
+        }
+
+
+def report(run: str | Path) -> EpisodesReport:
     folder = run_path(run)
     meta = read_run(folder)
     results = read_jsonl(folder / RESULTS)
     planned = meta["draws"] * len(meta["tasks"])
     draws = draw_totals(results)
-    return {
-        "run_id": meta["run_id"],
-        "folder": str(folder),
-        "suite": meta["suite_name"],
-        "suite_version": meta.get("suite_version", 1),
-        "suite_sha256": meta["suite_sha256"],
-        "draws_planned": meta["draws"],
-        "episodes_planned": planned,
-        "episodes_done": len(results),
-        "complete": len(results) >= planned,
-        "episodes": [
-            {k: r.get(k) for k in (*EPISODE_FIELDS, "detail", "working_s", "error_kind", "suite_version", "seed")}
-            for r in results
-        ],
-        "draws": draws,
-        "total_s": round(sum(d["total_s"] for d in draws), 3),
-        "passed": sum(d["passed"] for d in draws),
-        "tool_calls": sum(r.get("tool_calls") or 0 for r in results),
-        "invalid_answers": sum(r.get("invalid_answers") or 0 for r in results),
-        "tool_call_modes": sorted({r["tool_call_mode"] for r in results if r.get("tool_call_mode")}),
-        "recording": str(folder / "recording"),
-        "settings": meta["settings"],
-    }
+    keep = (*EPISODE_FIELDS, "detail", "working_s", "error_kind", "suite_version", "seed")
+    return EpisodesReport(
+        run_id=meta["run_id"],
+        folder=str(folder),
+        suite=meta["suite_name"],
+        suite_version=meta.get("suite_version", 1),
+        suite_sha256=meta["suite_sha256"],
+        draws_planned=meta["draws"],
+        episodes_planned=planned,
+        episodes_done=len(results),
+        complete=len(results) >= planned,
+        episodes=tuple({k: r.get(k) for k in keep} for r in results),
+        draws=tuple(draws),
+        total_s=round(sum(d["total_s"] for d in draws), 3),
+        passed=sum(d["passed"] for d in draws),
+        tool_calls=sum(r.get("tool_calls") or 0 for r in results),
+        invalid_answers=sum(r.get("invalid_answers") or 0 for r in results),
+        tool_call_modes=tuple(sorted({r["tool_call_mode"] for r in results if r.get("tool_call_mode")})),
+        recording=str(folder / "recording"),
+        settings=meta["settings"],
+    )
 
 
 @dataclass(frozen=True)
