@@ -147,10 +147,17 @@ def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> d
         return {"sets": {spec: entry for spec, (entry, _) in zip(rule.sets, own)}, "candidate": str(path)}
     measured = measure_target(running_target(controller), rule.sets)
     save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, measured)})
-    keep = ("name", "kl", "positions", "misses", "set_sha256", "reference_sha256")
     return {
         "sets": {
-            spec: {k: entry[k] for k in keep} | {"reference_floor": entry["floor"]["reference"]}
+            spec: {
+                "name": entry["name"],
+                "kl": entry["kl"],
+                "positions": entry["positions"],
+                "misses": entry["misses"],
+                "set_sha256": entry["set_sha256"],
+                "reference_sha256": entry["reference_sha256"],
+                "reference_floor": entry["floor"]["reference"],
+            }
             for spec, (entry, _) in zip(rule.sets, measured)
         },
         "candidate": str(path),

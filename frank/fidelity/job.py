@@ -18,7 +18,7 @@ from typing import Any
 
 from frank import jobs, jsonl, paths
 from frank.errors import FrankError
-from frank.fidelity.runs import fidelity_runs_dir, run_fidelity, save_run
+from frank.fidelity.runs import FidelityRun, fidelity_runs_dir, run_fidelity, save_run
 
 PROGRESS = "progress.jsonl"
 CANCELLED = "cancelled.json"
@@ -88,7 +88,7 @@ def _raise_cancelled() -> None:
     raise Cancelled
 
 
-def run(run_dir: Path, echo: Any = None) -> dict[str, Any] | None:
+def run(run_dir: Path, echo: Any = None) -> FidelityRun | None:
     """Measure in this process, holding the run's lock; returns the saved run, or None when cancelled."""
     spec = _spec(run_dir)
     (run_dir / CANCELLED).unlink(missing_ok=True)
