@@ -80,7 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     }
     if suite is not None and args.references:
         checks = check_references(suite)
-        payload["references"] = [c.to_dict() for c in checks]
+        payload["references"] = [c.to_json() for c in checks]
         payload["ok"] = all(c.ok for c in checks)
     if args.json:
         emit(True, payload)

@@ -89,7 +89,7 @@ def snapshot() -> dict[str, Any]:
 
     verdict = compat.verdict_of("region-cache")
     if verdict is not None:
-        out["compat"] = verdict.as_dict()
+        out["compat"] = verdict.to_json()
     if _refused:
         out["refused"] = _refused
     out["tokenizers"] = [
