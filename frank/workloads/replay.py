@@ -228,10 +228,10 @@ class ReplayRunner:
         options: ReplayOptions | None = None,
         run_dir: Path | None = None,
         progress: ProgressFn | None = None,
-        engine: Mapping[str, Any] | None = None,
+        engine: EngineAt | None = None,
     ) -> None:
         self.workload = workload
-        self.engine = dict(engine) if engine else None  # default: this user's engine, if it is at base_url
+        self.engine = engine  # default: this user's engine, if it is at base_url
         self.base_url = base_url.rstrip("/")
         self.options = options or ReplayOptions()
         self.progress = progress
@@ -276,6 +276,7 @@ class ReplayRunner:
                 )
             self.meta["attempts"] = int(self.meta.get("attempts", 1)) + 1
         else:
+            engine = self.engine or engine_at(self.base_url)
             self.meta = {
                 "run_id": self.run_id,
                 "created_at": time.time(),
@@ -287,7 +288,7 @@ class ReplayRunner:
                 },
                 "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
                 "draws": self.draw_names,
-                "engine": self.engine if self.engine is not None else engine_at(self.base_url),
+                "engine": engine.to_json() if engine else None,
             }
         self.meta.update(base_url=self.base_url, model=model)
         paths.write_private(run_file, json.dumps(self.meta, indent=2, default=str))
@@ -579,8 +580,8 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
-            engine = self.engine if self.engine is not None else engine_at(self.base_url)
-            self._probe = PoolProbe((engine or {}).get("pid"))
+            engine = self.engine or engine_at(self.base_url)
+            self._probe = PoolProbe(engine.pid if engine else None)
             self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state: ReplayState = "finished"
@@ -686,7 +687,20 @@ def start_replay(
     return ReplayRunner(workload, base_url, options, out, progress)
 
 
-def engine_at(base_url: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class EngineAt:
+    """This user's engine, as run.json's `engine` records it."""
+
+    profile: str | None
+    knobs: dict[str, Any]
+    pid: int | None
+    started_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def engine_at(base_url: str) -> EngineAt | None:
     """The profile and knob values of this user's engine when it is the one at `base_url` (the campaign's
     revert watch reads them from run.json); None for any other server."""
     from frank.engine.controller import EngineController
@@ -694,7 +708,7 @@ def engine_at(base_url: str) -> dict[str, Any] | None:
     st = EngineController().status(check_health=False)
     if st.state != "ready" or not st.url or st.url.rstrip("/") != base_url.rstrip("/"):
         return None
-    return {"profile": st.profile, "knobs": st.knobs, "pid": st.pid, "started_at": st.started_at}
+    return EngineAt(profile=st.profile, knobs=st.knobs, pid=st.pid, started_at=st.started_at)
 
 
 def resume_replay(
