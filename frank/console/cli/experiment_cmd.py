@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit, emit_record
 from frank.errors import FrankError
 from frank.experiments import exact, registry
 from frank.experiments.design import load_design
@@ -342,7 +342,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise FrankError(f"{run.run_id} is a screen: `frank experiment screen --report RUN --export|--html`")
         from frank.experiments import screen_report
 
-        emit(args.json, screen_report.record_for_run(run), screen_report.format_record)
+        emit_record(args.json, screen_report.record_for_run(run), screen_report.format_record)
         return 0
     if args.csv is not None:
         return _write_csv(run, Path(args.csv) if args.csv else run.folder / "results.csv", args.json)
@@ -411,17 +411,17 @@ def cmd_screen(args: argparse.Namespace) -> int:
         if args.export:
             screen_report.write_json(Path(args.export), rec)
         if args.design_out:
-            if not rec.get("confirmation"):
-                raise FrankError(f"{args.report}: no pick ({rec['result']['pick_reason']}): no confirmation design")
+            if not rec.confirmation:
+                raise FrankError(f"{args.report}: no pick ({rec.result.pick_reason}): no confirmation design")
             out = Path(args.design_out)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(rec["confirmation"]["design_toml"])
+            out.write_text(rec.confirmation.design_toml)
         if args.html:
             from frank.experiments.html import screen_page
             from frank.reports.page import write_page
 
-            write_page(Path(args.html), screen_page(rec))
-        emit(args.json, rec, screen_report.format_record)
+            write_page(Path(args.html), screen_page(rec.to_json()))
+        emit_record(args.json, rec, screen_report.format_record)
         return 0
     if not args.screen:
         raise FrankError("frank experiment screen: give a screen file to run, or --report RUN|FILE.json")
