@@ -272,7 +272,7 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
         measures={"front_end_per_draw": 1.0, "tokens_per_s": 40.0},
         fidelity=0.1,
     )
-    fired = lambda rule, a=on, c=off: evaluate(rule, a, c)["outcome"]  # noqa: E731
+    fired = lambda rule, a=on, c=off: evaluate(rule, a, c).outcome  # noqa: E731
     assert fired(RevertRule("f", "treatment_only_failures")) == "fired"
     assert fired(RevertRule("f", "treatment_only_failures"), off, on) == "ok"
     assert fired(RevertRule("p", "pass_rate_drop", max_drop=0.1)) == "fired"
@@ -282,7 +282,7 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
     assert fired(RevertRule("m", "measure_worse", measure="front_end_per_draw", max_worse_pct=10)) == "fired"
     assert fired(RevertRule("m", "measure_worse", measure="front_end_per_draw", max_worse_pct=25)) == "ok"
     assert fired(RevertRule("m", "measure_worse", measure="tokens_per_s")) == "ok"  # higher is better
-    assert evaluate(RevertRule("f", "treatment_only_failures"), on, None)["outcome"] == "unchecked"
+    assert evaluate(RevertRule("f", "treatment_only_failures"), on, None).outcome == "unchecked"
 
     # a one-arm run (a replay) takes the latest earlier comparable run without the part as its control
     now = RunResult("replay", "r2", 20.0, (on,), comparable="w")
