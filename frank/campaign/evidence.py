@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
 from frank.errors import FrankError
@@ -28,17 +28,28 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
         raise CampaignError(f"{campaign.path}:{part.line}: part {part.name}: design {ref}: {exc}") from None
 
 
-def _summary(report: dict[str, Any]) -> dict[str, Any]:
+class DecisionSummary(TypedDict):
+    """What an evidence entry shows of a decision (frank.experiments.decision)."""
+
+    decision: str
+    reason: str
+    p: float | None
+    p_fraction: str | None
+    design_sha256: str
+    mean_effect_pct: float | None
+
+
+def _summary(report: dict[str, Any]) -> DecisionSummary:
     """What status shows of a decision (frank.experiments.decision: read through its fields)."""
     d = Decision.of(report)
-    return {
-        "decision": d.verdict,
-        "reason": d.reason,
-        "p": d.p_value,
-        "p_fraction": d.p_fraction,
-        "design_sha256": d.design_sha256,
-        "mean_effect_pct": d.mean_effect_pct,
-    }
+    return DecisionSummary(
+        decision=d.verdict,
+        reason=d.reason,
+        p=d.p_value,
+        p_fraction=d.p_fraction,
+        design_sha256=d.design_sha256,
+        mean_effect_pct=d.mean_effect_pct,
+    )
 
 
 def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, Any]:
