@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import httpx
 
@@ -91,6 +91,22 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+class EpisodeRunMeta(TypedDict):
+    """A run folder's run.json (written by `create_run`, read back by every later session of the run)."""
+
+    run_id: str
+    suite: str  # the manifest's path
+    suite_name: str
+    suite_sha256: str
+    suite_version: NotRequired[int]  # runs created before versions: 1
+    seed: int
+    scale: str
+    draws: int
+    tasks: list[str]
+    settings: dict[str, Any]  # EpisodeSettings
+    created_at: float
+
+
 def create_run(
     suite_spec: str | Path,
     draws: int,
@@ -108,26 +124,28 @@ def create_run(
     folder = private_dir(Path(out) if out else episodes_root() / run_id)
     if (folder / RUN_FILE).exists():
         raise FrankError(f"{folder} already holds a run: resume it with `frank episodes run --resume {folder}`")
-    meta = {
-        "run_id": folder.name,
-        "suite": str(suite.path),
-        "suite_name": suite.name,
-        "suite_sha256": _sha256(suite.path),
-        "suite_version": suite.version,
-        "seed": suite.seed,
-        "scale": suite.scale,
-        "draws": draws,
-        "tasks": [t.id for t in suite.tasks],
-        "settings": asdict(settings),
-        "created_at": time.time(),
-    }
+    meta = EpisodeRunMeta(
+        {
+            "run_id": folder.name,
+            "suite": str(suite.path),
+            "suite_name": suite.name,
+            "suite_sha256": _sha256(suite.path),
+            "suite_version": suite.version,
+            "seed": suite.seed,
+            "scale": suite.scale,
+            "draws": draws,
+            "tasks": [t.id for t in suite.tasks],
+            "settings": asdict(settings),
+            "created_at": time.time(),
+        }
+    )
     run_secret(folder, secret)
     write_private(folder / RUN_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return folder
 
 
-def read_run(folder: Path) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads((folder / RUN_FILE).read_text())
+def read_run(folder: Path) -> EpisodeRunMeta:
+    value: EpisodeRunMeta = json.loads((folder / RUN_FILE).read_text())
     return value
 
 
@@ -232,7 +250,7 @@ def run_episodes(
 
 def _run(
     folder: Path,
-    meta: dict[str, Any],
+    meta: EpisodeRunMeta,
     suite: Suite,
     settings: EpisodeSettings,
     target: EngineTarget,
