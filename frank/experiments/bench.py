@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from frank.errors import FrankError
 
@@ -101,8 +101,26 @@ class BenchStart:
 
 
 @dataclass(frozen=True)
-class RegionCacheBench:
+class _Bench:
+    """What both benches print: their fields as JSON, `bench` naming which one."""
+
+    bench: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"bench": self.bench}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "starts":
+                value = [start.to_json() for start in value]
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True)
+class RegionCacheBench(_Bench):
     """`frank bench region-cache`: the front-end time per draw of each arm and the exact test."""
+
+    bench: ClassVar[str] = "region-cache"
 
     workload: str
     profile: str | None
@@ -129,13 +147,12 @@ class RegionCacheBench:
     starts: tuple[BenchStart, ...]
     out: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"bench": "region-cache"} | _plain(self)
-
 
 @dataclass(frozen=True)
-class PartBench:
+class PartBench(_Bench):
     """`frank bench part`: client time per draw of each arm, the exact test, outputs and prompts compared."""
+
+    bench: ClassVar[str] = "part"
 
     part: str
     knob: str
@@ -168,18 +185,6 @@ class PartBench:
     load_avg_at_starts: tuple[float, ...]
     starts: tuple[BenchStart, ...]
     out: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"bench": "part"} | _plain(self)
-
-
-def _plain(bench: RegionCacheBench | PartBench) -> dict[str, Any]:
-    out = {f.name: getattr(bench, f.name) for f in fields(bench)}
-    return (
-        out
-        | {k: list(v) for k, v in out.items() if isinstance(v, tuple) and k != "starts"}
-        | {"starts": [s.to_json() for s in bench.starts]}
-    )
 
 
 def _quiet(message: str) -> None:
