@@ -353,7 +353,7 @@ def _part_stats(name: str) -> Any:
         from frank.engine.parts_client import PartsClient
 
         try:
-            return PartsClient(url, token).part(name)
+            return dict(PartsClient(url, token).part(name))
         except FrankError as exc:  # the counters are a report, not the measure: say why they are missing
             return {"error": str(exc)}
 
