@@ -175,7 +175,7 @@ def test_cli_replay_json_summary_and_a_bad_workload_sends_nothing(engine, mini, 
     )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
-    d = summary.to_json()["draws"]["draw-1"]
+    d = summary["draws"]["draw-1"]
     for key in ("requests", "failed", "front_end_s", "prefill_s", "queue_s", "ttft_s", "verify_step_s"):
         assert key in d
     assert d["requests"] == 1 and d["failed"] == 0 and d["front_end_s"] > 0
