@@ -122,11 +122,16 @@ class RevertSchema(Strict):
     fidelity_regression: bool = False
 
 
-class DesignSchema(Strict):
+class Heading(Strict):
+    """What a design and a screen both begin with."""
+
     name: NonEmpty
     question: str
     description: str = ""
     profile: str = "embedded-cpu"
+
+
+class DesignSchema(Heading):
     arms: list[ArmSchema]
     design: KindSchema
     workload: WorkloadSchema | None = None

@@ -38,8 +38,8 @@ from frank.experiments.design import (
     read_checked,
     read_source,
 )
-from frank.experiments.design_schema import DIRECTIONS, ArmName
-from frank.experiments.tables import NonEmpty, Refusals, bounded, one_of
+from frank.experiments.design_schema import DIRECTIONS, ArmName, Heading
+from frank.experiments.tables import Refusals, bounded, one_of
 from frank.experiments.tally import effect_pct
 from frank.tomlfile import KeyLines, Strict
 
@@ -82,11 +82,7 @@ class ConfirmSchema(Strict):
     stop_when_decided: bool = True
 
 
-class ScreenSchema(Strict):
-    name: NonEmpty
-    question: str
-    description: str = ""
-    profile: str = "embedded-cpu"
+class ScreenSchema(Heading):
     repeats: Annotated[int, bounded(2, MAX_REPEATS)] = 3
     control: SettingSchema
     candidates: list[SettingSchema] = Field(default_factory=list)
