@@ -29,7 +29,7 @@ import os
 import shutil
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frank import paths
 from frank.engine.controller import EngineController, EngineError
@@ -42,6 +42,9 @@ from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import CellError, Note
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
+
+if TYPE_CHECKING:
+    from frank.experiments.fidelity import CellFidelity
 from frank.workloads.record import DrawTally, start_measures
 from frank.workloads.replay import ReplayRunner, read_records
 
@@ -242,7 +245,7 @@ class EngineCellExecutor:
         )
         return st
 
-    def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any] | None:
+    def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> CellFidelity | None:
         """The fidelity rule's measure, while the arm's engine is still up (after its replay or episodes). An
         engine that cannot be measured (an engine kind without the log-probabilities it needs, say) gives
         no KL, with the reason: never a made-up one."""

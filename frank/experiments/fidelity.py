@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import numpy as np
 from pydantic import BeforeValidator
@@ -130,7 +130,15 @@ def check_sets(rule: FidelityRule, refusals: Refusals) -> None:
 # -- in a cell ------------------------------------------------------------------------------------------
 
 
-def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> dict[str, Any]:
+class CellFidelity(TypedDict):
+    """What a cell keeps of the fidelity rule's measure (its result's `fidelity`, in the journal)."""
+
+    sets: dict[str, dict[str, Any]]  # per set as the design names it: name, kl, positions, hashes, ...
+    candidate: NotRequired[str]  # the .npz of the engine's own top k (CANDIDATE_FILE)
+    unavailable: NotRequired[str]  # why this start has no KL (an engine that cannot be measured)
+
+
+def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> CellFidelity:
     """Measure the running engine (the cell's) over the rule's sets; keep its top-k in the cell folder.
     Returns {"sets": {spec: {name, kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
     "candidate": path}, keyed by each set as the design names it: put it in the cell's result under
