@@ -4,9 +4,12 @@ console read by field; `--json` prints their `to_json()`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frank.campaign.parts import PartState
+
+if TYPE_CHECKING:
+    from frank.campaign.evidence import EvidenceEntry
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ class PartStatus:
     knobs: dict[str, Any]
     design: str
     design_sha256: str | None
-    evidence: tuple[dict[str, Any], ...]
+    evidence: tuple[EvidenceEntry, ...]
     evidence_ok: bool
     runs: tuple[dict[str, Any], ...]  # registered runs of its design, each decided
     revert_rules: tuple[RuleStatus, ...]

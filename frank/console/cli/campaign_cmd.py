@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from frank.console.cli.common import emit, emit_record
 
 if TYPE_CHECKING:
+    from frank.campaign.evidence import EvidenceEntry
     from frank.campaign.results import CampaignStatus, TakesEffect
 
 
@@ -59,7 +60,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _history_step(e: dict[str, Any]) -> str:
+def _history_step(e: EvidenceEntry) -> str:
     """A serve or revert from the history, in words (they carry no decision of their own)."""
     if e.get("policy"):
         return f"policy: {e['policy']}"
@@ -84,7 +85,7 @@ def _human_status(s: CampaignStatus) -> str:
                 if e.get("source") == "history" and not e.get("decision")
                 else f"{e.get('decision')}"
                 + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
-                + (f", design {e['design_sha256'][:12]}" if e.get("design_sha256") else "")
+                + (f", design {(e.get('design_sha256') or '')[:12]}" if e.get("design_sha256") else "")
                 + (f", run {e['run_id']}" if e.get("run_id") else "")
                 + (f", exported from run {e['results_run_id']}" if e.get("results_run_id") else "")
             )

@@ -102,8 +102,9 @@ def _evidence_cell(p: PartStatus) -> str:
     bits = [f"{e['state']}: {e.get('decision') or '-'}"]
     if e.get("p_fraction"):
         bits.append(f"p = {e['p_fraction']}")
-    if e.get("design_sha256"):
-        bits.append(e["design_sha256"][:10])
+    sha = e.get("design_sha256")
+    if sha:
+        bits.append(sha[:10])
     return ", ".join(bits) + (" (!)" if not e.get("ok", True) else "") + (" + policy call" if policy else "")
 
 
