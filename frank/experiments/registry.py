@@ -112,7 +112,7 @@ def freeze(
     now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{_slug(design.name)}-{secrets.token_hex(2)}"
     order: DrawnOrder | None = None
-    workload: dict[str, Any] | None = None
+    workload: WorkloadRecord | None = None
     if design.runnable:  # every check before the run's folder exists: a refusal leaves nothing behind
         workload = _suite_record(design, design_path) if design.episodes else _workload_record(design, design_path)
         order = draw_order(design, seed if seed is not None else new_seed())
@@ -130,7 +130,7 @@ def freeze(
         "order": order.to_json() if order else None,
         "null_size": exact.null_size(design),
         "smallest_p": exact.smallest_p(design),
-        "workload": workload,
+        "workload": workload.to_json() if workload else None,
         **({"part": part} if part else {}),
     }
     (folder / file).write_bytes(source)
@@ -142,21 +142,41 @@ def freeze(
     return load_run(run_id)
 
 
-def _workload_record(design: Design, design_path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WorkloadRecord:
+    """run.json's `workload`: what each start replays (or, with [episodes], the suite it runs), as found at
+    registration; `run` refuses a workload or suite changed since."""
+
+    path: str | None  # the workload folder; None: not here at registration, or a suite's run
+    manifest_sha256: str | None
+    note: str = ""  # why the workload was not found
+    suite: str = ""  # an [episodes] design's suite manifest
+    suite_sha256: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "manifest_sha256": self.manifest_sha256}
+        if self.note:
+            out["note"] = self.note
+        if self.suite:
+            out |= {"suite": self.suite, "suite_sha256": self.suite_sha256}
+        return out
+
+
+def _workload_record(design: Design, design_path: Path) -> WorkloadRecord:
     """Where the workload is and its manifest hash, when it is here at registration (the seed's designs are
     registered on the machine that has W01); `run` refuses a workload changed since."""
     try:
         path = resolve_workload(design, str(design_path.resolve()))
     except RunError as exc:
-        return {"path": None, "manifest_sha256": None, "note": f"not found at registration: {exc}"}
+        return WorkloadRecord(None, None, note=f"not found at registration: {exc}")
     try:
         check_draws(design, path)
     except RunError as exc:
         raise RunError(f"{design_path}: {exc}") from None
-    return {"path": str(path), "manifest_sha256": manifest_sha256(path)}
+    return WorkloadRecord(str(path), manifest_sha256(path))
 
 
-def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
+def _suite_record(design: Design, design_path: Path) -> WorkloadRecord:
     """An [episodes] design's suite, checked now (every error before anything runs) and hashed: `run`
     refuses a suite changed since."""
     from frank.episodes.suite import load_suite
@@ -167,12 +187,9 @@ def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
         suite = load_suite(beside if beside.is_file() else design.episodes.suite)
     except FrankError as exc:
         raise RunError(f"{design_path}: episodes.suite: {exc}") from None
-    return {
-        "suite": str(suite.path),
-        "suite_sha256": hashlib.sha256(suite.path.read_bytes()).hexdigest(),
-        "path": None,
-        "manifest_sha256": None,
-    }
+    return WorkloadRecord(
+        None, None, suite=str(suite.path), suite_sha256=hashlib.sha256(suite.path.read_bytes()).hexdigest()
+    )
 
 
 def resolve_run_id(run_id: str) -> Path:
