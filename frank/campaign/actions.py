@@ -86,10 +86,8 @@ def init(path: Path | str | None = None, example: str | None = None) -> Initiali
             target.unlink()
             raise
         created = True
-    event = init_history(campaign, example)
-    return Initialized(
-        str(target), str(history_path(target)), created, example, tuple(p.name for p in campaign.parts), event["at"]
-    )
+    at = init_history(campaign, example)
+    return Initialized(str(target), str(history_path(target)), created, example, tuple(p.name for p in campaign.parts), at)
 
 
 # -- status ---------------------------------------------------------------------------------------------------
@@ -352,16 +350,12 @@ def revert(name: str, path: Path | str | None = None, reason: str | None = None)
             f'--reason "why" (recorded)'
         )
     restored, override = None, None
-    serve_event = ledger.last_event(name, "serve")
-    if state == "served" and serve_event and serve_event.get("previous_defaults"):
+    replaced = ledger.replaced_defaults(name)
+    if state == "served" and replaced:
         override_path, _ = serving.set_defaults(
-            part.profile,
-            serve_event["previous_defaults"],
-            action="revert",
-            part=name,
-            campaign=str(ledger.campaign.path),
+            part.profile, replaced, action="revert", part=name, campaign=str(ledger.campaign.path)
         )
-        restored, override = serve_event["previous_defaults"], str(override_path)
+        restored, override = replaced, str(override_path)
     rule = (
         {"run_kind": fired[-1]["run_kind"], "run_id": fired[-1]["run_id"], "rules": fired[-1]["fired"]}
         if fired

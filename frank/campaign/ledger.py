@@ -16,11 +16,14 @@ import getpass
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frank import jsonl
 from frank.campaign.exists import check_what_it_names
 from frank.campaign.parts import Campaign, CampaignError, Part, PartState, load_campaign
+
+if TYPE_CHECKING:
+    from frank.engine.profiles import KnobValue
 
 STATE_EVENTS: dict[str, PartState] = {"adopt": "adopted", "serve": "served", "revert": "reverted"}
 
@@ -94,9 +97,11 @@ class Ledger:
                 out[e["part"]] = e["sha256"]
         return out
 
-    def last_event(self, part: str, kind: str) -> dict[str, Any] | None:
-        found = [e for e in self.events_for(part) if e["event"] == kind]
-        return found[-1] if found else None
+    def replaced_defaults(self, part: str) -> dict[str, KnobValue] | None:
+        """The profile defaults the part's last `serve` replaced (what reverting it restores), if any."""
+        served = [e for e in self.events_for(part) if e["event"] == "serve"]
+        previous = served[-1].get("previous_defaults") if served else None
+        return dict(previous) if previous else None
 
 
 def open_ledger(path: Path | str) -> Ledger:
@@ -136,11 +141,12 @@ def record_new_parts(ledger: Ledger) -> Ledger:
     return open_ledger(ledger.campaign.path) if new else ledger
 
 
-def init_history(campaign: Campaign, example: str | None = None) -> dict[str, Any]:
+def init_history(campaign: Campaign, example: str | None = None) -> float:
+    """Record the campaign's parts as they are now (the history's `init` event); return when."""
     hist = history_path(campaign.path)
     if any(e["event"] == "init" for e in read_history(hist)):
         raise CampaignError(f"{campaign.path}: already recorded ({hist}); see `frank campaign status`")
-    return append_event(
+    event = append_event(
         hist,
         "init",
         file=str(campaign.path),
@@ -148,3 +154,4 @@ def init_history(campaign: Campaign, example: str | None = None) -> dict[str, An
         example=example,
         parts={p.name: p.sha256 for p in campaign.parts},
     )
+    return float(event["at"])

@@ -84,8 +84,9 @@ class Part:
     def knob_dict(self) -> dict[str, KnobValue]:
         return dict(self.knobs)
 
-    def canonical(self) -> dict[str, Any]:
-        return {
+    def canonical_json(self) -> str:
+        """The part as the JSON text its sha256 is taken over."""
+        fields = {
             "name": self.name,
             "title": self.title,
             "profile": self.profile,
@@ -97,10 +98,11 @@ class Part:
             "next": self.next,
             "notes": self.notes,
         }
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
     @property
     def sha256(self) -> str:
-        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), default=str)
+        text = self.canonical_json()
         return hashlib.sha256(text.encode()).hexdigest()
 
 

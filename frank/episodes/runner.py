@@ -480,7 +480,7 @@ def draw_totals(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def episode_measures(results: list[dict[str, Any]]) -> dict[str, Any]:
+def episode_measures(results: list[dict[str, Any]]) -> dict[str, float]:
     """The measures of a set of episodes (an experiment arm's start, or a whole run): the one definition.
 
     episode_total_time: client seconds summed over the episodes (the seed's "total time over the episodes");

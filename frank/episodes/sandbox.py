@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 log = logging.getLogger(__name__)
 
@@ -343,12 +343,25 @@ def _open_dir(path: str | Path) -> int:
 # -- processes of a sandbox -----------------------------------------------------------------------------------
 
 
-def _read_info(fd: int) -> dict[str, Any]:
+class BwrapInfo(TypedDict, total=False):
+    """What bwrap writes to --info-fd: the sandbox's first process, as the host sees it."""
+
+    child_pid: int
+    pid_namespace: int
+
+
+def _read_info(fd: int) -> BwrapInfo:
     buf = b""
     while chunk := os.read(fd, 65536):
         buf += chunk
     os.close(fd)
-    return json.loads(buf) if buf.strip() else {}
+    info = json.loads(buf) if buf.strip() else {}
+    out = BwrapInfo()
+    if "child-pid" in info:
+        out["child_pid"] = int(info["child-pid"])
+    if "pid-namespace" in info:
+        out["pid_namespace"] = int(info["pid-namespace"])
+    return out
 
 
 def _ns_inode(pid: int) -> int | None:
@@ -451,14 +464,14 @@ class Sandbox:
         finally:
             os.close(write)
         info = _read_info(read)
-        if "child-pid" not in info:
+        if "child_pid" not in info:
             err = self.monitor.stderr.read().decode(errors="replace").strip() if self.monitor.stderr else ""
             self.monitor.kill()
             self.monitor.wait()
             raise SandboxUnavailable(f"bwrap did not start the sandbox: {err or 'no info'}")
-        self.pid_namespace: int = info["pid-namespace"]
+        self.pid_namespace: int = info["pid_namespace"]
         self.closed = False
-        self.holder = self._holder(info["child-pid"])
+        self.holder = self._holder(info["child_pid"])
         try:
             self._copy_in()
         except BaseException:

@@ -10,7 +10,7 @@ Graders and references are programs beside the manifest; the agent never sees th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,13 +26,20 @@ TOOLS = ("bash", "python", "text_editor")
 LIMITS = ("max_turns", "max_tokens_per_turn", "wall_time_s", "grader_timeout_s")
 LIMIT_MAX = {"max_turns": 1000, "max_tokens_per_turn": 1 << 20, "wall_time_s": 7 * 86400, "grader_timeout_s": 86400}
 MAX_TASKS = 1000
-DEFAULTS: dict[str, Any] = {
-    "tools": list(TOOLS),
-    "max_turns": 30,
-    "max_tokens_per_turn": 4096,
-    "wall_time_s": 1800,
-    "grader_timeout_s": 120,
-}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A task's tools and limits, after [defaults] and the task's own."""
+
+    tools: tuple[str, ...]
+    max_turns: int
+    max_tokens_per_turn: int
+    wall_time_s: int
+    grader_timeout_s: int
+
+
+DEFAULTS = Limits(tools=TOOLS, max_turns=30, max_tokens_per_turn=4096, wall_time_s=1800, grader_timeout_s=120)
 GENERATOR_PREFIX = "generator:"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 BUILTIN_DIR = Path(__file__).resolve().parent / "suites"
@@ -107,8 +114,12 @@ class _Limits(tomlfile.Strict):
             raise ValueError(problem)
         return value
 
-    def over(self, base: dict[str, Any]) -> dict[str, Any]:
-        return {**base, **{k: getattr(self, k) for k in ("tools", *LIMITS) if getattr(self, k) is not None}}
+    def over(self, base: Limits) -> Limits:
+        """`base` with what this table sets."""
+        set_here: dict[str, Any] = {k: getattr(self, k) for k in ("tools", *LIMITS) if getattr(self, k) is not None}
+        if "tools" in set_here:
+            set_here["tools"] = tuple(set_here["tools"])
+        return replace(base, **set_here)
 
 
 class _Task(_Limits):
@@ -180,7 +191,7 @@ class _Task(_Limits):
             raise ValueError("give instruction or instruction_file (one of them)")
         return self
 
-    def spec(self, defaults: dict[str, Any]) -> TaskSpec:
+    def spec(self, defaults: Limits) -> TaskSpec:
         values = self.over(defaults)
         text = self.instruction or Path(self.instruction_file or "").read_text(encoding="utf-8")
         maybe = lambda ref: Path(ref) if ref else None  # noqa: E731
@@ -193,11 +204,11 @@ class _Task(_Limits):
             Path(self.reference),
             maybe(self.expected),
             maybe(self.adversarial),
-            tuple(values["tools"]),
-            values["max_turns"],
-            values["max_tokens_per_turn"],
-            values["wall_time_s"],
-            values["grader_timeout_s"],
+            values.tools,
+            values.max_turns,
+            values.max_tokens_per_turn,
+            values.wall_time_s,
+            values.grader_timeout_s,
         )
 
 

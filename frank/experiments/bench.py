@@ -203,10 +203,10 @@ def bench_order(n: int, seed: int) -> list[str]:
     return [s.arm for s in draw_balanced(("on", "off"), n, seed).slots]
 
 
-def _region_cache_stats(url: str, token: str) -> dict[str, Any] | None:
+def _region_cache_stats(url: str, token: str) -> dict[str, float | None]:
     from frank.engine.region_cache_client import RegionCacheClient
 
-    stats = RegionCacheClient(url, token).stats()
+    stats: dict[str, float] = dict(RegionCacheClient(url, token).stats())  # RegionCacheStats: all numbers
     return {key: stats.get(key) for key in REGION_CACHE_STATS}
 
 

@@ -82,7 +82,7 @@ def load_state(run: Run) -> ExperimentState:
                 arm=slot.arm,
                 status=status,
                 attempts=len(attempts),
-                value=done.get("value") if done else None,
+                value=done.value if done else None,
                 phase=phase,
             )
         )

@@ -37,7 +37,7 @@ from frank.engine.profiles import load_profile
 from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError, WriteError
 from frank.experiments.errors import RunError
-from frank.experiments.journal import Attempt
+from frank.experiments.journal import Attempt, CellResult
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import CellError, Note
@@ -45,17 +45,17 @@ from frank.experiments.workloads import check_draws, manifest_sha256, resolve_wo
 
 if TYPE_CHECKING:
     from frank.experiments.fidelity import CellFidelity
-from frank.workloads.record import DrawTally, start_measures
+from frank.workloads.record import DrawTally, StartMeasures, start_measures
 from frank.workloads.replay import ReplayRunner, read_records
 
 
-def replay_measures(runner: ReplayRunner, warmup: int) -> dict[str, Any]:
+def replay_measures(runner: ReplayRunner, warmup: int) -> StartMeasures:
     """Per-start measures from the replay's latest record of each request (frank.workloads.record)."""
     tallies = {
         d: DrawTally(d, [r.id for r in runner.planned(d)], warmup).add_all(read_records(runner.draw_file(d)))
         for d in runner.draw_names
     }
-    return start_measures(tallies).to_json()
+    return start_measures(tallies)
 
 
 def disk_full(folder: Path, room: int = 1 << 20) -> str:
@@ -143,7 +143,7 @@ class EngineCellExecutor:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
-    def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any]:
+    def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> CellResult:
         from frank.workloads.replay import ReplayOptions, start_replay
 
         design = run.design
@@ -167,7 +167,8 @@ class EngineCellExecutor:
             )
             runner = start_replay(workload, st.url or "", options, out=replay_dir)
             summary = runner.run_sync()
-            m = replay_measures(runner, design.workload.warmup_requests)
+            measured = replay_measures(runner, design.workload.warmup_requests)
+            m = measured.to_json()  # by the design's measure name
             note(
                 "replay_done",
                 slot=slot.slot,
@@ -195,15 +196,15 @@ class EngineCellExecutor:
         value = m[design.measure]
         if value is None:
             raise CellError(f"no {design.measure} could be measured (no verify steps or no requests?)")
-        return {
-            "value": value,
-            "measure": design.measure,
-            "failed": m["failed"],
-            "requests": m["measured_requests"],
-            "prompt_hashes": m["prompt_hashes"],
-            "output_hashes": m["output_hashes"],
-            **({"failures": failure_messages(runner)} if m["failed"] else {}),
-            "measures": {
+        return CellResult(
+            value=value,
+            measure=design.measure,
+            failed=measured.failed,
+            requests=measured.measured_requests,
+            prompt_hashes=measured.prompt_hashes,
+            output_hashes=measured.output_hashes,
+            failures=tuple(failure_messages(runner)) if measured.failed else (),
+            measures={
                 k: m[k]
                 for k in (
                     "time_per_verify_step",
@@ -217,9 +218,9 @@ class EngineCellExecutor:
                     "front_end_by_draw",
                 )
             },
-            "dir": str(replay_dir),
-            **({"fidelity": fidelity} if fidelity is not None else {}),
-        }
+            dir=str(replay_dir),
+            fidelity=fidelity,
+        )
 
     def _start(self, profile: str, knobs: dict[str, Any], slot: Slot, attempt: int, note: Note):
         try:
@@ -265,7 +266,7 @@ class EngineCellExecutor:
 
     def _execute_episodes(
         self, run: Run, slot: Slot, attempt: int, note: Note, profile: str, knobs: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> CellResult:
         """The cell's episodes: the suite's draws on a fresh engine with the arm's knobs, each draw in a fresh
         prompt cache, then fidelity. vLLM keys its prefix cache on the request's `cache_salt` (fresh per
         draw); llama.cpp has no such namespace (a slot's KV and its RAM prompt cache serve every request),
@@ -305,7 +306,7 @@ class EngineCellExecutor:
             results = read_jsonl(folder / "results.jsonl")
             m = episode_measures(results)
             namespaces = {r["draw"]: r.get("cache_namespace") for r in results}
-            m["draws"] = [d | {"cache_namespace": namespaces.get(d["draw"])} for d in draw_totals(results)]
+            draws = [d | {"cache_namespace": namespaces.get(d["draw"])} for d in draw_totals(results)]
             note(
                 "episodes_done",
                 slot=slot.slot,
@@ -314,7 +315,7 @@ class EngineCellExecutor:
                 episodes=len(results),
                 passed=m["episodes_passed"],
                 errors=m["episode_errors"],
-                draws=m["draws"],
+                draws=draws,
                 dir=str(folder),
             )
             fidelity = self._fidelity(run, slot, attempt, note) if outcome.status == "finished" else None
@@ -325,13 +326,13 @@ class EngineCellExecutor:
             note("engine_stopped", slot=slot.slot, attempt=attempt)
         if outcome.status != "finished":
             raise CellError(f"the episodes ended {outcome.status}: {outcome.reason}")
-        return {
-            "value": m[design.measure],
-            "measure": design.measure,
-            "failed": m["episode_errors"],
-            "requests": m["requests"],
-            "prompt_hashes": {},
-            "measures": m,
-            "dir": str(folder),
-            **({"fidelity": fidelity} if fidelity is not None else {}),
-        }
+        return CellResult(
+            value=m[design.measure],
+            measure=design.measure,
+            failed=int(m["episode_errors"]),
+            requests=int(m["requests"]),
+            prompt_hashes={},
+            measures={**m, "draws": draws},
+            dir=str(folder),
+            fidelity=fidelity,
+        )

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from frank import tomlfile
 from frank.experiments.design_schema import (
@@ -31,7 +31,13 @@ from frank.experiments.design_schema import (
     RuleSchema,
     WorkloadSchema,
 )
-from frank.experiments.fidelity import FidelityRule, check_control_starts, check_sets, fidelity_rule
+from frank.experiments.fidelity import (
+    FidelityCanonical,
+    FidelityRule,
+    check_control_starts,
+    check_sets,
+    fidelity_rule,
+)
 from frank.experiments.tables import DesignError, Refusals
 
 if TYPE_CHECKING:
@@ -518,9 +524,29 @@ _KIND_NEEDS: tuple[tuple[Callable[[Design], bool], str, str], ...] = (
 # -- canonical form ---------------------------------------------------------------------------------
 
 
-def canonical_dict(design: Design) -> dict[str, Any]:
+class DesignCanonical(TypedDict):
+    """A design in its canonical form: what its sha256 is taken over (`canonical_json`), one key a table."""
+
+    format: int
+    name: str
+    question: str
+    description: str
+    profile: str
+    arms: list[dict[str, Any]]
+    design: dict[str, Any]  # kind, blocks, starts_per_arm, order (hosts, stop_when_decided: only when set)
+    workload: dict[str, Any] | None
+    measure: str
+    rule: dict[str, Any]
+    guards: dict[str, Any]
+    failure: dict[str, Any]
+    revert: dict[str, Any] | None
+    fidelity: NotRequired[FidelityCanonical]
+    episodes: NotRequired[dict[str, Any]]
+
+
+def canonical_dict(design: Design) -> DesignCanonical:
     rule = design.rule
-    out: dict[str, Any] = {
+    out: DesignCanonical = {
         "format": 1,
         "name": design.name,
         "question": design.question,
@@ -583,7 +609,7 @@ def canonical_dict(design: Design) -> dict[str, Any]:
         out["design"]["hosts"] = list(design.hosts)
     if design.episodes is not None:  # only when used: older designs keep their hashes
         out["episodes"] = {"suite": design.episodes.suite, "draws": design.episodes.draws}
-    if design.revert is not None and design.revert.fidelity_regression:
+    if out["revert"] is not None and design.revert is not None and design.revert.fidelity_regression:
         out["revert"]["fidelity_regression"] = True
     if design.stop_when_decided:
         out["design"]["stop_when_decided"] = True

@@ -46,17 +46,26 @@ REFERENCES = ("model", "control")  # the checkpoint's transformers implementatio
 CANDIDATE_FILE = "fidelity-candidate.npz"
 
 
+class FidelityCanonical(TypedDict):
+    """A fidelity rule in a design's canonical form (what its sha256 is taken over)."""
+
+    sets: list[str]
+    floor: str | float
+    reference: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class FidelityRule:
     sets: tuple[str, ...]
     floor: str | float  # FLOOR_MEASURED or a fixed KL tolerance
     reference: str = "model"  # one of REFERENCES
 
-    def canonical(self) -> dict[str, Any]:
+    def canonical(self) -> FidelityCanonical:
         # "reference" only when not the default, so designs registered before it keep their hashes
-        return {"sets": list(self.sets), "floor": self.floor} | (
-            {"reference": self.reference} if self.reference != "model" else {}
-        )
+        out = FidelityCanonical(sets=list(self.sets), floor=self.floor)
+        if self.reference != "model":
+            out["reference"] = self.reference
+        return out
 
 
 def _floor_value(value: Any) -> Any:

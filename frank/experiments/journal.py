@@ -18,9 +18,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from frank import jsonl
+
+if TYPE_CHECKING:
+    from frank.experiments.fidelity import CellFidelity
 
 
 def _now() -> str:
@@ -100,6 +103,54 @@ CLOSING = ("cell_done", "cell_failed", "cell_interrupted")
 
 
 @dataclass(frozen=True)
+class CellResult:
+    """What one cell measured: an executor's result, journaled as the `cell_done` event's fields (beside
+    slot, attempt, arm, block and host) and read back from it by `Progress.done`."""
+
+    value: float  # the design's measure for this start
+    measure: str = ""
+    failed: int | None = None  # failed requests (episodes: errors); None: not recorded
+    requests: int | None = None
+    prompt_hashes: dict[str, str | None] | None = None  # request -> sha256 of its prompt token IDs
+    output_hashes: dict[str, str | None] | None = None
+    failures: tuple[str, ...] = ()  # the engine's own words for the first failed requests
+    checks: dict[str, bool] | None = None  # an episodes guard's outcome per check
+    measures: dict[str, Any] | None = None  # every measure of the start, by name (frank.workloads.record)
+    dir: str = ""  # the cell's replay or episodes folder
+    fidelity: CellFidelity | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `cell_done` fields: what was recorded, nothing for what was not (the journal's lines as before)."""
+        out: dict[str, Any] = {"value": self.value}
+        for key in ("measure", "failed", "requests", "prompt_hashes", "output_hashes", "checks", "measures", "dir"):
+            value = getattr(self, key)
+            if value is not None and value != "":
+                out[key] = value
+        if self.failures:
+            out["failures"] = list(self.failures)
+        if self.fidelity is not None:
+            out["fidelity"] = self.fidelity
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        """A `cell_done` event's result (its other fields, seq, slot, host, ..., are the journal's)."""
+        return cls(
+            value=data["value"],
+            measure=data.get("measure") or "",
+            failed=data.get("failed"),
+            requests=data.get("requests"),
+            prompt_hashes=data.get("prompt_hashes"),
+            output_hashes=data.get("output_hashes"),
+            failures=tuple(data.get("failures") or ()),
+            checks=data.get("checks"),
+            measures=data.get("measures"),
+            dir=data.get("dir") or "",
+            fidelity=data.get("fidelity"),
+        )
+
+
+@dataclass(frozen=True)
 class Attempt:
     slot: int
     attempt: int
@@ -121,10 +172,10 @@ class Progress:
     runner_sessions: int
     decided: dict[str, Any] | None = None  # the `decided` event of a run that stopped when decided
 
-    def done(self, slot: int) -> dict[str, Any] | None:
+    def done(self, slot: int) -> CellResult | None:
         for a in self.attempts.get(slot, ()):
-            if a.status == "done":
-                return a.closed
+            if a.status == "done" and a.closed is not None:
+                return CellResult.from_json(a.closed)
         return None
 
     def failures(self, slot: int) -> int:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from frank.errors import FrankError
 from frank.experiments.errors import RunError
-from frank.experiments.journal import Attempt
+from frank.experiments.journal import Attempt, CellResult
 from frank.experiments.randomize import Slot, hosts_by_slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import CellError, CellExecutor, Ended, Flight, Lanes, Note
@@ -121,7 +121,7 @@ class RayCellExecutor:
                 f"`ray start --address HEAD --resources '{{\"RESOURCE\": 1}}'` (docs/fleet.md)"
             )
 
-    def place(self, run: Run, slot: Slot) -> dict[str, Any]:
+    def place(self, run: Run, slot: Slot) -> dict[str, str]:
         """The fields the runner adds to this slot's events; refuses (RunError: the runner stops, nothing
         counted against the slot) when its host is not in the cluster."""
         host = self.hosts[self.by_slot[slot.slot]]
@@ -180,7 +180,7 @@ class RayCellExecutor:
         """A finished task's `cell_done` fields, or why its attempt did not finish."""
         ray = self._connect()
         try:
-            outcome: dict[str, Any] = ray.get(ref)
+            outcome: CellResult = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause
             if isinstance(cause, CellError):
@@ -229,7 +229,7 @@ def _cleanup_on_host(run_id: str) -> str:
     return _stop_leftover(run_id)
 
 
-def _cell_on_host(run: Run, slot: Slot, attempt: int, host: str, queue: Queue) -> dict[str, Any]:
+def _cell_on_host(run: Run, slot: Slot, attempt: int, host: str, queue: Queue) -> CellResult:
     """One attempt on this host: the run's cells are kept in this host's own data dir."""
     from frank import paths
     from frank.experiments.cell import EngineCellExecutor
@@ -246,9 +246,8 @@ def _cell_on_host(run: Run, slot: Slot, attempt: int, host: str, queue: Queue) -
             f"a placed cell needs a fresh start: stop it on {host} (frank engine stop)"
         )
 
-    def note(event: str, **fields: Any) -> dict[str, Any]:
+    def note(event: str, **fields: Any) -> None:
         queue.put((event, {**fields, "host": host}))
-        return {"event": event, **fields}
 
     write_activity(experiment=run.run_id, arm=slot.arm, part=str(run.meta.get("part") or ""), host=host)
     outcome = executor.execute(here, slot, attempt, note)

@@ -51,7 +51,7 @@ from frank import jobs
 from frank.errors import FrankError
 from frank.experiments.design import Design
 from frank.experiments.errors import RunError
-from frank.experiments.journal import Attempt, Journal, JournalEvent, Progress, fold, read_events
+from frank.experiments.journal import Attempt, CellResult, Journal, JournalEvent, Progress, fold, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.stopping import Stop, stop_of
@@ -59,9 +59,9 @@ from frank.jobs import lock_holder  # noqa: F401  (re-exported: tests and the CL
 
 
 class Note(Protocol):
-    """Appends one journal event (and tells the runner's listener): returns the record written."""
+    """Appends one journal event (and tells the runner's listener)."""
 
-    def __call__(self, event: JournalEvent, **fields: Any) -> dict[str, Any]: ...
+    def __call__(self, event: JournalEvent, **fields: Any) -> None: ...
 
 
 class CellError(FrankError):
@@ -104,9 +104,9 @@ class CellExecutor(Protocol):
     def cleanup(self, run: Run, attempt: Attempt) -> str:
         """Stop whatever a cut-off attempt left running (its engine); say what was done."""
 
-    def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any]:
-        """Run one attempt; journal intermediate events through `note`; return the `cell_done` fields
-        (at least `value`); raise CellError when the attempt failed."""
+    def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> CellResult:
+        """Run one attempt; journal intermediate events through `note`; return what it measured (the
+        `cell_done` fields); raise CellError when the attempt failed."""
 
 
 @dataclass
@@ -116,11 +116,11 @@ class Flight:
     lane: str
     slot: Slot
     attempt: int
-    where: dict[str, Any]  # the fields `place` added to its events (its host)
+    where: dict[str, str]  # the fields `place` added to its events (its host)
     handle: Any = None  # the executor's own (a Ray task's ref)
 
 
-Ended = dict[str, Any] | FrankError  # a cell's `cell_done` fields, or why it did not finish (CellError: failed)
+Ended = CellResult | FrankError  # what a cell measured, or why it did not finish (CellError: failed)
 
 
 @runtime_checkable
@@ -138,7 +138,7 @@ class Lanes(Protocol):
     def lane(self, slot: Slot) -> str:
         """The lane (host) that runs this slot: a block's cells share one, in drawn order."""
 
-    def place(self, run: Run, slot: Slot) -> dict[str, Any]:
+    def place(self, run: Run, slot: Slot) -> dict[str, str]:
         """The fields added to the slot's events; RunError when its lane cannot take it now."""
 
     def start(self, run: Run, slot: Slot, attempt: int) -> Any:
@@ -167,7 +167,7 @@ class OneLane:
     def lane(self, slot: Slot) -> str:
         return ""
 
-    def place(self, run: Run, slot: Slot) -> dict[str, Any]:
+    def place(self, run: Run, slot: Slot) -> dict[str, str]:
         return {}
 
     def start(self, run: Run, slot: Slot, attempt: int) -> Any:
@@ -224,11 +224,10 @@ def run_experiment(
         )
     with RunLock(run.lock_path), Journal(run.journal_path) as journal:
 
-        def note(event: JournalEvent, **fields: Any) -> dict[str, Any]:
+        def note(event: JournalEvent, **fields: Any) -> None:
             record = journal.append(event, **fields)
             if on_event:
                 on_event(record)
-            return record
 
         previous = _install_signals() if handle_signals else None
         try:
@@ -297,7 +296,7 @@ def _run(run: Run, executor: CellExecutor | Lanes, note: Note, stop_by: float | 
                     note("cell_interrupted", **ids, reason=f"runner error: {outcome}", **flight.where)
                     error = error or outcome
                 else:
-                    note("cell_done", **ids, arm=slot.arm, block=slot.block, **{**flight.where, **outcome})
+                    note("cell_done", **ids, arm=slot.arm, block=slot.block, **{**flight.where, **outcome.to_json()})
                     cells_run += 1
         if error is not None:
             raise error
@@ -385,7 +384,7 @@ def measured(run: Run, progress: Progress) -> list[tuple[int, int | None, str, f
     for slot in run.slots:
         done = progress.done(slot.slot)
         if done is not None and not (slot.block is not None and slot.block in progress.voided):
-            out.append((slot.slot + 1, slot.block, slot.arm, float(done["value"])))
+            out.append((slot.slot + 1, slot.block, slot.arm, float(done.value)))
     return out
 
 

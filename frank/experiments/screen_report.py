@@ -89,7 +89,7 @@ def screen_values(run: Any) -> tuple[dict[tuple[int, str], float], list[dict[str
     cells = []
     for slot in run.slots:
         done = progress.done(slot.slot)
-        value = float(done["value"]) if done is not None else None
+        value = float(done.value) if done is not None else None
         if value is not None:
             values[(int(slot.block), slot.arm)] = value
         cells.append(
@@ -98,7 +98,7 @@ def screen_values(run: Any) -> tuple[dict[tuple[int, str], float], list[dict[str
                 "repeat": slot.block,
                 "setting": slot.arm,
                 "value": value,
-                "failed_requests": done.get("failed") if done else None,
+                "failed_requests": done.failed if done else None,
                 "attempts": len(progress.attempts.get(slot.slot, ())),
             }
         )

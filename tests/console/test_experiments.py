@@ -147,6 +147,7 @@ async def test_the_body_design_is_listed_with_both_engines_and_registers_from_th
 async def test_a_screen_run_shows_every_settings_values_and_the_pick(make_app):
     """A screen followed on the experiments screen: a row per setting with its value in each repeat, its
     wins against the control, and the pick once every cell is measured."""
+    from dataclasses import replace
     from pathlib import Path
 
     from frank.experiments.registry import register_screen
@@ -157,8 +158,7 @@ async def test_a_screen_run_shows_every_settings_values_and_the_pick(make_app):
         def execute(self, run, slot, attempt, note):
             out = super().execute(run, slot, attempt, note)
             base = {"default": 1.0, "threads-1": 1.3, "poll-50": 0.9, "sched-2": 1.1}[slot.arm]
-            out["value"] = base + slot.slot / 1e3
-            return out
+            return replace(out, value=base + slot.slot / 1e3)
 
     make_app()
     screens = Path(registry.__file__).parent / "screens"

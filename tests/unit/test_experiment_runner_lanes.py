@@ -11,7 +11,7 @@ import pytest
 
 from frank.experiments import registry
 from frank.experiments.errors import RunError
-from frank.experiments.journal import read_events
+from frank.experiments.journal import CellResult, read_events
 from frank.experiments.randomize import Slot, hosts_by_slot
 from frank.experiments.report import report_for_run
 from frank.experiments.runner import CellError, Flight, Lanes, run_experiment
@@ -63,7 +63,7 @@ class FakeLanes:
     def lane(self, slot: Slot) -> str:
         return self.host_of[slot.slot]
 
-    def place(self, run: Any, slot: Slot) -> dict[str, Any]:
+    def place(self, run: Any, slot: Slot) -> dict[str, str]:
         if self.gone and self.lane(slot) == self.lost:
             raise RunError(f"host {self.lost} is not in the Ray cluster")
         return {"host": self.lane(slot)}
@@ -93,7 +93,7 @@ class FakeLanes:
                 note("engine_stopped", slot=f.slot.slot, attempt=f.attempt, host=f.lane)
                 failed = self.fail.get(f.handle)
                 self.gone = self.gone or (failed is not None and f.lane == self.lost)
-                ended.append((f, failed or {"value": self.value(f.slot), "failed": 0, "requests": 2}))
+                ended.append((f, failed or CellResult(value=self.value(f.slot), failed=0, requests=2)))
         return ended
 
     def cancel(self, run: Any, flights: list[Flight], note: Any) -> None:

@@ -5,6 +5,7 @@ screen refused as evidence."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from frank.campaign.evidence import run_report
 from frank.errors import FrankError
 from frank.experiments import registry
 from frank.experiments.design import parse_design_text
+from frank.experiments.journal import CellResult
 from frank.experiments.randomize import Slot
 from frank.experiments.registry import register_screen
 from frank.experiments.runner import run_experiment
@@ -138,11 +140,10 @@ def test_the_pick_is_the_best_median_among_candidates_that_beat_the_control_ofte
 class ScreenCells(FakeCellExecutor):
     """Values by setting: cpu_poll.100 is 10% faster than the default in every repeat."""
 
-    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
         out = super().execute(run, slot, attempt, note)
         base = {"default": 1.0, "one-thread": 1.2, "cpu_poll.50": 1.02, "cpu_poll.100": 0.9}[slot.arm]
-        out["value"] = base * (1 + 0.01 * (slot.block or 0))
-        return out
+        return replace(out, value=base * (1 + 0.01 * (slot.block or 0)))
 
 
 def _screen_run(tmp_path: Path) -> registry.Run:

@@ -8,6 +8,7 @@ import itertools
 import json
 import random
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from frank.experiments import registry
 from frank.experiments.design import parse_design_text
-from frank.experiments.journal import read_events
+from frank.experiments.journal import CellResult, read_events
 from frank.experiments.randomize import Slot
 from frank.experiments.report import Observation, analyze, read_results_csv, report_for_run, results_csv_for_run
 from frank.experiments.runner import run_experiment
@@ -195,11 +196,10 @@ class LosingInBlock(FakeCellExecutor):
         super().__init__()
         self.losing_block = losing_block
 
-    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> dict[str, Any]:
+    def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
         out = super().execute(run, slot, attempt, note)
         treated = slot.arm == "spec-2"
-        out["value"] = (2.0 if slot.block == self.losing_block else 1.0) if treated else 1.5
-        return out
+        return replace(out, value=(2.0 if slot.block == self.losing_block else 1.0) if treated else 1.5)
 
 
 def _register(tmp_path: Path, blocks: int = 8) -> registry.Run:
