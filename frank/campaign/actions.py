@@ -87,7 +87,9 @@ def init(path: Path | str | None = None, example: str | None = None) -> Initiali
             raise
         created = True
     at = init_history(campaign, example)
-    return Initialized(str(target), str(history_path(target)), created, example, tuple(p.name for p in campaign.parts), at)
+    return Initialized(
+        str(target), str(history_path(target)), created, example, tuple(p.name for p in campaign.parts), at
+    )
 
 
 # -- status ---------------------------------------------------------------------------------------------------
