@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
 from frank.errors import FrankError
-from frank.experiments.decision import Decision
 from frank.experiments.design import Design, load_design
+
+if TYPE_CHECKING:
+    from frank.experiments.analysis import ExperimentReport
 
 
 def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, str]:
@@ -54,9 +56,9 @@ class EvidenceEntry(TypedDict, total=False):
     rule: dict[str, Any] | None
 
 
-def _summary(report: dict[str, Any]) -> EvidenceEntry:
-    """What status shows of a decision (frank.experiments.decision: read through its fields)."""
-    d = Decision.of(report)
+def _summary(report: ExperimentReport) -> EvidenceEntry:
+    """What status shows of a decision (the report's `Decision`, read through its fields)."""
+    d = report.decision
     return EvidenceEntry(
         decision=d.verdict,
         reason=d.reason,
@@ -77,7 +79,8 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> EvidenceEntr
         design, design_path = part_design(campaign, part, ev.design)
         out["design"] = str(design_path)
         if ev.results:
-            from frank.experiments.report import analyze, read_results_csv, results_provenance
+            from frank.experiments.analysis import analyze
+            from frank.experiments.results_csv import read_results_csv, results_provenance
 
             results = campaign.resolve(ev.results)
             if _is_screen_record(results):
@@ -92,12 +95,12 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> EvidenceEntr
                 out["results_run_id"] = exported[1]
         else:
             report = run_report(ev.run)
-            out |= EvidenceEntry(source="run", run_id=report["run_id"])
+            out |= EvidenceEntry(source="run", run_id=report.run.run_id if report.run else ev.run)
             out |= _summary(report)
-            if report["design_sha256"] != design.sha256:
+            if report.design_sha256 != design.sha256:
                 out |= EvidenceEntry(
                     ok=False,
-                    problem=f"run {ev.run} is of design {report['design_sha256'][:12]}…, the part's "
+                    problem=f"run {ev.run} is of design {report.design_sha256[:12]}…, the part's "
                     f"design is {design.sha256[:12]}…",
                 )
                 return out
@@ -131,7 +134,7 @@ SCREEN_REFUSAL = (
 )
 
 
-def run_report(run_id: str) -> dict[str, Any]:
+def run_report(run_id: str) -> ExperimentReport:
     from frank.experiments import registry
     from frank.experiments.report import report_for_run
 

@@ -7,3 +7,7 @@ from frank.errors import FrankError
 
 class RunError(FrankError):
     pass
+
+
+class ResultsError(FrankError):
+    """Results that cannot be analyzed as the design says (a results CSV's row, a count of starts)."""

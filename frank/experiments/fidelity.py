@@ -222,6 +222,21 @@ def engine_floor_between(first: Path | str, second: Path | str, name: str, k: in
 # -- evaluation -----------------------------------------------------------------------------------------
 
 
+class FidelityResult(TypedDict):
+    """The fidelity rule evaluated over a run's starts (a report's `fidelity`)."""
+
+    status: str  # pass | fail | unchecked
+    detail: str
+    sets: list[dict[str, Any]]  # per set: name, treatment, control (mean KL), floor, floor_parts, met, ...
+    floor_rule: str | float
+    reference: str  # one of REFERENCES
+    notes: list[str]
+    reference_start: NotRequired[int | None]  # with the control as reference: the start it was
+    mismatched: NotRequired[list[dict[str, Any]]]  # starts that scored other token IDs than the reference
+    per_start: NotRequired[list[dict[str, Any]]]  # each start's KL against the reference start
+    unavailable: NotRequired[list[dict[str, Any]]]  # starts with no KL, and why (set by the report)
+
+
 @dataclass(frozen=True)
 class StartFidelity:
     start: int
@@ -239,7 +254,7 @@ def evaluate(
     control_knobs: dict[str, Any] | None = None,
     floors: dict[str, float] | None = None,
     relative: Any = None,
-) -> dict[str, Any]:
+) -> FidelityResult:
     """Per set: each arm's mean KL, the floor and whether the rule holds. `floors` (name -> KL) are floors
     measured elsewhere (results CSV rows). With `reference = "control"`, `relative` is the starts' KL
     against the reference start (frank.experiments.fidelity_control.against_control, which the caller
@@ -290,11 +305,21 @@ def evaluate(
         if missing
         else f"{treatment} no worse than {control} by more than the floor on all {len(rows)} sets"
     )
-    out = {"status": status, "detail": detail, "sets": rows, "floor_rule": rule.floor, "reference": rule.reference}
     if relative is not None:
         notes += relative.notes
-        out |= {"reference_start": relative.reference_start, "mismatched": mismatched, "per_start": relative.per_start}
-    return out | {"notes": sorted(set(notes))}
+    out = FidelityResult(
+        status=status,
+        detail=detail,
+        sets=rows,
+        floor_rule=rule.floor,
+        reference=rule.reference,
+        notes=sorted(set(notes)),
+    )
+    if relative is not None:
+        out["reference_start"] = relative.reference_start
+        out["mismatched"] = mismatched
+        out["per_start"] = relative.per_start
+    return out
 
 
 def _floor(

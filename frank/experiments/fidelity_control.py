@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frank.experiments.fidelity import FLOOR_MEASURED, FidelityRule, StartFidelity, load_candidate
+from frank.experiments.fidelity import FLOOR_MEASURED, FidelityResult, FidelityRule, StartFidelity, load_candidate
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def against_control(rule: FidelityRule, starts: list[StartFidelity], control: st
     return ControlKL(scored, reference, mismatched, floors, notes)
 
 
-def control_reference(fid: dict[str, Any]) -> str:
+def control_reference(fid: FidelityResult) -> str:
     """A report's words for which start the control-as-reference rule measured every other start against."""
     start = fid.get("reference_start")
     if start is None:

@@ -1,6 +1,6 @@
 """An experiment report as one self-contained HTML page: the design and its hash, the drawn order, the
 per-block (or per-start) values per arm and the effects as plots, the table behind them, the guards, the
-revert rule, and the decision with the rule that made it. Built from the same dict as `report --json`.
+revert rule, and the decision with the rule that made it, read from the report's fields.
 """
 
 from __future__ import annotations
@@ -8,77 +8,78 @@ from __future__ import annotations
 from typing import Any
 
 from frank.experiments import exact
-from frank.experiments.decision import Decision
+from frank.experiments.analysis import ExperimentReport
+from frank.experiments.fidelity import FidelityResult
 from frank.reports import plots
 from frank.reports.page import Page
 
 
-def _rule_text(r: dict[str, Any]) -> str:
-    if r["test"] == "sign":
-        word = r.get("direction") or "lower"
-        need = "in every block" if r.get("require_all") else "by the sign test"
-        alpha = f", p <= {r['alpha']:g}" if r.get("alpha") is not None else ""
-        return f"{r['treatment']} {word} than {r['control']} {need}{alpha} (one-sided exact sign test)"
-    if r["test"] == "permutation":
+def _rule_text(r: ExperimentReport) -> str:
+    if r.test == "sign":
+        word = r.direction or "lower"
+        need = "in every block" if r.require_all else "by the sign test"
+        alpha = f", p <= {r.alpha:g}" if r.alpha is not None else ""
+        return f"{r.treatment} {word} than {r.control} {need}{alpha} (one-sided exact sign test)"
+    if r.test == "permutation":
         return (
-            f"{r['treatment']} {r.get('direction')} than {r['control']}: one-sided exact permutation test "
-            f"over every balanced relabelling, p <= {r.get('alpha')}"
+            f"{r.treatment} {r.direction} than {r.control}: one-sided exact permutation test "
+            f"over every balanced relabelling, p <= {r.alpha}"
         )
-    rules = [c["text"] for c in r.get("criteria", [])]
-    if r.get("fidelity"):
-        rules.append(f"mean KL per set: {r['treatment']} no higher than {r['control']} + floor")
+    rules = [c.text for c in r.criteria or ()]
+    if r.fidelity:
+        rules.append(f"mean KL per set: {r.treatment} no higher than {r.control} + floor")
     return "all hold: " + "; ".join(rules)
 
 
-def experiment_page(r: dict[str, Any]) -> str:
-    arms = (r["treatment"], r["control"])
-    decision = Decision.of(r)
-    title = f"{r['name']}: {decision.verdict}"
-    page = Page(title, r.get("question", ""))
+def experiment_page(r: ExperimentReport) -> str:
+    arms = (r.treatment, r.control)
+    decision = r.decision
+    title = f"{r.name}: {decision.verdict}"
+    page = Page(title, r.question)
     page.decision(decision.verdict, decision.reason, _rule_text(r))
     page.heading("Design")
     facts: list[tuple[str, Any]] = [
-        ("design sha256", r["design_sha256"]),
-        ("kind", r["kind"]),
-        ("test", r["test"]),
-        ("measure", r.get("measure") or "-"),
-        ("treatment", r["treatment"]),
-        ("control", r["control"]),
+        ("design sha256", r.design_sha256),
+        ("kind", r.kind),
+        ("test", r.test),
+        ("measure", r.measure or "-"),
+        ("treatment", r.treatment),
+        ("control", r.control),
     ]
-    for arm in r.get("arms", []):
+    run = r.run
+    for arm in run.arms if run else ():
         facts.append((f"arm {arm['name']}", f"profile {arm['profile']} ({arm.get('kind') or 'unknown'} engine)"))
-    if r.get("run_id"):
+    if run is not None:
         facts += [
-            ("run", r["run_id"]),
-            ("registered", r.get("registered_at")),
-            ("seed", r.get("seed")),
-            ("order", f"#{r.get('order_index')} (0-based) of {r.get('order_count')}, drawn uniformly at registration"),
+            ("run", run.run_id),
+            ("registered", run.registered_at),
+            ("seed", run.seed),
+            ("order", f"#{run.order_index} (0-based) of {run.order_count}, drawn uniformly at registration"),
         ]
-    elif r.get("results_csv"):
-        facts.append(("results", r["results_csv"]))
-    if r.get("null_size"):
-        facts.append(
-            ("null size / smallest p", f"{r['null_size']} / {exact.fraction(r['smallest_p'], r['null_size'])}")
-        )
+    elif r.results_csv:
+        facts.append(("results", r.results_csv))
+    if r.null_size and r.smallest_p is not None:
+        facts.append(("null size / smallest p", f"{r.null_size} / {exact.fraction(r.smallest_p, r.null_size)}"))
     page.facts(facts, element_id="design")
-    page.heading("Run order" + (" (drawn at registration)" if r.get("run_id") else ""))
-    if r.get("order"):
+    page.heading("Run order" + (" (drawn at registration)" if run else ""))
+    if r.order:
         page.table(
             ["start", "block", "arm"],
-            [[o.get("start"), o.get("block") or "-", o["arm"]] for o in r["order"]],
+            [[o.get("start"), o.get("block") or "-", o["arm"]] for o in r.order],
             element_id="order",
         )
     else:
         page.paragraph("the run order of these measures was not recorded with them", "note")
     page.heading("Results")
-    if r["kind"] == "blocks":
+    if r.blocks is not None:
+        rows = r.block_rows()
         page.figure(
-            plots.values_by_block(r["blocks"], arms, r.get("measure") or ""),
-            f"{r.get('measure')} per block for {arms[0]} and {arms[1]}",
+            plots.values_by_block(rows, arms, r.measure or ""),
+            f"{r.measure} per block for {arms[0]} and {arms[1]}",
             element_id="plot-values",
         )
         page.figure(
-            plots.effects_by_block(r["blocks"], *arms, r.get("direction")),
+            plots.effects_by_block(rows, *arms, r.direction),
             "effect per block: (treatment - control) / control, in percent",
             element_id="plot-effects",
         )
@@ -86,49 +87,49 @@ def experiment_page(r: dict[str, Any]) -> str:
             ["block", arms[0], arms[1], "effect %", "sign"],
             [
                 [
-                    b["block"],
-                    b["values"].get(arms[0]),
-                    b["values"].get(arms[1]),
-                    None if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}",
-                    "void" if b["voided"] else b["sign"],
+                    b.block,
+                    b.values.get(arms[0]),
+                    b.values.get(arms[1]),
+                    None if b.effect_pct is None else f"{b.effect_pct:+.2f}",
+                    "void" if b.voided else b.sign,
                 ]
-                for b in r["blocks"]
+                for b in r.blocks.blocks
             ],
             element_id="values",
         )
-        if r.get("mean_effect_pct") is not None:
+        if decision.mean_effect_pct is not None:
+            t = r.blocks
             page.paragraph(
-                f"mean effect {r['mean_effect_pct']:+.2f}%: {r['wins']} wins, {r['losses']} losses, {r['ties']} ties"
+                f"mean effect {decision.mean_effect_pct:+.2f}%: {t.wins} wins, {t.losses} losses, {t.ties} ties"
             )
-    elif r["kind"] == "balanced" and r["test"] != "criteria":  # live criteria starts: the rules below
+    elif r.comparison is not None:  # live criteria starts: the rules below
+        starts = r.starts or ()
         page.figure(
-            plots.starts_by_arm(r.get("starts", []), arms, r.get("measure") or ""),
-            f"{r.get('measure')} per engine start in run order",
+            plots.starts_by_arm([s.to_json() for s in starts], arms, r.measure or ""),
+            f"{r.measure} per engine start in run order",
             element_id="plot-values",
         )
-        page.table(
-            ["start", "arm", "value"],
-            [[s["start"], s["arm"], s["value"]] for s in r.get("starts", [])],
-            element_id="values",
-        )
-        if r.get("mean_difference") is not None:
-            page.paragraph(f"mean difference {r['mean_difference']:+.6g} ({r['mean_effect_pct']:+.2f}%)")
+        page.table(["start", "arm", "value"], [[s.start, s.arm, s.value] for s in starts], element_id="values")
+        if r.comparison.mean_difference is not None:
+            page.paragraph(
+                f"mean difference {r.comparison.mean_difference:+.6g} ({decision.mean_effect_pct or 0:+.2f}%)"
+            )
     else:
+        criteria = r.criteria or ()
         page.figure(
-            plots.criteria_bars(r.get("criteria", []), arms), "each criterion per arm", element_id="plot-values"
+            plots.criteria_bars([c.to_json() for c in criteria], arms),
+            "each criterion per arm",
+            element_id="plot-values",
         )
-        rules = [
-            [c["text"], c["treatment"], c["control"], {True: "yes", False: "NO"}.get(c["met"], "no data")]
-            for c in r.get("criteria", [])
-        ]
-        if r.get("fidelity"):  # the fidelity rule is one of the rules: its row says whether it was evaluated
-            fid = r["fidelity"]
-            met = {"pass": "yes", "fail": "NO"}.get(fid["status"], "could not be evaluated")
+        rules = [[c.text, c.treatment, c.control, {True: "yes", False: "NO", None: "no data"}[c.met]] for c in criteria]
+        if r.fidelity:  # the fidelity rule is one of the rules: its row says whether it was evaluated
+            met = {"pass": "yes", "fail": "NO"}.get(r.fidelity["status"], "could not be evaluated")
             rules.append([f"KL per set: {arms[0]} <= {arms[1]} + floor", "see below", "see below", met])
         page.table(["rule", arms[0], arms[1], "met"], rules, element_id="values")
-    if r.get("draws"):
+    draws = run.draws if run else []
+    if draws:
         page.heading("Per draw")
-        page.figure(plots.draws_by_arm(r["draws"], arms), "client seconds per draw and arm", element_id="plot-draws")
+        page.figure(plots.draws_by_arm(draws, arms), "client seconds per draw and arm", element_id="plot-draws")
         page.table(
             ["start", "arm", "draw", "total s (client)", "passed", "episodes", "errors", "fresh cache by"],
             [
@@ -142,35 +143,35 @@ def experiment_page(r: dict[str, Any]) -> str:
                     d["errors"],
                     d.get("cache_namespace") or "-",
                 ]
-                for d in r["draws"]
+                for d in draws
             ],
             element_id="draws",
         )
-    if r.get("fidelity"):
-        _fidelity_section(page, r["fidelity"], arms)
-    if r.get("p_value") is not None:
-        page.paragraph(
-            f"p = {r['p_fraction']} ({r['p_value']:.6g}), null size {r.get('tested_null_size') or r['null_size']}"
-        )
+    if r.fidelity:
+        _fidelity_section(page, r.fidelity, arms)
+    if decision.p_value is not None:
+        null = r.tested.null_size if r.tested else None
+        page.paragraph(f"p = {decision.p_fraction} ({decision.p_value:.6g}), null size {null or r.null_size}")
     page.heading("Guards and revert rule")
     page.table(
         ["guard", "status", "detail"],
-        [[g["name"], g["status"], g["detail"]] for g in r.get("guards", [])],
+        [[g.name, g.status, g.detail] for g in decision.guards],
         element_id="guards",
     )
-    if r.get("revert"):
-        rv = r["revert"]
+    if decision.revert is not None:
+        rv = decision.revert
+        why = [*rv.triggers, *rv.unchecked]
         page.paragraph(
-            f"revert rule: {rv['outcome']}"
-            + (f" ({'; '.join(rv['triggers'] + rv['unchecked'])})" if rv["triggers"] or rv["unchecked"] else "")
-            + (f". {rv['description']}" if rv.get("description") else "")
+            f"revert rule: {rv.outcome}"
+            + (f" ({'; '.join(why)})" if why else "")
+            + (f". {rv.description}" if rv.description else "")
         )
-    for note in r.get("notes", []):
+    for note in r.notes:
         page.paragraph(f"note: {note}", "note")
     return page.render()
 
 
-def _fidelity_section(page: Page, fid: dict[str, Any], arms: tuple[str, str]) -> None:
+def _fidelity_section(page: Page, fid: FidelityResult, arms: tuple[str, str]) -> None:
     """Per set: each arm's mean KL, the difference, the floor and its parts, and the rule's outcome; a start
     that gave no KL is named with the reason (never shown as a zero)."""
     page.heading("Fidelity")

@@ -24,13 +24,16 @@ import itertools
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
 from frank.errors import FrankError
 from frank.experiments.design import Design
+
+if TYPE_CHECKING:
+    from frank.experiments.analysis import ExperimentReport
 
 MAX_BLOCKS = 1000
 MAX_STARTS_PER_ARM = 8
@@ -200,28 +203,27 @@ def plan(design: Design, spread_pct: float, effect_pct: float, spread_source: st
 # -- noise from an A/A run ---------------------------------------------------------------------------
 
 
-def spread_from_report(report: dict[str, Any]) -> tuple[float, int, float]:
+def spread_from_report(report: ExperimentReport) -> tuple[float, int, float]:
     """(spread in %, number of effects it rests on, their mean in %) from an A/A run's report: the standard
     deviation of its block effects, or for a balanced run sqrt(2) x the pooled within-arm coefficient of
     variation of its starts."""
-    if report.get("kind") == "blocks":
-        effects = [b["effect_pct"] for b in report.get("blocks") or () if b.get("effect_pct") is not None]
+    run_id = report.run.run_id if report.run else None
+    if report.blocks is not None:
+        effects = [b.effect_pct for b in report.blocks.blocks if b.effect_pct is not None]
         if len(effects) < 2:
-            raise PlanError(
-                f"run {report.get('run_id')}: {len(effects)} block effect(s) measured; the spread needs at least 2"
-            )
+            raise PlanError(f"run {run_id}: {len(effects)} block effect(s) measured; the spread needs at least 2")
         return statistics.stdev(effects), len(effects), statistics.fmean(effects)
-    if report.get("kind") == "balanced":
+    if report.comparison is not None:
         by_arm: dict[str, list[float]] = {}
-        for s in report.get("starts") or ():
-            by_arm.setdefault(s["arm"], []).append(float(s["value"]))
+        for s in report.starts or ():
+            by_arm.setdefault(s.arm, []).append(float(s.value))
         cvs = [(statistics.variance(v) / statistics.fmean(v) ** 2, len(v) - 1) for v in by_arm.values() if len(v) > 1]
         dof = sum(d for _, d in cvs)
         if not dof:
-            raise PlanError(f"run {report.get('run_id')}: fewer than 2 starts in an arm; no spread")
+            raise PlanError(f"run {run_id}: fewer than 2 starts in an arm; no spread")
         cv = math.sqrt(sum(c * d for c, d in cvs) / dof)
         return cv * math.sqrt(2.0) * 100.0, dof + len(cvs), 0.0
-    raise PlanError(f"run {report.get('run_id')}: a {report.get('kind')} run has no start-to-start spread")
+    raise PlanError(f"run {run_id}: a {report.kind} run has no start-to-start spread")
 
 
 def spread_from_run(run_id: str) -> tuple[float, int, float]:

@@ -1,7 +1,7 @@
 """The block tally: per block the treatment's value against the control's, its sign, and the sign test.
 
 One function, `tally_blocks`, serves the live board (`board.load_state`) and the decision
-(`report.analyze`), so the two can never count differently. Under the frozen rule a voided block counts in
+(`analysis.analyze`), so the two can never count differently. Under the frozen rule a voided block counts in
 neither the wins, the losses nor the ties, and it is not waited for: it is out of the test. A block with
 both values is complete; one without is missing (still to measure) unless it was voided. The p-value is
 the one-sided exact sign test of the wins over the complete blocks (a tie counts as not a win).

@@ -203,21 +203,17 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(
         actions.adopt("cache", path)
     # a registered run of the part's design, decided confirmed: stand in for the report (the real run is
     # the integration tier's); the run id and the design hash still have to match
+    from dataclasses import replace
+
     from frank.experiments import registry
+    from frank.experiments.analysis import analyze
+    from frank.experiments.decision import Decision
 
     run = registry.register(REPO_ROOT / "frank" / "experiments" / "designs" / "region-cache-on-off.toml", seed=1)
     assert actions.status(path).parts[0].up_next == f"testing: registered run {run.run_id} is not finished"
-    monkeypatch.setattr(
-        "frank.campaign.evidence.run_report",
-        lambda rid: {
-            "run_id": rid,
-            "decision": "confirmed",
-            "decision_reason": "p = 1/20",
-            "p_value": 0.05,
-            "p_fraction": "1/20",
-            "design_sha256": run.design.sha256,
-        },
-    )
+    decided = Decision("confirmed", "p = 1/20", run.design.sha256, p_value=0.05, p_fraction="1/20")
+    confirmed = replace(analyze(run.design, []), decision=decided)
+    monkeypatch.setattr("frank.campaign.evidence.run_report", lambda rid: confirmed)
     assert actions.status(path).parts[0].up_next.startswith(f"adopt: registered run {run.run_id} is confirmed")
     with pytest.raises(CampaignError, match="is not a registered run of its design"):
         actions.adopt("cache", path, run_id="no-such-run")

@@ -277,8 +277,9 @@ def test_episode_designs_parse_and_refuse_what_they_cannot_run():
 )
 def test_the_adoption_rule_on_live_start_measures(spec2, spec4, decision, reason):
     """The three rules of the seed's adoption test, as `report_for_run` feeds a live [episodes] run."""
+    from frank.experiments.analysis import analyze
     from frank.experiments.design import load_design
-    from frank.experiments.report import Observation, analyze
+    from frank.experiments.observations import Observation
 
     design = load_design(REPO / "frank" / "experiments" / "designs" / "episodes-adoption.toml")
     obs = []
@@ -287,6 +288,6 @@ def test_the_adoption_rule_on_live_start_measures(spec2, spec4, decision, reason
         obs.append(Observation(start, None, arm, total, "episode_total_time", failed_requests=0, fidelity=fidelity))
         obs.append(Observation(start, None, arm, passed, "episodes_passed", failed_requests=0))
     report = analyze(design, obs)
-    assert (report["decision"], report["decision_reason"]) == (decision, reason)
-    assert [c["met"] is not None for c in report["criteria"]] == [True, True]
-    assert report["fidelity"]["status"] in ("pass", "fail")  # the third rule is evaluated, never skipped
+    assert (report.verdict, report.decision.reason) == (decision, reason)
+    assert [c.met is not None for c in report.criteria] == [True, True]
+    assert report.fidelity["status"] in ("pass", "fail")  # the third rule is evaluated, never skipped

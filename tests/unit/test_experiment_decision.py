@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from frank.experiments.analysis import analyze
 from frank.experiments.decision import Decision, Guard, decide
 from frank.experiments.design import load_design
-from frank.experiments.report import analyze, read_results_csv
+from frank.experiments.results_csv import read_results_csv
 from frank.paths import REPO_ROOT
 
 DESIGNS = REPO_ROOT / "frank" / "experiments" / "designs"
@@ -30,7 +31,8 @@ def test_an_unchecked_fidelity_rule_makes_a_confirmation_incomplete() -> None:
 def test_a_report_reads_back_as_the_decision_it_made() -> None:
     design = load_design(DESIGNS / "seed-schedule-2.toml")
     report = analyze(design, read_results_csv(DESIGNS / "seed-schedule-2.csv", design), source="external")
-    d = Decision.of(report)
+    d = report.decision
+    assert Decision.of(report.to_json()) == d  # its JSON reads back as the same decision
     assert (d.verdict, d.p_fraction, d.design_sha256) == ("confirmed", "1/32", design.sha256)
     assert d.p_value == pytest.approx(1 / 32) and round(d.mean_effect_pct or 0, 2) == -2.07
 

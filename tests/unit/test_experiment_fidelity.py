@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from frank.experiments.analysis import analyze
 from frank.experiments.design import DesignError, parse_design_text
 from frank.experiments.fidelity import engine_floor_between, save_candidates
-from frank.experiments.report import Observation, analyze, format_report, read_results_csv
+from frank.experiments.observations import Observation
+from frank.experiments.report_text import format_report
+from frank.experiments.results_csv import read_results_csv
 from frank.fidelity.candidate import top_k_arrays
 from frank.fidelity.measure import mean_kl
 from tests.unit.experiment_helpers import BALANCED_DESIGN
@@ -84,14 +87,14 @@ def _starts(t_kl: float, c_kl: float) -> list[Observation]:
 def test_rule_met_within_the_floor_and_failed_above_it():
     d = design()
     ok = analyze(d, _starts(t_kl=5e-13, c_kl=1e-13))
-    assert ok["decision"] == "confirmed"
-    assert ok["fidelity"]["status"] == "pass"
-    row = ok["fidelity"]["sets"][0]
+    assert ok.verdict == "confirmed"
+    assert ok.fidelity["status"] == "pass"
+    row = ok.fidelity["sets"][0]
     assert row["name"] == "code" and row["difference"] == pytest.approx(4e-13) and row["floor"] == 1e-12
     bad = analyze(d, _starts(t_kl=7e-9, c_kl=1e-13))
-    assert bad["fidelity"]["status"] == "fail"
-    assert bad["decision"] == "not confirmed"
-    assert "guard failed: fidelity" in bad["decision_reason"]
+    assert bad.fidelity["status"] == "fail"
+    assert bad.verdict == "not confirmed"
+    assert "guard failed: fidelity" in bad.decision.reason
     text = format_report(bad)
     assert "fidelity (KL, top-64; rule: on <= off + floor" in text and "NOT met" in text
 
@@ -99,8 +102,8 @@ def test_rule_met_within_the_floor_and_failed_above_it():
 def test_no_fidelity_data_leaves_the_guard_unchecked():
     starts = [Observation(o.start, None, o.arm, o.value, o.measure, 0, {"a": "x"}) for o in _starts(0, 0)]
     r = analyze(design(), starts)
-    assert r["fidelity"]["status"] == "unchecked"
-    assert any("guards not checked here: fidelity" in n for n in r["notes"])
+    assert r.fidelity["status"] == "unchecked"
+    assert any("guards not checked here: fidelity" in n for n in r.notes)
 
 
 SPEC = "/data/sets/my set"  # a design may name a set by its folder: results are keyed by that
@@ -129,10 +132,10 @@ def test_measured_floor_comes_from_two_control_starts(tmp_path: Path):
         _obs(6, "on", 1.2, {SPEC: 1e-13}),
     ]
     r = analyze(d, starts)
-    row = r["fidelity"]["sets"][0]
+    row = r.fidelity["sets"][0]
     assert row["floor_parts"]["engine"] == pytest.approx(expected) and row["floor"] == pytest.approx(expected)
     assert row["floor_parts"]["engine_source"] == "control starts 1 and 3"
-    assert r["fidelity"]["status"] == "pass"
+    assert r.fidelity["status"] == "pass"
 
 
 SEED_ADOPTION = Path(__file__).resolve().parents[2] / "frank" / "experiments" / "designs" / "seed-adoption.toml"
@@ -164,9 +167,9 @@ def test_results_csv_rows_and_revert(tmp_path: Path):
     csv = tmp_path / "r.csv"
     csv.write_text("\n".join(rows) + "\n")
     r = analyze(d, read_results_csv(csv, d), source="external")
-    assert r["fidelity"]["status"] == "pass" and r["decision"] == "confirmed"
-    assert [s["floor"] for s in r["fidelity"]["sets"]] == [0.031] * 3
-    assert r["revert"]["outcome"] == "keep"
+    assert r.fidelity["status"] == "pass" and r.verdict == "confirmed"
+    assert [s["floor"] for s in r.fidelity["sets"]] == [0.031] * 3
+    assert r.decision.revert.outcome == "keep"
     # swap the arms' KL: the treatment is now worse than the control by more than the floor on every set
     swapped = (
         csv.read_text()
@@ -177,5 +180,5 @@ def test_results_csv_rows_and_revert(tmp_path: Path):
     )
     csv.write_text(swapped)
     r = analyze(d, read_results_csv(csv, d), source="external")
-    assert r["fidelity"]["status"] == "fail" and r["decision"] == "not confirmed"
-    assert r["revert"]["outcome"] == "revert" and "fidelity regression" in r["revert"]["triggers"][0]
+    assert r.fidelity["status"] == "fail" and r.verdict == "not confirmed"
+    assert r.decision.revert.outcome == "revert" and "fidelity regression" in r.decision.revert.triggers[0]

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from frank.experiments.analysis import analyze
 from frank.experiments.design import DesignError, parse_design_text
 from frank.experiments.fidelity import save_candidates
-from frank.experiments.report import Observation, _fidelity_rows, analyze, format_report, read_results_csv
+from frank.experiments.observations import Observation
+from frank.experiments.report_text import format_report
+from frank.experiments.results_csv import _fidelity_rows, read_results_csv
 from frank.fidelity.control import tokens_sha256
 from tests.unit.experiment_helpers import BLOCKS_DESIGN
 
@@ -60,8 +63,8 @@ def _blocks(tmp: Path, shift: float = 0.0, odd: dict[int, str] | None = None) ->
 
 def test_identical_candidates_give_zero_kl_and_pass_against_the_first_control_start(tmp_path):
     r = analyze(design(), _blocks(tmp_path))
-    fid = r["fidelity"]
-    assert fid["status"] == "pass" and r["decision"] == "confirmed", (fid, r["decision_reason"])
+    fid = r.fidelity
+    assert fid["status"] == "pass" and r.verdict == "confirmed", (fid, r.decision.reason)
     assert fid["reference"] == "control" and fid["reference_start"] == 1
     [row] = fid["sets"]
     assert row["treatment"] == 0.0 and row["control"] == 0.0 and row["floor"] == 0.0 and row["reference_start"] == 1
@@ -73,26 +76,26 @@ def test_identical_candidates_give_zero_kl_and_pass_against_the_first_control_st
 
 def test_a_treatment_that_shifts_the_distribution_fails_the_rule(tmp_path):
     r = analyze(design(), _blocks(tmp_path, shift=0.02))
-    fid = r["fidelity"]
+    fid = r.fidelity
     [row] = fid["sets"]
     assert row["treatment"] > 1e-4 and row["control"] == 0.0 and row["met"] is False
     assert fid["status"] == "fail" and fid["detail"] == "KL above control + floor for: short"
-    assert r["decision"] == "not confirmed" and "guard failed: fidelity" in r["decision_reason"]
+    assert r.verdict == "not confirmed" and "guard failed: fidelity" in r.decision.reason
     assert not fid["mismatched"]
 
 
 def test_a_fixed_floor_lets_a_small_shift_pass(tmp_path):
     shifted = analyze(design(CONTROL + "floor = 0.01\n"), _blocks(tmp_path, shift=0.02))
-    assert shifted["fidelity"]["status"] == "pass" and shifted["fidelity"]["sets"][0]["floor"] == 0.01
+    assert shifted.fidelity["status"] == "pass" and shifted.fidelity["sets"][0]["floor"] == 0.01
 
 
 @pytest.mark.parametrize("odd_start", [2, 3])  # a treatment start, and a control start (not the reference)
 def test_a_start_that_scored_other_token_ids_fails_named(tmp_path, odd_start):
     # its top 64 are the reference's own numbers: it would pass on KL alone
     r = analyze(design(), _blocks(tmp_path, odd={odd_start: tokens_sha256([[1, 5, 9, 2], [1, 7, 4]])}))
-    fid = r["fidelity"]
+    fid = r.fidelity
     arm = "spec-4" if odd_start % 2 else "spec-2"
-    assert fid["status"] == "fail" and r["decision"] == "not confirmed"
+    assert fid["status"] == "fail" and r.verdict == "not confirmed"
     assert fid["mismatched"] == [
         {
             "set": "short",
@@ -108,11 +111,11 @@ def test_a_start_that_scored_other_token_ids_fails_named(tmp_path, odd_start):
 
 def test_a_start_without_a_token_hash_or_with_other_positions_fails(tmp_path):
     r = analyze(design(), _blocks(tmp_path, odd={4: None}))
-    assert r["fidelity"]["status"] == "fail" and r["fidelity"]["mismatched"][0]["start"] == 4
+    assert r.fidelity["status"] == "fail" and r.fidelity["mismatched"][0]["start"] == 4
     starts = _blocks(tmp_path)
     save_candidates(Path(starts[5].fidelity["candidate"]), {"short": _positions(n=4)})  # a position fewer
     r = analyze(design(), starts)
-    assert r["fidelity"]["status"] == "fail" and "start 6 (spec-2) on short" in r["fidelity"]["detail"]
+    assert r.fidelity["status"] == "fail" and "start 6 (spec-2) on short" in r.fidelity["detail"]
 
 
 def test_one_control_start_with_a_candidate_leaves_the_rule_unchecked(tmp_path):
@@ -121,8 +124,8 @@ def test_one_control_start_with_a_candidate_leaves_the_rule_unchecked(tmp_path):
         if o.arm == "spec-4":
             Path(o.fidelity["candidate"]).unlink()
     r = analyze(design(), starts)
-    fid = r["fidelity"]
-    assert fid["status"] == "unchecked" and r["decision"] == "incomplete"
+    fid = r.fidelity
+    assert fid["status"] == "unchecked" and r.verdict == "incomplete"
     assert any("1 control start(s) with a candidate file; the control as reference needs 2" in n for n in fid["notes"])
     assert any("start 3 (spec-4) has no candidate file" in n for n in fid["notes"])
 
@@ -133,16 +136,14 @@ def test_the_exported_rows_decide_the_csv_as_the_run_did(tmp_path):
         run = analyze(d, _blocks(tmp_path, shift=shift))
         rows = ["start_order,block,arm,value,measure"]
         rows += [f"{n},{(n + 1) // 2},{'spec-4' if n % 2 else 'spec-2'},{2.0 if n % 2 else 1.0}," for n in range(1, 7)]
-        rows += [
-            ",".join((s, "", a, repr(float(v)), m)) for s, a, v, m in _fidelity_rows([], run["fidelity"], "spec-4")
-        ]
+        rows += [",".join((s, "", a, repr(float(v)), m)) for s, a, v, m in _fidelity_rows([], run.fidelity, "spec-4")]
         csv = tmp_path / "r.csv"
         csv.write_text("\n".join(rows) + "\n")
         again = analyze(d, read_results_csv(csv, d), source="external")
-        assert again["fidelity"]["status"] == run["fidelity"]["status"] == status
-        assert again["fidelity"]["sets"][0]["treatment"] == pytest.approx(run["fidelity"]["sets"][0]["treatment"])
-        assert again["fidelity"]["reference_start"] is None  # from rows: named as such
-        assert any("from results rows" in n for n in again["fidelity"]["notes"])
+        assert again.fidelity["status"] == run.fidelity["status"] == status
+        assert again.fidelity["sets"][0]["treatment"] == pytest.approx(run.fidelity["sets"][0]["treatment"])
+        assert again.fidelity["reference_start"] is None  # from rows: named as such
+        assert any("from results rows" in n for n in again.fidelity["notes"])
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ balanced permutation test, and the CLI / console preview that show it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ from scipy import stats
 
 from frank.console.cli import main
 from frank.experiments import plan
+from frank.experiments.analysis import ExperimentReport, analyze
 from frank.experiments.design import load_design
+from frank.experiments.tally import BlockResult, BlockTally
 
 DESIGNS = Path(__file__).resolve().parents[2] / "frank" / "experiments" / "designs"
 
@@ -45,16 +48,17 @@ def test_balanced_permutation_power_is_simulated_with_the_exact_p():
     assert big.power > 0.99 and big.blocks_for_80 == 3 and big.size_unit == "starts per arm"
 
 
+def _aa_report(effects: list[float | None]) -> ExperimentReport:
+    """A blocks report with these block effects (the rest of the report as analyze makes it)."""
+    rows = tuple(BlockResult(i + 1, {}, effect, None) for i, effect in enumerate(effects))
+    return replace(analyze(load_design(DESIGNS / "seed-schedule-2.toml"), []), blocks=BlockTally(rows, 0, 0, 0, (), 0))
+
+
 def test_spread_from_an_aa_report():
-    report = {
-        "kind": "blocks",
-        "run_id": "r",
-        "blocks": [{"effect_pct": 1.0}, {"effect_pct": -1.0}, {"effect_pct": None}, {"effect_pct": 3.0}],
-    }
-    spread, n, mean = plan.spread_from_report(report)
+    spread, n, mean = plan.spread_from_report(_aa_report([1.0, -1.0, None, 3.0]))
     assert (spread, n, mean) == (pytest.approx(2.0), 3, pytest.approx(1.0))
     with pytest.raises(plan.PlanError, match="1 block effect"):
-        plan.spread_from_report({"kind": "blocks", "run_id": "r", "blocks": [{"effect_pct": 1.0}]})
+        plan.spread_from_report(_aa_report([1.0]))
 
 
 def test_cli_plan_json(capsys):

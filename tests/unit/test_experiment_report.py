@@ -6,8 +6,11 @@ from pathlib import Path
 import pytest
 
 from frank.console.cli import main
+from frank.experiments.analysis import analyze
 from frank.experiments.design import load_design, parse_design_text
-from frank.experiments.report import Observation, ResultsError, analyze, read_results_csv
+from frank.experiments.errors import ResultsError
+from frank.experiments.observations import Observation
+from frank.experiments.results_csv import read_results_csv
 from frank.paths import REPO_ROOT
 
 DESIGNS = REPO_ROOT / "frank" / "experiments" / "designs"
@@ -20,20 +23,20 @@ def _analyze(name: str, csv_path: Path | None = None) -> dict:
 
 def test_seed_schedule_table_is_confirmed_at_one_in_32() -> None:
     r = _analyze("seed-schedule-2")
-    assert r["decision"] == "confirmed"
-    assert r["p_value"] == pytest.approx(1 / 32, rel=1e-12) and r["p_fraction"] == "1/32"
-    assert r["null_size"] == 32 and r["wins"] == 5
-    assert [round(b["effect_pct"], 2) for b in r["blocks"]] == [-2.44, -1.77, -2.92, -1.70, -1.50]
-    assert round(r["mean_effect_pct"], 2) == -2.07
+    assert r.verdict == "confirmed"
+    assert r.p_value == pytest.approx(1 / 32, rel=1e-12) and r.p_fraction == "1/32"
+    assert r.null_size == 32 and r.blocks.wins == 5
+    assert [round(b.effect_pct, 2) for b in r.blocks.blocks] == [-2.44, -1.77, -2.92, -1.70, -1.50]
+    assert round(r.mean_effect_pct, 2) == -2.07
 
 
 def test_seed_cache_table_is_confirmed_at_one_in_70() -> None:
     r = _analyze("seed-region-cache")
-    assert r["decision"] == "confirmed"
-    assert r["p_value"] == pytest.approx(1 / 70, rel=1e-12) and r["p_fraction"] == "1/70"
-    assert r["null_size"] == 70 and r["separated"]
-    assert round(-r["mean_difference"], 2) == 5.57  # "5.57 s per draw"
-    assert [o["arm"] for o in r["order"]] == [
+    assert r.verdict == "confirmed"
+    assert r.p_value == pytest.approx(1 / 70, rel=1e-12) and r.p_fraction == "1/70"
+    assert r.null_size == 70 and r.comparison.separated
+    assert round(-r.comparison.mean_difference, 2) == 5.57  # "5.57 s per draw"
+    assert [o["arm"] for o in r.order] == [
         "cache-on",
         "cache-off",
         "cache-off",
@@ -47,8 +50,8 @@ def test_seed_cache_table_is_confirmed_at_one_in_70() -> None:
 
 def test_seed_adoption_rule(tmp_path: Path) -> None:
     r = _analyze("seed-adoption")
-    assert r["decision"] == "confirmed" and r["p_value"] is None
-    met = {c["measure"]: (c["met"], c["treatment"], c["control"]) for c in r["criteria"]}
+    assert r.verdict == "confirmed" and r.p_value is None
+    met = {c.measure: (c.met, c.treatment, c.control) for c in r.criteria or ()}
     assert met["w01_draw_s"][0] and met["w01_draw_s"][1] == pytest.approx(1067.19)
     assert met["w01_draw_s"][2] == pytest.approx(1486.61)
     assert met["episodes_passed"] == (True, 13, 15)
@@ -60,17 +63,17 @@ def test_seed_adoption_rule(tmp_path: Path) -> None:
         .replace("vllm-exl3,episodes_passed,13", "vllm-exl3,episodes_passed,12")
     )
     r2 = _analyze("seed-adoption", worse)
-    assert r2["decision"] == "not confirmed" and "episodes_passed" in r2["decision_reason"]
+    assert r2.verdict == "not confirmed" and "episodes_passed" in r2.decision.reason
 
 
 def test_one_block_the_other_way_is_not_confirmed(tmp_path: Path) -> None:
     csv = tmp_path / "s.csv"
     csv.write_text((DESIGNS / "seed-schedule-2.csv").read_text().replace(",3,sched-2,97.08", ",3,sched-2,100.5"))
     r = _analyze("seed-schedule-2", csv)
-    assert r["decision"] == "not confirmed" and r["wins"] == 4 and r["losses"] == 1
-    assert r["p_value"] == pytest.approx(6 / 32)
-    assert "lower in 4 of 5 blocks, the rule needs all 5" in r["decision_reason"]
-    assert r["revert"]["outcome"] in ("unchecked", "keep")
+    assert r.verdict == "not confirmed" and r.blocks.wins == 4 and r.blocks.losses == 1
+    assert r.p_value == pytest.approx(6 / 32)
+    assert "lower in 4 of 5 blocks, the rule needs all 5" in r.decision.reason
+    assert r.decision.revert.outcome in ("unchecked", "keep")
 
 
 def test_missing_block_is_incomplete(tmp_path: Path) -> None:
@@ -81,7 +84,7 @@ def test_missing_block_is_incomplete(tmp_path: Path) -> None:
         )
     )
     r = _analyze("seed-schedule-2", csv)
-    assert r["decision"] == "incomplete" and "1 of 5 blocks" in r["decision_reason"]
+    assert r.verdict == "incomplete" and "1 of 5 blocks" in r.decision.reason
 
 
 @pytest.mark.parametrize(
@@ -116,8 +119,8 @@ def test_revert_rule_fires_on_a_worse_effect() -> None:
             ),
         ]
     r = analyze(design, obs, failed_attempts={})
-    assert r["decision"] == "not confirmed" and r["losses"] == 3
-    assert r["revert"]["outcome"] == "revert" and "worse than the 1% limit" in r["revert"]["triggers"][0]
+    assert r.verdict == "not confirmed" and r.blocks.losses == 3
+    assert r.decision.revert.outcome == "revert" and "worse than the 1% limit" in r.decision.revert.triggers[0]
     obs_fail = [
         Observation(
             o.start,
@@ -130,8 +133,8 @@ def test_revert_rule_fires_on_a_worse_effect() -> None:
         for o in obs
     ]
     r2 = analyze(design, obs_fail, failed_attempts={})
-    assert r2["decision"] == "not confirmed" and "guard failed: no_failed_requests" in r2["decision_reason"]
-    assert r2["revert"]["outcome"] == "revert" and "only in spec-2" in r2["revert"]["triggers"][0]
+    assert r2.verdict == "not confirmed" and "guard failed: no_failed_requests" in r2.decision.reason
+    assert r2.decision.revert.outcome == "revert" and "only in spec-2" in r2.decision.revert.triggers[0]
 
 
 def test_cli_analyze_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,12 +77,12 @@ def test_full_run_and_report(tmp_path: Path) -> None:
     assert [c[0] for c in fake.calls] == [0, 1, 2, 3, 4, 5]
     report = report_for_run(run)
     for key in ("design_sha256", "order", "blocks", "p_value", "null_size", "decision"):
-        assert key in report
-    assert report["design_sha256"] == run.design.sha256
-    assert [o["arm"] for o in report["order"]] == [s.arm for s in run.slots]
-    assert report["decision"] == "confirmed" and report["p_value"] == pytest.approx(1 / 8)
-    assert report["blocks"][0]["effect_pct"] == pytest.approx((1.01 - 1.51) / 1.51 * 100)
-    assert [g["status"] for g in report["guards"]] == ["pass"]
+        assert key in report.to_json()
+    assert report.design_sha256 == run.design.sha256
+    assert [o["arm"] for o in report.order] == [s.arm for s in run.slots]
+    assert report.verdict == "confirmed" and report.p_value == pytest.approx(1 / 8)
+    assert report.blocks.blocks[0].effect_pct == pytest.approx((1.01 - 1.51) / 1.51 * 100)
+    assert [g.status for g in report.guards] == ["pass"]
     state = load_state(run)
     assert state.status == "finished" and state.wins == 3 and state.remaining == 0 and state.can_still_meet
 
@@ -153,15 +153,15 @@ def test_failure_rule_retry_then_exhausted(tmp_path: Path) -> None:
     again = run_experiment(run, FakeCellExecutor())  # the frozen rule allows no third attempt
     assert again.reason == "retries_exhausted" and again.cells_run == 0
     report = report_for_run(run)
-    assert report["decision"] == "incomplete"
-    assert [a["status"] for a in report["attempts"]["2"]] == ["failed", "failed"]
+    assert report.verdict == "incomplete"
+    assert [a["status"] for a in report.run.attempts["2"]] == ["failed", "failed"]
 
 
 def test_failure_rule_retry_succeeds(tmp_path: Path) -> None:
     run = _register(tmp_path)
     fake = FakeCellExecutor(fail={(3, 1): CellError("engine did not start")})
     assert run_experiment(run, fake).reason == "finished"
-    assert (3, 2) in fake.calls and report_for_run(run)["decision"] == "confirmed"
+    assert (3, 2) in fake.calls and report_for_run(run).verdict == "confirmed"
 
 
 def test_failure_rule_void_block(tmp_path: Path) -> None:
@@ -176,8 +176,8 @@ def test_failure_rule_void_block(tmp_path: Path) -> None:
     state = load_state(run)
     assert state.blocks[block - 1].voided and not state.can_still_meet
     report = report_for_run(run)
-    assert report["decision"] == "not confirmed" and report["voided_blocks"] == [block]
-    assert "in 2 of 3 blocks" in report["decision_reason"]
+    assert report.verdict == "not confirmed" and report.blocks.voided == (block,)
+    assert "in 2 of 3 blocks" in report.decision.reason
 
 
 def test_interrupt_records_the_cut_cell_and_resume_redoes_it(tmp_path: Path) -> None:
@@ -191,7 +191,7 @@ def test_interrupt_records_the_cut_cell_and_resume_redoes_it(tmp_path: Path) -> 
     second = FakeCellExecutor()
     assert run_experiment(run, second).reason == "finished"
     assert second.calls[0] == (2, 2) and second.cleanups == []
-    assert report_for_run(run)["attempts"]["3"][0]["status"] == "interrupted"
+    assert report_for_run(run).run.attempts["3"][0]["status"] == "interrupted"
 
 
 def test_a_time_limit_stops_between_cells_and_the_next_runner_goes_on(
@@ -221,7 +221,7 @@ def test_a_time_limit_stops_between_cells_and_the_next_runner_goes_on(
     second = Ticking()
     assert run_experiment(run, second, stop_by=clock[0] + 10_000).reason == "finished"
     assert second.calls == [(3, 1), (4, 1), (5, 1)], "the cells left, each at its first attempt"
-    assert report_for_run(run)["decision"] == "confirmed"
+    assert report_for_run(run).verdict == "confirmed"
     (tmp_path / "late").mkdir()
     late = _register(tmp_path / "late")
     assert run_experiment(late, Ticking(), stop_by=clock[0] - 1).cells_run == 0  # already past: starts none
@@ -292,13 +292,13 @@ def test_balanced_run_guard_on_prompt_ids(tmp_path: Path) -> None:
     run = _register(tmp_path, BALANCED_DESIGN)
     assert run_experiment(run, FakeCellExecutor()).reason == "finished"
     report = report_for_run(run)
-    assert report["decision"] == "confirmed" and report["p_value"] == pytest.approx(1 / 20)
-    assert report["null_size"] == 20 and len(report["starts"]) == 6
+    assert report.verdict == "confirmed" and report.p_value == pytest.approx(1 / 20)
+    assert report.null_size == 20 and len(report.starts) == 6
     run2 = _register(tmp_path, BALANCED_DESIGN, seed=3)
     run_experiment(run2, FakeCellExecutor(hashes={4: "different"}))
     report2 = report_for_run(run2)
-    assert report2["decision"] == "not confirmed"
-    assert "guard failed: prompt_token_ids_identical" in report2["decision_reason"]
+    assert report2.verdict == "not confirmed"
+    assert "guard failed: prompt_token_ids_identical" in report2.decision.reason
 
 
 def test_detached_runner_is_its_own_session_and_records_why_it_stopped(
@@ -335,10 +335,10 @@ def _same_tally(run: registry.Run) -> tuple[int, int, int, float | None]:
     """The live board's tally and the report's, which must agree."""
     state, report = load_state(run), report_for_run(run)
     live = (state.wins, state.losses, state.ties, state.p_value)
-    decided = (report["wins"], report["losses"], report["ties"], report["p_value"])
+    decided = (report.blocks.wins, report.blocks.losses, report.blocks.ties, report.p_value)
     assert live == decided, f"live board {live} != report {decided}"
-    assert [b.sign for b in state.blocks] == [b["sign"] for b in report["blocks"]]
-    assert [b.voided for b in state.blocks] == [b["voided"] for b in report["blocks"]]
+    assert [b.sign for b in state.blocks] == [b.sign for b in report.blocks.blocks]
+    assert [b.voided for b in state.blocks] == [b.voided for b in report.blocks.blocks]
     return live
 
 
@@ -357,7 +357,7 @@ def test_live_board_and_report_tally_a_voided_block_alike(tmp_path: Path) -> Non
         journal.append("block_voided", block=2, slot=run.slots[-1].slot, reason="voided by hand")
         journal.append("runner_stopped", reason="finished")
     assert _same_tally(run) == (2, 0, 0, pytest.approx(1 / 4))
-    assert load_state(run).remaining == 0 and report_for_run(run)["decision"] == "not confirmed"  # 2 of 3
+    assert load_state(run).remaining == 0 and report_for_run(run).verdict == "not confirmed"  # 2 of 3
 
 
 def test_live_board_and_report_agree_at_every_point_of_a_run_with_a_voided_block(tmp_path: Path) -> None:
@@ -378,8 +378,10 @@ def test_a_finished_run_exported_as_csv_is_decided_again_the_same(tmp_path: Path
     from frank.campaign.evidence import check_evidence
     from frank.campaign.parts import load_campaign
     from frank.console.cli import main
+    from frank.experiments.analysis import analyze
     from frank.experiments.design import load_design
-    from frank.experiments.report import ResultsError, analyze, read_results_csv
+    from frank.experiments.errors import ResultsError
+    from frank.experiments.results_csv import read_results_csv
 
     run = _register(tmp_path)
     run_experiment(run, FakeCellExecutor())
@@ -390,7 +392,7 @@ def test_a_finished_run_exported_as_csv_is_decided_again_the_same(tmp_path: Path
     assert "# guard in the run: " in text and "# decided in the run: confirmed, p = 1/8" in text
     design = load_design(tmp_path / "design.toml")
     again, original = analyze(design, read_results_csv(csv_path, design), source="external"), report_for_run(run)
-    assert (again["decision"], again["p_value"]) == (original["decision"], original["p_value"]) == ("confirmed", 1 / 8)
+    assert (again.verdict, again.p_value) == (original.verdict, original.p_value) == ("confirmed", 1 / 8)
 
     other = tmp_path / "other.toml"
     other.write_text(BLOCKS_DESIGN.replace('name = "spec-tokens"', 'name = "other"', 1))
@@ -414,8 +416,10 @@ def test_the_exported_csv_carries_what_the_prompt_guard_compares_and_a_forged_on
     CSV whose one start had other prompt IDs fails the guard (not confirmed); a blanked digest is unchecked,
     never pass; a digest that is not a sha256 is refused with its line."""
     from frank.console.cli import main
+    from frank.experiments.analysis import analyze
     from frank.experiments.design import load_design
-    from frank.experiments.report import ResultsError, analyze, prompt_ids_digest, read_results_csv
+    from frank.experiments.errors import ResultsError
+    from frank.experiments.results_csv import prompt_ids_digest, read_results_csv
 
     run = _register(tmp_path, BALANCED_DESIGN + "no_failed_requests = true\n")
     assert run_experiment(run, FakeCellExecutor()).reason == "finished"
@@ -434,22 +438,22 @@ def test_the_exported_csv_carries_what_the_prompt_guard_compares_and_a_forged_on
         return analyze(design, read_results_csv(path, design), source="external")
 
     report = analyzed("\n".join(lines) + "\n")
-    guards = {g["name"]: g["status"] for g in report["guards"]}
+    guards = {g.name: g.status for g in report.guards}
     assert guards == {"no_failed_requests": "pass", "prompt_token_ids_identical": "pass"}
-    assert report["decision"] == "confirmed" and report["p_fraction"] == "1/20"
-    means = report["arm_means"]
-    assert report["ratio_of_means"] == pytest.approx(means["off"] / means["on"])
+    assert report.verdict == "confirmed" and report.p_fraction == "1/20"
+    means = report.comparison.arm_means
+    assert report.comparison.ratio_of_means == pytest.approx(means["off"] / means["on"])
 
     forged = list(lines)
     forged[header + 3] = forged[header + 3].replace(digest, prompt_ids_digest({"d1/r1": "h1", "d1/r2": "other"}))
     report = analyzed("\n".join(forged) + "\n")
-    assert {g["name"]: g["status"] for g in report["guards"]}["prompt_token_ids_identical"] == "fail"
-    assert report["decision"] == "not confirmed"
+    assert {g.name: g.status for g in report.guards}["prompt_token_ids_identical"] == "fail"
+    assert report.verdict == "not confirmed"
 
     blanked = list(lines)
     blanked[header + 2] = blanked[header + 2].removesuffix(digest)
     report = analyzed("\n".join(blanked) + "\n")
-    assert {g["name"]: g["status"] for g in report["guards"]}["prompt_token_ids_identical"] == "unchecked"
+    assert {g.name: g.status for g in report.guards}["prompt_token_ids_identical"] == "unchecked"
 
     bad = list(lines)
     bad[header + 1] = bad[header + 1].replace(digest, "not-a-hash")

@@ -131,8 +131,8 @@ def test_two_hosts_run_a_cell_each_at_once_and_the_report_decides_as_on_one(tmp_
     order = [e["slot"] for e in events if e["event"] == "cell_started" and e["host"] == "a"]
     assert order == sorted(order), "each host's cells in drawn order"
     report = report_for_run(run)
-    assert report["decision"] == "confirmed" and report["p_fraction"] == "1/16"
-    assert [b["host"] for b in report["blocks"]] == ["a", "b", "a", "b"]
+    assert report.verdict == "confirmed" and report.p_fraction == "1/16"
+    assert [report.hosts[b.block] for b in report.blocks.blocks] == ["a", "b", "a", "b"]
 
 
 def test_a_runner_killed_with_a_cell_in_flight_on_each_host_redoes_both(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_runner_killed_with_a_cell_in_flight_on_each_host_redoes_both(tmp_path
     assert sorted(again.calls[:2]) == sorted((s, a + 1) for s, a in in_flight), "both redone first, side by side"
     assert not {s for s, _ in again.calls} & set(done), "done cells are not redone"
     assert {e["slot"]: e["value"] for e in events if e["event"] == "cell_done"}.items() >= done.items()
-    assert report_for_run(run)["decision"] == "confirmed"
+    assert report_for_run(run).verdict == "confirmed"
 
 
 def test_once_decided_the_cell_in_flight_on_the_other_host_is_cancelled_and_not_counted(tmp_path: Path) -> None:
@@ -172,8 +172,8 @@ def test_once_decided_the_cell_in_flight_on_the_other_host_is_cancelled_and_not_
     assert [(e["slot"], e["host"]) for e in cancelled] == [(first_of_b, "b")]
     assert "cancelled: the design was decided" in cancelled[0]["reason"]
     report = report_for_run(run)
-    assert report["decision"] == "not confirmed" and report["stopped_when_decided"]["after"] == 1
-    assert report["complete_blocks"] == 1, "the cancelled cell counts for nothing"
+    assert report.verdict == "not confirmed" and report.stopped_when_decided.after == 1
+    assert report.blocks.complete == 1, "the cancelled cell counts for nothing"
     assert run_experiment(run, FakeLanes(run)).cells_run == 0, "a second runner runs nothing"
 
 
@@ -191,4 +191,4 @@ def test_a_host_lost_stops_new_cells_and_the_other_host_finishes_its_own(tmp_pat
     assert fake.calls == [(a_first, 1), (b_first, 1)] and fake.cancelled == []
     back = FakeLanes(run)  # the host is back: the run resumes, b's slot at its second attempt
     assert run_experiment(run, back).reason == "finished" and (b_first, 2) in back.calls
-    assert report_for_run(run)["decision"] == "confirmed"
+    assert report_for_run(run).verdict == "confirmed"

@@ -15,10 +15,13 @@ from typing import Any
 import pytest
 
 from frank.experiments import registry
+from frank.experiments.analysis import analyze
 from frank.experiments.design import parse_design_text
 from frank.experiments.journal import CellResult, read_events
+from frank.experiments.observations import Observation
 from frank.experiments.randomize import Slot
-from frank.experiments.report import Observation, analyze, read_results_csv, report_for_run, results_csv_for_run
+from frank.experiments.report import report_for_run
+from frank.experiments.results_csv import read_results_csv, results_csv_for_run
 from frank.experiments.runner import run_experiment
 from frank.experiments.stopping import balanced_stop, blocks_stop
 from frank.experiments.tables import DesignError
@@ -59,7 +62,7 @@ def _block_obs(outcomes: list[str]) -> list[Observation]:
 
 
 def _verdict(design: Any, outcomes: list[str]) -> str:
-    return analyze(design, _block_obs(outcomes), source="external")["decision"]
+    return analyze(design, _block_obs(outcomes), source="external").verdict
 
 
 RULES = [
@@ -91,8 +94,8 @@ def test_a_stop_is_declared_exactly_when_no_completion_changes_the_verdict(rule:
                 stops += 1
                 # the analysis of the prefix alone says the same, with the p of the finished blocks
                 r = analyze(stopping, _block_obs(prefix), source="external")
-                assert r["decision"] == stop.verdict and r["stopped_when_decided"]["after"] == n
-                assert r["complete_blocks"] == n and r["p_fraction"] is not None
+                assert r.verdict == stop.verdict and r.stopped_when_decided.after == n
+                assert r.blocks.complete == n and r.p_fraction is not None
                 break
             assert stop is None, (outcomes, n, finals)
     assert stops > 10
@@ -101,15 +104,15 @@ def test_a_stop_is_declared_exactly_when_no_completion_changes_the_verdict(rule:
 def test_the_seed_rule_stops_at_the_first_loss_with_the_p_of_the_blocks_run() -> None:
     design = blocks_design(8)
     r = analyze(design, _block_obs(["+", "-"]), source="external")
-    assert r["decision"] == "not confirmed"
-    assert r["stopped_when_decided"]["after"] == 2 and r["stopped_when_decided"]["left"] == 6
-    assert r["p_fraction"] == "3/4" and r["wins"] == 1 and r["losses"] == 1
-    assert "stopped when decided after block 2 of 8" in r["decision_reason"]
-    assert "the rule needs all 8" in r["decision_reason"]
+    assert r.verdict == "not confirmed"
+    assert r.stopped_when_decided.after == 2 and r.stopped_when_decided.left == 6
+    assert r.p_fraction == "3/4" and r.blocks.wins == 1 and r.blocks.losses == 1
+    assert "stopped when decided after block 2 of 8" in r.decision.reason
+    assert "the rule needs all 8" in r.decision.reason
     # a tie is not a win: it decides too
-    assert analyze(design, _block_obs(["="]), source="external")["decision"] == "not confirmed"
+    assert analyze(design, _block_obs(["="]), source="external").verdict == "not confirmed"
     # wins alone never decide a require-all rule early
-    assert analyze(design, _block_obs(["+"] * 7), source="external")["decision"] == "incomplete"
+    assert analyze(design, _block_obs(["+"] * 7), source="external").verdict == "incomplete"
 
 
 def test_a_gap_before_the_last_block_is_not_a_stop() -> None:
@@ -118,9 +121,9 @@ def test_a_gap_before_the_last_block_is_not_a_stop() -> None:
     design = blocks_design(8, "require_all = false\nalpha = 0.05")
     obs = [o for o in _block_obs(["+"] * 8) if o.block not in (3,)]
     r = analyze(design, obs, source="external")
-    assert r["decision"] == "incomplete" and "stopped_when_decided" not in r
+    assert r.verdict == "incomplete" and r.stopped_when_decided is None
     # the same blocks without the gap, stopped after the seventh win, would be decided
-    assert analyze(design, _block_obs(["+"] * 7), source="external")["decision"] == "confirmed"
+    assert analyze(design, _block_obs(["+"] * 7), source="external").verdict == "confirmed"
 
 
 def test_a_balanced_stop_holds_for_every_completion_and_is_never_declared_early() -> None:
@@ -149,7 +152,7 @@ def test_a_balanced_stop_holds_for_every_completion_and_is_never_declared_early(
                     Observation(start=i + 1, block=None, arm=arms[i], value=f, measure="front_end_per_draw")
                     for i, f in zip(rest, fill, strict=True)
                 ]
-                verdicts.add(analyze(full, obs, source="external")["decision"])
+                verdicts.add(analyze(full, obs, source="external").verdict)
             if stop is not None:
                 assert verdicts == {stop.verdict}, (trial, n)
                 assert stop.verdict == "not confirmed" and stop.after == n
@@ -220,14 +223,14 @@ def test_the_runner_stops_after_the_deciding_block_and_says_why(tmp_path: Path) 
     assert len(decided) == 1 and decided[0]["verdict"] == "not confirmed" and decided[0]["after"] == 2
     assert events[-1]["event"] == "runner_stopped" and events[-1]["reason"] == "finished"
     report = report_for_run(run)
-    assert report["decision"] == "not confirmed" and report["p_fraction"] == "3/4"
-    saved = report["stopped_when_decided"]
-    assert saved["starts_run"] == 4 and saved["starts_not_run"] == 12
+    assert report.verdict == "not confirmed" and report.p_fraction == "3/4"
+    saved = report.cost_not_spent
+    assert saved is not None and saved.starts_run == 4 and saved.starts_not_run == 12
     # the CSV of the stopped run is decided again the same, from the file alone
     csv = tmp_path / "run.csv"
     csv.write_text(results_csv_for_run(run))
     again = analyze(run.design, read_results_csv(csv, run.design), source="external")
-    assert again["decision"] == "not confirmed" and again["stopped_when_decided"]["after"] == 2
+    assert again.verdict == "not confirmed" and again.stopped_when_decided.after == 2
     # a second runner on the stopped run runs nothing and records no second decision
     assert run_experiment(run, fake).cells_run == 0
     assert len([e for e in read_events(run.journal_path) if e["event"] == "decided"]) == 1
@@ -249,5 +252,5 @@ def test_a_run_killed_around_the_stop_resumes_to_the_same_end(tmp_path: Path) ->
         assert {e["slot"] for e in events if e["event"] == "cell_done"} == {0, 1, 2, 3}, keep
         assert all(c[0] < 4 for c in fake.calls), f"a block after the decision ran (cut at {keep})"
         assert len([e for e in events if e["event"] == "decided"]) == 1, keep
-        assert report_for_run(copy)["stopped_when_decided"]["after"] == 2
+        assert report_for_run(copy).stopped_when_decided.after == 2
     assert json.loads(lines[-2])["event"] == "decided"

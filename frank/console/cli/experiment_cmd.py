@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from frank.errors import FrankError
 from frank.experiments import exact, registry
 
 if TYPE_CHECKING:
+    from frank.experiments.analysis import ExperimentReport
     from frank.experiments.board import ExperimentState
 from frank.experiments.design import load_design
 from frank.experiments.journal import read_events
@@ -339,7 +341,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from frank.experiments.report import format_report, report_for_run
+    from frank.experiments.report import report_for_run
+    from frank.experiments.report_text import format_report
 
     run = registry.load_run(args.run_id, verify=False)
     if run.meta.get("kind") == "screen":  # a screen picks; it has no rule to decide (frank experiment screen)
@@ -354,12 +357,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = report_for_run(run)
     if args.html is not None:
         return _write_html(report, Path(args.html) if args.html else run.folder / "report.html", args.json)
-    emit(args.json, report, format_report)
+    emit_record(args.json, report, format_report)
     return 0
 
 
 def _write_csv(run: Any, path: Path, as_json: bool) -> int:
-    from frank.experiments.report import results_csv_for_run
+    from frank.experiments.results_csv import results_csv_for_run
 
     text = results_csv_for_run(run)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -374,14 +377,14 @@ def _write_csv(run: Any, path: Path, as_json: bool) -> int:
     return 0
 
 
-def _write_html(report: dict[str, Any], path: Path, as_json: bool) -> int:
+def _write_html(report: ExperimentReport, path: Path, as_json: bool) -> int:
     from frank.experiments.html import experiment_page
     from frank.reports.page import write_page
 
     write_page(path, experiment_page(report))
     emit(
         as_json,
-        {"html": str(path), "decision": report["decision"], "design_sha256": report["design_sha256"]},
+        {"html": str(path), "decision": report.verdict, "design_sha256": report.design_sha256},
         lambda p: f"wrote {p['html']} ({p['decision']})",
     )
     return 0
@@ -444,14 +447,16 @@ def cmd_screen(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from frank.experiments.report import analyze, format_report, read_results_csv
+    from frank.experiments.analysis import analyze
+    from frank.experiments.report_text import format_report
+    from frank.experiments.results_csv import read_results_csv
 
     design = load_design(args.design)
     report = analyze(design, read_results_csv(args.results, design), source="external")
-    report["results_csv"] = str(args.results)
+    report = replace(report, results_csv=str(args.results))
     if args.html is not None:
         return _write_html(report, Path(args.html) if args.html else Path(f"{design.name}-report.html"), args.json)
-    emit(args.json, report, format_report)
+    emit_record(args.json, report, format_report)
     return 0
 
 

@@ -166,11 +166,7 @@ class ExperimentsSource(Source[ExperimentsView]):
             report = report_for_run(run)
         except FrankError as exc:
             return ReportLine(f"no report: {exc}")
-        from frank.experiments.decision import Decision
-
-        null = report.get("null_size")
-        decision = Decision.of(report)
-        return ReportLine(decision.verdict, decision.p_value, int(null) if null else None)
+        return ReportLine(report.verdict, report.p_value, report.null_size or None)
 
     def _fidelity(self) -> FidelityView:
         from frank import jobs
