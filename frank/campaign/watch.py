@@ -23,7 +23,7 @@ import fcntl
 import os
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from frank.campaign.adapters import ADAPTERS, ArmResult, RunResult
 from frank.campaign.ledger import Ledger, append_event, open_ledger
@@ -128,7 +128,22 @@ def other_differences(arm: ArmResult, control: ArmResult, part: Part) -> dict[st
     return {k: [arm.knobs.get(k), control.knobs.get(k)] for k in keys if arm.knobs.get(k) != control.knobs.get(k)}
 
 
-def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[str, Any] | None:
+class RunCheck(TypedDict):
+    """One run checked against one served part's revert rules (a history `check` event's fields)."""
+
+    control_also_differs: dict[str, list[Any]]  # knob -> [this arm's, the control's]: another possible cause
+    part: str
+    run_kind: str
+    run_id: str
+    run_label: str
+    finished_at: float
+    arm: str
+    control: dict[str, str] | None  # the control arm compared against: run_id, arm
+    rules: list[dict[str, Any]]  # each rule's evaluation (RuleCheck.to_json)
+    fired: list[str]
+
+
+def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> RunCheck | None:
     """The check of one run against one part, or None when the run does not involve the part."""
     arm = next((a for a in result.arms if runs_part(a, part)), None)
     if arm is None:
@@ -140,18 +155,18 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
         said = ", ".join(f"{k} {a} here, {c} in the control" for k, (a, c) in others.items())
         also = f" (the control also differs in {said}: the cause may be another part)"
         rules = [r if r.outcome == "unchecked" else replace(r, detail=r.detail + also) for r in rules]
-    return {
-        "control_also_differs": others,
-        "part": part.name,
-        "run_kind": result.kind,
-        "run_id": result.run_id,
-        "run_label": result.label,
-        "finished_at": result.finished_at,
-        "arm": arm.name,
-        "control": {"run_id": control_run, "arm": control.name} if control else None,
-        "rules": [r.to_json() for r in rules],
-        "fired": [r.name for r in rules if r.outcome == "fired"],
-    }
+    return RunCheck(
+        control_also_differs=others,
+        part=part.name,
+        run_kind=result.kind,
+        run_id=result.run_id,
+        run_label=result.label,
+        finished_at=result.finished_at,
+        arm=arm.name,
+        control={"run_id": control_run, "arm": control.name} if control else None,
+        rules=[r.to_json() for r in rules],
+        fired=[r.name for r in rules if r.outcome == "fired"],
+    )
 
 
 def sweep(ledger: Ledger) -> list[dict[str, Any]]:

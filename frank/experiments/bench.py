@@ -27,9 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypedDict
 
 from frank.errors import FrankError
+
+if TYPE_CHECKING:
+    from frank.plugins.front_end.switch import SwitchSnapshot
 
 FULL_SCALE_PROFILE = "embedded-cpu-swa"
 PART_OUTPUT_TOKENS = 4  # a few, so the first output token's work (the detokenizer's) is in the client's time
@@ -69,6 +72,17 @@ Log = Callable[[str], None]
 LoadAvg = tuple[float, float, float]
 
 
+class CountersMissing(TypedDict):
+    """Why a part's counters could not be read (they are a report beside the measure, not the measure)."""
+
+    error: str
+
+
+# what a start's engine said of the part under test: the region cache's stats, or the part's own snapshot
+Counters: TypeAlias = "dict[str, float | None] | SwitchSnapshot | CountersMissing"
+StatsReader: TypeAlias = "Callable[[str, str], Counters]"  # (engine url, token) -> its counters
+
+
 @dataclass(frozen=True)
 class BenchStart:
     """One fresh engine start of a bench: its replay's per-draw values and the part's own counters."""
@@ -92,7 +106,7 @@ class BenchStart:
     outputs_sha256: dict[str, str | None]
     prompt_tokens: int
     counters_key: str  # "cache" (the region cache's stats) or "part" (the part's counters)
-    counters: dict[str, Any] | None
+    counters: Counters | None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -218,7 +232,7 @@ def one_start(
     out: Path,
     log: Log,
     knob: str = "region_cache",
-    part_stats: Any = _region_cache_stats,
+    part_stats: StatsReader = _region_cache_stats,
     base_knobs: dict[str, str] | None = None,
 ) -> BenchStart:
     """One fresh engine start with `knob` = arm: replay the draws, read the part's stats, stop."""
@@ -348,14 +362,20 @@ def _with_profile(opts: BenchOptions) -> BenchOptions:
 # -- a front-end part -----------------------------------------------------------------------------------
 
 
-def _part_stats(name: str) -> Any:
-    def stats(url: str, token: str) -> dict[str, Any] | None:
+def _mismatches(counters: Counters | None) -> int:
+    """The part's verify mismatches over a start (0 where its counters are not the part's)."""
+    counts = counters.get("counts") if counters is not None else None
+    return int(counts.get("mismatches", 0)) if isinstance(counts, dict) else 0
+
+
+def _part_stats(name: str) -> StatsReader:
+    def stats(url: str, token: str) -> SwitchSnapshot | CountersMissing:
         from frank.engine.parts_client import PartsClient
 
         try:
-            return dict(PartsClient(url, token).part(name))
+            return PartsClient(url, token).part(name)
         except FrankError as exc:  # the counters are a report, not the measure: say why they are missing
-            return {"error": str(exc)}
+            return CountersMissing(error=str(exc))
 
     return stats
 
@@ -441,7 +461,7 @@ def run_part(name: str | None, opts: BenchOptions, log: Log = _quiet) -> PartBen
     hand_on = [s.client_after_server_ttft_mean_s for s in starts if s.arm == "on"]
     hand_off = [s.client_after_server_ttft_mean_s for s in starts if s.arm == "off"]
     test = permutation_test(on, off, "lower")
-    mismatches = sum(int(((s.counters or {}).get("counts") or {}).get("mismatches", 0)) for s in starts)
+    mismatches = sum(_mismatches(s.counters) for s in starts)
     return PartBench(
         part=part.name,
         knob=part.knob,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from statistics import mean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from frank.experiments.analysis import CostNotSpent, ExperimentReport, RunFacts, analyze
-from frank.experiments.journal import CellResult, Progress, fold, read_events
+from frank.experiments.journal import Progress, fold, read_events
 from frank.experiments.observations import Observation
 
 if TYPE_CHECKING:
@@ -85,12 +85,13 @@ def report_for_run(run: Run) -> ExperimentReport:
             ]
             for s in sorted(progress.attempts)
         },
-        measures={str(s.slot + 1): _measures(done[s.slot]) for s in run.slots},
+        measures={str(s.slot + 1): (r.measures if (r := done[s.slot]) else None) for s in run.slots},
         arms=[{"name": a.name, "profile": a.profile, "kind": _engine_kind(a.profile)} for a in run.design.arms],
         draws=[
             {"start": s.slot + 1, "arm": s.arm, **d}
             for s in run.slots
-            for d in (_measures(done[s.slot]) or {}).get("draws") or []
+            if (r := done[s.slot]) is not None
+            for d in (r.measures or {}).get("draws") or []
         ],
     )
     report = replace(report, run=facts)
@@ -102,10 +103,6 @@ def report_for_run(run: Run) -> ExperimentReport:
         dealt = hosts_by_slot(run.design.hosts, run.slots)
         report = replace(report, hosts={s.block: dealt[s.slot] for s in run.slots if s.block is not None})
     return report
-
-
-def _measures(done: CellResult | None) -> dict[str, Any] | None:
-    return done.measures if done is not None else None
 
 
 def cost_not_spent(run: Run, progress: Progress) -> CostNotSpent:

@@ -20,7 +20,7 @@ the IDs a measure without a reference model teacher-forces (frank.fidelity.contr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import httpx
 
@@ -31,15 +31,22 @@ _FORCED = {"temperature": 0.0, "logit_bias": [["x", 1000.0]], "post_sampling_pro
 _RETRIES = 3
 
 
-def _ask(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict[str, Any]:
+class CompletionReply(TypedDict):
+    """What frank reads of llama.cpp's /completion reply (n_probs set, one token decoded)."""
+
+    tokens_evaluated: int
+    timings: dict[str, float]  # prompt_n: the prompt tokens it computed (not served from its cache)
+    completion_probabilities: list[dict[str, Any]]  # per token: top_logprobs, each {id, logprob, ...}
+
+
+def _ask(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> CompletionReply:
     body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "cache_prompt": True, "stream": False, **_FORCED}
     answer = post_json(client, base_url, "/completion", body)
     if answer.get("tokens_evaluated") != len(prompt):  # the server added or cut tokens: not the reference's
         raise FrankError(
             f"fidelity: llama.cpp evaluated {answer.get('tokens_evaluated')} tokens for a {len(prompt)}-token prompt"
         )
-    value: dict[str, Any] = answer
-    return value
+    return cast(CompletionReply, answer)  # the server's JSON at the HTTP edge: a cast, not a check
 
 
 def next_token_logprobs(client: httpx.Client, base_url: str, prompt: list[int], k: int) -> dict[int, float]:

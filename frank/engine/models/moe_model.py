@@ -37,7 +37,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from frank.engine.models import llamacpp_convert, tiny_model
 
@@ -241,7 +241,15 @@ def dspark_block_config(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "num_hidden_layers": 1, "num_hash_layers": 0, "compress_ratios": [0]}
 
 
-def make_kit(name: str, out: Path) -> dict[str, Any]:
+class Kit(TypedDict):
+    """What `make_kit` wrote: its folder, the model it is for, and how many tensor shapes it holds."""
+
+    kit: str
+    model: str
+    tensors: int
+
+
+def make_kit(name: str, out: Path) -> Kit:
     """What a machine without DeepSeek-V4 in its transformers needs to build model `name`: the state-dict
     shapes of the target and of the DSpark stage (names checked against transformers' mapping here) and
     the tokenizer files. Engine venv."""
@@ -251,7 +259,7 @@ def make_kit(name: str, out: Path) -> dict[str, Any]:
     check_names(_layout_names(target))
     tiny_model.write_json(out / KIT_SHAPES, {"target": target, "block": block})
     tiny_model._train_tokenizer(out)
-    return {"kit": str(out), "model": name, "tensors": len(target) + len(block)}
+    return Kit(kit=str(out), model=name, tensors=len(target) + len(block))
 
 
 def _layout_names(shapes: dict[str, tuple[int, ...]]) -> dict[str, str]:
