@@ -16,7 +16,7 @@ from typing import Any
 
 from frank.experiments import exact, stopping
 from frank.experiments.decision import Decision, Guard, decide
-from frank.experiments.design import Design
+from frank.experiments.design import Criterion, Design
 from frank.experiments.errors import ResultsError
 from frank.experiments.fidelity import FidelityResult
 from frank.experiments.guards import judge_guards, judge_revert
@@ -63,20 +63,27 @@ class ArmComparison:
 
 
 @dataclass(frozen=True)
-class Criterion:
-    """One criterion of a criteria rule, over its measure's per-arm aggregate."""
+class CriterionResult:
+    """One criterion of a criteria rule, evaluated over its measure's per-arm aggregate."""
 
-    measure: str
-    aggregate: str
-    compare: str
-    margin: float
+    criterion: Criterion
     treatment: float | None
     control: float | None
     met: bool | None  # None: an arm has no value
     text: str
 
+    @property
+    def measure(self) -> str:
+        return self.criterion.measure
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        c = self.criterion
+        return {"measure": c.measure, "aggregate": c.aggregate, "compare": c.compare, "margin": c.margin} | {
+            "treatment": self.treatment,
+            "control": self.control,
+            "met": self.met,
+            "text": self.text,
+        }
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,7 @@ class ExperimentReport:
     hosts: dict[int, str] | None = None  # block -> the host it ran on (a design over hosts)
     starts: tuple[StartValue, ...] | None = None  # balanced and criteria designs
     comparison: ArmComparison | None = None  # balanced designs
-    criteria: tuple[Criterion, ...] | None = None
+    criteria: tuple[CriterionResult, ...] | None = None
     stopped_when_decided: Stop | None = None
     cost_not_spent: CostNotSpent | None = None  # a registered run that stopped when decided
     fidelity: FidelityResult | None = None
@@ -442,7 +449,7 @@ _COMPARE_TEXT = {
 }
 
 
-def _criteria(design: Design, obs: list[Observation]) -> tuple[Criterion, ...]:
+def _criteria(design: Design, obs: list[Observation]) -> tuple[CriterionResult, ...]:
     rule = design.rule
     out = []
     for c in rule.criteria:
@@ -460,11 +467,8 @@ def _criteria(design: Design, obs: list[Observation]) -> tuple[Criterion, ...]:
                 "not_lower": tv >= cv - c.margin,
             }[c.compare]
         out.append(
-            Criterion(
-                measure=c.measure,
-                aggregate=c.aggregate,
-                compare=c.compare,
-                margin=c.margin,
+            CriterionResult(
+                criterion=c,
                 treatment=tv,
                 control=cv,
                 met=met,
@@ -477,7 +481,7 @@ def _criteria(design: Design, obs: list[Observation]) -> tuple[Criterion, ...]:
     return tuple(out)
 
 
-def _criteria_outcome(criteria: tuple[Criterion, ...]) -> _RuleOutcome:
+def _criteria_outcome(criteria: tuple[CriterionResult, ...]) -> _RuleOutcome:
     missing = [c.measure for c in criteria if c.met is None]
     failed = [c.measure for c in criteria if c.met is False]
     if missing:
