@@ -1,7 +1,7 @@
 """The controller against the real embedded vLLM engine: start, chat, adopt, refuse a second start, flip a
 restart knob, then stop with a long request in flight (the stop escalates; nothing of the group left). Its
 own FRANK_HOME, two engine starts. kill -9 of a server (the controller reports `crashed`, the supervisor
-cleans up the group) is checked on the engine that tests/integration/test_replay.py kills mid-request."""
+cleans up the group) is checked on the console's engine that tests/e2e/test_tmux.py kills mid-request."""
 
 from __future__ import annotations
 
