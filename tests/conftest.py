@@ -1,7 +1,9 @@
 """Shared fixtures. The whole session runs with FRANK_HOME in a temp dir, so no test touches the user's
 files, and the integration tier shares ONE real embedded engine (a start costs about a minute).
 
-- `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end.
+- `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end. Its start
+  begins in a thread as soon as the run is collected and needs it, so the start overlaps the tests before the
+  first one that uses it (on two cores, the engine's imports run beside the console tests).
 - `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
 - `tiny_tokenizer_json`: the tiny model's tokenizer.json text (the model built on first use).
 - `job_kinds`: frank.jobs with the four job kinds registered, as the console and the CLI register them.
@@ -18,6 +20,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +52,67 @@ def session_home() -> Path:
     return _SESSION_HOME
 
 
+class _SharedEngine:
+    """The shared engine's start, begun in a thread (`begin`) and waited for by the first test that needs it."""
+
+    def __init__(self) -> None:
+        self.controller: Any = None
+        self.thread: threading.Thread | None = None
+        self.status: Any = None
+        self.error: BaseException | None = None
+
+    def begin(self) -> None:
+        from frank.engine.controller import EngineController
+
+        # the session home's default state dir (resolved here, before any test moves FRANK_HOME), so CLI
+        # subprocesses adopt it
+        self.controller = EngineController()
+        self.thread = threading.Thread(target=self._start, name="shared-engine-start", daemon=True)
+        self.thread.start()
+        # back once the supervisor is spawned: until then the start reads the environment (profiles, the engine
+        # python) and the supervisor inherits it, so that is done before a test changes it
+        while self.thread.is_alive():
+            record = self.controller.files.read_record()
+            if record is not None and record.supervisor_pid:
+                break
+            time.sleep(0.05)
+
+    def _start(self) -> None:
+        try:
+            self.status = self.controller.start("embedded-cpu")
+        except BaseException as exc:  # raised in the test that waits for it
+            self.error = exc
+
+    def ready(self) -> Any:
+        if self.thread is None:
+            self.begin()
+        assert self.thread is not None
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        assert self.status.state == "ready", self.status
+        return self.controller
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.controller.stop()
+            self.thread = None
+
+
+_SHARED = _SharedEngine()
+
+
+def pytest_collection_finish(session):
+    if not session.config.option.collectonly and any("engine" in item.fixturenames for item in session.items):
+        _SHARED.begin()
+
+
 @pytest.fixture(scope="session")
 def engine():
     """The shared embedded engine (real vLLM on the CPU). Tests must not stop or restart it."""
-    from frank.engine.controller import EngineController
-
-    controller = EngineController()  # the session home's default state dir, so CLI subprocesses adopt it
-    status = controller.start("embedded-cpu")
-    assert status.state == "ready", status
-    yield controller
-    controller.stop()
+    yield _SHARED.ready()
+    _SHARED.stop()
 
 
 class FrankCli:
@@ -142,6 +197,7 @@ def fresh_frank_home(tmp_path, monkeypatch) -> Path:
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _SHARED.stop()  # begun for tests that did not get to use it (a failure with -x, an interrupt)
     # Only this session's tmp dirs: other pytest sessions on the machine have their own engines.
     factory = getattr(session.config, "_tmp_path_factory", None)
     basetemp = str(factory.getbasetemp()) if factory is not None and factory._basetemp is not None else None
