@@ -95,8 +95,8 @@ class _SharedEngine:
 
     def stop(self) -> None:
         if self.thread is not None:
+            self.controller.stop()  # its supervisor is spawned (`begin` waits for that): a start under way ends
             self.thread.join()
-            self.controller.stop()
             self.thread = None
 
 
