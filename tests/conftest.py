@@ -20,13 +20,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+
+from tests import engine_starts
 
 REPO = Path(__file__).resolve().parent.parent
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="frank-test-home-"))
@@ -52,58 +52,12 @@ def session_home() -> Path:
     return _SESSION_HOME
 
 
-class _SharedEngine:
-    """The shared engine's start, begun in a thread (`begin`) and waited for by the first test that needs it."""
-
-    def __init__(self) -> None:
-        self.controller: Any = None
-        self.thread: threading.Thread | None = None
-        self.status: Any = None
-        self.error: BaseException | None = None
-
-    def begin(self) -> None:
-        from frank.engine.controller import EngineController
-
-        # the session home's default state dir (resolved here, before any test moves FRANK_HOME), so CLI
-        # subprocesses adopt it
-        self.controller = EngineController()
-        self.thread = threading.Thread(target=self._start, name="shared-engine-start", daemon=True)
-        self.thread.start()
-        # back once the supervisor is spawned: until then the start reads the environment (profiles, the engine
-        # python) and the supervisor inherits it, so that is done before a test changes it
-        while self.thread.is_alive():
-            record = self.controller.files.read_record()
-            if record is not None and record.supervisor_pid:
-                break
-            time.sleep(0.05)
-
-    def _start(self) -> None:
-        try:
-            self.status = self.controller.start("embedded-cpu")
-        except BaseException as exc:  # raised in the test that waits for it
-            self.error = exc
-
-    def ready(self) -> Any:
-        if self.thread is None:
-            self.begin()
-        assert self.thread is not None
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        assert self.status.state == "ready", self.status
-        return self.controller
-
-    def stop(self) -> None:
-        if self.thread is not None:
-            self.controller.stop()  # its supervisor is spawned (`begin` waits for that): a start under way ends
-            self.thread.join()
-            self.thread = None
-
-
-_SHARED = _SharedEngine()
+engine_starts.BASE = _SESSION_HOME
+_SHARED = engine_starts.EngineStart("embedded-cpu")
 
 
 def pytest_collection_finish(session):
+    engine_starts.select({item.module.__name__ for item in session.items if getattr(item, "module", None)})
     if not session.config.option.collectonly and any("engine" in item.fixturenames for item in session.items):
         _SHARED.begin()
 
@@ -198,6 +152,7 @@ def fresh_frank_home(tmp_path, monkeypatch) -> Path:
 
 def pytest_sessionfinish(session, exitstatus):
     _SHARED.stop()  # begun for tests that did not get to use it (a failure with -x, an interrupt)
+    engine_starts.stop_all()
     # Only this session's tmp dirs: other pytest sessions on the machine have their own engines.
     factory = getattr(session.config, "_tmp_path_factory", None)
     basetemp = str(factory.getbasetemp()) if factory is not None and factory._basetemp is not None else None
