@@ -22,6 +22,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     threads = args.threads or list(prof.knobs["cpu_threads"].values)
     work = Path(tempfile.mkdtemp(prefix="bench-cpu-experts-"))
     draw = make_draw(work / "draw", args.requests, args.max_tokens)
+    # the engines run under a home of their own: a profile from the caller's home goes with them
+    if REPO not in prof.source.resolve().parents:
+        own = work / "home" / "config" / "profiles"
+        own.mkdir(parents=True)
+        shutil.copy(prof.source, own / prof.source.name)
     rows = []
     started = time.monotonic()
     for n, sched, t in itertools.product(layers, args.scheds, threads):

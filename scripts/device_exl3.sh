@@ -76,9 +76,11 @@ if [ -n "$D" ] && [ -d "$D/wheels" ] && ! done_ wheels; then
     fi
     mkdir -p "$W/llama.cpp" && tar -xzf "$D/llama.cpp-convert.tar.gz" -C "$W/llama.cpp" || exit 1
     [ -f "$D/llama.cpp-src.tar.gz" ] && { mkdir -p "$W/llama.cpp-src" && tar -xzf "$D/llama.cpp-src.tar.gz" -C "$W/llama.cpp-src"; }
-    compgen -G "$D/llama-bin.part-*" >/dev/null && { mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build"; }
     [ -d "$D/kit-$MODEL" ] && cp -r "$D/kit-$MODEL" "$W/"
     mark wheels
+fi
+if [ -n "$D" ] && compgen -G "$D/llama-bin.part-*" >/dev/null; then  # a llama-server an earlier call built
+    mkdir -p "$W/build" && cat "$D"/llama-bin.part-* | tar -xz -C "$W/build" && stamp "llama-server: carried"
 fi
 # The engine's python: the machine's, with exllamav3's wheels (frank's kind sets PYTHONPATH to the checkout).
 cat >"$W/exl3-python" <<EOF
@@ -184,6 +186,8 @@ fi
 # ---------------------------------------------------------------- 4. frank-moe-exl3 under frank
 [ -n "$DRY" ] && { stamp "dry run: the phases below need exllamav3 on a GPU"; exit 0; }
 wait_compile || { stamp "the extension is still compiling: call again"; exit 0; }
+# a model drawn before its export wrote DeepSeek's own dtypes: given them (idempotent; exllamav3 needs bf16 linears)
+[ -d "$FRANK_MODELS/$MODEL/exl3-3.0bpw" ] || "$MODEL_PY" "$TREE/scripts/exl3_checkpoint_dtypes.py" "$FRANK_MODELS/$MODEL" || exit 1
 convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
 if ! done_ served; then
     stamp "serve $MODEL through exl3-gpu-moe"
@@ -201,12 +205,13 @@ c = C(); print(c.status().url, c.client_api_key or "")')
     "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
         "$PY" -m frank.console.cli telemetry --period 0.5 --json >"$LOG/telemetry.json" &
     TEL_PID=$!; sleep 2
-    frank replay w01-mini --draws draw-1 --limit 5 --mode full --max-tokens 64 --json >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
+    # 5 x 128 tokens: enough verify steps for EXL3_SPLIT_PROF's first report (every 2048 stall brackets)
+    frank replay w01-mini --draws draw-1 --limit 5 --mode full --max-tokens 128 --json >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
     echo "replay exit $?"; tail -2 "$LOG/replay-w01-mini.err"
     "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d["draws"]["draw-1"]))' "$LOG/replay-w01-mini.json"
     kill -INT "$TEL_PID"; wait "$TEL_PID"
-    frank engine logs -n 400 >"$LOG/engine.log" 2>&1
-    grep -E "moe_cpu prof|CPU split experts|CPU MoE" "$LOG/engine.log" | tail -20
+    frank engine logs -n 2000 >"$LOG/engine.log" 2>&1
+    grep -E "moe_cpu prof|split prof|CPU split experts|CPU MoE" "$LOG/engine.log" | tail -20
     frank engine stop --json >/dev/null
     mark served
 fi
@@ -222,6 +227,7 @@ if ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
     if building; then stamp "llama-server still building: call again"; exit 0; fi
     [ -x "$LLAMA_BIN" ] || { stamp "no llama-server (see $W/llama-build.log)"; tail -20 "$W/llama-build.log"; exit 1; }
     export FRANK_LLAMA_SERVER=$LLAMA_BIN
+    export LD_LIBRARY_PATH=$W/build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # a carried build's rpath is the builder's
     sed -e 's/^name = .*/name = "llamacpp-gpu-moe-exl3"/' -e "s#frank-moe-gpu/frank-moe-gpu#$MODEL/$MODEL#g" \
         -e "s/served_model_name = .*/served_model_name = \"$MODEL\"/" "$TREE/frank/engine/profiles/llamacpp-gpu-moe.toml" \
         >"$FRANK_HOME/config/profiles/llamacpp-gpu-moe-exl3.toml"

@@ -3,10 +3,12 @@
 # (64 MiB with the tree):
 #   DEST/c1: the console's wheels, exllamav3 1.6.5 and the wheels scripts/exl3-wheels.txt lists, llama.cpp's
 #            converter (frank-moe-exl3's GGUFs for the llama.cpp side), llama.cpp's source (its CUDA
-#            llama-server; or BIN_PARTS=DIR: the llama-bin.part-* an earlier call built there), the kit of
-#            frank-moe-exl3 (state-dict shapes and tokenizer), the first part of SmolLM2's Q4_1 GGUF;
+#            llama-server, built there), the kit of frank-moe-exl3 (state-dict shapes and tokenizer), the first
+#            part of SmolLM2's Q4_1 GGUF;
 #   DEST/c2, c3: the rest of the GGUF (98 MB in all). Carry c1 in the first call, c2 in the second, c3 in
 #            the third: the script keeps what came in its work folder, so later calls need none.
+#   BIN_PARTS=DIR: the llama-bin.part-* an earlier call built there go in a last folder of their own (c4)
+#            instead of the source in c1: nothing is built there, and c4 is carried before llama.cpp's table.
 #
 #   [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST      (from the checkout's root; DEST e.g. .device/i39)
 set -euo pipefail
@@ -27,7 +29,7 @@ mapfile -t PINS < <(grep -v '^#' scripts/exl3-wheels.txt | grep . | grep -v '^ex
 cp .device/exl3/exllamav3-1.6.5-py3-none-any.whl "$C1/wheels/"
 SRC=.device/src/llama_cpp_python-0.3.36/vendor/llama.cpp
 tar -czf "$C1/llama.cpp-convert.tar.gz" -C "$SRC" convert_hf_to_gguf.py conversion gguf-py
-if [ -n "${BIN_PARTS:-}" ]; then cp "$BIN_PARTS"/llama-bin.part-* "$C1/"; else cp .device/llama.cpp-src.tar.gz "$C1/"; fi
+[ -n "${BIN_PARTS:-}" ] || cp .device/llama.cpp-src.tar.gz "$C1/"   # with BIN_PARTS: no build there
 KIT=$C1/kit-frank-moe-exl3
 [ -f "$KIT/shapes.json" ] || PYTHONPATH=$PWD "$ENGINE_PY" -m frank.engine.models.moe_model kit --model frank-moe-exl3 --out "$KIT"
 # SmolLM2's GGUF in parts: as much as c1 has room for, the rest in c2, c3, ... (each under one carry)
@@ -46,4 +48,7 @@ for i in $(seq 2 "$COUNT"); do
         skip=$(( ROOM + (i - 2) * CARRY )) count="$CARRY"
 done
 for c in "$DEST"/c[1-9]; do cp "$DEST/smollm2-gguf.sha256" "$c/"; done
+if [ -n "${BIN_PARTS:-}" ]; then  # the llama-server an earlier call built (about 50 MB): a carry of its own, last
+    BIN=$DEST/c$(( COUNT + 1 )); mkdir -p "$BIN" && cp "$BIN_PARTS"/llama-bin.part-* "$BIN/"
+fi
 du -sh "$DEST"/c[1-9]/* "$DEST"/c[1-9]

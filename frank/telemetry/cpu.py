@@ -13,7 +13,7 @@ What it reads each sample is kept to what can have changed (procfs.py: one /proc
 - the tree itself (a scan of every process's parent): every `tree_refresh_s`, doubling while it stays the
   same, up to `tree_refresh_max_s`.
 A llama.cpp engine's CPU thread pool (the threads that compute CPU-resident experts) is told apart from its
-other threads from the same thread reads (expert_pool.py).
+other threads from the same thread reads, and so is exllamav3's, in its CPU MoE worker process (expert_pool.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class EngineProcesses:
     num_threads: int
     rss_bytes: int
     busiest: tuple[ThreadUse, ...]
-    expert_pool: ExpertPool | None = None  # llama.cpp's CPU thread pool; None for other engines
+    expert_pool: ExpertPool | None = None  # llama.cpp's or exllamav3's CPU-expert pool; None for other engines
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class CpuSampler:
             used = sum(v - self._prev_proc[p] for p, v in proc_cpu.items() if p in self._prev_proc)
             cpu_percent = procfs.busy_percent(used, dt, self._cpu_count)
         busiest: list[ThreadUse] = []
-        root_threads: dict[int, float] | None = None
+        pool_threads: dict[int, dict[int, float]] | None = None
         if cpu_percent is None or cpu_percent >= self.busy_percent:
             threads = {(p, tid): t for p in stats for tid, t in procfs.thread_stats(p).items()}
             if dt and dt > 0 and self._prev_threads:
@@ -176,10 +176,12 @@ class CpuSampler:
                     if d > 0
                 ]
             self._prev_threads = {k: t.cpu_s for k, t in threads.items()}
-            root_threads = {tid: t.cpu_s for (p, tid), t in threads.items() if p == pid}
+            pool_threads = {p: {} for p in stats}
+            for (p, tid), t in threads.items():
+                pool_threads[p][tid] = t.cpu_s
         else:
             self._prev_threads = {}  # idle: no thread baseline to keep fresh
-        pool = self._pool.update(pid, root.start_ticks, root_threads, dt)
+        pool = self._pool.update(pid, root.start_ticks, pool_threads, dt)
         self._prev_t = now
         self._prev_proc = proc_cpu
         return (

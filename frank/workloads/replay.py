@@ -52,6 +52,8 @@ from frank.workloads.record import ClientTimes, DrawTally, DrawTotals, ReplayRec
 
 MODES = ("engine", "full")
 SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
+# exllamav3's pool: its workers spin between jobs, so their CPU time is an upper bound on the wait
+SOURCE_POOL_SPIN = "expert-pool-spin"
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 
@@ -556,7 +558,8 @@ class ReplayRunner:
             values, sources = fallback
         wait = measures.cpu_expert_wait_s(self._probe.decode_window(resp.pool_timeline, values.decode_s))
         if wait is not None:
-            sources = {**sources, "cpu_expert_wait_s": SOURCE_POOL, "cpu_expert_wait_step_s": SOURCE_POOL}
+            source = SOURCE_POOL_SPIN if self._probe.spin_parked else SOURCE_POOL
+            sources = {**sources, "cpu_expert_wait_s": source, "cpu_expert_wait_step_s": source}
         server = ServerValues(values, sources, wait, measures.cpu_expert_wait_per_step(wait, values.decode_steps))
         return replace(
             sent,

@@ -58,6 +58,7 @@ def test_exl3_gpu_moe_exact_command_line_and_environment(monkeypatch, tmp_path):
         "EXL3_MOE_CPU_SWAP": "1",  # dynamic hot/cold placement
         "EXL3_MOE_HOST_CORES": "1",
         "EXL3_MOE_CPU_PROF": "1",
+        "EXL3_SPLIT_PROF": "1",
         "TORCH_CUDA_ARCH_LIST": "9.0",
         "FRANK_CONTROL_TOKEN": "TOKEN",  # the key every route but /health takes, never in argv
         "PYTHONPATH": str(REPO),
@@ -104,13 +105,14 @@ def test_dry_run_prints_the_servers_command_line_and_exl3_environment(frank_cli,
         env={"FRANK_EXL3_PYTHON": "/opt/exl3/bin/python3"},
     )  # fmt: skip
     assert out["argv"][:3] == ["/opt/exl3/bin/python3", "-m", "frank.engine.exl3.server"]
-    assert {k: v for k, v in out["env"].items() if k.startswith("EXL3_MOE_")} == {
+    assert {k: v for k, v in out["env"].items() if k.startswith("EXL3_")} == {
         "EXL3_MOE_CPU_SPLIT": "21",
         "EXL3_MOE_CPU_THREADS": "16",
         "EXL3_MOE_CPU_PIN": "0",
         "EXL3_MOE_CPU_SWAP": "1",
         "EXL3_MOE_HOST_CORES": "1",
         "EXL3_MOE_CPU_PROF": "1",
+        "EXL3_SPLIT_PROF": "1",
     }
     assert out["env"]["FRANK_CONTROL_TOKEN"] == "<generated at start>"
 
@@ -120,7 +122,7 @@ def test_every_exl3_name_of_every_shipped_profile_is_read_by_the_wheel(wheel):
     lines, ok = check(wheel, profiles)
     assert ok, "\n".join(lines)
     exl3 = [ln for ln in lines if "exl3-gpu-moe" in ln]
-    assert len(exl3) == 6 and all(ln.startswith("ok ") for ln in exl3), exl3
+    assert len(exl3) == 7 and all(ln.startswith("ok ") for ln in exl3), exl3
     # the C++ pool's pinning switch is found in the sources the wheel compiles, not in its Python
     assert any("EXL3_MOE_CPU_PIN" in ln and "moe_mul1.cpp" in ln for ln in exl3)
     # the seed's own schedule variable is exllamav3's nowhere, and said so

@@ -95,5 +95,70 @@ def test_thread_runtimes_see_a_busy_thread_to_the_millisecond():
 def test_a_tracker_ignores_engines_that_are_not_llamacpp():
     tracker = ep.PoolTracker()
     stat = procfs.proc_stat(os.getpid())
-    assert tracker.update(os.getpid(), stat.start_ticks, {os.getpid(): 1.0}, 1.0) is None  # pytest is no llama.cpp
+    threads = {os.getpid(): {os.getpid(): 1.0}}
+    assert tracker.update(os.getpid(), stat.start_ticks, threads, 1.0) is None  # pytest is no llama.cpp
     assert not ep.PoolProbe(os.getpid()).active and ep.PoolProbe(None).read() is None
+
+
+# A process shaped like frank's exllamav3 server (exllamav3 itself cannot run without CUDA; the real one's pool
+# is read on the GPU machine: docs/gpu-run.md): its command line names the server module, and it spawns one
+# child (multiprocessing's spawn, as exllamav3's CPU MoE host does) whose threads spin like the C++ pool's.
+EXL3_SHAPED = """
+import multiprocessing, sys, threading, time
+
+def spin(stop):
+    while not stop.is_set():
+        pass
+
+def cpu_moe_worker(n):
+    stop = threading.Event()
+    for _ in range(n):
+        threading.Thread(target=spin, args=(stop,), daemon=True).start()
+    time.sleep(120)
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=cpu_moe_worker, args=(3,), daemon=True)
+    child.start()
+    print(child.pid, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_exllamav3s_pool_is_its_spawned_workers_busiest_threads_sized_by_its_environment(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "exl3_shaped.py"
+    script.write_text(EXL3_SHAPED)
+    env = {**os.environ, "EXL3_MOE_CPU_THREADS": "3"}
+    server = subprocess.Popen(
+        [sys.executable, str(script), ep.EXL3_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    )
+    worker = None
+    try:
+        assert server.stdout is not None
+        worker = int(server.stdout.readline())
+        assert ep.is_exl3(ep.read_cmdline(server.pid)) and ep.exl3_worker(server.pid) == worker
+        source = ep.pool_source(server.pid)
+        assert source is not None and (source.pid, source.size, source.size_from) == (worker, 3, "EXL3_MOE_CPU_THREADS")
+        tracker, stat = ep.PoolTracker(), procfs.proc_stat(server.pid)
+        assert stat is not None
+        # the sampler has listed only the server so far: the tracker reads the worker's threads itself
+        pool = None
+        for _ in range(3):
+            pool = tracker.update(server.pid, stat.start_ticks, {server.pid: procfs.thread_runtimes(server.pid)}, 0.3)
+            time.sleep(0.3)
+        assert pool is not None and pool.size == 3 and pool.spin_parked and "EXL3_MOE_CPU_THREADS" in pool.identified_by
+        assert {t.tid for t in pool.threads} <= set(procfs.thread_runtimes(worker))  # the worker's, not the server's
+        assert [t.role for t in pool.threads] == ["main", "worker", "worker"] and pool.cpu_percent > 0
+        probe = ep.PoolProbe(server.pid)
+        assert probe.active and probe.spin_parked and probe.size == 3
+        point = probe.read()
+        assert point is not None and set(point[1]) == set(procfs.thread_runtimes(worker))
+        without = ep.exl3_pool_size({"EXL3_MOE_HOST_CORES": "1"})
+        assert without == (max(1, ep.physical_cores() - 1), "physical cores less EXL3_MOE_HOST_CORES")
+    finally:
+        if worker is not None:
+            os.kill(worker, 9)  # a killed parent does not take its spawned child with it
+        server.kill()
+        server.wait(timeout=10)

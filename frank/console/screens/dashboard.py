@@ -303,6 +303,7 @@ def cpu_view(snap: Snapshot | None, history: list[Snapshot]) -> CpuView | None:
     return CpuView(
         pool=tuple((t.role, t.busy_pct) for t in pool.threads) if pool else None,
         pool_busy=pool.busy_pct if pool else None,
+        pool_spins=bool(pool and pool.spin_parked),
         gpu_util=gpu.util_gpu if gpu else None,
         pcie=(gpu.pcie_tx_bps, gpu.pcie_rx_bps) if gpu else None,
         per_core=tuple(cpu.per_core),

@@ -25,6 +25,7 @@ class CpuView:
     ram_total: float | None = None
     pool: tuple[tuple[str, float], ...] | None = None  # (role, busy percent) per pool thread; None: no pool
     pool_busy: float | None = None  # the pool's share of its n cores, percent
+    pool_spins: bool = False  # its workers spin while they wait (exllamav3): busy is an upper bound
     gpu_util: float | None = None  # the first GPU's, percent
     pcie: tuple[float | None, float | None] | None = None  # (tx, rx) bytes/s of the first GPU
 
@@ -122,7 +123,9 @@ def _pool_text(cpu: CpuView, room: int) -> str:
     """`44% busy on 2 threads (main 49%, worker 39%) · gpu 35% busy, pcie 1.2G/s out 100M/s in`: every
     number named. What does not fit gives way: the per-thread part first (thread by thread), then the pcie."""
     n = len(cpu.pool or ())
-    head = f"{pct(cpu.pool_busy)} busy on {n} thread{'s' if n != 1 else ''}"
+    head = (
+        f"{pct(cpu.pool_busy)} {'busy or spinning' if cpu.pool_spins else 'busy'} on {n} thread{'s' if n != 1 else ''}"
+    )
     gpu = f"gpu {pct(cpu.gpu_util)} busy"
     pcie = ""
     if cpu.pcie is not None:

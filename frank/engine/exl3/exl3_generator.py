@@ -44,8 +44,8 @@ class Exl3Generator:
         loaded = model_init.init(ns, progress=False)
         self.model, self.config, cache, self.tokenizer, draft_model, _, draft_cache = loaded
         self.max_model_len = args.max_model_len
-        self.num_draft_tokens = ns.num_draft_tokens or (
-            draft_model.caps.get("default_draft_size", 4) if draft_model else 0
+        self.num_draft_tokens = (
+            (ns.num_draft_tokens or draft_model.caps.get("default_draft_size", 4)) if draft_model else 0
         )
         self.generator = Generator(
             model=self.model,

@@ -36,6 +36,7 @@ class FakeGeneratorNoCuda:
 
     def __init__(self, max_model_len: int = 4096, tool_parser: str = "deepseek_v3", answer: str = "ok ") -> None:
         self.max_model_len = max_model_len
+        self.num_draft_tokens = DRAFT
         self.tool_parser = tool_parser
         self.answer = answer
         self.generated: list[list[int]] = []  # every prompt it was asked to continue

@@ -49,6 +49,7 @@ class Generator(Protocol):
     """The model and its generator, as the HTTP side sees them."""
 
     max_model_len: int
+    num_draft_tokens: int  # draft tokens per verify step (0: no draft model loaded)
 
     def encode(self, text: str) -> list[int]:
         """Token IDs of `text` as a prompt (special tokens as the model's tokenizer adds them)."""

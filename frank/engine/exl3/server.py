@@ -411,7 +411,10 @@ def main(argv: list[str]) -> int:
     except ImportError as exc:
         raise SystemExit(f"[exl3_server] exllamav3 cannot be imported by {sys.executable}: {exc}") from None
     server = serve(generator, args, token)
-    print(f"[exl3_server] listening on {args.host}:{args.port} after {time.monotonic() - t0:.1f} s", flush=True)
+    drafts = f"{generator.num_draft_tokens} draft tokens a step" if generator.num_draft_tokens else "no draft model"
+    print(
+        f"[exl3_server] listening on {args.host}:{args.port} after {time.monotonic() - t0:.1f} s ({drafts})", flush=True
+    )
     server.serve_forever()
     return 0
 

@@ -130,7 +130,7 @@ EXL3_DIMS: dict[str, Any] = {
 MODELS = {
     "tiny-frank-moe": MoeSpec("tiny-frank-moe", "tiny-frank-moe-1", TINY_DIMS, True, DSPARK),
     "frank-moe-gpu": MoeSpec("frank-moe-gpu", "frank-moe-gpu-1", GPU_DIMS, False, DSPARK),
-    "frank-moe-exl3": MoeSpec("frank-moe-exl3", "frank-moe-exl3-1", EXL3_DIMS, False, DSPARK, keep_layout=True),
+    "frank-moe-exl3": MoeSpec("frank-moe-exl3", "frank-moe-exl3-2", EXL3_DIMS, False, DSPARK, keep_layout=True),
 }
 
 
@@ -353,6 +353,59 @@ def ds_name(hf: str) -> str:
     raise ValueError(f"no DeepSeek name for transformers tensor {hf!r}")
 
 
+# The dtypes of DeepSeek-V4's own checkpoint (inference/model.py of DeepSeek-V4-Flash), which exllamav3's
+# DeepSeek-V4 loader assumes: float32 for the attention sinks (attn_sink), the compressors' position biases
+# (ape, the indexer's too), the mHC parameters (hc_attn_*, hc_ffn_*, hc_head_* {fn, base, scale}, the DSpark
+# stage's too) and the router's score-correction bias (ffn.gate.bias), all read back with .float(); every
+# other floating tensor bf16 (exllamav3 reads bf16 as fp16, but leaves float32 float32: a float32 wo_a
+# reaches an fp16 matmul as float). Integer tensors (tid2eid, FP4 codes) and E8M0 scales keep theirs.
+EXL3_FLOAT32 = re.compile(r"(^|\.)(attn_sink|ape|hc_(attn|ffn|head)_(fn|base|scale)|ffn\.gate\.bias)$")
+
+
+def exl3_dtype(name: str, dtype: Any) -> Any:
+    """The dtype tensor `name` (DeepSeek layout) has in the checkpoint kept for exllamav3 (`deepseek/`)."""
+    import torch
+
+    if dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+        return dtype
+    return torch.float32 if EXL3_FLOAT32.search(name) else torch.bfloat16
+
+
+def exl3_fix_dtypes(path: Path) -> dict[str, int]:
+    """Rewrite the DeepSeek-layout safetensors file `path` in place (temp file + rename) with `exl3_dtype`'s
+    dtypes. Returns the tensors changed per "from->to" (empty, and the file untouched, when all are right)."""
+    import torch
+    from safetensors import safe_open
+
+    floats = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+    path = Path(path)
+    changed: dict[str, int] = {}
+    targets: dict[str, Any] = {}
+    with safe_open(str(path), framework="pt") as f:
+        names = list(f.keys())
+        for name in names:
+            dtype = floats.get(f.get_slice(name).get_dtype())  # None: not a plain float (ints, F8_E8M0)
+            want = exl3_dtype(name, dtype) if dtype is not None else None
+            if want is not None and want != dtype:
+                targets[name] = want
+                key = f"{str(dtype).removeprefix('torch.')}->{str(want).removeprefix('torch.')}"
+                changed[key] = changed.get(key, 0) + 1
+        if not targets:
+            return changed
+        tensors = {}
+        for name in names:  # converted as read: the float32 copy of the whole file is never held
+            t = f.get_tensor(name)
+            tensors[name] = t.to(targets[name]) if name in targets else t
+    tmp = path.with_name(f".{path.name}.dtypes-tmp")
+    try:
+        tiny_model.save_safetensors(tensors, tmp)
+        del tensors
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return changed
+
+
 def check_names(pairs: dict[str, str]) -> None:
     """Run transformers' own DeepSeek -> transformers renaming (what from_pretrained applies to a DeepSeek
     checkpoint) on every DeepSeek name we write, experts included, and insist it gives our transformers name."""
@@ -484,7 +537,8 @@ def build(
             llamacpp_convert.convert(ds_dir, tmp / spec.gguf, *named)
             dspark = ("--dspark", "--target-model-dir", str(ds_dir))
             llamacpp_convert.convert(ds_dir, tmp / spec.draft_gguf, *named, *dspark)
-            if spec.keep_layout:
+            if spec.keep_layout:  # llama.cpp's converter read the float32 draw; exllamav3 reads DeepSeek's dtypes
+                exl3_fix_dtypes(ds_dir / "model.safetensors")
                 tiny_model.write_json(ds_dir / "config.json", exl3_layout_config(config, spec))
                 ds_dir.rename(tmp / "deepseek")
         if spec.reference:

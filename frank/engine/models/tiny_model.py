@@ -418,6 +418,7 @@ def _write_weights(out: Path, c: dict[str, Any]) -> None:
 
 SAFETENSORS_DTYPES = {
     "float32": "F32",
+    "bfloat16": "BF16",
     "int64": "I64",
     "int32": "I32",
     "int8": "I8",
