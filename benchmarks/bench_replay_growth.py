@@ -108,7 +108,7 @@ def run(url: str, n: int) -> dict[str, object]:
         part = values[:window] if first else values[-window:]
         return statistics.median(part) * 1000
 
-    out = {"requests": n, "state": summary["state"]}
+    out = {"requests": n, "state": summary.state}
     for name, values in (("own", own), ("own_wall", own_wall), ("bookkeeping", book), ("refold", refold)):
         early, late = ms(values, True), ms(values, False)
         out[name] = {"first_ms": early, "last_ms": late, "ratio": late / early if early else None}

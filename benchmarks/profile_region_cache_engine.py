@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 spy.kill()
         controller.stop()
-    draws = summary["draws"].values()
+    draws = summary.draws.values()
     requests = sum(d["requests"] for d in draws)
     cold = sum(d["cold_requests"] for d in draws)
     front_end = sum(d["front_end_s"] for d in draws)

@@ -30,7 +30,19 @@ from frank.campaign.ledger import (
     record_new_parts,
 )
 from frank.campaign.parts import EMPTY, CampaignError, Part, example_path, load_campaign
-from frank.campaign.results import Adopted, Initialized, Reverted, Served
+from frank.campaign.results import (
+    Adopted,
+    CampaignHistory,
+    CampaignStatus,
+    FiredCheck,
+    Initialized,
+    LastCheck,
+    PartStatus,
+    Reverted,
+    RuleStatus,
+    Served,
+    ServedDefaults,
+)
 
 NEXT = {
     "candidate": "register and run its design (frank experiment register DESIGN)",
@@ -83,7 +95,7 @@ def init(path: Path | str | None = None, example: str | None = None) -> Initiali
 # -- status ---------------------------------------------------------------------------------------------------
 
 
-def rule_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+def rule_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = ()) -> tuple[RuleStatus, ...]:
     checks = [e for e in ledger.events_for(part.name) if e["event"] == "check"]
     checks += [c for c in pending if c["part"] == part.name]
     out = []
@@ -92,31 +104,20 @@ def rule_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = 
         for c in reversed(checks):
             found = next((r for r in c["rules"] if r["name"] == rule.name), None)
             if found:
-                last = {
-                    "outcome": found["outcome"],
-                    "detail": found["detail"],
-                    "run_kind": c["run_kind"],
-                    "run_id": c["run_id"],
-                    "at": c["at"],
-                }
+                last = LastCheck(found["outcome"], found["detail"], c["run_kind"], c["run_id"], c["at"])
                 break
-        out.append(
-            {
-                "name": rule.name,
-                "kind": rule.kind,
-                "description": rule.description,
-                "params": {
-                    k: v
-                    for k, v in rule.__dict__.items()
-                    if k in ("max_drop", "floor", "measure", "max_worse_pct") and v not in ("", 0.0)
-                },
-                "last_check": last,
-            }
-        )
-    return out
+        params = {
+            k: v
+            for k, v in rule.__dict__.items()
+            if k in ("max_drop", "floor", "measure", "max_worse_pct") and v not in ("", 0.0)
+        }
+        out.append(RuleStatus(rule.name, rule.kind, rule.description, params, last))
+    return tuple(out)
 
 
-def part_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def part_status(
+    ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = (), recorded: bool = True
+) -> PartStatus:
     """One part's state, evidence, rules and what comes next; `pending`: checks not recorded yet."""
     state = ledger.state(part)
     evidence = [check_evidence(ledger.campaign, part, ev) for ev in part.evidence]
@@ -156,27 +157,26 @@ def part_status(ledger: Ledger, part: Part, pending: Sequence[dict[str, Any]] = 
         up_next = f"in place: the part is the profile {part.profile} itself (no knob values to serve)"
     if fired:
         up_next = f"revert: rule {fired[-1]['fired'][0]} fired on {fired[-1]['run_kind']} {fired[-1]['run_id']}"
-    return {
-        "name": part.name,
-        "title": part.title,
-        "state": state,
-        "declared_state": part.state,
-        "served_defaults": served_defaults(part) if state == "served" else None,
-        "profile": part.profile,
-        "knobs": part.knob_dict,
-        "design": part.design,
-        "design_sha256": design_sha,
-        "evidence": evidence,
-        "evidence_ok": all(e.get("ok") for e in evidence),
-        "runs": runs,
-        "revert_rules": rule_status(ledger, part, pending),
-        "fired": [
-            {"run_kind": c["run_kind"], "run_id": c["run_id"], "rules": c["fired"], "at": c["at"]} for c in fired
-        ],
-        "up_next": up_next,
-        "next": part.next,
-        "notes": part.notes,
-    }
+    return PartStatus(
+        name=part.name,
+        title=part.title,
+        state=state,
+        declared_state=part.state,
+        served_defaults=served_defaults(part) if state == "served" else None,
+        profile=part.profile,
+        knobs=part.knob_dict,
+        design=part.design,
+        design_sha256=design_sha,
+        evidence=tuple(evidence),
+        evidence_ok=all(e.get("ok") for e in evidence),
+        runs=tuple(runs),
+        revert_rules=rule_status(ledger, part, pending),
+        fired=tuple(FiredCheck(c["run_kind"], c["run_id"], tuple(c["fired"]), c["at"]) for c in fired),
+        up_next=up_next,
+        next=part.next,
+        notes=part.notes,
+        recorded=recorded,
+    )
 
 
 def _design_runs(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
@@ -189,38 +189,54 @@ def _design_runs(ledger: Ledger, part: Part) -> list[dict[str, Any]]:
         return []
 
 
-def served_defaults(part: Part) -> dict[str, Any]:
+def part_of_design(design_path: Path | str, path: Path | str | None = None) -> str:
+    """The campaign's part (parts, comma-separated) whose design is this one (the same canonical hash): what
+    a run registered of it records, so a host running its cells labels its figures with the part. "" when
+    there is no campaign, no such part, or either file cannot be read (registering refuses a bad design
+    itself; the campaign's own errors are `frank campaign status`'s to name)."""
+    from frank.errors import FrankError
+    from frank.experiments.design import load_design
+
+    target = resolve_path(path)
+    if not target.is_file():
+        return ""
+    try:
+        campaign, sha = load_campaign(target), load_design(Path(design_path)).sha256
+    except FrankError:
+        return ""
+    names = []
+    for part in campaign.parts:
+        try:
+            if part.design and part_design(campaign, part)[0].sha256 == sha:
+                names.append(part.name)
+        except FrankError:
+            continue
+    return ",".join(names)
+
+
+def served_defaults(part: Part) -> ServedDefaults:
     """Whether the profile, as it loads now, starts with the part's knob values (what serving means)."""
     from frank.engine.profiles import ProfileError, load_profile
 
     try:
         defaults = load_profile(part.profile).default_knobs()
     except ProfileError as exc:
-        return {"ok": False, "detail": str(exc)}
+        return ServedDefaults(False, str(exc))
     differ = {k: defaults.get(k) for k, v in part.knobs if defaults.get(k) != v}
     if differ:
-        return {
-            "ok": False,
-            "detail": f"profile {part.profile} starts with {differ}, not the served "
-            f"{ {k: v for k, v in part.knobs if k in differ} }",
-        }
-    return {"ok": True, "detail": f"profile {part.profile} starts with {part.knob_dict or 'itself'}"}
+        served = {k: v for k, v in part.knobs if k in differ}
+        return ServedDefaults(False, f"profile {part.profile} starts with {differ}, not the served {served}")
+    return ServedDefaults(True, f"profile {part.profile} starts with {part.knob_dict or 'itself'}")
 
 
-def status(path: Path | str | None = None) -> dict[str, Any]:
+def status(path: Path | str | None = None) -> CampaignStatus:
     """The campaign as it stands; a read: nothing is written (checks not yet recorded show as
     `pending_checks`, and their fired rules as alerts; `frank campaign watch` records them)."""
     ledger = open_ledger(resolve_path(path))
     pending = watch.pending(ledger)
     recorded = ledger.recorded_hashes()
-    parts = []
-    for part in ledger.campaign.parts:
-        entry = part_status(ledger, part, pending)
-        entry["recorded"] = part.name in recorded
-        parts.append(entry)
-    served = {
-        p["name"]: ledger.since(ledger.campaign.part(p["name"]), "served") or 0 for p in parts if p["state"] == "served"
-    }
+    parts = tuple(part_status(ledger, part, pending, part.name in recorded) for part in ledger.campaign.parts)
+    served = {p.name: ledger.since(ledger.campaign.part(p.name), "served") or 0 for p in parts if p.state == "served"}
     fired = [
         c
         for c in [*ledger.history, *pending]
@@ -229,16 +245,16 @@ def status(path: Path | str | None = None) -> dict[str, Any]:
         and c["part"] in served
         and c["at"] >= served[c["part"]]
     ]
-    return {
-        "file": str(ledger.campaign.path),
-        "history": str(ledger.history_file),
-        "name": ledger.campaign.name,
-        "description": ledger.campaign.description,
-        "version": ledger.campaign.version,
-        "parts": parts,
-        "pending_checks": pending,
-        "alerts": watch.alert_lines(fired),
-    }
+    return CampaignStatus(
+        file=str(ledger.campaign.path),
+        history=str(ledger.history_file),
+        name=ledger.campaign.name,
+        description=ledger.campaign.description,
+        version=ledger.campaign.version,
+        parts=parts,
+        pending_checks=tuple(pending),
+        alerts=tuple(watch.alert_lines(fired)),
+    )
 
 
 # -- state changes ---------------------------------------------------------------------------------------------
@@ -365,6 +381,6 @@ def revert(name: str, path: Path | str | None = None, reason: str | None = None)
     return Reverted(name, state, reason, rule, restored, override, effect, event["at"])
 
 
-def history(path: Path | str | None = None) -> dict[str, Any]:
+def history(path: Path | str | None = None) -> CampaignHistory:
     ledger = open_ledger(resolve_path(path))
-    return {"file": str(ledger.campaign.path), "history": str(ledger.history_file), "events": list(ledger.history)}
+    return CampaignHistory(str(ledger.campaign.path), str(ledger.history_file), tuple(ledger.history))

@@ -15,10 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from frank import jsonl
 from frank.errors import FrankError
+
+if TYPE_CHECKING:
+    from frank.fidelity.runs import FidelityRun
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ class FidelityAdapter:
 
     kind = "fidelity"
 
-    def _runs(self) -> list[dict[str, Any]]:
+    def _runs(self) -> list[FidelityRun]:
         from frank.fidelity.runs import list_runs
 
         return [r for r in list_runs() if r.get("kind") == "run"]

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
 from frank.errors import FrankError
@@ -28,28 +28,54 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
         raise CampaignError(f"{campaign.path}:{part.line}: part {part.name}: design {ref}: {exc}") from None
 
 
-def _summary(report: dict[str, Any]) -> dict[str, Any]:
+class EvidenceEntry(TypedDict, total=False):
+    """One evidence entry as `frank campaign status` shows it: from the file (decided again from its results
+    or run, or a policy call) or from the history (an adopt, serve or revert)."""
+
+    state: str
+    date: str
+    note: str
+    source: str  # results | run | policy | history
+    policy: str | None
+    design: str
+    results: str
+    results_run_id: str  # results exported from a registered run
+    run_id: str | None
+    decision: str | None
+    reason: str | None
+    p: float | None
+    p_fraction: str | None
+    design_sha256: str | None
+    mean_effect_pct: float | None
+    ok: bool
+    problem: str
+    at: float  # history entries: when, by whom, on which fired rule
+    by: str | None
+    rule: dict[str, Any] | None
+
+
+def _summary(report: dict[str, Any]) -> EvidenceEntry:
     """What status shows of a decision (frank.experiments.decision: read through its fields)."""
     d = Decision.of(report)
-    return {
-        "decision": d.verdict,
-        "reason": d.reason,
-        "p": d.p_value,
-        "p_fraction": d.p_fraction,
-        "design_sha256": d.design_sha256,
-        "mean_effect_pct": d.mean_effect_pct,
-    }
+    return EvidenceEntry(
+        decision=d.verdict,
+        reason=d.reason,
+        p=d.p_value,
+        p_fraction=d.p_fraction,
+        design_sha256=d.design_sha256,
+        mean_effect_pct=d.mean_effect_pct,
+    )
 
 
-def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, Any]:
+def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> EvidenceEntry:
     """One evidence entry as status shows it: its source and the decision taken again from it."""
-    out: dict[str, Any] = {"state": ev.state, "date": ev.date, "note": ev.note}
+    out = EvidenceEntry(state=ev.state, date=ev.date, note=ev.note)
     if ev.policy:
-        out.update(source="policy", policy=ev.policy, decision="policy call", ok=True)
+        out |= EvidenceEntry(source="policy", policy=ev.policy, decision="policy call", ok=True)
         return out
     try:
         design, design_path = part_design(campaign, part, ev.design)
-        out["design"] = design_path
+        out["design"] = str(design_path)
         if ev.results:
             from frank.experiments.report import analyze, read_results_csv, results_provenance
 
@@ -57,7 +83,8 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
             if _is_screen_record(results):
                 raise CampaignError(f"{results}: results: this is a screen's record: {SCREEN_REFUSAL}")
             report = analyze(design, read_results_csv(results, design), source="external")
-            out.update(source="results", results=str(results), **_summary(report))
+            out |= EvidenceEntry(source="results", results=str(results))
+            out |= _summary(report)
             # exported from a registered run (`frank experiment report RUN --csv`): its design hash was
             # checked by read_results_csv; the run id says which run's report holds the guards
             exported = results_provenance(results.read_text()).get("run")
@@ -65,16 +92,17 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> dict[str, An
                 out["results_run_id"] = exported[1]
         else:
             report = run_report(ev.run)
-            out.update(source="run", run_id=report["run_id"], **_summary(report))
+            out |= EvidenceEntry(source="run", run_id=report["run_id"])
+            out |= _summary(report)
             if report["design_sha256"] != design.sha256:
-                out.update(
+                out |= EvidenceEntry(
                     ok=False,
                     problem=f"run {ev.run} is of design {report['design_sha256'][:12]}…, the part's "
                     f"design is {design.sha256[:12]}…",
                 )
                 return out
     except FrankError as exc:
-        out.update(
+        out |= EvidenceEntry(
             source=out.get("source", "results" if ev.results else "run"),
             decision="unreadable",
             ok=False,

@@ -15,12 +15,15 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from frank import tomlfile
 from frank.errors import FrankError
+
+if TYPE_CHECKING:
+    from frank.engine.profiles import KnobValue
 
 VERSION = 1
 # rejected: its registered test did not confirm it and the campaign turned it down (declared in the file on
@@ -78,7 +81,7 @@ class Part:
     line: int = 0  # where its [[parts]] table starts
 
     @property
-    def knob_dict(self) -> dict[str, Any]:
+    def knob_dict(self) -> dict[str, KnobValue]:
         return dict(self.knobs)
 
     def canonical(self) -> dict[str, Any]:

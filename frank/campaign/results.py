@@ -4,9 +4,12 @@ console read by field; `--json` prints their `to_json()`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frank.campaign.parts import PartState
+
+if TYPE_CHECKING:
+    from frank.campaign.evidence import EvidenceEntry
 
 
 @dataclass(frozen=True)
@@ -89,3 +92,107 @@ class Reverted:
         out["from"] = out.pop("from_state")
         out["takes_effect"] = self.takes_effect.to_json() if self.takes_effect else None
         return out
+
+
+@dataclass(frozen=True)
+class LastCheck:
+    """A revert rule's latest check: what it found, on which run."""
+
+    outcome: str
+    detail: str
+    run_kind: str
+    run_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class RuleStatus:
+    name: str
+    kind: str
+    description: str
+    params: dict[str, float | str]  # the rule's own settings that are set (max_drop, floor, measure, ...)
+    last_check: LastCheck | None
+
+    @property
+    def fired(self) -> bool:
+        return self.last_check is not None and self.last_check.outcome == "fired"
+
+
+@dataclass(frozen=True)
+class ServedDefaults:
+    """Whether the profile, as it loads now, starts with a served part's knob values."""
+
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class FiredCheck:
+    """A check since the part was served whose rules fired."""
+
+    run_kind: str
+    run_id: str
+    rules: tuple[str, ...]
+    at: float
+
+
+@dataclass(frozen=True)
+class PartStatus:
+    """One part as it stands: state, evidence (each entry as frank.campaign.evidence gives it), revert rules
+    and what comes next. `to_json` keeps the keys `frank campaign status --json` has always printed."""
+
+    name: str
+    title: str
+    state: PartState
+    declared_state: PartState
+    served_defaults: ServedDefaults | None
+    profile: str
+    knobs: dict[str, Any]
+    design: str
+    design_sha256: str | None
+    evidence: tuple[EvidenceEntry, ...]
+    evidence_ok: bool
+    runs: tuple[dict[str, Any], ...]  # registered runs of its design, each decided
+    revert_rules: tuple[RuleStatus, ...]
+    fired: tuple[FiredCheck, ...]
+    up_next: str
+    next: str
+    notes: str
+    recorded: bool  # in the history (a part added to the file since is recorded by the next change)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {
+            "evidence": list(self.evidence),
+            "runs": list(self.runs),
+            "revert_rules": [asdict(r) for r in self.revert_rules],
+            "fired": [asdict(f) | {"rules": list(f.rules)} for f in self.fired],
+        }
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    file: str
+    history: str
+    name: str
+    description: str
+    version: int
+    parts: tuple[PartStatus, ...]
+    pending_checks: tuple[dict[str, Any], ...]  # checks the watch has not recorded yet (history events)
+    alerts: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {
+            "parts": [p.to_json() for p in self.parts],
+            "pending_checks": list(self.pending_checks),
+            "alerts": list(self.alerts),
+        }
+
+
+@dataclass(frozen=True)
+class CampaignHistory:
+    file: str
+    history: str
+    events: tuple[dict[str, Any], ...]  # the history file's events, oldest first
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"events": list(self.events)}

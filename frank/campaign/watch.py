@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from frank.campaign.adapters import ADAPTERS, ArmResult, RunResult
@@ -34,25 +35,37 @@ def runs_part(arm: ArmResult, part: Part) -> bool:
     return arm.profile == part.profile and all(arm.knobs.get(k) == v for k, v in part.knobs)
 
 
-def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RuleCheck:
+    """One revert rule checked on a run: its outcome and the numbers behind it (a check event's `rules`)."""
+
+    name: str
+    kind: str
+    outcome: str  # fired | ok | unchecked
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> RuleCheck:
     """One rule on the part's arm against the control: fired, ok or unchecked, with the numbers."""
-    out: dict[str, Any] = {"name": rule.name, "kind": rule.kind}
+
+    def unchecked(detail: str) -> RuleCheck:
+        return RuleCheck(rule.name, rule.kind, "unchecked", detail)
+
     if control is None:
-        return {
-            **out,
-            "outcome": "unchecked",
-            "detail": "no control: no arm or earlier comparable run without the part",
-        }
+        return unchecked("no control: no arm or earlier comparable run without the part")
     if arm.knobs_changed or control.knobs_changed:
-        return {**out, "outcome": "unchecked", "detail": "a knob was flipped while a run was going"}
+        return unchecked("a knob was flipped while a run was going")
     if rule.kind == "treatment_only_failures":
         if arm.failures is None or control.failures is None:
-            return {**out, "outcome": "unchecked", "detail": "no failure counts"}
+            return unchecked("no failure counts")
         fired = arm.failures > 0 and control.failures == 0
         detail = f"{arm.failures} failure(s) with the part, {control.failures} without"
     elif rule.kind == "pass_rate_drop":
         if not arm.total or not control.total or arm.passed is None or control.passed is None:
-            return {**out, "outcome": "unchecked", "detail": "no pass counts"}
+            return unchecked("no pass counts")
         a, c = arm.passed / arm.total, control.passed / control.total
         fired = a < c - rule.max_drop
         detail = (
@@ -61,13 +74,13 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
         )
     elif rule.kind == "fidelity_regression":
         if arm.fidelity is None or control.fidelity is None:
-            return {**out, "outcome": "unchecked", "detail": "no fidelity measured in this run"}
+            return unchecked("no fidelity measured in this run")
         fired = arm.fidelity > control.fidelity + rule.floor
         detail = f"KL {arm.fidelity:.4g} with the part, {control.fidelity:.4g} without (floor {rule.floor:g})"
     else:
         got, base = arm.measures.get(rule.measure), control.measures.get(rule.measure)
         if got is None or base is None or base == 0:
-            return {**out, "outcome": "unchecked", "detail": f"{rule.measure} not measured on both sides"}
+            return unchecked(f"{rule.measure} not measured on both sides")
         a, c = got, base
         worse = (a - c) / c * 100.0 * (-1.0 if rule.measure in HIGHER_IS_BETTER else 1.0)
         fired = worse > rule.max_worse_pct
@@ -75,7 +88,7 @@ def evaluate(rule: RevertRule, arm: ArmResult, control: ArmResult | None) -> dic
             f"{rule.measure} {a:.6g} with the part, {c:.6g} without: {worse:+.2f}% worse "
             f"(limit {rule.max_worse_pct:g}%)"
         )
-    return {**out, "outcome": "fired" if fired else "ok", "detail": detail}
+    return RuleCheck(rule.name, rule.kind, "fired" if fired else "ok", detail)
 
 
 def is_control(arm: ArmResult, part: Part) -> bool:
@@ -125,9 +138,8 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
     others = other_differences(arm, control, part) if control is not None and part.knobs else {}
     if others:
         said = ", ".join(f"{k} {a} here, {c} in the control" for k, (a, c) in others.items())
-        for r in rules:
-            if r["outcome"] != "unchecked":
-                r["detail"] += f" (the control also differs in {said}: the cause may be another part)"
+        also = f" (the control also differs in {said}: the cause may be another part)"
+        rules = [r if r.outcome == "unchecked" else replace(r, detail=r.detail + also) for r in rules]
     return {
         "control_also_differs": others,
         "part": part.name,
@@ -137,8 +149,8 @@ def check_run(part: Part, result: RunResult, earlier: list[RunResult]) -> dict[s
         "finished_at": result.finished_at,
         "arm": arm.name,
         "control": {"run_id": control_run, "arm": control.name} if control else None,
-        "rules": rules,
-        "fired": [r["name"] for r in rules if r["outcome"] == "fired"],
+        "rules": [r.to_json() for r in rules],
+        "fired": [r.name for r in rules if r.outcome == "fired"],
     }
 
 

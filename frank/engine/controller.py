@@ -31,7 +31,7 @@ import psutil
 
 from frank import paths
 from frank.engine.kinds import build_launch, check_launch, kind_of
-from frank.engine.profiles import DEFAULT_PROFILE, LaunchSpec, Profile, load_profile
+from frank.engine.profiles import DEFAULT_PROFILE, KnobValue, LaunchSpec, Profile, load_profile
 from frank.engine.records import RUNNING_STATES, EngineRecord, EngineState, ExitRecord, SupervisorSpec
 from frank.engine.state import StateFiles, tail_lines
 from frank.errors import FrankError
@@ -288,7 +288,7 @@ class EngineController:
                     on_progress(elapsed, lines[-1] if lines else "")
                 time.sleep(0.5)
 
-    def _knob_values(self, prof: Profile, overrides: dict[str, Any] | None) -> dict[str, Any]:
+    def _knob_values(self, prof: Profile, overrides: dict[str, Any] | None) -> dict[str, KnobValue]:
         saved = self.files.read_json(self.files.saved_knobs_path(prof.name)) or {}
         saved = {k: v for k, v in saved.items() if k in prof.knobs}
         return prof.resolve_knobs({**saved, **(overrides or {})})

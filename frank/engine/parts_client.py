@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from frank.engine.control_client import ControlClient
+from frank.plugins.front_end.switch import SwitchSnapshot
 
 PATH = "/frank/parts"
 
@@ -20,12 +21,12 @@ class PartsClient(ControlClient):
         value: list[dict[str, Any]] = self.call("GET", PATH)["parts"]
         return value
 
-    def part(self, name: str) -> dict[str, Any]:
-        return self.call("GET", f"{PATH}/{name}")
+    def part(self, name: str) -> SwitchSnapshot:
+        return cast(SwitchSnapshot, self.call("GET", f"{PATH}/{name}"))
 
-    def set_enabled(self, name: str, enabled: bool) -> dict[str, Any]:
-        return self.call("POST", f"{PATH}/{name}", {"enabled": bool(enabled)})
+    def set_enabled(self, name: str, enabled: bool) -> SwitchSnapshot:
+        return cast(SwitchSnapshot, self.call("POST", f"{PATH}/{name}", {"enabled": bool(enabled)}))
 
-    def set_fault(self, name: str, fault: str | None) -> dict[str, Any]:
+    def set_fault(self, name: str, fault: str | None) -> SwitchSnapshot:
         """Break the part on purpose (a fault it knows), or clear it with None: for the revert loop's test."""
-        return self.call("POST", f"{PATH}/{name}/fault", {"fault": fault})
+        return cast(SwitchSnapshot, self.call("POST", f"{PATH}/{name}/fault", {"fault": fault}))

@@ -16,7 +16,7 @@ TIMEOUT_S = 120
 
 
 def check_engine_vllm(python: Path | None = None) -> list[dict[str, Any]]:
-    """One verdict per part (frank.plugins.compat.Verdict.as_dict, plus `found`), read in the engine venv."""
+    """One verdict per part (frank.plugins.compat.Verdict.to_json, plus `found`), read in the engine venv."""
     python = python or paths.engine_venv_python()
     if not python.exists():
         raise FrankError(f"no engine venv at {python} (make setup, or set FRANK_ENGINE_PYTHON)")

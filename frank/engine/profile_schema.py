@@ -132,7 +132,7 @@ class ProfileSchema(Strict):
 
     @field_validator("env")
     @classmethod
-    def _env(cls, env: dict[str, Any]) -> dict[str, Any]:
+    def _env(cls, env: dict[str, Any]) -> dict[str, str | int | float]:
         for key, value in env.items():
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 raise ValueError(f"env.{key}: expected a string or number, got {value!r}")
@@ -140,7 +140,7 @@ class ProfileSchema(Strict):
 
     @field_validator("speculative_config")
     @classmethod
-    def _spec(cls, config: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _spec(cls, config: dict[str, Any] | None) -> dict[str, str | int | float | bool] | None:
         for key, value in (config or {}).items():
             _scalar(value, f"speculative_config.{key}")
         return config

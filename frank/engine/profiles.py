@@ -38,6 +38,7 @@ ENGINE_KINDS = ("vllm", "llamacpp", "exl3")
 # parsed tool_calls; "schema" constrains each answer to a JSON schema built from the tools (structured
 # output) and turns it into the call, for a model that answers in prose when merely offered tools.
 TOOL_CALL_MODES = ("native", "schema")
+KnobValue = str | int | float | bool  # a knob's value: one TOML scalar (the schema refuses anything else)
 
 
 class ProfileError(FrankError, ValueError):
@@ -47,8 +48,8 @@ class ProfileError(FrankError, ValueError):
 @dataclass(frozen=True)
 class Knob:
     name: str
-    values: tuple[Any, ...]
-    default: Any
+    values: tuple[KnobValue, ...]
+    default: KnobValue
     apply: str
     target: str
     env: str = ""
@@ -134,10 +135,10 @@ class Profile:
         return out
 
     # -- knob values ----------------------------------------------------------------------------
-    def default_knobs(self) -> dict[str, Any]:
+    def default_knobs(self) -> dict[str, KnobValue]:
         return {name: knob.default for name, knob in self.knobs.items()}
 
-    def resolve_knobs(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    def resolve_knobs(self, overrides: dict[str, Any] | None = None) -> dict[str, KnobValue]:
         """Defaults with overrides applied; unknown knob names and bad values raise ProfileError."""
         values = self.default_knobs()
         for name, raw in (overrides or {}).items():

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from frank.engine.control_client import ControlClient
+from frank.plugins.region_cache.core import RegionCacheStats
 
 PATH = "/frank/region-cache"
 
@@ -13,12 +14,12 @@ class RegionCacheClient(ControlClient):
     what = "region cache control"
     middleware = "frank.plugins.region_cache.control.ControlMiddleware"
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> RegionCacheStats:
         """The cache's counters and whether it is on."""
-        return self.call("GET", PATH)
+        return cast(RegionCacheStats, self.call("GET", PATH))
 
-    def set_enabled(self, enabled: bool) -> dict[str, Any]:
-        return self.call("POST", PATH, {"enabled": bool(enabled)})
+    def set_enabled(self, enabled: bool) -> RegionCacheStats:
+        return cast(RegionCacheStats, self.call("POST", PATH, {"enabled": bool(enabled)}))
 
-    def clear(self) -> dict[str, Any]:
-        return self.call("POST", PATH + "/clear")
+    def clear(self) -> RegionCacheStats:
+        return cast(RegionCacheStats, self.call("POST", PATH + "/clear"))

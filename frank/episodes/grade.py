@@ -180,7 +180,7 @@ class ReferenceCheck:
     def ok(self) -> bool:
         return self.reference == "pass" and self.untouched == "fail" and all(a.ok for a in self.adversarial)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["adversarial"] = [{**asdict(a), "ok": a.ok} for a in self.adversarial]
         return {**out, "ok": self.ok}

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import httpx
 
@@ -91,6 +91,22 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+class EpisodeRunMeta(TypedDict):
+    """A run folder's run.json (written by `create_run`, read back by every later session of the run)."""
+
+    run_id: str
+    suite: str  # the manifest's path
+    suite_name: str
+    suite_sha256: str
+    suite_version: NotRequired[int]  # runs created before versions: 1
+    seed: int
+    scale: str
+    draws: int
+    tasks: list[str]
+    settings: dict[str, Any]  # EpisodeSettings
+    created_at: float
+
+
 def create_run(
     suite_spec: str | Path,
     draws: int,
@@ -108,26 +124,28 @@ def create_run(
     folder = private_dir(Path(out) if out else episodes_root() / run_id)
     if (folder / RUN_FILE).exists():
         raise FrankError(f"{folder} already holds a run: resume it with `frank episodes run --resume {folder}`")
-    meta = {
-        "run_id": folder.name,
-        "suite": str(suite.path),
-        "suite_name": suite.name,
-        "suite_sha256": _sha256(suite.path),
-        "suite_version": suite.version,
-        "seed": suite.seed,
-        "scale": suite.scale,
-        "draws": draws,
-        "tasks": [t.id for t in suite.tasks],
-        "settings": asdict(settings),
-        "created_at": time.time(),
-    }
+    meta = EpisodeRunMeta(
+        {
+            "run_id": folder.name,
+            "suite": str(suite.path),
+            "suite_name": suite.name,
+            "suite_sha256": _sha256(suite.path),
+            "suite_version": suite.version,
+            "seed": suite.seed,
+            "scale": suite.scale,
+            "draws": draws,
+            "tasks": [t.id for t in suite.tasks],
+            "settings": asdict(settings),
+            "created_at": time.time(),
+        }
+    )
     run_secret(folder, secret)
     write_private(folder / RUN_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return folder
 
 
-def read_run(folder: Path) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads((folder / RUN_FILE).read_text())
+def read_run(folder: Path) -> EpisodeRunMeta:
+    value: EpisodeRunMeta = json.loads((folder / RUN_FILE).read_text())
     return value
 
 
@@ -232,7 +250,7 @@ def run_episodes(
 
 def _run(
     folder: Path,
-    meta: dict[str, Any],
+    meta: EpisodeRunMeta,
     suite: Suite,
     settings: EpisodeSettings,
     target: EngineTarget,
@@ -477,35 +495,65 @@ def episode_measures(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def report(run: str | Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EpisodesReport:
+    """An episode run as recorded: its episodes (EPISODE_FIELDS and a few more, as results.jsonl has them),
+    per-draw totals and the run's sums. `to_json` is what `frank episodes report --json` prints."""
+
+    run_id: str
+    folder: str
+    suite: str
+    suite_version: int
+    suite_sha256: str
+    draws_planned: int
+    episodes_planned: int
+    episodes_done: int
+    complete: bool
+    episodes: tuple[dict[str, Any], ...]
+    draws: tuple[dict[str, Any], ...]  # draw_totals
+    total_s: float
+    passed: int
+    tool_calls: int
+    invalid_answers: int
+    tool_call_modes: tuple[str, ...]
+    recording: str
+    settings: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {
+            "episodes": list(self.episodes),
+            "draws": list(self.draws),
+            "tool_call_modes": list(self.tool_call_modes),
+        }
+
+
+def report(run: str | Path) -> EpisodesReport:
     folder = run_path(run)
     meta = read_run(folder)
     results = read_jsonl(folder / RESULTS)
     planned = meta["draws"] * len(meta["tasks"])
     draws = draw_totals(results)
-    return {
-        "run_id": meta["run_id"],
-        "folder": str(folder),
-        "suite": meta["suite_name"],
-        "suite_version": meta.get("suite_version", 1),
-        "suite_sha256": meta["suite_sha256"],
-        "draws_planned": meta["draws"],
-        "episodes_planned": planned,
-        "episodes_done": len(results),
-        "complete": len(results) >= planned,
-        "episodes": [
-            {k: r.get(k) for k in (*EPISODE_FIELDS, "detail", "working_s", "error_kind", "suite_version", "seed")}
-            for r in results
-        ],
-        "draws": draws,
-        "total_s": round(sum(d["total_s"] for d in draws), 3),
-        "passed": sum(d["passed"] for d in draws),
-        "tool_calls": sum(r.get("tool_calls") or 0 for r in results),
-        "invalid_answers": sum(r.get("invalid_answers") or 0 for r in results),
-        "tool_call_modes": sorted({r["tool_call_mode"] for r in results if r.get("tool_call_mode")}),
-        "recording": str(folder / "recording"),
-        "settings": meta["settings"],
-    }
+    keep = (*EPISODE_FIELDS, "detail", "working_s", "error_kind", "suite_version", "seed")
+    return EpisodesReport(
+        run_id=meta["run_id"],
+        folder=str(folder),
+        suite=meta["suite_name"],
+        suite_version=meta.get("suite_version", 1),
+        suite_sha256=meta["suite_sha256"],
+        draws_planned=meta["draws"],
+        episodes_planned=planned,
+        episodes_done=len(results),
+        complete=len(results) >= planned,
+        episodes=tuple({k: r.get(k) for k in keep} for r in results),
+        draws=tuple(draws),
+        total_s=round(sum(d["total_s"] for d in draws), 3),
+        passed=sum(d["passed"] for d in draws),
+        tool_calls=sum(r.get("tool_calls") or 0 for r in results),
+        invalid_answers=sum(r.get("invalid_answers") or 0 for r in results),
+        tool_call_modes=tuple(sorted({r["tool_call_mode"] for r in results if r.get("tool_call_mode")})),
+        recording=str(folder / "recording"),
+        settings=meta["settings"],
+    )
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from frank.errors import FrankError
 
@@ -66,6 +66,125 @@ class BenchOptions:
 
 
 Log = Callable[[str], None]
+LoadAvg = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class BenchStart:
+    """One fresh engine start of a bench: its replay's per-draw values and the part's own counters."""
+
+    start: int
+    arm: str  # "on" | "off"
+    url: str
+    run_dir: str
+    ready_s: float
+    elapsed_s: float
+    load_avg_before: LoadAvg
+    load_avg_after: LoadAvg
+    front_end_per_draw_s: dict[str, float]
+    front_end_mean_s: float
+    cold_front_end_per_draw_s: float
+    cold_requests_per_draw: float
+    client_total_per_draw_s: dict[str, float]
+    client_total_mean_s: float
+    client_after_server_ttft_mean_s: float  # the hand-back, where the detokenizer's first step is
+    prompt_ids_sha256: dict[str, str | None]
+    outputs_sha256: dict[str, str | None]
+    prompt_tokens: int
+    counters_key: str  # "cache" (the region cache's stats) or "part" (the part's counters)
+    counters: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        del out["counters_key"], out["counters"]
+        return out | {self.counters_key: self.counters}
+
+
+@dataclass(frozen=True)
+class _Bench:
+    """What both benches print: their fields as JSON, `bench` naming which one."""
+
+    bench: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"bench": self.bench}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "starts":
+                value = [start.to_json() for start in value]
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True)
+class RegionCacheBench(_Bench):
+    """`frank bench region-cache`: the front-end time per draw of each arm and the exact test."""
+
+    bench: ClassVar[str] = "region-cache"
+
+    workload: str
+    profile: str | None
+    draws: tuple[str, ...]
+    limit: int | None
+    seed: int
+    order: tuple[str, ...]
+    orders: int
+    starts_per_arm: int
+    front_end_off_s: float
+    front_end_on_s: float
+    front_end_off_range_s: tuple[float, float]
+    front_end_on_range_s: tuple[float, float]
+    ratio: float | None
+    saved_per_draw_s: float
+    every_on_below_every_off: bool
+    p_value: float
+    null_size: int
+    ids_identical: bool
+    cold_front_end_on_s: float
+    cold_front_end_off_s: float
+    cold_extra_s: float
+    cold_requests_per_draw: float
+    starts: tuple[BenchStart, ...]
+    out: str
+
+
+@dataclass(frozen=True)
+class PartBench(_Bench):
+    """`frank bench part`: client time per draw of each arm, the exact test, outputs and prompts compared."""
+
+    bench: ClassVar[str] = "part"
+
+    part: str
+    knob: str
+    workload: str
+    profile: str | None
+    draws: tuple[str, ...]
+    limit: int | None
+    output_tokens: int
+    base_knobs: dict[str, str]
+    seed: int
+    order: tuple[str, ...]
+    orders: int
+    starts_per_arm: int
+    measure: str
+    control_s: float
+    treatment_s: float
+    saved_s_per_draw: float
+    control_range_s: tuple[float, float]
+    treatment_range_s: tuple[float, float]
+    front_end_control_s: float
+    front_end_treatment_s: float
+    client_after_server_ttft_control_s: float
+    client_after_server_ttft_treatment_s: float
+    every_treatment_below_every_control: bool
+    p: float
+    null_size: int
+    outputs_identical: bool
+    prompt_ids_identical: bool
+    verify_mismatches: int
+    load_avg_at_starts: tuple[float, ...]
+    starts: tuple[BenchStart, ...]
+    out: str
 
 
 def _quiet(message: str) -> None:
@@ -84,7 +203,7 @@ def bench_order(n: int, seed: int) -> list[str]:
     return [s.arm for s in draw_balanced(("on", "off"), n, seed).slots]
 
 
-def _region_cache_stats(url: str, token: str) -> dict[str, Any]:
+def _region_cache_stats(url: str, token: str) -> dict[str, Any] | None:
     from frank.engine.region_cache_client import RegionCacheClient
 
     stats = RegionCacheClient(url, token).stats()
@@ -101,7 +220,7 @@ def one_start(
     knob: str = "region_cache",
     part_stats: Any = _region_cache_stats,
     base_knobs: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> BenchStart:
     """One fresh engine start with `knob` = arm: replay the draws, read the part's stats, stop."""
     from frank.engine.controller import EngineController
     from frank.workloads.replay import ReplayOptions, start_replay
@@ -123,42 +242,42 @@ def one_start(
         controller.stop()
     draws = {d: runner.tally(d).totals() for d in runner.draw_names}
     failed = sum(t.failed + t.unattributed for t in draws.values())
-    if summary["state"] != "finished" or failed:
+    if summary.state != "finished" or failed:
         raise FrankError(
-            f"start {k} ({arm}): replay {summary['state']} with {failed} failed or unattributed "
-            f"requests: see {summary['run_dir']}"
+            f"start {k} ({arm}): replay {summary.state} with {failed} failed or unattributed "
+            f"requests: see {summary.run_dir}"
         )
     per_draw = {name: t.front_end_s for name, t in draws.items()}
     if any(v is None for v in per_draw.values()):
         raise FrankError(f"start {k} ({arm}): the engine exports no front-end time (no queue time in /metrics)")
     n = len(draws)
-    return {
-        "start": k + 1,
-        "arm": arm,
-        "url": status.url,
-        "run_dir": summary["run_dir"],
-        "ready_s": round(ready_s, 1),
-        "elapsed_s": round(time.monotonic() - t0, 1),
-        "load_avg_before": load_before,
-        "load_avg_after": os.getloadavg(),
-        "front_end_per_draw_s": per_draw,
-        "front_end_mean_s": sum(per_draw.values()) / n,
-        "cold_front_end_per_draw_s": sum(t.cold_front_end_s or 0.0 for t in draws.values()) / n,
-        "cold_requests_per_draw": sum(t.cold_requests for t in draws.values()) / n,
-        "client_total_per_draw_s": {name: t.client_total_s for name, t in draws.items()},
-        "client_total_mean_s": sum(t.client_total_s for t in draws.values()) / n,
-        # the client's first token after the server's: the hand-back, where the detokenizer's first step is
-        "client_after_server_ttft_mean_s": sum(t.client_ttft_s - (t.ttft_s or 0.0) for t in draws.values()) / n,
-        "prompt_ids_sha256": {name: t.prompt_ids_sha256 for name, t in draws.items()},
-        "outputs_sha256": {name: t.outputs_sha256 for name, t in draws.items()},
-        "prompt_tokens": sum(t.prompt_tokens for t in draws.values()),
-        "cache" if knob == "region_cache" else "part": stats,
-    }
+    return BenchStart(
+        start=k + 1,
+        arm=arm,
+        url=status.url or "",
+        run_dir=summary.run_dir,
+        ready_s=round(ready_s, 1),
+        elapsed_s=round(time.monotonic() - t0, 1),
+        load_avg_before=load_before,
+        load_avg_after=os.getloadavg(),
+        front_end_per_draw_s={name: v for name, v in per_draw.items() if v is not None},
+        front_end_mean_s=sum(v for v in per_draw.values() if v is not None) / n,
+        cold_front_end_per_draw_s=sum(t.cold_front_end_s or 0.0 for t in draws.values()) / n,
+        cold_requests_per_draw=sum(t.cold_requests for t in draws.values()) / n,
+        client_total_per_draw_s={name: t.client_total_s for name, t in draws.items()},
+        client_total_mean_s=sum(t.client_total_s for t in draws.values()) / n,
+        client_after_server_ttft_mean_s=sum(t.client_ttft_s - (t.ttft_s or 0.0) for t in draws.values()) / n,
+        prompt_ids_sha256={name: t.prompt_ids_sha256 for name, t in draws.items()},
+        outputs_sha256={name: t.outputs_sha256 for name, t in draws.items()},
+        prompt_tokens=sum(t.prompt_tokens for t in draws.values()),
+        counters_key="cache" if knob == "region_cache" else "part",
+        counters=stats,
+    )
 
 
-def _identical(starts: list[dict[str, Any]], key: str) -> bool:
-    """Every start recorded the same per-draw hashes under `key`, and none is missing."""
-    hashes = {tuple(sorted(s[key].items())) for s in starts}
+def _identical(per_start: list[dict[str, str | None]]) -> bool:
+    """Every start recorded the same per-draw hashes, and none is missing."""
+    hashes = {tuple(sorted(hashes.items())) for hashes in per_start}
     return len(hashes) == 1 and all(h for _, h in next(iter(hashes)))
 
 
@@ -169,7 +288,7 @@ def _run_folder(opts: BenchOptions, name: str) -> Path:
     return paths.private_dir((opts.out or paths.runs_dir() / "bench" / f"{name}-{bench_id}").expanduser())
 
 
-def run_region_cache(opts: BenchOptions, log: Log = _quiet) -> dict[str, Any]:
+def run_region_cache(opts: BenchOptions, log: Log = _quiet) -> RegionCacheBench:
     from frank.experiments.exact import permutation_test
     from frank.workloads.catalog import resolve_workload
 
@@ -185,40 +304,39 @@ def run_region_cache(opts: BenchOptions, log: Log = _quiet) -> dict[str, Any]:
     starts = []
     for k, arm in enumerate(order):
         starts.append(one_start(k, arm, opts, workload, out, log))
-        log(f"start {k + 1} ({arm}): {starts[-1]['front_end_mean_s']:.3f} s per draw outside queue and prefill")
-    on = [s["front_end_mean_s"] for s in starts if s["arm"] == "on"]
-    off = [s["front_end_mean_s"] for s in starts if s["arm"] == "off"]
+        log(f"start {k + 1} ({arm}): {starts[-1].front_end_mean_s:.3f} s per draw outside queue and prefill")
+    on = [s.front_end_mean_s for s in starts if s.arm == "on"]
+    off = [s.front_end_mean_s for s in starts if s.arm == "off"]
     test = permutation_test(on, off, "lower")
-    cold_on = [s["cold_front_end_per_draw_s"] for s in starts if s["arm"] == "on"]
-    cold_off = [s["cold_front_end_per_draw_s"] for s in starts if s["arm"] == "off"]
+    cold_on = [s.cold_front_end_per_draw_s for s in starts if s.arm == "on"]
+    cold_off = [s.cold_front_end_per_draw_s for s in starts if s.arm == "off"]
     front_on, front_off = sum(on) / len(on), sum(off) / len(off)
-    return {
-        "bench": "region-cache",
-        "workload": str(workload),
-        "profile": opts.profile,
-        "draws": list(opts.draws),
-        "limit": opts.limit,
-        "seed": seed,
-        "order": order,
-        "orders": math.comb(2 * n, n),
-        "starts_per_arm": n,
-        "front_end_off_s": front_off,
-        "front_end_on_s": front_on,
-        "front_end_off_range_s": [min(off), max(off)],
-        "front_end_on_range_s": [min(on), max(on)],
-        "ratio": front_off / front_on if front_on else None,
-        "saved_per_draw_s": front_off - front_on,
-        "every_on_below_every_off": max(on) < min(off),
-        "p_value": test.p_value,
-        "null_size": test.null_size,
-        "ids_identical": _identical(starts, "prompt_ids_sha256"),
-        "cold_front_end_on_s": sum(cold_on) / len(cold_on),
-        "cold_front_end_off_s": sum(cold_off) / len(cold_off),
-        "cold_extra_s": sum(cold_on) / len(cold_on) - sum(cold_off) / len(cold_off),
-        "cold_requests_per_draw": starts[0]["cold_requests_per_draw"],
-        "starts": starts,
-        "out": str(out),
-    }
+    return RegionCacheBench(
+        workload=str(workload),
+        profile=opts.profile,
+        draws=tuple(opts.draws),
+        limit=opts.limit,
+        seed=seed,
+        order=tuple(order),
+        orders=math.comb(2 * n, n),
+        starts_per_arm=n,
+        front_end_off_s=front_off,
+        front_end_on_s=front_on,
+        front_end_off_range_s=(min(off), max(off)),
+        front_end_on_range_s=(min(on), max(on)),
+        ratio=front_off / front_on if front_on else None,
+        saved_per_draw_s=front_off - front_on,
+        every_on_below_every_off=max(on) < min(off),
+        p_value=test.p_value,
+        null_size=test.null_size,
+        ids_identical=_identical([s.prompt_ids_sha256 for s in starts]),
+        cold_front_end_on_s=sum(cold_on) / len(cold_on),
+        cold_front_end_off_s=sum(cold_off) / len(cold_off),
+        cold_extra_s=sum(cold_on) / len(cold_on) - sum(cold_off) / len(cold_off),
+        cold_requests_per_draw=starts[0].cold_requests_per_draw,
+        starts=tuple(starts),
+        out=str(out),
+    )
 
 
 def _with_profile(opts: BenchOptions) -> BenchOptions:
@@ -235,7 +353,7 @@ def _part_stats(name: str) -> Any:
         from frank.engine.parts_client import PartsClient
 
         try:
-            return PartsClient(url, token).part(name)
+            return dict(PartsClient(url, token).part(name))
         except FrankError as exc:  # the counters are a report, not the measure: say why they are missing
             return {"error": str(exc)}
 
@@ -286,7 +404,7 @@ def list_parts() -> list[dict[str, Any]]:
     return [{**row, **{k: verdicts.get(row["name"], {}).get(k) for k in keys}} for row in rows]
 
 
-def run_part(name: str | None, opts: BenchOptions, log: Log = _quiet) -> dict[str, Any]:
+def run_part(name: str | None, opts: BenchOptions, log: Log = _quiet) -> PartBench:
     from frank.experiments.exact import permutation_test
     from frank.plugins.front_end.catalog import PARTS
     from frank.workloads.catalog import resolve_workload
@@ -313,48 +431,47 @@ def run_part(name: str | None, opts: BenchOptions, log: Log = _quiet) -> dict[st
         )
         starts.append(s)
         log(
-            f"start {k + 1} ({arm}): {s['client_total_mean_s']:.3f} s per draw on the client, "
-            f"{s['front_end_mean_s']:.3f} s outside queue and prefill"
+            f"start {k + 1} ({arm}): {s.client_total_mean_s:.3f} s per draw on the client, "
+            f"{s.front_end_mean_s:.3f} s outside queue and prefill"
         )
-    on = [s["client_total_mean_s"] for s in starts if s["arm"] == "on"]
-    off = [s["client_total_mean_s"] for s in starts if s["arm"] == "off"]
-    front_on = [s["front_end_mean_s"] for s in starts if s["arm"] == "on"]
-    front_off = [s["front_end_mean_s"] for s in starts if s["arm"] == "off"]
-    hand_on = [s["client_after_server_ttft_mean_s"] for s in starts if s["arm"] == "on"]
-    hand_off = [s["client_after_server_ttft_mean_s"] for s in starts if s["arm"] == "off"]
+    on = [s.client_total_mean_s for s in starts if s.arm == "on"]
+    off = [s.client_total_mean_s for s in starts if s.arm == "off"]
+    front_on = [s.front_end_mean_s for s in starts if s.arm == "on"]
+    front_off = [s.front_end_mean_s for s in starts if s.arm == "off"]
+    hand_on = [s.client_after_server_ttft_mean_s for s in starts if s.arm == "on"]
+    hand_off = [s.client_after_server_ttft_mean_s for s in starts if s.arm == "off"]
     test = permutation_test(on, off, "lower")
-    mismatches = sum(int(((s.get("part") or {}).get("counts") or {}).get("mismatches", 0)) for s in starts)
-    return {
-        "bench": "part",
-        "part": part.name,
-        "knob": part.knob,
-        "workload": str(workload),
-        "profile": opts.profile,
-        "draws": list(opts.draws),
-        "limit": opts.limit,
-        "output_tokens": opts.output_tokens,
-        "base_knobs": base_knobs,
-        "seed": seed,
-        "order": order,
-        "orders": math.comb(2 * n, n),
-        "starts_per_arm": n,
-        "measure": "client time per draw (s): sum over the draw's requests of send to last byte",
-        "control_s": sum(off) / len(off),
-        "treatment_s": sum(on) / len(on),
-        "saved_s_per_draw": sum(off) / len(off) - sum(on) / len(on),
-        "control_range_s": [min(off), max(off)],
-        "treatment_range_s": [min(on), max(on)],
-        "front_end_control_s": sum(front_off) / len(front_off),
-        "front_end_treatment_s": sum(front_on) / len(front_on),
-        "client_after_server_ttft_control_s": sum(hand_off) / len(hand_off),
-        "client_after_server_ttft_treatment_s": sum(hand_on) / len(hand_on),
-        "every_treatment_below_every_control": max(on) < min(off),
-        "p": test.p_value,
-        "null_size": test.null_size,
-        "outputs_identical": _identical(starts, "outputs_sha256") and mismatches == 0,
-        "prompt_ids_identical": _identical(starts, "prompt_ids_sha256"),
-        "verify_mismatches": mismatches,
-        "load_avg_at_starts": [s["load_avg_before"][0] for s in starts],
-        "starts": starts,
-        "out": str(out),
-    }
+    mismatches = sum(int(((s.counters or {}).get("counts") or {}).get("mismatches", 0)) for s in starts)
+    return PartBench(
+        part=part.name,
+        knob=part.knob,
+        workload=str(workload),
+        profile=opts.profile,
+        draws=tuple(opts.draws),
+        limit=opts.limit,
+        output_tokens=opts.output_tokens,
+        base_knobs=base_knobs,
+        seed=seed,
+        order=tuple(order),
+        orders=math.comb(2 * n, n),
+        starts_per_arm=n,
+        measure="client time per draw (s): sum over the draw's requests of send to last byte",
+        control_s=sum(off) / len(off),
+        treatment_s=sum(on) / len(on),
+        saved_s_per_draw=sum(off) / len(off) - sum(on) / len(on),
+        control_range_s=(min(off), max(off)),
+        treatment_range_s=(min(on), max(on)),
+        front_end_control_s=sum(front_off) / len(front_off),
+        front_end_treatment_s=sum(front_on) / len(front_on),
+        client_after_server_ttft_control_s=sum(hand_off) / len(hand_off),
+        client_after_server_ttft_treatment_s=sum(hand_on) / len(hand_on),
+        every_treatment_below_every_control=max(on) < min(off),
+        p=test.p_value,
+        null_size=test.null_size,
+        outputs_identical=_identical([s.outputs_sha256 for s in starts]) and mismatches == 0,
+        prompt_ids_identical=_identical([s.prompt_ids_sha256 for s in starts]),
+        verify_mismatches=mismatches,
+        load_avg_at_starts=tuple(s.load_avg_before[0] for s in starts),
+        starts=tuple(starts),
+        out=str(out),
+    )

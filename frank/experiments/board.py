@@ -5,7 +5,7 @@ met. A frozen `ExperimentState` for the console and `frank experiment status`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from frank.experiments import exact, stopping
@@ -51,6 +51,9 @@ class ExperimentState:
     decided: dict[str, Any] | None = None  # the `decided` event: the run stopped when decided (stopping.Stop)
     events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def load_state(run: Run) -> ExperimentState:

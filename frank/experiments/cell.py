@@ -29,7 +29,7 @@ import os
 import shutil
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frank import paths
 from frank.engine.controller import EngineController, EngineError
@@ -42,6 +42,9 @@ from frank.experiments.randomize import Slot
 from frank.experiments.registry import Run
 from frank.experiments.runner import CellError, Note
 from frank.experiments.workloads import check_draws, manifest_sha256, resolve_workload
+
+if TYPE_CHECKING:
+    from frank.experiments.fidelity import CellFidelity
 from frank.workloads.record import DrawTally, start_measures
 from frank.workloads.replay import ReplayRunner, read_records
 
@@ -169,13 +172,13 @@ class EngineCellExecutor:
                 "replay_done",
                 slot=slot.slot,
                 attempt=attempt,
-                state=summary.get("state"),
-                requests=(summary.get("totals") or {}).get("requests"),
+                state=summary.state,
+                requests=summary.totals.requests,
                 failed=m["failed"],
                 unattributed=m["unattributed"],
                 dir=str(replay_dir),
             )
-            fidelity = self._fidelity(run, slot, attempt, note) if summary.get("state") == "finished" else None
+            fidelity = self._fidelity(run, slot, attempt, note) if summary.state == "finished" else None
         except WriteError:
             raise  # a full disk is the machine's, not the arm's: the run stops (resumable), no retry burnt now
         except FrankError as exc:
@@ -183,8 +186,8 @@ class EngineCellExecutor:
         finally:
             self._stop_engine()
             note("engine_stopped", slot=slot.slot, attempt=attempt)
-        if summary.get("state") != "finished":
-            raise CellError(f"the replay ended {summary.get('state')}: {summary.get('error')}")
+        if summary.state != "finished":
+            raise CellError(f"the replay ended {summary.state}: {summary.error}")
         if m["unattributed"]:
             raise CellError(
                 f"{m['unattributed']} measured request(s) had server values that could not be attributed to them"
@@ -242,7 +245,7 @@ class EngineCellExecutor:
         )
         return st
 
-    def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any] | None:
+    def _fidelity(self, run: Run, slot: Slot, attempt: int, note: Note) -> CellFidelity | None:
         """The fidelity rule's measure, while the arm's engine is still up (after its replay or episodes). An
         engine that cannot be measured (an engine kind without the log-probabilities it needs, say) gives
         no KL, with the reason: never a made-up one."""

@@ -14,25 +14,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from frank import tomlfile
-from frank.experiments.fidelity import FidelityRule, check_control_starts, check_sets, parse_fidelity
-from frank.experiments.tables import DesignError, Table
+from frank.experiments.design_schema import (
+    ARM_NAME,
+    TESTS,
+    DesignSchema,
+    FailureSchema,
+    GuardsSchema,
+    KindSchema,
+    RevertSchema,
+    RuleSchema,
+    WorkloadSchema,
+)
+from frank.experiments.fidelity import FidelityRule, check_control_starts, check_sets, fidelity_rule
+from frank.experiments.tables import DesignError, Refusals
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from frank.engine.profiles import KnobValue
 
-KINDS = ("blocks", "balanced", "external")
-TESTS = {"blocks": "sign", "balanced": "permutation", "external": "criteria"}
-DIRECTIONS = ("lower", "higher")
-FAILURE_ACTIONS = ("retry", "void_block")
-MODES = ("engine", "full")
-AGGREGATES = ("sum", "mean")
-COMPARES = ("lower", "higher", "not_higher", "not_lower")
 # Measures the runner takes from the replay runner's per-request records, aggregated per engine start.
 MEASURES = {
     "time_per_verify_step": "seconds of decode per verify step: sum of decode time / sum of decode steps "
@@ -52,17 +56,6 @@ EPISODE_MEASURES = {
     "episode_total_time": "client seconds summed over the start's episodes (every draw of the suite)",
     "episodes_passed": "episodes the suite's graders passed, over the start's draws",
 }
-ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-# What the exact tests, the runner and `frank jobs list` carry (docs/experiments.md, "Bounds"): 100 blocks
-# are 200 engine starts (a sign test's null of 2^100 outcomes); 10+10 balanced starts are C(20, 10) =
-# 184,756 relabellings the permutation test enumerates (about 2 s here; 12+12 would take half a minute).
-MAX_BLOCKS = 100
-MAX_STARTS_PER_ARM = 10
-MAX_EPISODE_DRAWS = 100  # draws of a suite per engine start
-MAX_WORKLOAD_DRAWS = 1000  # draws listed in [workload].draws
-MAX_REQUESTS = 1_000_000  # requests replayed per draw
-MAX_TOKENS = 1 << 20  # [workload].max_tokens and output_tokens
-MAX_RETRIES = 10
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,7 @@ class Arm:
     description: str = ""
 
     @property
-    def knob_dict(self) -> dict[str, Any]:
+    def knob_dict(self) -> dict[str, KnobValue]:
         return dict(self.knobs)
 
 
@@ -195,150 +188,107 @@ def load_design(path: Path | str, *, check_profiles: bool = False) -> Design:
     return parse_design_text(read_source(path), str(path), check_profiles=check_profiles)
 
 
-def parse_checked(text: str, where: str, build: Callable[[dict[str, Any]], T]) -> T:
-    """`build` over the file's plain TOML values; a refusal naming `FILE: FIELD` gets the field's line."""
+def read_checked(text: str, where: str) -> tuple[dict[str, Any], tomlfile.KeyLines]:
+    """The file's TOML data and the lines of its keys, or every value no field of frank takes refused."""
     data = tomlfile.parse(text, where, DesignError)
     lines = tomlfile.KeyLines(text)
-    try:
-        tomlfile.check_plain(data, where, lines, DesignError)
-        return build(data)
-    except DesignError as exc:
-        raise _at_line(exc, where, lines) from None
+    refusals = Refusals(where, lines)
+    refusals.problems += tomlfile.plain_problems(data, where, lines)
+    refusals.check()
+    return data, lines
 
 
 def parse_design_text(text: str, where: str = "<design>", *, check_profiles: bool = False) -> Design:
-    def build(data: dict[str, Any]) -> Design:
-        design = parse_design(data, where)
-        if check_profiles:
-            check_arm_profiles(design, where)
-        return design
-
-    return parse_checked(text, where, build)
+    data, lines = read_checked(text, where)
+    design = parse_design(data, where, lines)
+    if check_profiles:
+        check_arm_profiles(design, where, lines)
+    return design
 
 
-def _at_line(exc: DesignError, where: str, lines: tomlfile.KeyLines) -> DesignError:
-    """`FILE: FIELD: reason` with the line of FIELD added (`FILE:LINE: FIELD: reason`), when it is found."""
-    text = str(exc)
-    if not text.startswith(f"{where}: "):
-        return exc
-    field = text[len(where) + 2 :].split(": ", 1)[0]
-    line = lines.line(field) if re.fullmatch(r'[A-Za-z0-9_.\[\]"-]+', field) else 0
-    return DesignError(f"{where}:{line}: {text[len(where) + 2 :]}") if line else exc
+def parse_design(data: dict[str, Any], where: str = "<design>", lines: tomlfile.KeyLines | None = None) -> Design:
+    """The design of checked TOML data: the schema's refusals, then what ties fields together, all at once."""
+    refusals = Refusals(where, lines)
+    table = refusals.validate(DesignSchema, data)
+    refusals.check()
+    assert table is not None  # check() refused every other outcome
+    design = _design(table, refusals)
+    refusals.check()
+    canonical = canonical_json(design)
+    return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
 
 
-TOP_FIELDS = (
-    "name",
-    "question",
-    "description",
-    "profile",
-    "arms",
-    "design",
-    "workload",
-    "measure",
-    "rule",
-    "guards",
-    "failure",
-    "revert",
-    "fidelity",
-    "episodes",
-)
-
-
-def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
-    top = Table(data, "", where, TOP_FIELDS)
-    name = top.get("name", str)
-    if not name.strip():
-        raise top.error("name", "must not be empty")
-    question = top.get("question", str)
-    description = top.get("description", str, "")
-    profile = top.get("profile", str, "embedded-cpu")
-
-    kind_table = Table(
-        top.get("design", dict),
-        "design",
-        where,
-        ("kind", "blocks", "starts_per_arm", "order", "stop_when_decided", "hosts"),
-    )
-    kind = kind_table.choice("kind", KINDS)
-    arms = _parse_arms(top.get("arms", list, what="an array of [[arms]] tables"), where, profile)
+def _design(top: DesignSchema, refusals: Refusals) -> Design:
+    add = refusals.add
+    kinds = top.design
+    kind = kinds.kind
+    arms = _arms(top, refusals)
     names = tuple(arm.name for arm in arms)
-
-    blocks = starts_per_arm = None
-    run_order: tuple[str, ...] = ()
-    if kind == "blocks":
-        blocks = kind_table.count("blocks", maximum=MAX_BLOCKS)
-    elif kind == "balanced":
-        starts_per_arm = kind_table.count("starts_per_arm", maximum=MAX_STARTS_PER_ARM)
-    else:
-        order = kind_table.get("order", list, [])
-        if len(order) > 2 * MAX_BLOCKS:
-            raise kind_table.error("order", f"{len(order)} starts; at most {2 * MAX_BLOCKS}")
-        for i, arm_name in enumerate(order):
+    if kind == "external":
+        for i, arm_name in enumerate(kinds.order):
             if arm_name not in names:
-                raise DesignError(f"{where}: design.order[{i}]: {arm_name!r} is not an arm ({', '.join(names)})")
-        run_order = tuple(order)
+                add(("design", "order", i), f"{arm_name!r} is not an arm ({', '.join(names)})")
     for key, needed in (("blocks", "blocks"), ("starts_per_arm", "balanced")):
-        if key in kind_table.data and kind != needed:
-            raise kind_table.error(key, f"only a {needed!r} design has {key} (this one is {kind!r})")
-    hosts = _parse_hosts(kind_table, kind) if "hosts" in kind_table.data else ()
-    if "order" in kind_table.data and kind != "external":
-        raise kind_table.error("order", "only an 'external' design states its order; others draw it at registration")
+        if kind == needed and getattr(kinds, key) is None:
+            add(f"design.{key}", "missing required field")
+        if key in kinds.model_fields_set and kind != needed:
+            add(f"design.{key}", f"only a {needed!r} design has {key} (this one is {kind!r})")
+    hosts = _hosts(kinds, refusals)
+    if "order" in kinds.model_fields_set and kind != "external":
+        add("design.order", "only an 'external' design states its order; others draw it at registration")
 
-    workload = episodes = None
-    if "workload" in data and "episodes" in data:
-        raise top.error("episodes", "a start either replays a [workload] or runs [episodes], not both")
-    if "workload" in data:
-        workload = _parse_workload(data["workload"], where)
-    elif "episodes" in data:
-        episodes = _parse_episodes(data["episodes"], where)
-    elif kind != "external":
-        raise top.error("workload", "missing required field (what each engine start replays; or [episodes])")
+    if top.workload is not None and top.episodes is not None:
+        add("episodes", "a start either replays a [workload] or runs [episodes], not both")
+        refusals.check()  # the measures and the rule a design may have follow from which one it is
+    elif top.workload is None and top.episodes is None and kind != "external":
+        add("workload", "missing required field (what each engine start replays; or [episodes])")
+    workload = _workload(top.workload, refusals) if top.workload is not None else None
+    episodes = None
+    if top.episodes is not None and workload is None:
+        episodes = Episodes(suite=top.episodes.suite, draws=top.episodes.draws)
     known = EPISODE_MEASURES if episodes is not None else MEASURES
 
-    measure = ""
-    if "measure" in data:
-        mtable = Table(data["measure"], "measure", where, ("name",))
-        measure = mtable.get("name", str)
-        if kind != "external" and measure not in known:
-            raise mtable.error("name", f"{measure!r} is not one of: {', '.join(known)}")
-    elif kind != "external":
-        raise top.error("measure", "missing required field")
+    measure = top.measure.name if top.measure is not None else ""
+    if top.measure is None and kind != "external":
+        add("measure", "missing required field")
+    elif kind != "external" and measure not in known:
+        add("measure.name", f"{measure!r} is not one of: {', '.join(known)}")
 
-    rule = _parse_rule(top.get("rule", dict), where, kind, names, live_criteria=episodes is not None)
+    rule = _rule(top.rule, kind, names, refusals, live_criteria=episodes is not None)
     if kind != "external":
         for i, c in enumerate(rule.criteria):
             if c.measure not in known:
-                raise DesignError(
-                    f"{where}: rule.criteria[{i}].measure: {c.measure!r} is not one of: "
-                    f"{', '.join(known)} (fidelity has its own [fidelity] rule)"
+                add(
+                    ("rule", "criteria", i, "measure"),
+                    f"{c.measure!r} is not one of: {', '.join(known)} (fidelity has its own [fidelity] rule)",
                 )
-    guards = _parse_guards(data.get("guards", {}), where)
-    failure = _parse_failure(data.get("failure", {}), where, kind)
-    revert = _parse_revert(data["revert"], where) if "revert" in data else None
-    fidelity = parse_fidelity(data["fidelity"], where) if "fidelity" in data else None
+    guards = _guards(top.guards, refusals)
+    failure = _failure(top.failure, kind, refusals)
+    revert = _revert(top.revert, refusals) if top.revert is not None else None
+    fidelity = fidelity_rule(top.fidelity, refusals) if top.fidelity is not None else None
     if fidelity is not None:
-        control_starts = blocks if kind == "blocks" else starts_per_arm if kind == "balanced" else None
-        check_control_starts(fidelity, rule.control, control_starts, where)
-    stop_when_decided = kind_table.get("stop_when_decided", bool, False)
-    if stop_when_decided and (kind == "external" or rule.test == "criteria"):
-        raise kind_table.error(
-            "stop_when_decided",
+        control_starts = kinds.blocks if kind == "blocks" else kinds.starts_per_arm if kind == "balanced" else None
+        check_control_starts(fidelity, rule.control, control_starts, refusals)
+    if kinds.stop_when_decided and (kind == "external" or rule.test == "criteria"):
+        add(
+            "design.stop_when_decided",
             "only a runnable design decided by a sign or permutation test can stop when decided "
             f"(this one is {kind!r} with a {rule.test} rule)",
         )
     if revert is not None and revert.fidelity_regression and fidelity is None:
-        raise DesignError(f"{where}: revert.fidelity_regression: needs a [fidelity] table (which sets, which floor)")
-
-    design = Design(
-        name=name,
-        question=question,
-        description=description,
-        profile=profile,
+        add("revert.fidelity_regression", "needs a [fidelity] table (which sets, which floor)")
+    if hosts and episodes is not None:
+        add("design.hosts", "blocks over hosts replay a [workload]; [episodes] run on one host")
+    return Design(
+        name=top.name,
+        question=top.question,
+        description=top.description,
+        profile=top.profile,
         arms=arms,
         kind=kind,
-        blocks=blocks,
-        starts_per_arm=starts_per_arm,
-        run_order=run_order,
+        blocks=kinds.blocks if kind == "blocks" else None,
+        starts_per_arm=kinds.starts_per_arm if kind == "balanced" else None,
+        run_order=tuple(kinds.order) if kind == "external" else (),
         workload=workload,
         measure=measure,
         rule=rule,
@@ -349,212 +299,151 @@ def parse_design(data: dict[str, Any], where: str = "<design>") -> Design:
         sha256="",
         fidelity=fidelity,
         episodes=episodes,
-        stop_when_decided=stop_when_decided,
+        stop_when_decided=kinds.stop_when_decided,
         hosts=hosts,
     )
-    if hosts and episodes is not None:
-        raise kind_table.error("hosts", "blocks over hosts replay a [workload]; [episodes] run on one host")
-    canonical = canonical_json(design)
-    return replace(design, canonical=canonical, sha256=hashlib.sha256(canonical.encode()).hexdigest())
 
 
-def _parse_hosts(table: Table, kind: str) -> tuple[str, ...]:
+def _hosts(kinds: KindSchema, refusals: Refusals) -> tuple[str, ...]:
     """[design].hosts: the fleet hosts (frank.fleet.fleetfile) the blocks are dealt to, in drawn order."""
-    if kind != "blocks":
-        raise table.error("hosts", f"only a 'blocks' design deals blocks to hosts (this one is {kind!r})")
-    hosts = table.get("hosts", list)
+    hosts = kinds.hosts
+    if hosts is None:
+        return ()
+    if kinds.kind != "blocks":
+        refusals.add("design.hosts", f"only a 'blocks' design deals blocks to hosts (this one is {kinds.kind!r})")
     if not hosts:
-        raise table.error("hosts", "must list at least one host of the fleet file")
+        refusals.add("design.hosts", "must list at least one host of the fleet file")
     for i, name in enumerate(hosts):
         if not isinstance(name, str) or not ARM_NAME.match(name):
-            raise table.error(f"hosts[{i}]", f"expected a host name of the fleet file, got {name!r}")
-        if name in hosts[:i]:
-            raise table.error(f"hosts[{i}]", f"{name!r} is listed twice (one host, one share of the blocks)")
+            refusals.add(("design", "hosts", i), f"expected a host name of the fleet file, got {name!r}")
+        elif name in hosts[:i]:
+            refusals.add(("design", "hosts", i), f"{name!r} is listed twice (one host, one share of the blocks)")
     return tuple(hosts)
 
 
-def _parse_arms(raw: list[Any], where: str, profile: str) -> tuple[Arm, Arm]:
-    if len(raw) != 2:
-        raise DesignError(
-            f"{where}: arms: a design compares exactly 2 arms, got {len(raw)} "
-            f"(an A/A design lists the same settings twice under two names)"
+def _arms(top: DesignSchema, refusals: Refusals) -> tuple[Arm, Arm]:
+    if len(top.arms) != 2:
+        refusals.add(
+            "arms",
+            f"a design compares exactly 2 arms, got {len(top.arms)} "
+            "(an A/A design lists the same settings twice under two names)",
         )
+        refusals.check()  # nothing else reads without two arms
     arms = []
-    for i, item in enumerate(raw):
-        table = Table(item, f"arms[{i}]", where, ("name", "description", "profile", "knobs"))
-        name = table.get("name", str)
-        if not ARM_NAME.match(name):
-            raise table.error("name", f"{name!r}: use letters, digits, '_', '.', '-'")
-        knobs = table.get("knobs", dict, {})
-        for knob, value in knobs.items():
+    for i, arm in enumerate(top.arms):
+        for knob, value in arm.knobs.items():
             if isinstance(value, (dict, list)):
-                raise DesignError(f"{where}: arms[{i}].knobs.{knob}: expected a single value, got {value!r}")
-        arms.append(
-            Arm(
-                name=name,
-                profile=table.get("profile", str, profile),
-                knobs=tuple(sorted(knobs.items())),
-                description=table.get("description", str, ""),
-            )
-        )
+                refusals.add(("arms", i, "knobs", knob), f"expected a single value, got {value!r}")
+        profile = arm.profile if arm.profile is not None else top.profile
+        arms.append(Arm(arm.name, profile, tuple(sorted(arm.knobs.items())), arm.description))
     if arms[0].name == arms[1].name:
-        raise DesignError(f"{where}: arms[1].name: {arms[1].name!r} is used twice")
+        refusals.add("arms[1].name", f"{arms[1].name!r} is used twice")
     return arms[0], arms[1]
 
 
-def _parse_workload(raw: Any, where: str) -> Workload:
-    table = Table(
-        raw, "workload", where, ("name", "draws", "mode", "requests", "warmup_requests", "max_tokens", "output_tokens")
-    )
-    draws = table.get("draws", list, [])
-    if len(draws) > MAX_WORKLOAD_DRAWS:
-        raise table.error("draws", f"{len(draws)} draws; at most {MAX_WORKLOAD_DRAWS}")
-    for i, draw in enumerate(draws):
+def _workload(table: WorkloadSchema, refusals: Refusals) -> Workload:
+    for i, draw in enumerate(table.draws):
         if isinstance(draw, bool) or not isinstance(draw, (int, str)):
-            raise DesignError(f"{where}: workload.draws[{i}]: expected a draw number or name, got {draw!r}")
-    requests = table.count("requests", None, maximum=MAX_REQUESTS)
-    warmup = table.count("warmup_requests", 0, minimum=0, maximum=MAX_REQUESTS)
+            refusals.add(("workload", "draws", i), f"expected a draw number or name, got {draw!r}")
+    requests, warmup = table.requests, table.warmup_requests
     if requests is not None and warmup >= requests:
-        raise table.error("warmup_requests", f"{warmup} warm-up requests leave nothing to measure of {requests}")
-    mode = table.choice("mode", MODES, "full")
-    max_tokens = table.count("max_tokens", None, maximum=MAX_TOKENS)
-    if max_tokens is not None and mode != "full":
-        raise table.error("max_tokens", 'only mode "full" sends recorded max_tokens (engine mode asks for 1)')
-    output_tokens = table.count("output_tokens", 1, maximum=MAX_TOKENS)
-    if output_tokens != 1 and mode != "engine":
-        raise table.error("output_tokens", 'only mode "engine" asks for a set number of output tokens')
+        refusals.add("workload.warmup_requests", f"{warmup} warm-up requests leave nothing to measure of {requests}")
+    if table.max_tokens is not None and table.mode != "full":
+        refusals.add("workload.max_tokens", 'only mode "full" sends recorded max_tokens (engine mode asks for 1)')
+    if table.output_tokens != 1 and table.mode != "engine":
+        refusals.add("workload.output_tokens", 'only mode "engine" asks for a set number of output tokens')
     return Workload(
-        name=table.get("name", str),
-        draws=tuple(draws),
-        mode=mode,
+        name=table.name,
+        draws=tuple(table.draws),
+        mode=table.mode,
         requests=requests,
         warmup_requests=warmup,
-        max_tokens=max_tokens,
-        output_tokens=output_tokens,
+        max_tokens=table.max_tokens,
+        output_tokens=table.output_tokens,
     )
 
 
-def _parse_episodes(raw: Any, where: str) -> Episodes:
-    table = Table(raw, "episodes", where, ("suite", "draws"))
-    suite = table.get("suite", str)
-    if not suite.strip():
-        raise table.error("suite", "must not be empty")
-    return Episodes(suite=suite, draws=table.count("draws", 1, maximum=MAX_EPISODE_DRAWS))
-
-
-def _parse_rule(
-    raw: dict[str, Any], where: str, kind: str, names: tuple[str, ...], live_criteria: bool = False
-) -> Rule:
-    table = Table(raw, "rule", where, ("test", "treatment", "control", "direction", "alpha", "require_all", "criteria"))
-    test = table.choice("test", ("sign", "permutation", "criteria"))
+def _rule(table: RuleSchema, kind: str, names: tuple[str, ...], refusals: Refusals, live_criteria: bool) -> Rule:
+    add, test = refusals.add, table.test
     # a balanced design that runs episodes may decide by criteria (the seed's adoption rule) on live starts
     live = live_criteria and kind == "balanced" and test == "criteria"
     if TESTS[kind] != test and not live:
-        raise table.error(
-            "test",
+        add(
+            "rule.test",
             f"a {kind!r} design uses the {TESTS[kind]!r} test, not {test!r}"
             + (" (criteria on live starts: a 'balanced' design with [episodes])" if test == "criteria" else ""),
         )
-    treatment, control = table.get("treatment", str), table.get("control", str)
-    for key, value in (("treatment", treatment), ("control", control)):
+    for key, value in (("treatment", table.treatment), ("control", table.control)):
         if value not in names:
-            raise table.error(key, f"{value!r} is not an arm ({', '.join(names)})")
-    if treatment == control:
-        raise table.error("control", "must name the other arm than treatment")
-    alpha = table.get("alpha", (int, float), None, what="a number")
-    if alpha is not None and not 0 < alpha < 1:
-        raise table.error("alpha", f"must be between 0 and 1, got {alpha}")
-    direction = table.choice("direction", DIRECTIONS, "lower" if test != "criteria" else None)
-    require_all = table.get("require_all", bool, test == "sign")
-    criteria: list[Criterion] = []
+            add(f"rule.{key}", f"{value!r} is not an arm ({', '.join(names)})")
+    if table.treatment == table.control:
+        add("rule.control", "must name the other arm than treatment")
+    alpha = table.alpha
+    require_all = table.require_all if table.require_all is not None else test == "sign"
     if test == "permutation" and alpha is None:
-        raise table.error("alpha", "missing required field (a permutation test decides at alpha)")
+        add("rule.alpha", "missing required field (a permutation test decides at alpha)")
     if test == "sign" and not require_all and alpha is None:
-        raise table.error("alpha", "a sign test needs require_all = true, an alpha, or both")
+        add("rule.alpha", "a sign test needs require_all = true, an alpha, or both")
+    criteria: list[Criterion] = []
     if test == "criteria":
         for key in ("alpha", "direction", "require_all"):
-            if key in raw:
-                raise table.error(key, "a criteria rule states each criterion's comparison instead")
-        items = table.get("criteria", list, what="an array of [[rule.criteria]] tables")
-        if not items:
-            raise table.error("criteria", "must list at least one criterion")
-        for i, item in enumerate(items):
-            ctable = Table(item, f"rule.criteria[{i}]", where, ("measure", "aggregate", "compare", "margin"))
-            margin = ctable.get("margin", (int, float), 0, what="a number")
-            if margin < 0:
-                raise ctable.error("margin", f"must be 0 or more, got {margin}")
-            criteria.append(
-                Criterion(
-                    measure=ctable.get("measure", str),
-                    aggregate=ctable.choice("aggregate", AGGREGATES, "sum"),
-                    compare=ctable.choice("compare", COMPARES),
-                    margin=float(margin),
-                )
-            )
-    elif "criteria" in raw:
-        raise table.error("criteria", f"only a criteria rule has criteria (this is a {test} test)")
+            if key in table.model_fields_set:
+                add(f"rule.{key}", "a criteria rule states each criterion's comparison instead")
+        if table.criteria is None:
+            add("rule.criteria", "missing required field")
+        elif not table.criteria:
+            add("rule.criteria", "must list at least one criterion")
+        criteria = [Criterion(c.measure, c.aggregate, c.compare, float(c.margin)) for c in table.criteria or ()]
+    elif table.criteria is not None:
+        add("rule.criteria", f"only a criteria rule has criteria (this is a {test} test)")
     return Rule(
         test=test,
-        treatment=treatment,
-        control=control,
-        direction=direction or "",
-        alpha=float(alpha) if alpha is not None else None,
+        treatment=table.treatment,
+        control=table.control,
+        direction=table.direction or ("lower" if test != "criteria" else ""),
+        alpha=alpha,
         require_all=require_all,
         criteria=tuple(criteria),
     )
 
 
-def _parse_guards(raw: Any, where: str) -> Guards:
-    table = Table(
-        raw, "guards", where, ("prompt_token_ids_identical", "no_failed_requests", "checks", "outputs_identical")
-    )
-    checks = table.get("checks", list, [])
-    for i, check in enumerate(checks):
+def _guards(table: GuardsSchema, refusals: Refusals) -> Guards:
+    for i, check in enumerate(table.checks):
         if not isinstance(check, str) or not check:
-            raise DesignError(f"{where}: guards.checks[{i}]: expected a check name, got {check!r}")
+            refusals.add(("guards", "checks", i), f"expected a check name, got {check!r}")
     return Guards(
-        prompt_token_ids_identical=table.get("prompt_token_ids_identical", bool, False),
-        no_failed_requests=table.get("no_failed_requests", bool, True),
-        checks=tuple(checks),
-        outputs_identical=table.get("outputs_identical", bool, False),
+        prompt_token_ids_identical=table.prompt_token_ids_identical,
+        no_failed_requests=table.no_failed_requests,
+        checks=tuple(table.checks),
+        outputs_identical=table.outputs_identical,
     )
 
 
-def _parse_failure(raw: Any, where: str, kind: str) -> Failure:
-    table = Table(raw, "failure", where, ("action", "max_retries"))
-    action = table.choice("action", FAILURE_ACTIONS, "retry")
-    if action == "void_block" and kind != "blocks":
-        raise table.error("action", f"only a 'blocks' design has blocks to void (this one is {kind!r})")
-    max_retries = table.count("max_retries", 1, minimum=0, maximum=MAX_RETRIES)
-    if action == "void_block" and "max_retries" in table.data:
-        raise table.error("max_retries", 'void_block does not retry; use action = "retry" to retry')
-    return Failure(action=action, max_retries=max_retries if action == "retry" else 0)
+def _failure(table: FailureSchema, kind: str, refusals: Refusals) -> Failure:
+    if table.action == "void_block" and kind != "blocks":
+        refusals.add("failure.action", f"only a 'blocks' design has blocks to void (this one is {kind!r})")
+    if table.action == "void_block" and "max_retries" in table.model_fields_set:
+        refusals.add("failure.max_retries", 'void_block does not retry; use action = "retry" to retry')
+    return Failure(action=table.action, max_retries=table.max_retries if table.action == "retry" else 0)
 
 
-def _parse_revert(raw: Any, where: str) -> Revert:
-    table = Table(
-        raw, "revert", where, ("description", "treatment_only_failures", "max_worse_pct", "fidelity_regression")
-    )
-    worse = table.get("max_worse_pct", (int, float), None, what="a number")
-    if worse is not None and worse < 0:
-        raise table.error("max_worse_pct", f"must be 0 or more, got {worse}")
-    only = table.get("treatment_only_failures", bool, False)
-    fidelity = table.get("fidelity_regression", bool, False)
-    if not only and worse is None and not fidelity:
-        raise table.error(
-            "",
+def _revert(table: RevertSchema, refusals: Refusals) -> Revert:
+    worse = table.max_worse_pct
+    if not table.treatment_only_failures and worse is None and not table.fidelity_regression:
+        refusals.add(
+            "revert",
             "a revert rule needs treatment_only_failures = true, max_worse_pct, "
             "fidelity_regression = true, or a combination",
         )
     return Revert(
-        description=table.get("description", str, ""),
-        treatment_only_failures=only,
+        description=table.description,
+        treatment_only_failures=table.treatment_only_failures,
         max_worse_pct=float(worse) if worse is not None else None,
-        fidelity_regression=fidelity,
+        fidelity_regression=table.fidelity_regression,
     )
 
 
-def check_arm_profiles(design: Design, where: str) -> None:
+def check_arm_profiles(design: Design, where: str, lines: tomlfile.KeyLines | None = None) -> None:
     """Each arm's profile exists, its knob values are allowed, and its engine kind can take the design's
     measure and guards (registration checks this; every error names the field)."""
     if not design.runnable:
@@ -562,8 +451,9 @@ def check_arm_profiles(design: Design, where: str) -> None:
     from frank.engine.kinds import kind_of
     from frank.engine.profiles import ProfileError, load_profile
 
+    refusals = Refusals(where, lines)
     if design.fidelity is not None:
-        check_sets(design.fidelity, where)
+        check_sets(design.fidelity, refusals)
     served: dict[str, str] = {}
     prints: dict[str, str | None] = {}
     for i, arm in enumerate(design.arms):
@@ -571,22 +461,20 @@ def check_arm_profiles(design: Design, where: str) -> None:
         try:
             profile = load_profile(arm.profile)
         except ProfileError as exc:
-            raise DesignError(f"{where}: {field}: {exc} (arm {arm.name!r})") from None
+            refusals.add(field, f"{exc} (arm {arm.name!r})")
+            continue
         kind = kind_of(profile)
         try:
             profile.resolve_knobs(arm.knob_dict)
         except ProfileError as exc:
-            raise DesignError(
-                f"{where}: arms[{i}].knobs: {exc} (arm {arm.name!r} runs {profile.name}, a {kind.label} engine)"
-            ) from None
+            refusals.add(f"arms[{i}].knobs", f"{exc} (arm {arm.name!r} runs {profile.name}, a {kind.label} engine)")
         for asked, needs, named in _KIND_NEEDS:
             lacking = asked(design) and kind.lacks.get(needs)
             if lacking:
-                raise DesignError(
-                    f"{where}: {named}: arm {arm.name!r} runs {profile.name}, a {kind.label} engine: {lacking}"
-                )
+                refusals.add(named, f"arm {arm.name!r} runs {profile.name}, a {kind.label} engine: {lacking}")
         served[arm.name] = profile.model_path()
         prints[arm.name] = _model_fingerprint(profile)
+    refusals.check()
     if design.fidelity is None:
         return
     (a, ma), (b, mb) = served.items()
@@ -594,11 +482,12 @@ def check_arm_profiles(design: Design, where: str) -> None:
     same = pa == pb if pa and pb else not (pa or pb) and ma == mb
     if not same:  # a served name is a label: the fingerprints (or, off this machine, the files) decide
         files = f"fingerprints {pb[:12]} and {pa[:12]}" if pa and pb else f"files {mb} and {ma}"
-        raise DesignError(
-            f"{where}: arms[1].profile: arm {b!r} and arm {a!r} serve different model files ({files}): the "
-            "fidelity rule compares each arm's KL against one reference model, so both arms must serve the same "
-            "model"
+        refusals.add(
+            "arms[1].profile",
+            f"arm {b!r} and arm {a!r} serve different model files ({files}): the fidelity rule compares each "
+            "arm's KL against one reference model, so both arms must serve the same model",
         )
+    refusals.check()
 
 
 def _model_fingerprint(profile: Any) -> str | None:

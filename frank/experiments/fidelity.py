@@ -32,12 +32,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import numpy as np
+from pydantic import BeforeValidator
 
 from frank.errors import FrankError
-from frank.experiments.tables import DesignError, Table
+from frank.experiments.tables import Refusals, one_of
+from frank.tomlfile import Strict
 
 FLOOR_MEASURED = "measured"
 REFERENCES = ("model", "control")  # the checkpoint's transformers implementation, or the control's first start
@@ -57,41 +59,64 @@ class FidelityRule:
         )
 
 
-def parse_fidelity(raw: Any, where: str) -> FidelityRule:
-    """The `[fidelity]` table; every error names `fidelity.FIELD`."""
+def _floor_value(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f'expected "measured" or a number, got {value!r}')
+    if isinstance(value, str) and value != FLOOR_MEASURED:
+        raise ValueError(f'{value!r}: expected "measured" or a number')
+    if not isinstance(value, str) and value < 0:
+        raise ValueError(f"must be 0 or more, got {value}")
+    return value
+
+
+class FidelitySchema(Strict):
+    """The `[fidelity]` table of a design (frank.experiments.design_schema)."""
+
+    sets: list[Any] | None = None  # default: the shipped three
+    floor: Annotated[str | float, BeforeValidator(_floor_value)] = FLOOR_MEASURED
+    reference: Annotated[str, one_of(REFERENCES)] = "model"
+
+
+def fidelity_rule(table: FidelitySchema, refusals: Refusals) -> FidelityRule:
+    """The rule of a checked `[fidelity]` table; what the schema cannot say is added to `refusals`."""
     from frank.fidelity.sets import DEFAULT_SETS
 
-    table = Table(raw, "fidelity", where, ("sets", "floor", "reference"))
-    sets = table.get("sets", list, list(DEFAULT_SETS))
+    sets = list(DEFAULT_SETS) if table.sets is None else table.sets
     if not sets:
-        raise table.error("sets", "must name at least one text set")
+        refusals.add("fidelity.sets", "must name at least one text set")
     for i, name in enumerate(sets):
         if not isinstance(name, str) or not name:
-            raise DesignError(f"{where}: fidelity.sets[{i}]: expected a set name or folder, got {name!r}")
-    if len(set(sets)) != len(sets):
-        raise table.error("sets", "names a set twice")
-    floor = table.get("floor", (str, int, float), FLOOR_MEASURED, what='"measured" or a number')
-    if isinstance(floor, str) and floor != FLOOR_MEASURED:
-        raise table.error("floor", f'{floor!r}: expected "measured" or a number')
-    if not isinstance(floor, str) and floor < 0:
-        raise table.error("floor", f"must be 0 or more, got {floor}")
-    reference = table.choice("reference", REFERENCES, "model")
-    return FidelityRule(sets=tuple(sets), floor=floor if isinstance(floor, str) else float(floor), reference=reference)
+            refusals.add(("fidelity", "sets", i), f"expected a set name or folder, got {name!r}")
+    if all(isinstance(name, str) for name in sets) and len(set(sets)) != len(sets):
+        refusals.add("fidelity.sets", "names a set twice")
+    floor = table.floor if isinstance(table.floor, str) else float(table.floor)
+    return FidelityRule(sets=tuple(sets), floor=floor, reference=table.reference)
 
 
-def check_control_starts(rule: FidelityRule, control: str, starts: int | None, where: str) -> None:
+def parse_fidelity(raw: Any, where: str) -> FidelityRule:
+    """A `[fidelity]` table given as data; every error names `fidelity.FIELD`."""
+    refusals = Refusals(where, None)
+    table = refusals.validate(FidelitySchema, raw)
+    rule = fidelity_rule(table, refusals) if table is not None else None
+    refusals.check()
+    assert rule is not None  # checked: no refusal
+    return rule
+
+
+def check_control_starts(rule: FidelityRule, control: str, starts: int | None, refusals: Refusals) -> None:
     """`reference = "control"` with a measured floor takes the floor from the first two control starts: the
     design must give the control arm two (`starts`: how many it gets; None for an external design, whose
     floor comes from `fidelity_floor:SET` rows)."""
     if rule.reference == "control" and rule.floor == FLOOR_MEASURED and starts is not None and starts < 2:
-        raise DesignError(
-            f'{where}: fidelity.reference: "control" with floor = "measured" takes the floor from two starts of '
+        refusals.add(
+            "fidelity.reference",
+            '"control" with floor = "measured" takes the floor from two starts of '
             f"the control arm {control!r}, which gets {starts} in this design: give it 2 or more (blocks or "
-            f"starts_per_arm), or fix the floor (a number)"
+            "starts_per_arm), or fix the floor (a number)",
         )
 
 
-def check_sets(rule: FidelityRule, where: str) -> None:
+def check_sets(rule: FidelityRule, refusals: Refusals) -> None:
     """Every set resolves and checks (registration calls this before anything runs)."""
     from frank.fidelity.sets import load_set, resolve_set
 
@@ -99,13 +124,21 @@ def check_sets(rule: FidelityRule, where: str) -> None:
         try:
             load_set(resolve_set(spec))
         except FrankError as exc:
-            raise DesignError(f"{where}: fidelity.sets[{i}]: {exc}") from None
+            refusals.add(("fidelity", "sets", i), str(exc))
 
 
 # -- in a cell ------------------------------------------------------------------------------------------
 
 
-def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> dict[str, Any]:
+class CellFidelity(TypedDict):
+    """What a cell keeps of the fidelity rule's measure (its result's `fidelity`, in the journal)."""
+
+    sets: dict[str, dict[str, Any]]  # per set as the design names it: name, kl, positions, hashes, ...
+    candidate: NotRequired[str]  # the .npz of the engine's own top k (CANDIDATE_FILE)
+    unavailable: NotRequired[str]  # why this start has no KL (an engine that cannot be measured)
+
+
+def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> CellFidelity:
     """Measure the running engine (the cell's) over the rule's sets; keep its top-k in the cell folder.
     Returns {"sets": {spec: {name, kl, positions, misses, set_sha256, reference_sha256, reference_floor}},
     "candidate": path}, keyed by each set as the design names it: put it in the cell's result under
@@ -122,10 +155,17 @@ def measure_cell(rule: FidelityRule, cell_dir: Path | str, controller=None) -> d
         return {"sets": {spec: entry for spec, (entry, _) in zip(rule.sets, own)}, "candidate": str(path)}
     measured = measure_target(running_target(controller), rule.sets)
     save_candidates(path, {spec: cand for spec, (_, cand) in zip(rule.sets, measured)})
-    keep = ("name", "kl", "positions", "misses", "set_sha256", "reference_sha256")
     return {
         "sets": {
-            spec: {k: entry[k] for k in keep} | {"reference_floor": entry["floor"]["reference"]}
+            spec: {
+                "name": entry["name"],
+                "kl": entry["kl"],
+                "positions": entry["positions"],
+                "misses": entry["misses"],
+                "set_sha256": entry["set_sha256"],
+                "reference_sha256": entry["reference_sha256"],
+                "reference_floor": entry["floor"]["reference"],
+            }
             for spec, (entry, _) in zip(rule.sets, measured)
         },
         "candidate": str(path),

@@ -38,8 +38,8 @@ def progress(run_dir: Path) -> jobs.Progress:
     done = sum(1 for slot in state.attempts if state.done(slot) is not None)
     if not state.runner_sessions:
         return jobs.Progress(done=0, planned=planned, ended="pending", detail="registered, never run")
-    current = state.open_attempt
-    detail = f"start {current.slot + 1} ({current.phase})" if current else (state.stopped_reason or "")
+    current = ", ".join(f"start {a.slot + 1} ({a.phase})" for a in state.open_attempts)
+    detail = current or state.stopped_reason or ""
     return jobs.Progress(done=done, planned=planned, ended=ENDED.get(state.stopped_reason or ""), detail=detail)
 
 

@@ -131,12 +131,10 @@ class Progress:
         return sum(1 for a in self.attempts.get(slot, ()) if a.status in ("failed", "interrupted"))
 
     @property
-    def open_attempt(self) -> Attempt | None:
-        for attempts in self.attempts.values():
-            for a in attempts:
-                if a.status == "running":
-                    return a
-        return None
+    def open_attempts(self) -> tuple[Attempt, ...]:
+        """The attempts started and never closed: in flight, or cut off with their runner (one a host at
+        most when a design's blocks run on several hosts side by side)."""
+        return tuple(a for attempts in self.attempts.values() for a in attempts if a.status == "running")
 
 
 def fold(events: Iterable[dict[str, Any]]) -> Progress:

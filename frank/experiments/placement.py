@@ -1,16 +1,18 @@
 """Blocks over hosts: a design with `hosts = ["a", "b"]` has each block's cells run on one host of the fleet
 (frank.fleet.fleetfile), blocks dealt to the hosts in drawn order, through Ray.
 
-Each cell is a Ray task that asks for its host's node resource (so it runs there, one cell a host at a
-time) and runs frank.experiments.cell's EngineCellExecutor in that node's worker, with the node's own
-FRANK_HOME and engine (the environment `ray start` was given). The journal stays here, on the coordinator:
-the task sends its events (engine_ready, replay_done, ...) back through a Ray queue that lives on this node,
-and each is journaled, fsynced, as it arrives, with the host added. The runner adds the host to its own
-cell events through `place`.
+Each cell is a Ray task that asks for its host's node resource (so it runs there) and runs
+frank.experiments.cell's EngineCellExecutor in that node's worker, with the node's own FRANK_HOME and
+engine (the environment `ray start` was given). The hosts run side by side, a cell each at a time: this is
+a runner.Lanes executor, a host a lane (`start` submits a task, `wait` is `ray.wait` over the tasks in
+flight). The journal stays here, on the coordinator: the tasks send their events (engine_ready,
+replay_done, ...) back through one Ray queue that lives on this node, and each is journaled, fsynced, when
+the runner next waits, with its host. The runner adds the host to its own cell events through `place`.
 
 A host lost mid-cell (its node dies, or its worker) fails that attempt, so the design's failure rule voids
 it and retries it or voids the block; a cell whose host is not in the Ray cluster is not begun: the runner
-stops, and `frank experiment run RUN` resumes once the host is back. Ray is imported only here, when a
+starts no new cell, lets the other hosts' cells in flight finish, and stops; `frank experiment run RUN`
+resumes once the host is back. Ray is imported only here, when a
 design has hosts: `import frank` and the CLI's start stay free of it.
 """
 
@@ -25,7 +27,7 @@ from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt
 from frank.experiments.randomize import Slot, hosts_by_slot
 from frank.experiments.registry import Run
-from frank.experiments.runner import CellError, CellExecutor, Note
+from frank.experiments.runner import CellError, CellExecutor, Ended, Flight, Lanes, Note
 from frank.fleet.fleetfile import Fleet, Host, load_fleet
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ ALIVE_EVERY_S = 5.0  # how often a waiting cell's host is looked up in the clust
 SETTLE_S = 30.0  # after a lost cell: how long the cluster may take to declare its node dead
 
 
-def executor_for(run: Run) -> CellExecutor:
+def executor_for(run: Run) -> CellExecutor | Lanes:
     """The cell executor of `run`: on this machine's engine, or on the fleet's hosts when the design has hosts."""
     from frank.experiments.cell import EngineCellExecutor
 
@@ -139,48 +141,69 @@ class RayCellExecutor:
         task = ray.remote(_cleanup_on_host).options(resources={host.resource: 1}, num_cpus=0, max_retries=0)
         return f"host {name}: {ray.get(task.remote(run.run_id))}"
 
-    def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> dict[str, Any]:
+    def lane(self, slot: Slot) -> str:
+        return self.by_slot[slot.slot]
+
+    def start(self, run: Run, slot: Slot, attempt: int) -> Any:
         ray = self._connect()
         host = self.hosts[self.by_slot[slot.slot]]
-        queue = self._events()
         task = ray.remote(_cell_on_host).options(
             resources={host.resource: 1}, num_cpus=0, max_retries=0, retry_exceptions=False
         )
-        ref = task.remote(run, slot, attempt, host.name, queue)
+        return task.remote(run, slot, attempt, host.name, self._events())
 
-        def journal_sent() -> None:
-            for event, fields in queue.get_nowait_batch(queue.qsize()):
-                note(event, **fields, host=host.name)
+    def _journal_sent(self, note: Note) -> None:
+        """Journal what the cells in flight have sent (each event carries its host)."""
+        queue = self._events()
+        for event, fields in queue.get_nowait_batch(queue.qsize()):
+            note(event, **fields)
 
+    def wait(self, run: Run, flights: list[Flight], note: Note) -> list[tuple[Flight, Ended]]:
+        ray = self._connect()
+        by_ref = {f.handle: f for f in flights}
         checked = time.monotonic()
+        while True:
+            ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=POLL_S)
+            self._journal_sent(note)  # a cell's events are all sent before its task returns
+            if ready:
+                return [(by_ref[ref], self._ended(ref, self.hosts[by_ref[ref].lane])) for ref in ready]
+            if time.monotonic() - checked >= ALIVE_EVERY_S:  # a task of a dead node's resource waits forever
+                checked = time.monotonic()
+                lost = [f for f in flights if not self._alive(self.hosts[f.lane])]
+                for f in lost:
+                    ray.cancel(f.handle, force=True)
+                void = "left the Ray cluster mid-cell: the attempt is void"
+                if lost:
+                    return [(f, CellError(f"host {f.lane} {void}")) for f in lost]
+
+    def _ended(self, ref: Any, host: Host) -> Ended:
+        """A finished task's `cell_done` fields, or why its attempt did not finish."""
+        ray = self._connect()
         try:
-            while not ray.wait([ref], timeout=POLL_S)[0]:
-                journal_sent()
-                if time.monotonic() - checked >= ALIVE_EVERY_S:  # a task of a dead node's resource waits forever
-                    checked = time.monotonic()
-                    if not self._alive(host):
-                        ray.cancel(ref, force=True)
-                        raise CellError(f"host {host.name} left the Ray cluster mid-cell: the attempt is void")
-            journal_sent()
             outcome: dict[str, Any] = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
-            journal_sent()
             cause = exc.cause
             if isinstance(cause, CellError):
-                raise CellError(f"host {host.name}: {cause}") from None
+                return CellError(f"host {host.name}: {cause}")
             if isinstance(cause, FrankError):
-                raise RunError(f"host {host.name}: {cause}") from None
-            raise CellError(f"host {host.name}: the cell raised {type(cause).__name__}: {cause}") from None
+                return RunError(f"host {host.name}: {cause}")
+            return CellError(f"host {host.name}: the cell raised {type(cause).__name__}: {cause}")
         except ray.exceptions.RayError as exc:
             self._settle(host)
-            raise CellError(f"host {host.name} was lost mid-cell ({type(exc).__name__}): the attempt is void") from None
-        except BaseException:  # stopped (SIGTERM): the cell stops its engine before the runner records it
+            return CellError(f"host {host.name} was lost mid-cell ({type(exc).__name__}): the attempt is void")
+        return outcome
+
+    def cancel(self, run: Run, flights: list[Flight], note: Note) -> None:
+        """Stop the flights: each cell unwinds (stopping its engine) within CANCEL_WAIT_S; one that does not
+        is recorded interrupted all the same, and its engine is stopped by the next cell of the run there."""
+        ray = self._connect()
+        pending = [f.handle for f in flights]
+        for ref in pending:
             ray.cancel(ref)
-            deadline = time.monotonic() + CANCEL_WAIT_S
-            while time.monotonic() < deadline and not ray.wait([ref], timeout=POLL_S)[0]:
-                pass
-            raise
-        return {**outcome, "host": host.name}
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while pending and time.monotonic() < deadline:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S)
+        self._journal_sent(note)
 
 
 # -- on the host (in its Ray worker, with its FRANK_HOME) ------------------------------------------------
@@ -224,7 +247,7 @@ def _cell_on_host(run: Run, slot: Slot, attempt: int, host: str, queue: Queue) -
         )
 
     def note(event: str, **fields: Any) -> dict[str, Any]:
-        queue.put((event, fields))
+        queue.put((event, {**fields, "host": host}))
         return {"event": event, **fields}
 
     write_activity(experiment=run.run_id, arm=slot.arm, part=str(run.meta.get("part") or ""), host=host)

@@ -78,12 +78,13 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "experiment"
 
 
-def register(design_path: Path | str, seed: int | None = None) -> Run:
-    """Validate, freeze, draw the order; nothing of this is changed afterwards."""
+def register(design_path: Path | str, seed: int | None = None, part: str = "") -> Run:
+    """Validate, freeze, draw the order; nothing of this is changed afterwards. `part`: the campaign part(s)
+    the design tests (frank.campaign.actions.part_of_design), recorded for the exporter's `part` label."""
     design_path = Path(design_path)
     design = load_design(design_path, check_profiles=True)
     exact.check_reachable(design, str(design_path))
-    return freeze(design, design_path, seed=seed)
+    return freeze(design, design_path, seed=seed, part=part)
 
 
 def register_screen(screen_path: Path | str, seed: int | None = None) -> Run:
@@ -97,7 +98,13 @@ def register_screen(screen_path: Path | str, seed: int | None = None) -> Run:
 
 
 def freeze(
-    design: Design, design_path: Path, *, seed: int | None = None, kind: str = "", file: str = DESIGN_FILE
+    design: Design,
+    design_path: Path,
+    *,
+    seed: int | None = None,
+    kind: str = "",
+    file: str = DESIGN_FILE,
+    part: str = "",
 ) -> Run:
     """The run folder of a checked design (or a screen's runnable design: kind "screen", its TOML kept as
     screen.toml), the order drawn from `seed`."""
@@ -105,7 +112,7 @@ def freeze(
     now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{_slug(design.name)}-{secrets.token_hex(2)}"
     order: DrawnOrder | None = None
-    workload: dict[str, Any] | None = None
+    workload: WorkloadRecord | None = None
     if design.runnable:  # every check before the run's folder exists: a refusal leaves nothing behind
         workload = _suite_record(design, design_path) if design.episodes else _workload_record(design, design_path)
         order = draw_order(design, seed if seed is not None else new_seed())
@@ -123,7 +130,8 @@ def freeze(
         "order": order.to_json() if order else None,
         "null_size": exact.null_size(design),
         "smallest_p": exact.smallest_p(design),
-        "workload": workload,
+        "workload": workload.to_json() if workload else None,
+        **({"part": part} if part else {}),
     }
     (folder / file).write_bytes(source)
     (folder / file).chmod(0o600)
@@ -134,21 +142,41 @@ def freeze(
     return load_run(run_id)
 
 
-def _workload_record(design: Design, design_path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WorkloadRecord:
+    """run.json's `workload`: what each start replays (or, with [episodes], the suite it runs), as found at
+    registration; `run` refuses a workload or suite changed since."""
+
+    path: str | None  # the workload folder; None: not here at registration, or a suite's run
+    manifest_sha256: str | None
+    note: str = ""  # why the workload was not found
+    suite: str = ""  # an [episodes] design's suite manifest
+    suite_sha256: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "manifest_sha256": self.manifest_sha256}
+        if self.note:
+            out["note"] = self.note
+        if self.suite:
+            out |= {"suite": self.suite, "suite_sha256": self.suite_sha256}
+        return out
+
+
+def _workload_record(design: Design, design_path: Path) -> WorkloadRecord:
     """Where the workload is and its manifest hash, when it is here at registration (the seed's designs are
     registered on the machine that has W01); `run` refuses a workload changed since."""
     try:
         path = resolve_workload(design, str(design_path.resolve()))
     except RunError as exc:
-        return {"path": None, "manifest_sha256": None, "note": f"not found at registration: {exc}"}
+        return WorkloadRecord(None, None, note=f"not found at registration: {exc}")
     try:
         check_draws(design, path)
     except RunError as exc:
         raise RunError(f"{design_path}: {exc}") from None
-    return {"path": str(path), "manifest_sha256": manifest_sha256(path)}
+    return WorkloadRecord(str(path), manifest_sha256(path))
 
 
-def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
+def _suite_record(design: Design, design_path: Path) -> WorkloadRecord:
     """An [episodes] design's suite, checked now (every error before anything runs) and hashed: `run`
     refuses a suite changed since."""
     from frank.episodes.suite import load_suite
@@ -159,12 +187,9 @@ def _suite_record(design: Design, design_path: Path) -> dict[str, Any]:
         suite = load_suite(beside if beside.is_file() else design.episodes.suite)
     except FrankError as exc:
         raise RunError(f"{design_path}: episodes.suite: {exc}") from None
-    return {
-        "suite": str(suite.path),
-        "suite_sha256": hashlib.sha256(suite.path.read_bytes()).hexdigest(),
-        "path": None,
-        "manifest_sha256": None,
-    }
+    return WorkloadRecord(
+        None, None, suite=str(suite.path), suite_sha256=hashlib.sha256(suite.path.read_bytes()).hexdigest()
+    )
 
 
 def resolve_run_id(run_id: str) -> Path:

@@ -14,14 +14,14 @@ import io
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 from frank.errors import FrankError
 from frank.experiments import exact, stopping
-from frank.experiments.decision import Guard, decide
+from frank.experiments.decision import Guard, Revert, decide
 from frank.experiments.design import Design
 from frank.experiments.journal import fold, read_events
 from frank.experiments.tally import by_block, effect_pct, tally_blocks
@@ -240,27 +240,35 @@ def analyze(
     guards = _guards(design, obs, checks, source)
     if design.fidelity is not None:
         out["fidelity"] = _fidelity(design, obs, fidelity_rows)
-        guards.append({"name": "fidelity", "status": out["fidelity"]["status"], "detail": out["fidelity"]["detail"]})
-    out["guards"] = guards
+        guards.append(Guard("fidelity", out["fidelity"]["status"], out["fidelity"]["detail"]))
+    out["guards"] = [asdict(g) for g in guards]
     verdict, reason = rule_decision
     decision = decide(
         # the rule helpers return (verdict, reason) as plain strings: a Verdict by construction
         verdict,  # type: ignore[arg-type]
         reason,
-        (Guard(g["name"], g["status"], g.get("detail", "")) for g in guards),
+        guards,
         out.get("fidelity"),
         design_sha256=design.sha256,
         p_value=out.get("p_value"),
         p_fraction=out.get("p_fraction"),
         mean_effect_pct=out.get("mean_effect_pct"),
     )
-    unchecked = [g["name"] for g in guards if g["status"] == "unchecked"]
+    unchecked = [g.name for g in guards if g.status == "unchecked"]
     if unchecked:
         out["notes"].append(f"guards not checked here: {', '.join(unchecked)}")
     if source == "external" and design.kind != "external":
         out["notes"].append("a randomization p-value only if the order was drawn uniformly before the starts")
     out["decision"], out["decision_reason"] = decision.verdict, decision.reason
-    out["revert"] = _revert(design, obs, out, failed_attempts, source)
+    revert = _revert(design, obs, out, failed_attempts, source)
+    out["revert"] = None
+    if revert is not None:
+        out["revert"] = {
+            "description": revert.description,
+            "outcome": revert.outcome,
+            "triggers": list(revert.triggers),
+            "unchecked": list(revert.unchecked),
+        }
     return out
 
 
@@ -400,29 +408,24 @@ def _criteria(design: Design, obs: list[Observation], out: dict[str, Any]) -> tu
     return "confirmed", f"all {len(results)} criteria met"
 
 
-def _guards(design: Design, obs: list[Observation], checks: list[Observation], source: str) -> list[dict[str, Any]]:
+def _guards(design: Design, obs: list[Observation], checks: list[Observation], source: str) -> list[Guard]:
     g = design.guards
     out = []
     if g.no_failed_requests:
         counts = [o.failed_requests for o in obs]
         if not obs or any(c is None for c in counts):
-            out.append(
-                {
-                    "name": "no_failed_requests",
-                    "status": "unchecked",
-                    "detail": "no per-request records" + (": measures taken elsewhere" if source == "external" else ""),
-                }
-            )
+            elsewhere = ": measures taken elsewhere" if source == "external" else ""
+            out.append(Guard("no_failed_requests", "unchecked", "no per-request records" + elsewhere))
         else:
             total = sum(c or 0 for c in counts)
             starts = len({o.start for o in obs}) if all(o.start for o in obs) else len(obs)
             out.append(
-                {
-                    "name": "no_failed_requests",
-                    "status": "pass" if total == 0 else "fail",
-                    "detail": f"{total} failed requests over {starts} starts"
+                Guard(
+                    "no_failed_requests",
+                    "pass" if total == 0 else "fail",
+                    f"{total} failed requests over {starts} starts"
                     + "".join(f"; start {o.start}: {msg}" for o in obs for msg in o.failures),
-                }
+                )
             )
     if g.prompt_token_ids_identical:
         out.append(_identical_prompts(obs, source))
@@ -431,16 +434,10 @@ def _guards(design: Design, obs: list[Observation], checks: list[Observation], s
     for name in g.checks:
         rows = [c for c in checks if c.measure == f"check:{name}"]
         if not rows:
-            out.append({"name": name, "status": "unchecked", "detail": "no outcome recorded"})
+            out.append(Guard(name, "unchecked", "no outcome recorded"))
         else:
             bad = [c for c in rows if c.value != 1]
-            out.append(
-                {
-                    "name": name,
-                    "status": "pass" if not bad else "fail",
-                    "detail": f"{len(rows) - len(bad)} of {len(rows)} passed",
-                }
-            )
+            out.append(Guard(name, "pass" if not bad else "fail", f"{len(rows) - len(bad)} of {len(rows)} passed"))
     return out
 
 
@@ -493,42 +490,38 @@ def _fidelity(design: Design, obs: list[Observation], rows: list[Observation]) -
     return result
 
 
-def _identical_prompts(obs: list[Observation], source: str) -> dict[str, Any]:
+def _identical_prompts(obs: list[Observation], source: str) -> Guard:
     return _identical_hashes("prompt_token_ids_identical", "prompt token IDs", [o.prompt_hashes for o in obs], source)
 
 
-def _identical_outputs(obs: list[Observation], source: str) -> dict[str, Any]:
+def _identical_outputs(obs: list[Observation], source: str) -> Guard:
     return _identical_hashes("outputs_identical", "outputs", [o.output_hashes for o in obs], source)
 
 
-def _identical_hashes(
-    name: str, what: str, per_start: list[dict[str, str | None] | None], source: str
-) -> dict[str, Any]:
+def _identical_hashes(name: str, what: str, per_start: list[dict[str, str | None] | None], source: str) -> Guard:
     """Every request's hash the same in every start (a request's hash: its prompt IDs, or its outputs)."""
     if not per_start or any(h is None for h in per_start):
-        return {
-            "name": name,
-            "status": "unchecked",
-            "detail": f"no {what} hashes" + (": measures taken elsewhere" if source == "external" else ""),
-        }
+        return Guard(
+            name, "unchecked", f"no {what} hashes" + (": measures taken elsewhere" if source == "external" else "")
+        )
     keys = set().union(*(h or {} for h in per_start))
     missing = sum(1 for h in per_start for k in keys if not (h or {}).get(k))
     if missing:
-        return {"name": name, "status": "unchecked", "detail": f"the engine gave no {what} for {missing} request(s)"}
+        return Guard(name, "unchecked", f"the engine gave no {what} for {missing} request(s)")
     differ = [k for k in sorted(keys) if len({(h or {})[k] for h in per_start}) > 1]
     if differ:
-        return {
-            "name": name,
-            "status": "fail",
-            "detail": f"{len(differ)} of {len(keys)} requests had different {what} across starts (first: {differ[0]})",
-        }
+        return Guard(
+            name,
+            "fail",
+            f"{len(differ)} of {len(keys)} requests had different {what} across starts (first: {differ[0]})",
+        )
     counted = "the digest of every request's" if keys == {ALL_PROMPTS} else f"{len(keys)} requests'"
-    return {"name": name, "status": "pass", "detail": f"{counted} {what} identical in all {len(per_start)} starts"}
+    return Guard(name, "pass", f"{counted} {what} identical in all {len(per_start)} starts")
 
 
 def _revert(
     design: Design, obs: list[Observation], out: dict[str, Any], failed_attempts: dict[str, int] | None, source: str
-) -> dict[str, Any] | None:
+) -> Revert | None:
     rv = design.revert
     if rv is None:
         return None
@@ -564,7 +557,7 @@ def _revert(
         elif fid.get("status") != "pass":
             unchecked.append("fidelity_regression: " + (fid.get("detail") or "no fidelity measured"))
     outcome = "revert" if triggers else ("unchecked" if unchecked else "keep")
-    return {"description": rv.description, "outcome": outcome, "triggers": triggers, "unchecked": unchecked}
+    return Revert(outcome, rv.description, tuple(triggers), tuple(unchecked))
 
 
 # -- from a run's journal -------------------------------------------------------------------------------

@@ -24,41 +24,74 @@ import re
 import statistics
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
 
 from frank.experiments.design import (
-    ARM_NAME,
-    DIRECTIONS,
     MEASURES,
     Arm,
     Design,
     canonical_dict,
     check_arm_profiles,
-    parse_checked,
     parse_design,
+    read_checked,
     read_source,
 )
-from frank.experiments.tables import Table
+from frank.experiments.design_schema import DIRECTIONS, ArmName, Heading
+from frank.experiments.tables import Refusals, bounded, one_of
 from frank.experiments.tally import effect_pct
+from frank.tomlfile import KeyLines, Strict
 
 MAX_SETTINGS = 16
 MAX_REPEATS = 20
-TOP_FIELDS = (
-    "name",
-    "question",
-    "description",
-    "profile",
-    "repeats",
-    "control",
-    "candidates",
-    "grid",
-    "workload",
-    "measure",
-    "pick",
-    "confirm",
-    "guards",
-)
 PICK_RULES = ("best_median",)
+
+
+# -- the file's schema (frank.tomlfile: strict types, unknown fields refused, each refusal at its line) ------
+
+
+class SettingSchema(Strict):
+    """[control] or one [[candidates]]: knobs on top of the control's."""
+
+    name: ArmName
+    description: str = ""
+    knobs: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScreenMeasureSchema(Strict):
+    name: str
+    direction: Annotated[str, one_of(DIRECTIONS)] = "lower"
+
+
+class PickSchema(Strict):
+    rule: Annotated[str, one_of(PICK_RULES)] = "best_median"
+    min_wins: Annotated[int, bounded(1, MAX_REPEATS)] | None = None  # default: every repeat
+
+
+def _percent(value: float) -> float:
+    if not 0 < value < 100:
+        raise ValueError(f"must be between 0 and 100 (percent), got {value:g}")
+    return value
+
+
+class ConfirmSchema(Strict):
+    effect_pct: Annotated[float, AfterValidator(_percent)] = 5.0
+    min_blocks: Annotated[int, bounded(1, 100)] = 5
+    max_blocks: Annotated[int, bounded(1, 100)] | None = None  # default: max(min_blocks, 12)
+    stop_when_decided: bool = True
+
+
+class ScreenSchema(Heading):
+    repeats: Annotated[int, bounded(2, MAX_REPEATS)] = 3
+    control: SettingSchema
+    candidates: list[SettingSchema] = Field(default_factory=list)
+    grid: dict[str, list[Any]] | None = None  # knob = [values]: one candidate per combination
+    workload: dict[str, Any]  # checked as a design's [workload] (the runnable form)
+    measure: ScreenMeasureSchema
+    pick: PickSchema
+    confirm: ConfirmSchema = Field(default_factory=ConfirmSchema)
+    guards: dict[str, Any] = Field(default_factory=dict)  # checked as a design's [guards]
 
 
 @dataclass(frozen=True)
@@ -105,35 +138,25 @@ def load_screen(path: Path | str, *, check_profiles: bool = False) -> Screen:
 
 
 def parse_screen_text(text: str, where: str = "<screen>", *, check_profiles: bool = False) -> Screen:
-    def build(data: dict[str, Any]) -> Screen:
-        screen = _parse(data, text, where)
-        if check_profiles:
-            check_arm_profiles(screen.design, where)
-        return screen
-
-    return parse_checked(text, where, build)
+    data, lines = read_checked(text, where)
+    screen = _parse(data, text, where, lines)
+    if check_profiles:
+        check_arm_profiles(screen.design, where, lines)
+    return screen
 
 
-def _setting(raw: Any, field: str, where: str, base: dict[str, Any]) -> Arm:
-    table = Table(raw, field, where, ("name", "description", "knobs"))
-    name = table.get("name", str)
-    if not ARM_NAME.match(name):
-        raise table.error("name", f"{name!r}: use letters, digits, '_', '.', '-'")
-    knobs = table.get("knobs", dict, {})
-    for knob, value in knobs.items():
+def _setting(table: SettingSchema, field: str, base: dict[str, Any], refusals: Refusals) -> Arm:
+    for knob, value in table.knobs.items():
         if isinstance(value, (dict, list)):
-            raise table.error(f"knobs.{knob}", f"expected a single value, got {value!r}")
-    merged = {**base, **knobs}
-    return Arm(name, "", tuple(sorted(merged.items())), table.get("description", str, ""))
+            refusals.add(f"{field}.knobs.{knob}", f"expected a single value, got {value!r}")
+    return Arm(table.name, "", tuple(sorted({**base, **table.knobs}.items())), table.description)
 
 
-def _grid(raw: Any, where: str, base: dict[str, Any]) -> list[Arm]:
-    table = Table(raw, "grid", where, tuple(raw) if isinstance(raw, dict) else ())
+def _grid(grid: dict[str, list[Any]], base: dict[str, Any], refusals: Refusals) -> list[Arm]:
     axes = []
-    for knob in table.data:
-        values = table.get(knob, list, what="an array of the knob's values")
+    for knob, values in grid.items():
         if not values or any(isinstance(v, (dict, list)) for v in values):
-            raise table.error(knob, f"expected an array of single values, got {values!r}")
+            refusals.add(("grid", knob), f"expected an array of single values, got {values!r}")
         axes.append([(knob, v) for v in values])
     arms = []
     for combo in itertools.product(*axes):
@@ -143,69 +166,58 @@ def _grid(raw: Any, where: str, base: dict[str, Any]) -> list[Arm]:
     return arms
 
 
-def _parse(data: dict[str, Any], text: str, where: str) -> Screen:
-    top = Table(data, "", where, TOP_FIELDS)
-    name = top.get("name", str)
-    if not name.strip():
-        raise top.error("name", "must not be empty")
-    profile = top.get("profile", str, "embedded-cpu")
-    repeats = top.count("repeats", 3, minimum=2, maximum=MAX_REPEATS)
-    control = _setting(top.get("control", dict), "control", where, {})
+def _parse(data: dict[str, Any], text: str, where: str, lines: KeyLines) -> Screen:
+    refusals = Refusals(where, lines)
+    top = refusals.validate(ScreenSchema, data)
+    refusals.check()
+    assert top is not None  # check() refused every other outcome
+    add = refusals.add
+    control = _setting(top.control, "control", {}, refusals)
     base = control.knob_dict
-    candidates = [
-        _setting(item, f"candidates[{i}]", where, base)
-        for i, item in enumerate(top.get("candidates", list, [], what="an array of [[candidates]] tables"))
-    ]
-    if "grid" in data:
-        candidates += _grid(data["grid"], where, base)
+    candidates = [_setting(item, f"candidates[{i}]", base, refusals) for i, item in enumerate(top.candidates)]
+    if top.grid is not None:
+        candidates += _grid(top.grid, base, refusals)
     if not candidates:
-        raise top.error("candidates", "a screen needs at least one candidate ([[candidates]] or [grid])")
+        add("candidates", "a screen needs at least one candidate ([[candidates]] or [grid])")
     seen: dict[str, str] = {control.name: "control"}
     for i, arm in enumerate(candidates):
         if arm.name in seen:
-            raise top.error(f"candidates[{i}].name", f"{arm.name!r} is used twice")
+            add(f"candidates[{i}].name", f"{arm.name!r} is used twice")
         seen[arm.name] = arm.name
         if arm.knobs == control.knobs:
-            raise top.error(f"candidates[{i}].knobs", f"{arm.name!r} is the control's setting: nothing to screen")
+            add(f"candidates[{i}].knobs", f"{arm.name!r} is the control's setting: nothing to screen")
     if len(candidates) + 1 > MAX_SETTINGS:
-        raise top.error("candidates", f"{len(candidates) + 1} settings; at most {MAX_SETTINGS} a screen")
-    mtable = Table(top.get("measure", dict), "measure", where, ("name", "direction"))
-    measure = mtable.get("name", str)
+        add("candidates", f"{len(candidates) + 1} settings; at most {MAX_SETTINGS} a screen")
+    measure, direction = top.measure.name, top.measure.direction
     if measure not in MEASURES:
-        raise mtable.error("name", f"{measure!r} is not one of: {', '.join(MEASURES)}")
-    direction = mtable.choice("direction", DIRECTIONS, "lower")
-    ptable = Table(top.get("pick", dict), "pick", where, ("rule", "min_wins"))
-    pick = Pick(ptable.choice("rule", PICK_RULES, "best_median"), ptable.count("min_wins", repeats, maximum=repeats))
-    ctable = Table(
-        top.get("confirm", dict, {}), "confirm", where, ("effect_pct", "min_blocks", "max_blocks", "stop_when_decided")
-    )
-    effect = ctable.get("effect_pct", (int, float), 5.0, what="a number")
-    if not 0 < effect < 100:
-        raise ctable.error("effect_pct", f"must be between 0 and 100 (percent), got {effect}")
-    low = ctable.count("min_blocks", 5, maximum=100)
-    confirm = Confirm(
-        float(effect),
-        low,
-        ctable.count("max_blocks", max(low, 12), minimum=low, maximum=100),
-        ctable.get("stop_when_decided", bool, True),
-    )
+        add("measure.name", f"{measure!r} is not one of: {', '.join(MEASURES)}")
+    min_wins = top.pick.min_wins if top.pick.min_wins is not None else top.repeats
+    if min_wins > top.repeats:
+        add("pick.min_wins", f"must be at most {top.repeats}, got {min_wins} (the screen's repeats)")
+    low = top.confirm.min_blocks
+    high = top.confirm.max_blocks if top.confirm.max_blocks is not None else max(low, 12)
+    if high < low:
+        add("confirm.max_blocks", f"must be at least {low}, got {high} (confirm.min_blocks)")
+    refusals.check()
+    pick = Pick(top.pick.rule, min_wins)
+    confirm = Confirm(float(top.confirm.effect_pct), low, high, top.confirm.stop_when_decided)
     settings = (control, *candidates)
     # the runnable form: a blocks design parsed as any design is (the workload, guards and the measure
-    # checked by the same code), then given every setting as an arm
+    # checked by the same code, at their lines in this file), then given every setting as an arm
     runnable = {
-        "name": name,
-        "question": top.get("question", str),
-        "description": top.get("description", str, ""),
-        "profile": profile,
+        "name": top.name,
+        "question": top.question,
+        "description": top.description,
+        "profile": top.profile,
         "arms": [{"name": a.name, "knobs": a.knob_dict} for a in settings[:2]],
-        "design": {"kind": "blocks", "blocks": repeats},
-        "workload": top.get("workload", dict),
+        "design": {"kind": "blocks", "blocks": top.repeats},
+        "workload": top.workload,
         "measure": {"name": measure},
         "rule": {"test": "sign", "treatment": candidates[0].name, "control": control.name, "direction": direction},
-        "guards": top.get("guards", dict, {}),
+        "guards": top.guards,
     }
-    design = parse_design(runnable, where)
-    arms = tuple(replace(a, profile=profile) for a in settings)
+    design = parse_design(runnable, where, lines)
+    arms = tuple(replace(a, profile=top.profile) for a in settings)
     design = replace(design, arms=arms)  # type: ignore[arg-type]  # a screen's design has one arm per setting
     canonical = json.dumps(
         {"screen": 1, **canonical_dict(design), "pick": asdict(pick), "confirm": asdict(confirm)},
@@ -215,7 +227,18 @@ def _parse(data: dict[str, Any], text: str, where: str) -> Screen:
     sha = hashlib.sha256(canonical.encode()).hexdigest()
     design = replace(design, canonical=canonical, sha256=sha)
     return Screen(
-        name, design.question, profile, arms[0], arms[1:], repeats, direction, pick, confirm, design, text, sha
+        top.name,
+        design.question,
+        top.profile,
+        arms[0],
+        arms[1:],
+        top.repeats,
+        direction,
+        pick,
+        confirm,
+        design,
+        text,
+        sha,
     )
 
 

@@ -10,8 +10,9 @@ picked (and only of that: a screen is never evidence for the pick being better).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomli_w
 
@@ -19,7 +20,62 @@ from frank.errors import FrankError
 from frank.experiments.journal import fold, read_events
 from frank.experiments.screen import Screen, ScreenResult, analyze_screen, parse_screen_text
 
+if TYPE_CHECKING:
+    from frank.experiments.plan import Plan
+
 RECORD_FORMAT = "frank-screen-record-1"
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The design a screen sends forward: its pick against the control, in blocks planned on its spread."""
+
+    name: str
+    blocks: int
+    plan: Plan | None  # None: the screen had no spread to plan on (the bounds' minimum)
+    design_sha256: str
+    design_toml: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "blocks": self.blocks,
+            "plan": self.plan.to_json() if self.plan else None,
+            "design_sha256": self.design_sha256,
+            "design_toml": self.design_toml,
+        }
+
+
+@dataclass(frozen=True)
+class ScreenRecord:
+    """A screen run's self-contained record: the screen as registered, its order, every cell's value, the
+    pick decided from them and the confirmation. `to_json` is the record file (its keys are the format's)."""
+
+    run_id: str
+    name: str
+    question: str
+    profile: str
+    screen_sha256: str
+    screen_toml: str
+    order: dict[str, Any]  # seed, method, index, count
+    cells: tuple[dict[str, Any], ...]  # start, repeat, setting, value, failed_requests, attempts
+    result: ScreenResult
+    confirmation: Confirmation | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": RECORD_FORMAT,
+            "run_id": self.run_id,
+            "name": self.name,
+            "question": self.question,
+            "profile": self.profile,
+            "screen_sha256": self.screen_sha256,
+            "screen_toml": self.screen_toml,
+            "order": self.order,
+            "cells": list(self.cells),
+            "result": self.result.to_json(),
+            "confirmation": self.confirmation.to_json() if self.confirmation else None,
+        }
 
 
 class ScreenRecordError(FrankError):
@@ -62,7 +118,7 @@ def result_for_run(run: Any) -> ScreenResult:
     return analyze_screen(screen_of(run), screen_values(run)[0])
 
 
-def record_for_run(run: Any) -> dict[str, Any]:
+def record_for_run(run: Any) -> ScreenRecord:
     screen = screen_of(run)
     values, cells = screen_values(run)
     return _record(screen, values, cells, run.run_id, run.meta.get("order") or {})
@@ -74,24 +130,23 @@ def _record(
     cells: list[dict[str, Any]],
     run_id: str,
     order: dict[str, Any],
-) -> dict[str, Any]:
+) -> ScreenRecord:
     result = analyze_screen(screen, values)
-    return {
-        "format": RECORD_FORMAT,
-        "run_id": run_id,
-        "name": screen.name,
-        "question": screen.question,
-        "profile": screen.profile,
-        "screen_sha256": screen.sha256,
-        "screen_toml": screen.source,
-        "order": {k: order.get(k) for k in ("seed", "method", "index", "count")},
-        "cells": cells,
-        "result": result.to_json(),
-        "confirmation": confirmation(screen, result, run_id) if result.pick else None,
-    }
+    return ScreenRecord(
+        run_id=run_id,
+        name=screen.name,
+        question=screen.question,
+        profile=screen.profile,
+        screen_sha256=screen.sha256,
+        screen_toml=screen.source,
+        order={k: order.get(k) for k in ("seed", "method", "index", "count")},
+        cells=tuple(cells),
+        result=result,
+        confirmation=confirmation(screen, result, run_id) if result.pick else None,
+    )
 
 
-def read_record(path: Path | str) -> dict[str, Any]:
+def read_record(path: Path | str) -> ScreenRecord:
     """A record file decided again: its TOML re-parsed and hash-checked, the pick made again from its cells."""
     path = Path(path)
     try:
@@ -128,7 +183,7 @@ def read_record(path: Path | str) -> dict[str, Any]:
 # -- the confirmation design ----------------------------------------------------------------------------
 
 
-def confirmation(screen: Screen, result: ScreenResult, run_id: str = "") -> dict[str, Any]:
+def confirmation(screen: Screen, result: ScreenResult, run_id: str = "") -> Confirmation:
     """The pick against the control as a blocks design (the seed's rule: lower in every block), its blocks
     from `frank experiment plan` on the screen's spread, within [confirm]'s bounds."""
     from frank.experiments import plan as planning
@@ -144,13 +199,7 @@ def confirmation(screen: Screen, result: ScreenResult, run_id: str = "") -> dict
         blocks = max(conf.min_blocks, min(conf.max_blocks, need))
     text = _design_toml(screen, result, blocks, run_id)
     design = parse_design_text(text)
-    return {
-        "name": design.name,
-        "blocks": blocks,
-        "plan": power.to_json() if power else None,
-        "design_sha256": design.sha256,
-        "design_toml": text,
-    }
+    return Confirmation(design.name, blocks, power, design.sha256, text)
 
 
 def _design_toml(screen: Screen, result: ScreenResult, blocks: int, run_id: str) -> str:
@@ -215,42 +264,39 @@ def _v(value: Any) -> str:
     return "–" if value is None else f"{value:.4g}"
 
 
-def format_record(rec: dict[str, Any]) -> str:
-    r = rec["result"]
+def format_record(rec: ScreenRecord) -> str:
+    r = rec.result
     lines = [
-        f"{rec['name']}  (screen, {r['repeats']} repeats, measure {r['measure']}, {r['direction']} is better)",
-        f"  question: {rec['question']}",
-        f"  screen sha256: {rec['screen_sha256']}" + (f"  run {rec['run_id']}" if rec.get("run_id") else ""),
+        f"{rec.name}  (screen, {r.repeats} repeats, measure {r.measure}, {r.direction} is better)",
+        f"  question: {rec.question}",
+        f"  screen sha256: {rec.screen_sha256}" + (f"  run {rec.run_id}" if rec.run_id else ""),
         f"  {'setting':<28} {'median':>10}  {'vs control':>10}  wins  values",
     ]
-    for s in r["settings"]:
-        effects = [e for e in s["effects_pct"] if e is not None]
-        eff = "control" if s["is_control"] else (f"{sum(effects) / len(effects):+.2f}%" if effects else "–")
-        wins = "" if s["is_control"] else f"{s['wins']}/{s['compared']}"
-        mark = " <- pick" if s["name"] == r["pick"] else ""
+    for s in r.settings:
+        effects = [e for e in s.effects_pct if e is not None]
+        eff = "control" if s.is_control else (f"{sum(effects) / len(effects):+.2f}%" if effects else "–")
+        wins = "" if s.is_control else f"{s.wins}/{s.compared}"
+        mark = " <- pick" if s.name == r.pick else ""
         lines.append(
-            f"  {s['name']:<28} {_v(s['median']):>10}  {eff:>10}  {wins:>4}  "
-            + " ".join(_v(v) for v in s["values"])
-            + mark
+            f"  {s.name:<28} {_v(s.median):>10}  {eff:>10}  {wins:>4}  " + " ".join(_v(v) for v in s.values) + mark
         )
-    if r["spread_pct"] is not None:
-        lines.append(
-            f"  spread of a candidate's effect between repeats: {r['spread_pct']:.3g}% ({r['spread_effects']} dof)"
-        )
-    lines.append(f"  pick: {r['pick'] or 'none'}: {r['pick_reason']}")
-    conf = rec.get("confirmation")
+    if r.spread_pct is not None:
+        lines.append(f"  spread of a candidate's effect between repeats: {r.spread_pct:.3g}% ({r.spread_effects} dof)")
+    lines.append(f"  pick: {r.pick or 'none'}: {r.pick_reason}")
+    conf = rec.confirmation
     if conf:
-        plan = conf.get("plan")
+        plan = conf.plan
         lines.append(
-            f"  confirmation: {conf['name']}, {conf['blocks']} blocks"
-            + (f" (80% power needs {plan['blocks_for_80']})" if plan and plan.get("blocks_for_80") else "")
+            f"  confirmation: {conf.name}, {conf.blocks} blocks"
+            + (f" (80% power needs {plan.blocks_for_80})" if plan and plan.blocks_for_80 else "")
             + "; write it with --design-out FILE.toml and register it"
         )
     lines.append("  a screen is not evidence: only the registered confirmation decides")
     return "\n".join(lines)
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, record: ScreenRecord) -> None:
+    data = record.to_json()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -13,12 +13,13 @@ import json
 import secrets
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from frank import jobs, jsonl, paths
 from frank.errors import FrankError
-from frank.fidelity.runs import fidelity_runs_dir, run_fidelity, save_run
+from frank.fidelity.runs import FidelityRun, fidelity_runs_dir, run_fidelity, save_run
 
 PROGRESS = "progress.jsonl"
 CANCELLED = "cancelled.json"
@@ -29,13 +30,22 @@ class Cancelled(Exception):
     """Raised in the job's main thread by SIGTERM/SIGINT: the measurement stops where it is."""
 
 
-def _spec(run_dir: Path) -> dict[str, Any]:
-    return jobs.read_job_file(run_dir).spec or {}
+@dataclass(frozen=True)
+class FidelitySpec:
+    """A fidelity job's launch spec (job.json's `spec`): the sets it measures and its label."""
+
+    sets: tuple[str, ...]
+    label: str = ""
+
+
+def _spec(run_dir: Path) -> FidelitySpec:
+    spec = jobs.read_job_file(run_dir).spec or {}
+    return FidelitySpec(tuple(spec.get("sets") or ()), str(spec.get("label") or ""))
 
 
 def progress(run_dir: Path) -> jobs.Progress:
     spec = _spec(run_dir)
-    planned = len(spec.get("sets") or []) or None
+    planned = len(spec.sets) or None
     steps = []
     try:
         steps = jsonl.read(run_dir / PROGRESS)
@@ -88,7 +98,7 @@ def _raise_cancelled() -> None:
     raise Cancelled
 
 
-def run(run_dir: Path, echo: Any = None) -> dict[str, Any] | None:
+def run(run_dir: Path, echo: Any = None) -> FidelityRun | None:
     """Measure in this process, holding the run's lock; returns the saved run, or None when cancelled."""
     spec = _spec(run_dir)
     (run_dir / CANCELLED).unlink(missing_ok=True)
@@ -100,7 +110,7 @@ def run(run_dir: Path, echo: Any = None) -> dict[str, Any] | None:
 
     with jobs.JobProcess(KIND, run_dir, on_cancel=_raise_cancelled):
         try:
-            result = run_fidelity(spec.get("sets"), progress=step, label=spec.get("label", ""), save=False)
+            result = run_fidelity(spec.sets or None, progress=step, label=spec.label, save=False)
         except Cancelled:
             paths.write_private(run_dir / CANCELLED, json.dumps({"at": time.time()}) + "\n")
             return None

@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 import numpy as np
 
 from frank import paths
-from frank.engine.profiles import load_profile
+from frank.engine.profiles import KnobValue, load_profile
 from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError
 from frank.fidelity.candidate import Candidate, engine_logprobs, top_k_arrays
@@ -35,6 +35,56 @@ from frank.fidelity.sets import DEFAULT_SETS, TextSet, load_set, resolve_set
 
 Progress = Callable[[str], None]
 REQUEST_TIMEOUT_S = 600.0
+
+
+class Floor(TypedDict):
+    reference: float  # the reference against its twin (frank.fidelity.reference)
+    engine: float | None  # start against start of this configuration, where measured
+    engine_run: str | None
+    value: float  # the larger of the two: differences below it are noise
+
+
+class Versus(TypedDict, total=False):
+    """A floor run's third start, with some knob values changed."""
+
+    knobs: dict[str, Any]
+    kl: float  # against start 1's top k, as the engine floor
+    kl_reference: float
+    over_engine_floor: float | None
+
+
+class SetEntry(TypedDict, total=False):
+    """One text set of a fidelity run (run.json's `sets`, read back by later runs: the keys stay)."""
+
+    name: str
+    kl: float
+    positions: int
+    misses: int
+    max_kl: float
+    documents: int
+    set_sha256: str
+    reference_sha256: str
+    floor: Floor
+    kl_over_floor: float | None
+    kl_start_2: float  # a floor run's: its second start against the reference
+    engine_floor: float
+    versus: Versus
+
+
+class FidelityRun(TypedDict, total=False):
+    """A saved fidelity run (`<runs>/fidelity/<id>/run.json`)."""
+
+    id: str
+    kind: str  # "run" | "floor"
+    created_at: float
+    profile: str
+    knobs: dict[str, KnobValue]
+    model_sha256: str | None
+    top_k: int
+    sets: list[SetEntry]
+    label: str
+    seconds: float
+    path: str
 
 
 @dataclass(frozen=True)
@@ -52,7 +102,7 @@ class Target:
     kind: str = "vllm"  # the engine kind: how its log-probabilities are asked for (frank.fidelity.candidate)
 
     @property
-    def numeric_knobs(self) -> dict[str, Any]:
+    def numeric_knobs(self) -> dict[str, KnobValue]:
         """The knobs that need a restart: live ones (the region cache) cannot change the numerics."""
         prof = load_profile(self.profile)
         return {k: v for k, v in sorted(self.knobs.items()) if k not in prof.knobs or prof.knobs[k].needs_restart}
@@ -120,7 +170,7 @@ def reference_floor(text_set: TextSet, reference: Reference, target: Target) -> 
     return mean_kl(reference.top_ids, reference.top_logprobs, dense_candidate(twin.top_ids, rounded)).kl
 
 
-def _measure(text_set: TextSet, reference: Reference, candidate: Candidate) -> dict[str, Any]:
+def _measure(text_set: TextSet, reference: Reference, candidate: Candidate) -> SetEntry:
     result = mean_kl(reference.top_ids, reference.top_logprobs, candidate)
     return {
         "name": text_set.name,
@@ -163,7 +213,7 @@ def _references(target: Target, sets: list[TextSet], k: int, progress: Progress 
     return refs
 
 
-def _new_run(kind: str, target: Target, k: int) -> dict[str, Any]:
+def _new_run(kind: str, target: Target, k: int) -> FidelityRun:
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(2)}"
     return {
         "id": run_id,
@@ -177,13 +227,13 @@ def _new_run(kind: str, target: Target, k: int) -> dict[str, Any]:
     }
 
 
-def save_run(run: dict[str, Any]) -> Path:
+def save_run(run: FidelityRun) -> Path:
     folder = paths.private_dir(fidelity_runs_dir() / run["id"])
     paths.write_private(folder / "run.json", json.dumps(run, indent=2) + "\n")
     return folder / "run.json"
 
 
-def list_runs() -> list[dict[str, Any]]:
+def list_runs() -> list[FidelityRun]:
     """Every saved run, oldest first (unreadable ones are skipped)."""
     runs = []
     for path in sorted(fidelity_runs_dir().glob("*/run.json")):
@@ -194,14 +244,14 @@ def list_runs() -> list[dict[str, Any]]:
     return sorted(runs, key=lambda r: r.get("created_at", 0))
 
 
-def load_run(run_id: str) -> dict[str, Any]:
+def load_run(run_id: str) -> FidelityRun:
     path = fidelity_runs_dir() / run_id / "run.json"
     if not path.is_file():
         matches = [r for r in list_runs() if r["id"].startswith(run_id)]
         if len(matches) == 1:
             return matches[0]
         raise FrankError(f"no fidelity run {run_id!r} (see `frank fidelity list`)")
-    value: dict[str, Any] = json.loads(path.read_text())
+    value: FidelityRun = json.loads(path.read_text())
     return value
 
 
@@ -221,13 +271,14 @@ def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_
     return None
 
 
-def _floors(entry: dict[str, Any], reference_floor_kl: float, engine: tuple[float, str] | None) -> dict[str, Any]:
-    floor = {
-        "reference": reference_floor_kl,
-        "engine": engine[0] if engine else None,
-        "engine_run": engine[1] if engine else None,
-    }
-    floor["value"] = max(v for v in (floor["reference"], floor["engine"]) if v is not None)
+def _floors(entry: SetEntry, reference_floor_kl: float, engine: tuple[float, str] | None) -> SetEntry:
+    value = max(reference_floor_kl, engine[0]) if engine else reference_floor_kl
+    floor = Floor(
+        reference=reference_floor_kl,
+        engine=engine[0] if engine else None,
+        engine_run=engine[1] if engine else None,
+        value=value,
+    )
     entry["floor"] = floor
     entry["kl_over_floor"] = entry["kl"] / floor["value"] if floor["value"] > 0 else None
     return entry
@@ -235,7 +286,7 @@ def _floors(entry: dict[str, Any], reference_floor_kl: float, engine: tuple[floa
 
 def measure_target(
     target: Target, set_specs: Iterable[str] | None = None, *, k: int = TOP_K, progress: Progress | None = None
-) -> list[tuple[dict[str, Any], Candidate]]:
+) -> list[tuple[SetEntry, Candidate]]:
     """Each set's entry (KL, positions, misses, hashes, floors where known) and the engine's log-probabilities."""
     sets = load_sets(set_specs)
     refs = _references(target, sets, k, progress)
@@ -257,7 +308,7 @@ def run_fidelity(
     progress: Progress | None = None,
     save: bool = True,
     label: str = "",
-) -> dict[str, Any]:
+) -> FidelityRun:
     """Measure the running engine (or `target`) over the sets; returns (and saves) the run."""
     started = time.monotonic()
     target = target or running_target()
@@ -281,7 +332,7 @@ def floor_run(
     progress: Progress | None = None,
     save: bool = True,
     versus: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> FidelityRun:
     """Start the configuration twice, measure each start, and give per set the engine floor (start 2 against
     start 1's own top k), the reference floor and each start's KL against the reference. With `versus`
     (knob values), a third start with those values changed: its KL against start 1's top k stands beside
@@ -320,12 +371,13 @@ def floor_run(
         entry["engine_floor"] = engine_floor
         if versus:
             third = starts[2][i]
-            entry["versus"] = {
-                "knobs": {name: running.knobs.get(name, value) for name, value in versus.items()},  # as started
-                "kl": mean_kl(ids, lps, third).kl,  # against start 1, as the engine floor
-                "kl_reference": mean_kl(ref.top_ids, ref.top_logprobs, third).kl,
-            }
-            entry["versus"]["over_engine_floor"] = entry["versus"]["kl"] / engine_floor if engine_floor > 0 else None
+            against_first = mean_kl(ids, lps, third).kl  # against start 1, as the engine floor
+            entry["versus"] = Versus(
+                knobs={name: running.knobs.get(name, value) for name, value in versus.items()},  # as started
+                kl=against_first,
+                kl_reference=mean_kl(ref.top_ids, ref.top_logprobs, third).kl,
+                over_engine_floor=against_first / engine_floor if engine_floor > 0 else None,
+            )
         run["sets"].append(_floors(entry, reference_floor(text_set, ref, target), (engine_floor, run["id"])))
     run["seconds"] = round(time.monotonic() - started, 3)
     if save:

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
 from frank import tomlfile
 from frank.errors import FrankError
 from frank.tomlfile import Strict
+
+if TYPE_CHECKING:
+    from frank.fidelity.runs import FidelityRun
 
 FORMAT = "frank-fidelity-table"
 FORMAT_VERSION = 1
@@ -108,23 +111,25 @@ def _validate(data: dict[str, Any], path: Path) -> FidelityTable:
     return tomlfile.validate(FidelityTable, data, path, None, TableError)
 
 
-def engine_row(label: str, engine: str, run: dict[str, Any], machine: str = "") -> EngineRow:
+def engine_row(label: str, engine: str, run: FidelityRun, machine: str = "") -> EngineRow:
     """One row from a saved run: a floor run (frank.fidelity.runs.floor_run, its engine floor measured), or a
     single run of the running engine (its engine floor where an earlier floor run of the configuration
     measured one, else none)."""
     if run.get("kind") not in ("floor", "run"):
         raise FrankError(f"fidelity run {run.get('id')} is a {run.get('kind')} run: a table row needs a measure")
-    sets = [
-        SetResult(
-            name=s["name"],
-            kl=float(s["kl"]),
-            reference_floor=(s.get("floor") or {}).get("reference"),
-            engine_floor=s.get("engine_floor", (s.get("floor") or {}).get("engine")),
-            positions=int(s["positions"]),
-            misses=int(s["misses"]),
+    sets = []
+    for s in run["sets"]:
+        floor = s.get("floor")
+        sets.append(
+            SetResult(
+                name=s["name"],
+                kl=float(s["kl"]),
+                reference_floor=floor["reference"] if floor else None,
+                engine_floor=s.get("engine_floor", floor["engine"] if floor else None),
+                positions=int(s["positions"]),
+                misses=int(s["misses"]),
+            )
         )
-        for s in run["sets"]
-    ]
     return EngineRow(
         label=label, engine=engine, profile=run["profile"], knobs=run.get("knobs", {}), run=run["id"],
         machine=machine, sets=sets,

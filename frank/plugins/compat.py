@@ -88,7 +88,7 @@ class Verdict:
     matched_vllm: str | None  # the verified version whose code the installed targets match
     problems: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "part": self.part,
             "vllm": self.vllm,
@@ -333,7 +333,7 @@ def verdicts() -> list[Verdict]:
 
 
 def every_verdict() -> list[dict[str, Any]]:
-    return [v.as_dict() for v in verdicts()]
+    return [v.to_json() for v in verdicts()]
 
 
 class CompatCollector:

@@ -58,7 +58,7 @@ def report(
             found, version = compat.read_source_tree(patches, source_root), vllm_version
         else:
             found, version = compat.read_installed(patches), compat.installed_vllm()
-        row = compat.judge(patches, found, version).as_dict()
+        row = compat.judge(patches, found, version).to_json()
         row["found"] = {k: list(v) if isinstance(v, tuple) else v for k, v in found.items()}
         out.append(row)
     return out

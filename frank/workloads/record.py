@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from frank.engine import measures
 from frank.engine.metrics import RequestDelta
@@ -184,6 +184,68 @@ class DrawTotals:
     @property
     def complete(self) -> bool:
         return self.ok == self.planned
+
+
+ReplayState = Literal["running", "finished", "stopped", "interrupted", "failed"]
+
+
+@dataclass(frozen=True)
+class ReplayTotals:
+    """Sums over a run's draws; a value is None when some draw has no such measure."""
+
+    requests: int
+    ok: int
+    failed: int
+    unattributed: int
+    ttft_s: float | None
+    queue_s: float | None
+    prefill_s: float | None
+    decode_s: float | None
+    front_end_s: float | None
+    drafted_steps: float | None
+    decode_steps: float | None
+    client_ttft_s: float
+    client_total_s: float
+    prompt_tokens: int
+    cached_tokens: int
+    cold_requests: int
+    cold_front_end_s: float | None
+
+    @classmethod
+    def over(cls, draws: Iterable[DrawTotals]) -> ReplayTotals:
+        draws = list(draws)
+
+        def total(name: str) -> Any:
+            values = [getattr(t, name) for t in draws]
+            return None if any(v is None for v in values) else sum(values)
+
+        return cls(**{f.name: total(f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    """A replay run as it stands (summary.json, rewritten after every request): what `ReplayRunner.run`
+    returns. `to_json` keeps the file's keys and their order."""
+
+    run_id: str
+    run_dir: str
+    state: ReplayState
+    error: str | None
+    workload: dict[str, Any] | None  # run.json's: name, path, manifest_sha256
+    mode: str
+    stream: bool
+    base_url: str
+    model: str | None
+    attempts: int | None
+    updated_at: float
+    draws: dict[str, DrawTotals]
+    totals: ReplayTotals
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["draws"] = {d: asdict(t) | {"complete": t.complete} for d, t in self.draws.items()}
+        out["totals"] = asdict(self.totals)
+        return out
 
 
 class _Sum:

@@ -48,7 +48,16 @@ from frank.engine.metrics import (
 from frank.errors import FrankError
 from frank.telemetry.expert_pool import PoolProbe
 from frank.workloads.format import Workload, WorkloadRequest, load_workload
-from frank.workloads.record import ClientTimes, DrawTally, DrawTotals, ReplayRecord, ServerValues
+from frank.workloads.record import (
+    ClientTimes,
+    DrawTally,
+    DrawTotals,
+    ReplayRecord,
+    ReplayState,
+    ReplaySummary,
+    ReplayTotals,
+    ServerValues,
+)
 
 MODES = ("engine", "full")
 SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
@@ -161,17 +170,6 @@ def read_records(path: Path, current: bool = True) -> list[dict[str, Any]]:
     return out
 
 
-def _total(values: list[Any]) -> Any:
-    """The sum over draws; None when some draw has no such measure."""
-    return None if any(v is None for v in values) else sum(values)
-
-
-def _summary_draw(t: DrawTotals) -> dict[str, Any]:
-    out = asdict(t)
-    out["complete"] = t.complete
-    return out
-
-
 class _Unreachable(Exception):
     """The engine stopped answering (connection refused or dropped)."""
 
@@ -230,10 +228,10 @@ class ReplayRunner:
         options: ReplayOptions | None = None,
         run_dir: Path | None = None,
         progress: ProgressFn | None = None,
-        engine: Mapping[str, Any] | None = None,
+        engine: EngineAt | None = None,
     ) -> None:
         self.workload = workload
-        self.engine = dict(engine) if engine else None  # default: this user's engine, if it is at base_url
+        self.engine = engine  # default: this user's engine, if it is at base_url
         self.base_url = base_url.rstrip("/")
         self.options = options or ReplayOptions()
         self.progress = progress
@@ -278,6 +276,7 @@ class ReplayRunner:
                 )
             self.meta["attempts"] = int(self.meta.get("attempts", 1)) + 1
         else:
+            engine = self.engine or engine_at(self.base_url)
             self.meta = {
                 "run_id": self.run_id,
                 "created_at": time.time(),
@@ -289,7 +288,7 @@ class ReplayRunner:
                 },
                 "options": {k: v for k, v in asdict(self.options).items() if k != "api_key"},
                 "draws": self.draw_names,
-                "engine": self.engine if self.engine is not None else engine_at(self.base_url),
+                "engine": engine.to_json() if engine else None,
             }
         self.meta.update(base_url=self.base_url, model=model)
         paths.write_private(run_file, json.dumps(self.meta, indent=2, default=str))
@@ -307,47 +306,27 @@ class ReplayRunner:
             self._tallies[draw] = DrawTally(draw, planned).add_all(read_records(self.draw_file(draw)))
         return self._tallies[draw]
 
-    def summary(self, state: str, error: str | None = None) -> dict[str, Any]:
+    def summary(self, state: ReplayState, error: str | None = None) -> ReplaySummary:
         draws = {d: self.tally(d).totals() for d in self.draw_names}
-        keys = (
-            "requests",
-            "ok",
-            "failed",
-            "unattributed",
-            "ttft_s",
-            "queue_s",
-            "prefill_s",
-            "decode_s",
-            "front_end_s",
-            "drafted_steps",
-            "decode_steps",
-            "client_ttft_s",
-            "client_total_s",
-            "prompt_tokens",
-            "cached_tokens",
-            "cold_requests",
-            "cold_front_end_s",
+        return ReplaySummary(
+            run_id=self.run_id,
+            run_dir=str(self.run_dir),
+            state=state,
+            error=error,
+            workload=self.meta.get("workload"),
+            mode=self.options.mode,
+            stream=self.options.stream or self.options.mode == "full",
+            base_url=self.base_url,
+            model=self.meta.get("model"),
+            attempts=self.meta.get("attempts"),
+            updated_at=time.time(),
+            draws=draws,
+            totals=ReplayTotals.over(draws.values()),
         )
-        totals = {k: _total([getattr(t, k) for t in draws.values()]) for k in keys}
-        return {
-            "run_id": self.run_id,
-            "run_dir": str(self.run_dir),
-            "state": state,
-            "error": error,
-            "workload": self.meta.get("workload"),
-            "mode": self.options.mode,
-            "stream": self.options.stream or self.options.mode == "full",
-            "base_url": self.base_url,
-            "model": self.meta.get("model"),
-            "attempts": self.meta.get("attempts"),
-            "updated_at": time.time(),
-            "draws": {d: _summary_draw(t) for d, t in draws.items()},
-            "totals": totals,
-        }
 
-    def _write_summary(self, state: str, error: str | None = None) -> dict[str, Any]:
+    def _write_summary(self, state: ReplayState, error: str | None = None) -> ReplaySummary:
         summary = self.summary(state, error)
-        paths.write_private(self.run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
+        paths.write_private(self.run_dir / SUMMARY_FILE, json.dumps(summary.to_json(), indent=2, default=str))
         return summary
 
     # -- one request --------------------------------------------------------------------------------
@@ -593,7 +572,7 @@ class ReplayRunner:
                 f"cannot reach the engine at {self.base_url} (/v1/models: {exc}); is it running? (frank engine status)"
             ) from exc
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> ReplaySummary:
         """Replay every planned draw. Returns the summary (also written to summary.json); its `state` is
         finished, stopped, interrupted (the engine went away) or failed."""
         paths.private_dir(self.run_dir)
@@ -601,11 +580,12 @@ class ReplayRunner:
         async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
             model = await self._model(client)
             self._write_run_file(model)
-            engine = self.engine if self.engine is not None else engine_at(self.base_url)
-            self._probe = PoolProbe((engine or {}).get("pid"))
+            engine = self.engine or engine_at(self.base_url)
+            self._probe = PoolProbe(engine.pid if engine else None)
             self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
-            state, error = "finished", None
+            state: ReplayState = "finished"
+            error: str | None = None
             self._emit(
                 phase="started",
                 draw=None,
@@ -643,7 +623,7 @@ class ReplayRunner:
 
     async def _run_draw(
         self, client: httpx.AsyncClient, draw: str, k: int, model: str, attempt: int
-    ) -> tuple[str, str | None]:
+    ) -> tuple[ReplayState, str | None]:
         planned = self.planned(draw)
         path = self.draw_file(draw)
         tally = self.tally(draw)
@@ -684,7 +664,7 @@ class ReplayRunner:
         self._emit(phase="draw_done", done=done, totals=tally.totals(), **common)
         return "finished", None
 
-    def run_sync(self) -> dict[str, Any]:
+    def run_sync(self) -> ReplaySummary:
         return asyncio.run(self.run())
 
 
@@ -707,7 +687,20 @@ def start_replay(
     return ReplayRunner(workload, base_url, options, out, progress)
 
 
-def engine_at(base_url: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class EngineAt:
+    """This user's engine, as run.json's `engine` records it."""
+
+    profile: str | None
+    knobs: dict[str, Any]
+    pid: int | None
+    started_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def engine_at(base_url: str) -> EngineAt | None:
     """The profile and knob values of this user's engine when it is the one at `base_url` (the campaign's
     revert watch reads them from run.json); None for any other server."""
     from frank.engine.controller import EngineController
@@ -715,7 +708,7 @@ def engine_at(base_url: str) -> dict[str, Any] | None:
     st = EngineController().status(check_health=False)
     if st.state != "ready" or not st.url or st.url.rstrip("/") != base_url.rstrip("/"):
         return None
-    return {"profile": st.profile, "knobs": st.knobs, "pid": st.pid, "started_at": st.started_at}
+    return EngineAt(profile=st.profile, knobs=st.knobs, pid=st.pid, started_at=st.started_at)
 
 
 def resume_replay(

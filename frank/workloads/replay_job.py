@@ -14,13 +14,14 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from frank import jobs, paths
 from frank.errors import FrankError
 from frank.jobs.states import JobEnd
 from frank.workloads import catalog
 from frank.workloads.format import load_workload
+from frank.workloads.record import ReplaySummary
 from frank.workloads.replay import (
     RUN_FILE,
     SUMMARY_FILE,
@@ -120,7 +121,7 @@ def run(
     api_key: str | None = None,
     progress: ProgressFn | None = None,
     restart: bool = False,
-) -> dict[str, Any]:
+) -> ReplaySummary:
     """Replay (or resume) the run in this process, holding its lock. Returns the summary."""
     box: list[ReplayRunner] = []
 
@@ -192,8 +193,8 @@ def progress_lines(stream: TextIO, quiet: bool = False) -> ProgressFn:
 def main(argv: list[str] | None = None) -> int:
     run_dir = jobs.main_run_dir(argv, KIND)
     summary = run(run_dir, progress=progress_lines(sys.stdout))
-    print(f"replay {summary['run_id']}: {summary['state']}", flush=True)
-    return 0 if summary["state"] == "finished" else 3
+    print(f"replay {summary.run_id}: {summary.state}", flush=True)
+    return 0 if summary.state == "finished" else 3
 
 
 if __name__ == "__main__":

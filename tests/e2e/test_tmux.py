@@ -126,12 +126,12 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(frank_cli
         own.stop()
     assert own.status().state == "stopped" and not _group_members(status.pgid)
     records = read_records(runner.draw_file("draw-1"))
-    assert summary["state"] == "interrupted"
+    assert summary.state == "interrupted"
     assert len(records) == 1 and records[0]["status"] == "failed"
     assert records[0]["error"].startswith("engine unreachable")
 
     resumed = resume_replay(runner.run_dir, base_url=engine.status().url)
     summary = resumed.run_sync()
     records = read_records(resumed.draw_file("draw-1"))
-    assert summary["state"] == "finished" and summary["draws"]["draw-1"]["complete"]
+    assert summary.state == "finished" and summary.draws["draw-1"].complete
     assert [(r["index"], r["attempt"], r["status"]) for r in records] == [(0, 1, "failed"), (0, 2, "ok"), (1, 2, "ok")]

@@ -155,7 +155,7 @@ def test_crashing_grader_is_error_the_run_goes_on_and_a_killed_run_resumes_at_th
     started = [e["task"] for e in read_jsonl(events) if e["event"] == "episode_started"]
     assert started == ["first", "second", "second", "third"]  # "first" was not run again
     rep = report(folder)
-    assert rep["draws"][0]["errors"] == 1 and rep["draws"][0]["failed"] == 2 and rep["complete"]
+    assert rep.draws[0]["errors"] == 1 and rep.draws[0]["failed"] == 2 and rep.complete
 
 
 def test_engine_dying_mid_episode_is_error_and_the_draw_resumes_after_a_restart(engine, tmp_path):

@@ -1,7 +1,8 @@
 """Two "workstations" on this machine, for real: a Ray head and a second Ray node (each its own FRANK_HOME
 and `llamacpp-cpu-moe` engine), each host's exporter, and a Prometheus scraping both. An A/A design with
-`hosts = ["a", "b"]` runs over them to its report, with host b's Ray node killed mid-cell and the run
-finished on resume; the fleet status, the Grafana dashboard's queries and the console's fleet screen read
+`hosts = ["a", "b"]` runs over them to its report, its cells on a and b side by side: the runner is killed
+with a cell in flight on each host and resumed, host b's Ray node is killed mid-cell, and the run finished
+on resume; the fleet status, the Grafana dashboard's queries and the console's fleet screen read
 the live Prometheus. One cluster for the module; every process is stopped at the end, even on failure.
 
 Ray replaces 127.0.0.1 by the machine's own address when it names a node (multi-node clusters), so the
@@ -10,6 +11,7 @@ nodes are named 127.0.0.2: another loopback address.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from frank.engine.controller import EngineController
+from frank.experiments.journal import fold
 from frank.fleet.fleetfile import load_fleet
 from frank.fleet.query import PromClient
 from frank.fleet.query import fleet_status as fleet_status_of
@@ -70,7 +73,7 @@ direction = "lower"
 
 [failure]
 action = "retry"
-max_retries = 1
+max_retries = 2
 """
 
 
@@ -194,7 +197,36 @@ def test_prometheus_answers_up_for_every_host(cluster: Cluster, frank_cli: Any) 
         assert h["figures"]["gpu_util_percent"] is None  # no GPU here: none made up
 
 
-def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_cli: Any) -> None:
+async def fleet_screen_mid_run(run_id: str, runner: subprocess.Popen[str], shots: str) -> int:
+    """The console's fleet screen while `runner` runs, saved (docs/screenshots/fleet.svg is made so) each
+    time more hosts show an engine of the run's cells up than before, until both do or the runner ends: how
+    many did."""
+    from textual.widgets import DataTable
+
+    from frank.console.app import FrankApp, Services
+
+    app = FrankApp(Services(controller=EngineController(), sampler=None), remember_theme=False)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press("7")
+        table = app.screen.query_one("#fleet-hosts", DataTable)
+        most = 0
+        while runner.poll() is None and most < 2:
+            await pilot.pause(0.2)
+            busy = sum(  # labelled through Prometheus with the run and the arm, its engine up
+                str(table.get_cell(h, "runs")).split() in ([run_id, "a1"], [run_id, "a2"])
+                and str(table.get_cell(h, "engine")) in ("starting", "ready")
+                for h in ("a", "b")
+                if h in table.rows
+            )
+            if busy > most:
+                most = busy
+                app.save_screenshot(filename="fleet.svg", path=shots)
+    return most
+
+
+def test_aa_design_over_two_hosts_survives_a_lost_node(
+    cluster: Cluster, frank_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     c = cluster
     workload = c.tmp / "wl"
     write_short_workload(workload)
@@ -207,38 +239,47 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
     def events() -> list[dict[str, Any]]:
         return [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
 
-    runner = frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
+    def run_it() -> subprocess.Popen[str]:
+        return frank_cli.popen("experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator)
+
+    engines = {name: EngineController(state_dir=home / "state") for name, home in c.homes.items()}
+
+    def cells_up_on(hosts: str, after: int) -> None:  # a cell journaled after event `after`, its engine up
+        def up() -> bool:
+            started = {e.get("host") for e in events() if e["event"] == "cell_started" and e["seq"] > after}
+            return all(h in started and engines[h].status(check_health=False).state in ("starting", "ready")
+                       for h in hosts)  # fmt: skip
+
+        assert wait_for(up, 240, f"a cell with its engine up on host(s) {', '.join(hosts)}", every_s=0.05)
+
+    runner = run_it()
     try:
-        # host b's first cell, its engine starting or up on b: what b's exporter says reaches Prometheus
-        # block 1 runs on host a: Prometheus sees a's engine up, labelled with the run and the arm
-        prom = PromClient(f"http://{c.prometheus}")
-        fleet = load_fleet(c.fleet_file)
-        seen: set[tuple[str, str, str]] = set()
+        cells_up_on("ab", 0)
+        runner.kill()  # the runner dies (kill -9) with a cell in flight on each host
+        runner.wait(30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait(30)
+    cut = fold(events()).open_attempts
+    assert sorted(a.started["host"] for a in cut) == ["a", "b"], "one open cell a host in the journal"
+    killed_at = events()[-1]["seq"]
 
-        def host_a_runs_the_cell() -> bool:
-            for h in fleet_status_of(fleet, prom):
-                if h.runs.get("experiment") == run_id:
-                    seen.add((h.host, h.engine, h.runs.get("arm", "")))
-            return any(host == "a" and engine == "ready" for host, engine, _ in seen)
-
-        assert wait_for(host_a_runs_the_cell, 240, "host a's cell seen through Prometheus", every_s=0.2)
-        assert {arm for _, _, arm in seen} <= {"a1", "a2"} and {host for host, _, _ in seen} == {"a"}
-        b_engine = EngineController(state_dir=c.homes["b"] / "state")
-        assert wait_for(
-            lambda: (
-                any(e["event"] == "cell_started" and e.get("host") == "b" for e in events())
-                and b_engine.status(check_health=False).state in ("starting", "ready")
-            ),
-            240,
-            "a cell on host b",
-            every_s=0.05,
-        )
+    runner = run_it()  # resumed: each host's cut-off cell is recorded, its engine stopped, and redone
+    try:
+        cells_up_on("b", killed_at)
         c.kill_node("b")  # mid-cell: its raylet and worker gone, its engine left behind
         out, _ = runner.communicate(timeout=240)
     finally:
         if runner.poll() is None:
             runner.terminate()
             runner.wait(60)
+    interrupted = [e for e in events() if e["event"] == "cell_interrupted"]
+    assert sorted((e["slot"], e["attempt"], e["host"]) for e in interrupted) == sorted(
+        (a.slot, a.attempt, a.started["host"]) for a in cut
+    )
+    assert all("previous runner ended mid-cell" in e["reason"] for e in interrupted), interrupted
+    print("cut off with the runner:", "; ".join(f"{e['host']}: {e['cleanup']}" for e in interrupted))
     assert runner.returncode != 0, out
     evs = events()
     failed = [e for e in evs if e["event"] == "cell_failed"]
@@ -250,12 +291,26 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
         and "not in the Ray cluster" in stopped["message"]
     )
 
+    assert fold(evs).open_attempts == (), "host a's cell in flight was finished and recorded before the stop"
+
     c.start_node("b")  # the host is back: the run resumes where it stopped
-    resumed = frank_cli(
-        "experiment", "run", run_id, "--fleet", str(c.fleet_file), "--json", home=c.coordinator, timeout=600
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert json.loads(resumed.stdout)["reason"] == "finished"
+    resumed = run_it()
+    try:
+        with monkeypatch.context() as env:  # the console of the coordinator, mid-run
+            env.setenv("FRANK_HOME", str(c.coordinator))
+            env.setenv("FRANK_FLEET", str(c.fleet_file))
+            busy = asyncio.run(
+                fleet_screen_mid_run(run_id, resumed, os.environ.get("FRANK_SHOTS_DIR") or str(tmp_path))
+            )
+        out, _ = resumed.communicate(timeout=600)
+    finally:
+        if resumed.poll() is None:
+            resumed.terminate()
+            resumed.wait(60)
+    assert resumed.returncode == 0, out[-3000:]
+    assert json.loads(out)["reason"] == "finished"
+    assert busy >= 1, "the fleet screen showed a host running the run's cell"
+    print(f"fleet screen mid-run: {busy} host(s) shown running the run's cells")
 
     evs = events()
     cell_events = [e for e in evs if e.get("slot") is not None and e["event"] != "block_voided"]
@@ -266,6 +321,18 @@ def test_aa_design_over_two_hosts_survives_a_lost_node(cluster: Cluster, frank_c
     for e in done.values():
         blocks.setdefault(e["block"], set()).add(e["host"])
     assert sorted(blocks) == [1, 2] and blocks[1] == {"a"} and blocks[2] == {"b"}  # dealt in drawn order
+    # each cell run to its end, done or failed, [cell_started, cell_done/failed]: one at a time could not overlap
+    started = {(e["slot"], e["attempt"]): e["unix"] for e in evs if e["event"] == "cell_started"}
+    ran = [e for e in evs if e["event"] in ("cell_done", "cell_failed")]
+    spans = [(e["host"], started[(e["slot"], e["attempt"])], e["unix"]) for e in ran]
+    overlaps = [
+        min(a_end, b_end) - max(a_start, b_start)
+        for host_a, a_start, a_end in spans
+        for host_b, b_start, b_end in spans
+        if (host_a, host_b) == ("a", "b")
+    ]
+    assert max(overlaps) > 0, f"no cell on a ran while one on b did: {spans}"  # side by side, not in turns
+    print(f"fleet A/A: cells on a and b ran side by side for {max(overlaps):.1f} s")
     assert not (c.homes["b"] / "state" / "activity.json").exists()
     assert EngineController(state_dir=c.homes["b"] / "state").status().state == "stopped"  # the leftover stopped
 
@@ -288,7 +355,7 @@ def test_the_grafana_dashboard_queries_the_live_prometheus(cluster: Cluster) -> 
 
 
 async def test_the_fleet_screen_reads_prometheus_and_shows_a_silent_host(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from textual.widgets import DataTable
 
@@ -320,5 +387,3 @@ async def test_the_fleet_screen_reads_prometheus_and_shows_a_silent_host(
         assert await until(lambda: engine_cell("b") == "not answering", 3 * SCRAPE_S + 5)
         print(f"fleet screen: host b shown as not answering {time.monotonic() - silent:.1f} s after it went silent")
         assert engine_cell("a") == "stopped"
-        shots = os.environ.get("FRANK_SHOTS_DIR") or str(tmp_path)  # docs/screenshots/fleet.svg is made so
-        app.save_screenshot(filename="fleet.svg", path=shots)

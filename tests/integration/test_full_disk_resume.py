@@ -76,7 +76,7 @@ def test_a_replay_on_a_disk_that_fills_up_stops_naming_the_file_and_resumes_once
         assert len(kept) >= 1 and draw_file.read_bytes().endswith(b"\n")  # whole lines only
         filled[0].unlink()
         summary = resume_replay(out, status.url, api_key=key).run_sync()
-        assert summary["state"] == "finished", summary
+        assert summary.state == "finished", summary
         records = read_records(draw_file)
         assert [r["id"] for r in records] == [f"r{i:02d}" for i in range(REQUESTS)]  # each once, in order
         assert records[: len(kept)] == kept and all(r["status"] == "ok" for r in records)

@@ -93,7 +93,7 @@ async def test_recorded_session_is_a_valid_workload_that_replays(engine, tmp_pat
     )
     summary = await runner.run()
     records = read_records(runner.draw_file("draw-1"))
-    assert summary["state"] == "finished"
+    assert summary.state == "finished"
     assert [r["status"] for r in records] == ["ok", "ok"] and all(r["server"]["attributed"] for r in records)
 
 

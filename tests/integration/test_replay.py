@@ -43,7 +43,7 @@ def first_run(engine, mini, tmp_path_factory):
 
 def test_every_request_has_attributed_server_values_and_totals_add_up(first_run, mini):
     runner, summary, events = first_run
-    assert summary["state"] == "finished"
+    assert summary.state == "finished"
     records = read_records(runner.draw_file("draw-1"))
     expected = [r.id for r in load_workload(mini, ["draw-1"]).requests["draw-1"][:PREFIX]]
     assert [r["id"] for r in records] == expected  # recorded order, one line each
@@ -60,7 +60,7 @@ def test_every_request_has_attributed_server_values_and_totals_add_up(first_run,
     # a fresh salt: the first request finds nothing cached; the rest of its conversation hits the prefix
     assert records[0]["server"]["cached_tokens"] == 0
     assert all(r["server"]["cached_tokens"] > 10_000 for r in records[1:] if r["turn"] > 1)
-    d = summary["draws"]["draw-1"]
+    d = summary.to_json()["draws"]["draw-1"]
     assert (d["requests"], d["ok"], d["failed"], d["unattributed"], d["complete"]) == (PREFIX, PREFIX, 0, 0, True)
     for key in ("front_end_s", "prefill_s", "queue_s", "ttft_s"):
         assert d[key] == pytest.approx(sum(r["server"][key] for r in records))
@@ -83,7 +83,7 @@ def test_a_new_run_gets_a_new_namespace_and_the_same_prompt_ids(engine, first_ru
     summary = again.run_sync()
     first = read_records(runner.draw_file("draw-1"))
     second = read_records(again.draw_file("draw-1"))
-    assert summary["state"] == "finished" and second[0]["salt"] != first[0]["salt"]
+    assert summary.state == "finished" and second[0]["salt"] != first[0]["salt"]
     assert second[0]["server"]["cached_tokens"] == 0  # same text, new salt: nothing reused
     assert [r["prompt_ids_sha256"] for r in second] == [r["prompt_ids_sha256"] for r in first[:2]]
     assert second[0]["stream"] is False and second[0]["server"]["attributed"]
@@ -98,12 +98,12 @@ def test_full_mode_streams_the_recorded_parameters(engine, mini, tmp_path):
     )
     summary = runner.run_sync()
     records = read_records(runner.draw_file("draw-3"))
-    assert summary["state"] == "finished" and len(records) == 2
+    assert summary.state == "finished" and len(records) == 2
     for r in records:
         assert r["status"] == "ok" and r["stream"] and r["server"]["attributed"]
         assert 1 < r["completion_tokens"] <= 12 and r["client"]["chunks"] > 2
         assert r["server"]["decode_s"] > 0 and r["server"]["decode_steps"] >= 1
-    d = summary["draws"]["draw-3"]
+    d = summary.to_json()["draws"]["draw-3"]
     assert d["verify_step_s"] == pytest.approx(d["decode_s"] / d["decode_steps"])
     for r in records:  # the response's own timings (--enable-per-request-metrics) agree with the deltas
         assert r["server"]["sources"]["decode_s"] == "metrics-delta"
@@ -134,15 +134,15 @@ def test_engine_gone_mid_draw_keeps_records_and_the_run_resumes(engine, mini, tm
     runner.progress = cut_after_two
     summary = runner.run_sync()
     records = read_records(runner.draw_file("draw-2"))
-    assert summary["state"] == "interrupted" and "--resume" in summary["error"]
+    assert summary.state == "interrupted" and "--resume" in summary.error
     assert [r["status"] for r in records] == ["ok", "ok", "failed"]
     assert records[2]["error"].startswith("engine unreachable")
-    assert summary["draws"]["draw-2"]["failed"] == 1 and not summary["draws"]["draw-2"]["complete"]
+    assert summary.draws["draw-2"].failed == 1 and not summary.draws["draw-2"].complete
 
     resumed = resume_replay(runner.run_dir, base_url=url)
     summary = resumed.run_sync()
     records = read_records(resumed.draw_file("draw-2"))
-    assert summary["state"] == "finished" and summary["attempts"] == 2
+    assert summary.state == "finished" and summary.attempts == 2
     assert [(r["index"], r["attempt"], r["status"]) for r in records] == [
         (0, 1, "ok"),
         (1, 1, "ok"),
@@ -151,7 +151,7 @@ def test_engine_gone_mid_draw_keeps_records_and_the_run_resumes(engine, mini, tm
         (3, 2, "ok"),
     ]
     assert records[3]["salt"] != records[0]["salt"]
-    d = summary["draws"]["draw-2"]
+    d = summary.to_json()["draws"]["draw-2"]
     assert (d["requests"], d["ok"], d["failed"], d["complete"]) == (4, 4, 0, True)
 
 

@@ -173,9 +173,9 @@ def test_a_rejected_part_needs_a_run_that_did_not_confirm_it(fresh_frank_home: P
     confirmed += 'results = "@designs/seed-region-cache.csv"\n'
     path.write_text(PART.format(state="rejected", extra=confirmed))
     actions.init(path)
-    (part,) = actions.status(path)["parts"]
-    assert part["state"] == "rejected" and part["evidence_ok"] is False
-    assert "rule decides not confirmed; this one decides confirmed" in part["evidence"][0]["problem"]
+    (part,) = actions.status(path).parts
+    assert part.state == "rejected" and part.evidence_ok is False
+    assert "rule decides not confirmed; this one decides confirmed" in part.evidence[0]["problem"]
     with pytest.raises(CampaignError, match="part cache is rejected: only a candidate, testing or passed part"):
         actions.adopt("cache", path)
     with pytest.raises(CampaignError, match="part cache is rejected: only an adopted part"):
@@ -206,7 +206,7 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(
     from frank.experiments import registry
 
     run = registry.register(REPO_ROOT / "frank" / "experiments" / "designs" / "region-cache-on-off.toml", seed=1)
-    assert actions.status(path)["parts"][0]["up_next"] == f"testing: registered run {run.run_id} is not finished"
+    assert actions.status(path).parts[0].up_next == f"testing: registered run {run.run_id} is not finished"
     monkeypatch.setattr(
         "frank.campaign.evidence.run_report",
         lambda rid: {
@@ -218,7 +218,7 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(
             "design_sha256": run.design.sha256,
         },
     )
-    assert actions.status(path)["parts"][0]["up_next"].startswith(f"adopt: registered run {run.run_id} is confirmed")
+    assert actions.status(path).parts[0].up_next.startswith(f"adopt: registered run {run.run_id} is confirmed")
     with pytest.raises(CampaignError, match="is not a registered run of its design"):
         actions.adopt("cache", path, run_id="no-such-run")
     adopted = actions.adopt("cache", path)
@@ -231,7 +231,8 @@ def test_adopt_serve_revert_with_evidence_and_a_profile_override(
     assert load_profile("embedded-cpu").knobs["region_cache"].default == "on"  # the user override wins
     assert "next `frank engine start` of profile embedded-cpu" in served.takes_effect.starts
     assert any("restart" in n for n in served.takes_effect.notes)
-    assert actions.status(path)["parts"][0]["served_defaults"]["ok"] is True
+    served_now = actions.status(path).parts[0].served_defaults
+    assert served_now is not None and served_now.ok is True
 
     with pytest.raises(CampaignError, match="no revert rule has fired"):
         actions.revert("cache", path)
@@ -271,7 +272,7 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
         measures={"front_end_per_draw": 1.0, "tokens_per_s": 40.0},
         fidelity=0.1,
     )
-    fired = lambda rule, a=on, c=off: evaluate(rule, a, c)["outcome"]  # noqa: E731
+    fired = lambda rule, a=on, c=off: evaluate(rule, a, c).outcome  # noqa: E731
     assert fired(RevertRule("f", "treatment_only_failures")) == "fired"
     assert fired(RevertRule("f", "treatment_only_failures"), off, on) == "ok"
     assert fired(RevertRule("p", "pass_rate_drop", max_drop=0.1)) == "fired"
@@ -281,7 +282,7 @@ def test_rules_compare_the_parts_arm_with_its_control() -> None:
     assert fired(RevertRule("m", "measure_worse", measure="front_end_per_draw", max_worse_pct=10)) == "fired"
     assert fired(RevertRule("m", "measure_worse", measure="front_end_per_draw", max_worse_pct=25)) == "ok"
     assert fired(RevertRule("m", "measure_worse", measure="tokens_per_s")) == "ok"  # higher is better
-    assert evaluate(RevertRule("f", "treatment_only_failures"), on, None)["outcome"] == "unchecked"
+    assert evaluate(RevertRule("f", "treatment_only_failures"), on, None).outcome == "unchecked"
 
     # a one-arm run (a replay) takes the latest earlier comparable run without the part as its control
     now = RunResult("replay", "r2", 20.0, (on,), comparable="w")
@@ -402,7 +403,7 @@ def test_status_is_a_read_it_shows_a_fired_rule_and_writes_nothing(
         part["up_next"].startswith("revert: rule kl fired")
         and part["revert_rules"][0]["last_check"]["outcome"] == "fired"
     )
-    assert actions.status(path)["alerts"] == shown["alerts"] and history.read_bytes() == before
+    assert list(actions.status(path).alerts) == shown["alerts"] and history.read_bytes() == before
 
     watch = frank_cli("campaign", "watch", "--file", str(path), "--json", home=fresh_frank_home, timeout=120)
     assert watch.returncode == 0, watch.stderr

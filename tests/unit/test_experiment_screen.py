@@ -163,25 +163,26 @@ def test_a_screen_runs_as_a_registered_run_and_writes_its_confirmation(tmp_path:
     again = registry.load_run(run.run_id)  # the frozen copy is verified like a design's
     assert again.design.sha256 == run.design.sha256
     rec = record_for_run(run)
-    assert rec["result"]["pick"] == "cpu_poll.100"
-    conf = rec["confirmation"]
-    design = parse_design_text(conf["design_toml"])
+    assert rec.result.pick == "cpu_poll.100"
+    conf = rec.confirmation
+    assert conf is not None
+    design = parse_design_text(conf.design_toml)
     assert [a.name for a in design.arms] == ["default", "cpu_poll.100"]
     assert design.arm("cpu_poll.100").knob_dict == {"cpu_threads": 2, "cpu_poll": 100}
     assert design.rule.treatment == "cpu_poll.100" and design.rule.require_all and design.stop_when_decided
-    assert 5 <= design.blocks <= 9 and design.blocks == conf["blocks"]
+    assert 5 <= design.blocks <= 9 and design.blocks == conf.blocks
     assert design.workload == run.design.workload and design.measure == "time_per_verify_step"
     # registrable as it is
     out = tmp_path / "confirm.toml"
-    out.write_text(conf["design_toml"])
-    assert registry.register(out).design.sha256 == conf["design_sha256"]
+    out.write_text(conf.design_toml)
+    assert registry.register(out).design.sha256 == conf.design_sha256
 
 
 def test_the_record_is_decided_again_from_the_file_and_refuses_forgeries(tmp_path: Path) -> None:
     rec = record_for_run(_screen_run(tmp_path))
     path = tmp_path / "rec.json"
     write_json(path, rec)
-    assert read_record(path)["result"] == rec["result"]
+    assert read_record(path).result == rec.result
     # a cell's value changed: decided again, the pick follows the file, never the stored result
     forged = json.loads(path.read_text())
     for cell in forged["cells"]:
@@ -189,14 +190,14 @@ def test_the_record_is_decided_again_from_the_file_and_refuses_forgeries(tmp_pat
             cell["value"] = 0.5
     forged["result"]["pick"] = "cpu_poll.100"
     path.write_text(json.dumps(forged))
-    assert read_record(path)["result"]["pick"] == "cpu_poll.50"
+    assert read_record(path).result.pick == "cpu_poll.50"
     # the screen's rule altered: its hash no longer matches
     forged["screen_toml"] = forged["screen_toml"].replace("min_wins = 2", "min_wins = 1")
     path.write_text(json.dumps(forged))
     with pytest.raises(ScreenRecordError, match="screen_sha256: .* altered"):
         read_record(path)
     # one cell twice (a better value added beside the real one)
-    twice = json.loads(json.dumps(rec))
+    twice = json.loads(json.dumps(rec.to_json()))
     twice["cells"].append({**twice["cells"][0], "value": 0.1})
     path.write_text(json.dumps(twice))
     with pytest.raises(ScreenRecordError, match=r"cells\[12\]: .* measured twice"):
@@ -216,3 +217,35 @@ def test_the_report_of_a_screen_run_is_its_pick_not_a_decision(tmp_path: Path, f
     assert json.loads(shown.stdout)["result"]["pick"] == "cpu_poll.100"
     refused = frank_cli("experiment", "report", run.run_id, "--csv", str(tmp_path / "x.csv"), timeout=120)
     assert refused.returncode != 0 and "is a screen" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("after", "field"),
+    [
+        ('name = "default"', "control.colour"),
+        ('name = "one-thread"', "candidates[0].colour"),
+        ('name = "time_per_verify_step"', "measure.colour"),
+        ("min_wins = 2", "pick.colour"),
+        ("effect_pct = 5", "confirm.colour"),
+        ("max_tokens = 8", "workload.colour"),  # checked as a design's [workload], at its line in the screen
+        ("repeats = 3", "colour"),
+    ],
+)
+def test_an_unknown_key_of_a_screen_is_refused_at_its_line(after: str, field: str) -> None:
+    text = SCREEN.replace(after, f"{after}\ncolour = 1", 1)
+    line = next(n for n, text_line in enumerate(text.splitlines(), 1) if text_line.startswith("colour"))
+    with pytest.raises(DesignError) as err:
+        parse_screen_text(text, "s.toml")
+    assert str(err.value).startswith(f"s.toml:{line}: {field}: unknown field (known: "), str(err.value)
+
+
+def test_a_screens_problems_are_refused_at_once() -> None:
+    text = SCREEN.replace("cpu_threads = 1 }", "cpu_threads = 1 }\nweight = 2").replace(
+        "min_wins = 2", 'min_wins = 2\nrule = "best_mean"'
+    )
+    with pytest.raises(DesignError) as err:
+        parse_screen_text(text, "s.toml")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2, lines
+    assert "candidates[0].weight: unknown field" in lines[0]
+    assert "pick.rule: 'best_mean' is not one of: best_median" in lines[1]

@@ -4,9 +4,11 @@ exporter's labels, and that `import frank` and the CLI's start import no Ray."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,3 +153,25 @@ def test_import_frank_and_the_cli_start_without_ray() -> None:
     code = "import sys, frank.console.cli, frank.experiments.registry; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+
+
+def test_a_run_of_a_campaign_parts_design_records_the_part(frank_cli, fresh_frank_home: Path) -> None:
+    """What the exporter's `part` label of a placed cell is read from (run.json's `part`)."""
+    designs = REPO_ROOT / "frank/experiments/designs"
+    campaign = fresh_frank_home / "config" / "campaign.toml"
+    campaign.parent.mkdir(parents=True, exist_ok=True)
+    campaign.write_text(
+        'version = 1\nname = "t"\n\n[[parts]]\nname = "cache"\nprofile = "embedded-cpu"\n'
+        'knobs = { region_cache = "on" }\nstate = "candidate"\ndesign = "@designs/region-cache-on-off.toml"\n'
+    )
+
+    def part_of(design: str, *more: str) -> Any:
+        out = frank_cli.json("experiment", "register", str(designs / design), *more, home=fresh_frank_home)
+        meta = json.loads((Path(out["folder"]) / "run.json").read_text())
+        assert meta.get("part") == out["part"]
+        return out["part"]
+
+    assert part_of("region-cache-on-off.toml") == "cache"
+    assert part_of("region-cache-on-off.toml", "--campaign", str(fresh_frank_home / "none.toml")) is None
+    others = sorted(p.name for p in designs.glob("*.toml") if p.name != "region-cache-on-off.toml")
+    assert part_of(others[0]) is None  # a design no part names

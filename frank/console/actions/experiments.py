@@ -168,7 +168,8 @@ def preview_registration(path: str) -> tuple[str, str, str, int]:
 
 
 def _register(path: str, seed: int) -> tuple[str, str]:
+    from frank.campaign.actions import part_of_design
     from frank.experiments import registry
 
-    run = registry.register(path, seed=seed)
+    run = registry.register(path, seed=seed, part=part_of_design(path))
     return run.run_id, run.meta["design_sha256"]

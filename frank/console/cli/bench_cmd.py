@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frank.console.cli.common import emit
-from frank.experiments.bench import PART_OUTPUT_TOKENS
+from frank.console.cli.common import emit, emit_record
+from frank.experiments.bench import PART_OUTPUT_TOKENS, PartBench, RegionCacheBench
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,27 +86,27 @@ def _log(bench: str) -> Any:
     return lambda message: print(f"[bench {bench}] {message}", file=sys.stderr, flush=True)
 
 
-def _human(r: dict[str, Any]) -> str:
+def _human(r: RegionCacheBench) -> str:
     lines = [
-        f"region cache bench: {r['starts_per_arm']}+{r['starts_per_arm']} starts on {r['profile']}, order "
-        f"{' '.join(r['order'])} (seed {r['seed']}), draws {', '.join(r['draws'])}"
+        f"region cache bench: {r.starts_per_arm}+{r.starts_per_arm} starts on {r.profile}, order "
+        f"{' '.join(r.order)} (seed {r.seed}), draws {', '.join(r.draws)}"
     ]
-    for s in r["starts"]:
-        draws = " ".join(f"{v:.3f}" for v in s["front_end_per_draw_s"].values())
+    for s in r.starts:
+        draws = " ".join(f"{v:.3f}" for v in s.front_end_per_draw_s.values())
         lines.append(
-            f"  start {s['start']} {s['arm']:3}  {s['front_end_mean_s']:.3f} s per draw [{draws}]  "
-            f"(cold {s['cold_front_end_per_draw_s']:.3f} s; start took {s['elapsed_s']:.0f} s, "
-            f"load {s['load_avg_before'][0]:.1f})"
+            f"  start {s.start} {s.arm:3}  {s.front_end_mean_s:.3f} s per draw [{draws}]  "
+            f"(cold {s.cold_front_end_per_draw_s:.3f} s; start took {s.elapsed_s:.0f} s, "
+            f"load {s.load_avg_before[0]:.1f})"
         )
     lines.append(
-        f"front end per draw: off {r['front_end_off_s']:.3f} s, on {r['front_end_on_s']:.3f} s, "
-        f"ratio {r['ratio']:.1f}x, saved {r['saved_per_draw_s']:.3f} s; p = {r['p_value']:.4f} "
-        f"(exact, {r['null_size']} orders)"
+        f"front end per draw: off {r.front_end_off_s:.3f} s, on {r.front_end_on_s:.3f} s, "
+        f"ratio {r.ratio:.1f}x, saved {r.saved_per_draw_s:.3f} s; p = {r.p_value:.4f} "
+        f"(exact, {r.null_size} orders)"
     )
     lines.append(
-        f"prompt token IDs identical in all starts: {r['ids_identical']}; fresh-conversation requests "
-        f"({r['cold_requests_per_draw']:.0f} per draw): on {r['cold_front_end_on_s']:.3f} s, off "
-        f"{r['cold_front_end_off_s']:.3f} s per draw, {r['cold_extra_s']:+.3f} s with the cache"
+        f"prompt token IDs identical in all starts: {r.ids_identical}; fresh-conversation requests "
+        f"({r.cold_requests_per_draw:.0f} per draw): on {r.cold_front_end_on_s:.3f} s, off "
+        f"{r.cold_front_end_off_s:.3f} s per draw, {r.cold_extra_s:+.3f} s with the cache"
     )
     return "\n".join(lines)
 
@@ -115,34 +115,33 @@ def cmd_region_cache(args: argparse.Namespace) -> int:
     from frank.experiments.bench import run_region_cache
 
     result = run_region_cache(_options(args), _log("region-cache"))
-    emit(args.json, result, _human)
-    return 0 if result["ids_identical"] else 1
+    emit_record(args.json, result, _human)
+    return 0 if result.ids_identical else 1
 
 
 # -- frank bench part ---------------------------------------------------------------------------------
 
 
-def _human_part(r: dict[str, Any]) -> str:
+def _human_part(r: PartBench) -> str:
     lines = [
-        f"part {r['part']} (knob {r['knob']}): {r['starts_per_arm']}+{r['starts_per_arm']} starts on {r['profile']}, "
-        f"order {' '.join(r['order'])} (seed {r['seed']}), draws {', '.join(r['draws'])}, "
-        f"{r['output_tokens']} output tokens per request"
+        f"part {r.part} (knob {r.knob}): {r.starts_per_arm}+{r.starts_per_arm} starts on {r.profile}, "
+        f"order {' '.join(r.order)} (seed {r.seed}), draws {', '.join(r.draws)}, "
+        f"{r.output_tokens} output tokens per request"
     ]
-    for s in r["starts"]:
+    for s in r.starts:
         lines.append(
-            f"  start {s['start']} {s['arm']:3}  client {s['client_total_mean_s']:.3f} s per draw, front end "
-            f"{s['front_end_mean_s']:.3f} s (start took {s['elapsed_s']:.0f} s, load {s['load_avg_before'][0]:.1f})"
+            f"  start {s.start} {s.arm:3}  client {s.client_total_mean_s:.3f} s per draw, front end "
+            f"{s.front_end_mean_s:.3f} s (start took {s.elapsed_s:.0f} s, load {s.load_avg_before[0]:.1f})"
         )
     lines.append(
-        f"client time per draw: off {r['control_s']:.3f} s, on {r['treatment_s']:.3f} s, saved "
-        f"{r['saved_s_per_draw']:.3f} s; p = {r['p']:.4f} (exact, {r['null_size']} orders); front end off "
-        f"{r['front_end_control_s']:.3f} s, on {r['front_end_treatment_s']:.3f} s; client TTFT past the "
-        f"server's off {r['client_after_server_ttft_control_s']:.3f} s, "
-        f"on {r['client_after_server_ttft_treatment_s']:.3f} s"
+        f"client time per draw: off {r.control_s:.3f} s, on {r.treatment_s:.3f} s, saved "
+        f"{r.saved_s_per_draw:.3f} s; p = {r.p:.4f} (exact, {r.null_size} orders); front end off "
+        f"{r.front_end_control_s:.3f} s, on {r.front_end_treatment_s:.3f} s; client TTFT past the "
+        f"server's off {r.client_after_server_ttft_control_s:.3f} s, "
+        f"on {r.client_after_server_ttft_treatment_s:.3f} s"
     )
     lines.append(
-        f"outputs identical in all starts: {r['outputs_identical']}; prompt token IDs identical: "
-        f"{r['prompt_ids_identical']}"
+        f"outputs identical in all starts: {r.outputs_identical}; prompt token IDs identical: {r.prompt_ids_identical}"
     )
     return "\n".join(lines)
 
@@ -161,5 +160,5 @@ def cmd_part(args: argparse.Namespace) -> int:
         emit(args.json, parts, lambda ps: "\n".join(_human_list_row(p) for p in ps))
         return 0
     result = run_part(args.part, _options(args, args.output_tokens), _log(args.part or "part"))
-    emit(args.json, result, _human_part)
-    return 0 if result["outputs_identical"] and result["prompt_ids_identical"] else 1
+    emit_record(args.json, result, _human_part)
+    return 0 if result.outputs_identical and result.prompt_ids_identical else 1

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from frank.console.cli.common import emit, emit_record
 
 if TYPE_CHECKING:
-    from frank.campaign.results import TakesEffect
+    from frank.campaign.evidence import EvidenceEntry
+    from frank.campaign.results import CampaignStatus, TakesEffect
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,7 +60,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _history_step(e: dict[str, Any]) -> str:
+def _history_step(e: EvidenceEntry) -> str:
     """A serve or revert from the history, in words (they carry no decision of their own)."""
     if e.get("policy"):
         return f"policy: {e['policy']}"
@@ -71,13 +72,12 @@ def _history_step(e: dict[str, Any]) -> str:
     return "after adoption" if e.get("state") == "served" else "-"
 
 
-def _human_status(s: dict[str, Any]) -> str:
-    lines = [f"campaign {s['name']}  ({s['file']})"]
-    lines += s["alerts"]
-    for p in s["parts"]:
-        knobs = " ".join(f"{k}={v}" for k, v in p["knobs"].items()) or "no knobs"
-        lines.append(f"\n{p['name']:<16} {p['state'].upper():<10} {p['profile']}: {knobs}   {p['title']}")
-        for e in p["evidence"]:
+def _human_status(s: CampaignStatus) -> str:
+    lines = [f"campaign {s.name}  ({s.file})", *s.alerts]
+    for p in s.parts:
+        knobs = " ".join(f"{k}={v}" for k, v in p.knobs.items()) or "no knobs"
+        lines.append(f"\n{p.name:<16} {p.state.upper():<10} {p.profile}: {knobs}   {p.title}")
+        for e in p.evidence:
             what = (
                 e.get("policy")
                 if e.get("source") == "policy"
@@ -85,30 +85,26 @@ def _human_status(s: dict[str, Any]) -> str:
                 if e.get("source") == "history" and not e.get("decision")
                 else f"{e.get('decision')}"
                 + (f", p = {e['p_fraction']}" if e.get("p_fraction") else "")
-                + (f", design {e['design_sha256'][:12]}" if e.get("design_sha256") else "")
+                + (f", design {(e.get('design_sha256') or '')[:12]}" if e.get("design_sha256") else "")
                 + (f", run {e['run_id']}" if e.get("run_id") else "")
                 + (f", exported from run {e['results_run_id']}" if e.get("results_run_id") else "")
             )
             mark = "" if e.get("ok") else f"  [PROBLEM: {e.get('problem')}]"
             lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}{mark}")
-        if p.get("served_defaults") and not p["served_defaults"]["ok"]:
-            lines.append(f"  PROBLEM: served, but {p['served_defaults']['detail']}")
-        for r in p["revert_rules"]:
-            last = r["last_check"]
-            seen = (
-                f"{last['outcome']} on {last['run_kind']} {last['run_id']}: {last['detail']}"
-                if last
-                else "not checked yet"
-            )
-            lines.append(f"  rule {r['name']} ({r['kind']}): {seen}")
-        lines.append(f"  next: {p['up_next']}" + (f"; {p['next']}" if p["next"] else ""))
+        if p.served_defaults and not p.served_defaults.ok:
+            lines.append(f"  PROBLEM: served, but {p.served_defaults.detail}")
+        for r in p.revert_rules:
+            last = r.last_check
+            seen = f"{last.outcome} on {last.run_kind} {last.run_id}: {last.detail}" if last else "not checked yet"
+            lines.append(f"  rule {r.name} ({r.kind}): {seen}")
+        lines.append(f"  next: {p.up_next}" + (f"; {p.next}" if p.next else ""))
     return "\n".join(lines)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
-    emit(args.json, actions.status(args.file), _human_status)
+    emit_record(args.json, actions.status(args.file), _human_status)
     return 0
 
 
@@ -168,13 +164,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     from frank.campaign import actions
 
     out = actions.history(args.file)
-    emit(
+    emit_record(
         args.json,
         out,
         lambda p: "\n".join(
             f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(e['at']))}Z  {e['event']:<10} {e.get('part', '')}"
             f"  {e.get('by', '')}" + (f"  fired: {', '.join(e['fired'])}" if e.get("fired") else "")
-            for e in p["events"]
+            for e in p.events
         ),
     )
     return 0

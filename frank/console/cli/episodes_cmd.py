@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit, emit_record
 from frank.errors import FrankError
+
+if TYPE_CHECKING:
+    from frank.episodes.runner import EpisodesReport, RunOutcome
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,7 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     }
     if suite is not None and args.references:
         checks = check_references(suite)
-        payload["references"] = [c.to_dict() for c in checks]
+        payload["references"] = [c.to_json() for c in checks]
         payload["ok"] = all(c.ok for c in checks)
     if args.json:
         emit(True, payload)
@@ -144,31 +147,32 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
 
     outcome = job.run(folder, args.url, on_event)
-    payload = {**report(folder), "status": outcome.status, "reason": outcome.reason, "ran": outcome.ran}
-    emit(args.json, payload, _human_report)
+    rep = report(folder)
+    payload = rep.to_json() | {"status": outcome.status, "reason": outcome.reason, "ran": outcome.ran}
+    emit(args.json, payload, lambda _: _human_report(rep, outcome))
     return 0 if outcome.status == "finished" else 3
 
 
-def _human_report(p: dict[str, Any]) -> str:
+def _human_report(p: EpisodesReport, ended: RunOutcome | None = None) -> str:
     lines = [
-        f"run {p['run_id']} ({p['suite']}): {p['episodes_done']}/{p['episodes_planned']} episodes"
-        + (f", {p['status']}: {p['reason']}" if p.get("reason") else "")
+        f"run {p.run_id} ({p.suite}): {p.episodes_done}/{p.episodes_planned} episodes"
+        + (f", {ended.status}: {ended.reason}" if ended is not None and ended.reason else "")
     ]
     lines.append(
         f"  {'DRAW':>4} {'TASK':<20} {'OUTCOME':<7} {'CLIENT_S':>9} {'REQ':>4} {'PROMPT':>8} "
         f"{'COMPL':>6} {'TURNS':>5} {'TOOLS':>5} {'REFUSED':>7}"
     )
-    for e in p["episodes"]:
+    for e in p.episodes:
         lines.append(
             f"  {e['draw']:>4} {e['task']:<20} {e['outcome']:<7} {e['client_s'] or 0:>9.2f} "
             f"{e['requests'] or 0:>4} {e['prompt_tokens'] or 0:>8} {e['completion_tokens'] or 0:>6} "
             f"{e['turns'] or 0:>5} {e['tool_calls'] or 0:>5} {e.get('invalid_answers') or 0:>7}"
         )
-    for d in p["draws"]:
+    for d in p.draws:
         lines.append(f"  draw {d['draw']}: total {d['total_s']:.2f} s, passed {d['passed']} of {d['episodes']}")
-    modes = ", ".join(p.get("tool_call_modes") or []) or "-"
-    lines.append(f"  tool calls: {p.get('tool_calls', 0)} ({modes}), refused answers: {p.get('invalid_answers', 0)}")
-    lines.append(f"  recording: {p['recording']}")
+    modes = ", ".join(p.tool_call_modes) or "-"
+    lines.append(f"  tool calls: {p.tool_calls} ({modes}), refused answers: {p.invalid_answers}")
+    lines.append(f"  recording: {p.recording}")
     return "\n".join(lines)
 
 
@@ -219,5 +223,5 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from frank.episodes.runner import report
 
-    emit(args.json, report(args.run), _human_report)
+    emit_record(args.json, report(args.run), _human_report)
     return 0

@@ -12,11 +12,14 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit, emit_record
 from frank.errors import FrankError
 from frank.experiments import exact, registry
+
+if TYPE_CHECKING:
+    from frank.experiments.board import ExperimentState
 from frank.experiments.design import load_design
 from frank.experiments.journal import read_events
 
@@ -28,6 +31,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     reg = esub.add_parser("register", help="freeze a design, draw its order, print run id, hash and order")
     reg.add_argument("design", help="design file (TOML); see docs/experiments.md")
     reg.add_argument("--seed", type=int, default=None, help="draw the order from this seed (default: a random one)")
+    reg.add_argument(
+        "--campaign",
+        default=None,
+        help="record the part of this campaign that names the design (default: campaign.toml in the config dir)",
+    )
     reg.add_argument("--json", action="store_true")
     reg.set_defaults(func=cmd_register)
 
@@ -133,7 +141,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    run = registry.register(args.design, seed=args.seed)
+    from frank.campaign.actions import part_of_design  # not at the CLI's start: it reads every report module
+
+    run = registry.register(args.design, seed=args.seed, part=part_of_design(args.design, args.campaign))
     order = run.meta.get("order") or {}
     payload = {
         "run_id": run.run_id,
@@ -149,6 +159,7 @@ def cmd_register(args: argparse.Namespace) -> int:
         "order": order.get("slots", []),
         "null_size": run.meta["null_size"],
         "smallest_p": run.meta["smallest_p"],
+        "part": run.meta.get("part"),
         "smallest_p_fraction": exact.fraction(run.meta["smallest_p"], run.meta["null_size"])
         if run.meta["smallest_p"]
         else None,
@@ -163,6 +174,8 @@ def _order_text(slots: list[dict[str, Any]]) -> str:
 
 def _human_register(p: dict[str, Any]) -> str:
     lines = [f"registered {p['run_id']}", f"  design sha256  {p['design_sha256']}"]
+    if p["part"]:
+        lines.append(f"  campaign part  {p['part']}")
     if p["order"]:
         lines += [
             f"  seed           {p['seed']} ({p['method']})",
@@ -264,44 +277,34 @@ def _event_line(e: dict[str, Any]) -> str:
 # -- status, report, analyze, list --------------------------------------------------------------------
 
 
-def _state_payload(run: registry.Run) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from frank.experiments.board import load_state
-
-    return asdict(load_state(run))
-
-
-def _human_state(s: dict[str, Any]) -> str:
+def _human_state(s: ExperimentState) -> str:
     lines = [
-        f"{s['run_id']}  {s['name']}  {s['status']}"
-        + (f" (runner pid {s['runner_pid']})" if s["runner_pid"] else "")
-        + (f", last stop: {s['stopped_reason']}" if s.get("stopped_reason") and s["status"] != "running" else "")
+        f"{s.run_id}  {s.name}  {s.status}"
+        + (f" (runner pid {s.runner_pid})" if s.runner_pid else "")
+        + (f", last stop: {s.stopped_reason}" if s.stopped_reason and s.status != "running" else "")
     ]
-    cur = s.get("current")
+    cur = s.current
     if cur:
+        lines.append(f"  now: start {cur.start} {cur.arm} (block {cur.block}), attempt {cur.attempts}, {cur.phase}")
+    for c in s.cells:
+        value = "" if c.value is None else f"{c.value:.6g}"
         lines.append(
-            f"  now: start {cur['start']} {cur['arm']} (block {cur['block']}), attempt {cur['attempts']}, {cur['phase']}"  # noqa: E501
+            f"  start {c.start:>2}  block {c.block if c.block is not None else '-':>2}  "
+            f"{c.arm:<16} {c.status:<11} {value}"
         )
-    for c in s["cells"]:
-        value = "" if c["value"] is None else f"{c['value']:.6g}"
-        lines.append(
-            f"  start {c['start']:>2}  block {c['block'] if c['block'] is not None else '-':>2}  "
-            f"{c['arm']:<16} {c['status']:<11} {value}"
-        )
-    if s["kind"] == "blocks":
-        for b in s["blocks"]:
-            eff = "" if b["effect_pct"] is None else f"{b['effect_pct']:+.2f}%"
-            lines.append(f"  block {b['block']}: {eff} {'void' if b['voided'] else (b['sign'] or '')}")
-        p = "" if s.get("p_value") is None else f", p so far {s['p_value']:.4g}"
-        lines.append(f"  tally: {s['wins']} wins, {s['losses']} losses, {s['ties']} ties, {s['remaining']} to go{p}")
-    best = s.get("best_possible_p")
+    if s.kind == "blocks":
+        for b in s.blocks:
+            eff = "" if b.effect_pct is None else f"{b.effect_pct:+.2f}%"
+            lines.append(f"  block {b.block}: {eff} {'void' if b.voided else (b.sign or '')}")
+        p = "" if s.p_value is None else f", p so far {s.p_value:.4g}"
+        lines.append(f"  tally: {s.wins} wins, {s.losses} losses, {s.ties} ties, {s.remaining} to go{p}")
+    best = s.best_possible_p
     lines.append(
-        f"  rule can still be met: {'yes' if s['can_still_meet'] else 'no'}"
+        f"  rule can still be met: {'yes' if s.can_still_meet else 'no'}"
         + (f" (best possible p {best:.4g})" if best is not None else "")
     )
-    if s.get("decided"):
-        d = s["decided"]
+    if s.decided:
+        d = s.decided
         lines.append(
             f"  stopped when decided: {d['verdict'].upper()} after {d['unit']} {d['after']} of {d['of']} "
             f"({d['left']} not run): {d['reason']}"
@@ -329,7 +332,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             time.sleep(0.5)
         if args.json:
             return 0
-    emit(args.json, _state_payload(run), _human_state)
+    from frank.experiments.board import load_state
+
+    emit_record(args.json, load_state(run), _human_state)
     return 0
 
 
@@ -342,7 +347,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise FrankError(f"{run.run_id} is a screen: `frank experiment screen --report RUN --export|--html`")
         from frank.experiments import screen_report
 
-        emit(args.json, screen_report.record_for_run(run), screen_report.format_record)
+        emit_record(args.json, screen_report.record_for_run(run), screen_report.format_record)
         return 0
     if args.csv is not None:
         return _write_csv(run, Path(args.csv) if args.csv else run.folder / "results.csv", args.json)
@@ -411,17 +416,17 @@ def cmd_screen(args: argparse.Namespace) -> int:
         if args.export:
             screen_report.write_json(Path(args.export), rec)
         if args.design_out:
-            if not rec.get("confirmation"):
-                raise FrankError(f"{args.report}: no pick ({rec['result']['pick_reason']}): no confirmation design")
+            if not rec.confirmation:
+                raise FrankError(f"{args.report}: no pick ({rec.result.pick_reason}): no confirmation design")
             out = Path(args.design_out)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(rec["confirmation"]["design_toml"])
+            out.write_text(rec.confirmation.design_toml)
         if args.html:
             from frank.experiments.html import screen_page
             from frank.reports.page import write_page
 
-            write_page(Path(args.html), screen_page(rec))
-        emit(args.json, rec, screen_report.format_record)
+            write_page(Path(args.html), screen_page(rec.to_json()))
+        emit_record(args.json, rec, screen_report.format_record)
         return 0
     if not args.screen:
         raise FrankError("frank experiment screen: give a screen file to run, or --report RUN|FILE.json")

@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if run is None:
         print(f"frank: fidelity run {run_dir.name} cancelled; nothing saved", file=sys.stderr)
         return 3
-    emit(args.json, run, format_run)
+    emit(args.json, dict(run), format_run)
     return 0
 
 
@@ -140,7 +140,7 @@ def cmd_floor(args: argparse.Namespace) -> int:
         progress=_progress(args),
         versus=parse_key_values(args.versus) if args.versus else None,
     )
-    emit(args.json, run, format_run)
+    emit(args.json, dict(run), format_run)
     return 0
 
 
@@ -191,7 +191,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not runs:
             raise FrankError("no fidelity runs yet: `frank fidelity run`")
         run = runs[-1]
-    emit(args.json, run, format_run)
+    emit(args.json, dict(run), format_run)
     return 0
 
 

@@ -9,11 +9,27 @@ import argparse
 import asyncio
 import signal
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit_record
 from frank.errors import FrankError
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What one `frank record` session wrote."""
+
+    workload: str
+    draw: str
+    recorded: int
+    forwarded: int
+    listen: str
+    upstream: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +51,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-async def _serve(args: argparse.Namespace) -> dict[str, Any]:
+async def _serve(args: argparse.Namespace) -> Recorded:
     from frank.workloads.recorder import Recorder
 
     host, port = parse_listen(args.listen)
@@ -58,17 +74,10 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
         await stop.wait()
     finally:
         await rec.close()
-    return {
-        "workload": str(rec.out),
-        "draw": rec.draw_name,
-        "recorded": rec.recorded,
-        "forwarded": rec.forwarded,
-        "listen": rec.url,
-        "upstream": rec.upstream,
-    }
+    return Recorded(str(rec.out), rec.draw_name, rec.recorded, rec.forwarded, rec.url, rec.upstream)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
     result = asyncio.run(_serve(args))
-    emit(args.json, result, lambda r: f"recorded {r['recorded']} request(s) into {r['workload']} ({r['draw']})")
+    emit_record(args.json, result, lambda r: f"recorded {r.recorded} request(s) into {r.workload} ({r.draw})")
     return 0

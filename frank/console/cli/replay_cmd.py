@@ -12,10 +12,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from frank.console.cli.common import emit
+from frank.console.cli.common import emit, emit_record
 from frank.errors import FrankError
+
+if TYPE_CHECKING:
+    from frank.workloads.record import ReplaySummary
 
 SUMMARY_KEYS = (
     "requests",
@@ -83,17 +86,17 @@ def _engine_url() -> str:
     return st.url
 
 
-def _human(summary: dict[str, Any]) -> str:
-    lines = [f"run {summary['run_id']}  ({summary['state']}, {summary['mode']} mode)  {summary['run_dir']}"]
+def _human(summary: ReplaySummary) -> str:
+    lines = [f"run {summary.run_id}  ({summary.state}, {summary.mode} mode)  {summary.run_dir}"]
     lines.append(f"{'draw':<12}" + "".join(f"{k:>15}" for k in SUMMARY_KEYS))
-    for name, d in summary["draws"].items():
+    for name, d in summary.draws.items():
         cells = []
         for k in SUMMARY_KEYS:
-            v = d.get(k)
+            v = getattr(d, k)
             cells.append(f"{'-' if v is None else (f'{v:.4f}' if isinstance(v, float) else v):>15}")
         lines.append(f"{name:<12}" + "".join(cells))
-    if summary.get("error"):
-        lines.append(summary["error"])
+    if summary.error:
+        lines.append(summary.error)
     return "\n".join(lines)
 
 
@@ -141,10 +144,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         progress=replay_job.progress_lines(sys.stderr, args.quiet),
         restart=args.restart,
     )
-    emit(args.json, summary, _human)
+    emit_record(args.json, summary, _human)
     from frank.console.cli.campaign_cmd import watch_after_run
 
     watch_after_run()  # the campaign's revert watch: a fired rule shows now
-    if summary["state"] != "finished":
+    if summary.state != "finished":
         return 3
-    return 1 if summary["totals"]["failed"] else 0
+    return 1 if summary.totals.failed else 0

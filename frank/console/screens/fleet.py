@@ -50,6 +50,12 @@ def _num(value: float | None, fmt: str, scale: float = 1.0) -> str:
     return "-" if value is None else fmt.format(value * scale)
 
 
+def _runs(runs: dict[str, str]) -> str:
+    """A cell's run, arm and campaign part (the arm names the profile), else the engine's profile."""
+    keys = ("experiment", "arm", "part") if runs.get("experiment") else ("profile",)
+    return " ".join(runs.get(k, "") for k in keys).strip() or "-"
+
+
 def host_cells(h: Any) -> tuple[str | Text, ...]:
     f = h.figures
     engine = Text(h.engine, style="bold red" if not h.up else ("bold green" if h.engine == "ready" else ""))
@@ -59,7 +65,7 @@ def host_cells(h: Any) -> tuple[str | Text, ...]:
     return (
         h.host,
         engine,
-        " ".join(h.runs.get(k, "") for k in ("profile", "experiment", "arm")).strip() or "-",
+        _runs(h.runs),
         _num(f.get("cpu_percent"), "{:.0f}"),
         _num(f.get("gpu_util_percent"), "{:.0f}"),
         memory,

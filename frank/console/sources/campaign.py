@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from frank.campaign.results import PartStatus
 from frank.console.messages import CampaignRead
 from frank.console.sources.base import Post, Source
 from frank.console.state import CampaignPart, CampaignView
@@ -53,17 +54,17 @@ class CampaignSource(Source[CampaignView]):
             return replace(last, fired=fired, read=self._reads)
         try:
             checks = sweep_file(path, record=not self.read_only)
-            data = actions.status(path)
+            status = actions.status(path)
         except FrankError as exc:  # a broken campaign file is shown on the board
             return CampaignView(file=str(path), problem=f"campaign error: {exc}")
         fired = self._fired(checks)
         if fired:
             self._reads += 1
         return CampaignView(
-            file=data["file"],
-            name=data["name"],
-            alerts=tuple(data["alerts"]),
-            parts=tuple(part_view(p) for p in data["parts"]),
+            file=status.file,
+            name=status.name,
+            alerts=status.alerts,
+            parts=tuple(part_view(p) for p in status.parts),
             fired=fired,
             read=self._reads,
         )
@@ -77,60 +78,60 @@ class CampaignSource(Source[CampaignView]):
         return tuple(alert_lines(new))
 
 
-def part_view(p: dict[str, Any]) -> CampaignPart:
+def part_view(p: PartStatus) -> CampaignPart:
     return CampaignPart(
-        name=p["name"],
-        state=p["state"],
+        name=p.name,
+        state=p.state,
         evidence=_evidence_cell(p),
         rules=_rules_cell(p),
-        up_next=p["up_next"],
+        up_next=p.up_next,
         detail=_detail(p),
-        profile=p["profile"],
-        knobs=str(p["knobs"]),
-        design=str(p["design"] or "-"),
+        profile=p.profile,
+        knobs=str(p.knobs),
+        design=p.design or "-",
     )
 
 
-def _evidence_cell(p: dict[str, Any]) -> str:
+def _evidence_cell(p: PartStatus) -> str:
     """The newest decided evidence (decision, p, design hash), and whether a policy call came after it."""
-    decided = [e for e in p["evidence"] if e.get("source") != "policy"]
-    policy = bool(p["evidence"]) and p["evidence"][-1].get("source") == "policy"
+    decided = [e for e in p.evidence if e.get("source") != "policy"]
+    policy = bool(p.evidence) and p.evidence[-1].get("source") == "policy"
     if not decided:
         return "policy call" if policy else "none"
     e = decided[-1]
     bits = [f"{e['state']}: {e.get('decision') or '-'}"]
     if e.get("p_fraction"):
         bits.append(f"p = {e['p_fraction']}")
-    if e.get("design_sha256"):
-        bits.append(e["design_sha256"][:10])
+    sha = e.get("design_sha256")
+    if sha:
+        bits.append(sha[:10])
     return ", ".join(bits) + (" (!)" if not e.get("ok", True) else "") + (" + policy call" if policy else "")
 
 
-def _rules_cell(p: dict[str, Any]) -> str:
+def _rules_cell(p: PartStatus) -> str:
     """FIRED names first; otherwise how many rules each last check left ok, unchecked or not checked."""
-    rules = p["revert_rules"]
-    if not rules:
+    if not p.revert_rules:
         return "none"
-    fired = [r["name"] for r in rules if (r["last_check"] or {}).get("outcome") == "fired"]
+    fired = [r.name for r in p.revert_rules if r.fired]
     if fired:
         return "FIRED: " + ", ".join(fired)
     counts: dict[str, int] = {}
-    for r in rules:
-        outcome = (r["last_check"] or {}).get("outcome", "not checked")
+    for r in p.revert_rules:
+        outcome = r.last_check.outcome if r.last_check else "not checked"
         counts[outcome] = counts.get(outcome, 0) + 1
     return ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
-def _detail(p: dict[str, Any]) -> str:
-    knobs = " ".join(f"{k}={v}" for k, v in p["knobs"].items()) or "no knob values (the profile itself)"
+def _detail(p: PartStatus) -> str:
+    knobs = " ".join(f"{k}={v}" for k, v in p.knobs.items()) or "no knob values (the profile itself)"
     lines = [
-        f"{p['name']} — {p['title']}",
-        f"state {p['state'].upper()}  ·  profile {p['profile']}: {knobs}",
-        f"design {p['design'] or '-'}  {p['design_sha256'] or ''}",
+        f"{p.name} — {p.title}",
+        f"state {p.state.upper()}  ·  profile {p.profile}: {knobs}",
+        f"design {p.design or '-'}  {p.design_sha256 or ''}",
         "",
         "evidence:",
     ]
-    for e in p["evidence"]:
+    for e in p.evidence:
         what = (
             e.get("policy")
             if e.get("source") == "policy"
@@ -146,21 +147,17 @@ def _detail(p: dict[str, Any]) -> str:
             + ("" if e.get("ok", True) else f"  PROBLEM: {e.get('problem')}")
         )
     lines += ["", "revert rules:"]
-    for r in p["revert_rules"] or []:
-        last = r["last_check"]
+    for r in p.revert_rules:
+        last = r.last_check
         lines.append(
-            f"  {r['name']} ({r['kind']}): "
-            + (
-                f"{last['outcome']} on {last['run_kind']} {last['run_id']} — {last['detail']}"
-                if last
-                else "not checked yet"
-            )
+            f"  {r.name} ({r.kind}): "
+            + (f"{last.outcome} on {last.run_kind} {last.run_id} — {last.detail}" if last else "not checked yet")
         )
-    if not p["revert_rules"]:
+    if not p.revert_rules:
         lines.append("  none")
-    lines += ["", f"up next: {p['up_next']}"]
-    if p["next"]:
-        lines.append(f"         {p['next']}")
-    if p["notes"]:
-        lines += ["", f"notes: {p['notes']}"]
+    lines += ["", f"up next: {p.up_next}"]
+    if p.next:
+        lines.append(f"         {p.next}")
+    if p.notes:
+        lines += ["", f"notes: {p.notes}"]
     return "\n".join(lines)

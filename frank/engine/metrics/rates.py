@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from frank.engine import measures
 from frank.engine.metrics.names import (
@@ -159,11 +159,41 @@ def _busy_rates(before: MetricsSample, after: MetricsSample | None = None) -> di
     }
 
 
-def sample_summary(sample: MetricsSample) -> dict[str, Any]:
+class SampleSummary(TypedDict, total=False):
+    """The headline values of one scrape (`sample_summary`); a failed scrape has only state and error."""
+
+    state: str
+    error: str | None
+    scrape_s: float
+    requests_running: float | None
+    requests_waiting: float | None
+    kv_cache_usage: float | None
+    requests_finished: float | None
+    prompt_tokens: float | None
+    generation_tokens: float | None
+    prefix_cache_hit_rate: float | None
+    mean_ttft_s: float | None
+    mean_queue_s: float | None
+    mean_prefill_s: float | None
+    mean_front_end_s: float | None
+    window_verify_step_s: float | None
+    mean_acceptance_length: float | None
+    acceptance_per_position: tuple[float, ...] | None
+    spec_decode: bool
+    prefill_tokens_per_s: float | None
+    decode_tokens_per_s: float | None
+    engine_kind: str
+    not_available: dict[str, str]
+    plugins_refused: float | None
+    refused_plugins: list[str]
+    plugins_vllm: str | None
+
+
+def sample_summary(sample: MetricsSample) -> SampleSummary:
     """The headline values of one scrape, as plain JSON: gauges, totals since the server started, and means
     over its whole life (rates over a window come from `window_rates`)."""
     if not sample.ok:
-        return {"state": sample.state, "error": sample.error}
+        return SampleSummary(state=sample.state, error=sample.error)
 
     def mean(name: str) -> float | None:
         return measures.ratio(*sample.hist(name))
@@ -171,6 +201,7 @@ def sample_summary(sample: MetricsSample) -> dict[str, Any]:
     hits, queries = sample.counter(PREFIX_HITS), sample.counter(PREFIX_QUERIES)
     drafts, accepted = sample.counter(SPEC_DRAFTS), sample.counter(SPEC_ACCEPTED)
     ttft, queue, prefill = mean(TTFT), mean(QUEUE), mean(PREFILL)
+    busy = _busy_rates(sample)
     return {
         "state": "ok",
         "scrape_s": sample.scrape_s,
@@ -189,7 +220,8 @@ def sample_summary(sample: MetricsSample) -> dict[str, Any]:
         "mean_acceptance_length": measures.acceptance_length(accepted, drafts),
         "acceptance_per_position": measures.per_position_acceptance(sample.per_position(SPEC_ACCEPTED_PER_POS), drafts),
         "spec_decode": sample.has(SPEC_DRAFTS),
-        **_busy_rates(sample),
+        "prefill_tokens_per_s": busy["prefill_tokens_per_s"],
+        "decode_tokens_per_s": busy["decode_tokens_per_s"],
         "engine_kind": sample.kind,
         "not_available": not_available(sample),
         "plugins_refused": sample.gauge(PLUGINS_REFUSED),

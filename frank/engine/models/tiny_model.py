@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 BUILD_VERSION = "tiny-frank-2"
 MODEL_NAME = "tiny-frank"
@@ -207,9 +207,17 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_manifest(model_dir: Path) -> dict[str, Any] | None:
+class ModelManifest(TypedDict):
+    """A built model's manifest.json: the builder version and every file's sha256 (what `check_build` checks)."""
+
+    builder_version: str
+    name: str
+    files: dict[str, dict[str, Any]]  # file name -> {sha256, bytes}
+
+
+def read_manifest(model_dir: Path) -> ModelManifest | None:
     try:
-        value: dict[str, Any] | None = json.loads((model_dir / MANIFEST).read_text())
+        value: ModelManifest | None = json.loads((model_dir / MANIFEST).read_text())
         return value
     except (OSError, ValueError):
         return None
@@ -468,7 +476,7 @@ def write_manifest(out: Path, name: str, version: str) -> None:
         for p in sorted(out.iterdir())
         if p.is_file() and p.name != MANIFEST
     }
-    write_json(out / MANIFEST, {"builder_version": version, "name": name, "files": files})
+    write_json(out / MANIFEST, ModelManifest(builder_version=version, name=name, files=files))
 
 
 def build(out: Path, force: bool = False, name: str = MODEL_NAME) -> BuildResult:

@@ -33,7 +33,7 @@ from typing import Any
 
 from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
-from frank.plugins.front_end.switch import PartSwitch
+from frank.plugins.front_end.switch import PartSwitch, SwitchSnapshot
 
 logger = logging.getLogger(__name__)
 PART = PARTS["block-hash-memo"]
@@ -185,7 +185,7 @@ def _count_of(counter: itertools.count[int]) -> int:
     return int(repr(counter)[len("count(") : -1])  # its next value: how often next() was called
 
 
-def snapshot() -> dict[str, Any]:
+def snapshot() -> SwitchSnapshot:
     out = switch.snapshot()
     out["counts"].update(hits=_count_of(_hits), misses=_count_of(_misses), evictions=_count_of(_evictions))
     out["blocks_held"] = len(_memo)

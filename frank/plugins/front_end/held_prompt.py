@@ -59,7 +59,7 @@ from frank.plugins import compat
 from frank.plugins.front_end.catalog import PARTS
 from frank.plugins.front_end.idle_release import IdleRelease
 from frank.plugins.front_end.idle_release import install as install_idle_release
-from frank.plugins.front_end.switch import PartSwitch
+from frank.plugins.front_end.switch import PartSwitch, SwitchSnapshot
 from frank.plugins.region_cache.composition import Composition, JoinedView, composition_of
 from frank.plugins.region_cache.composition import take as take_composition
 
@@ -556,7 +556,7 @@ def prompt_digest(ids: list[int]) -> str:
     return hashlib.sha256(packed.tobytes()).hexdigest()
 
 
-def core_snapshot() -> dict[str, Any]:
+def core_snapshot() -> SwitchSnapshot:
     """The engine core's counters and the prompts it holds (number, tokens, digest: computed here, on a
     stats call, never per request), so a test can compare them with the prompts the API server sent."""
     out = core_switch.snapshot()

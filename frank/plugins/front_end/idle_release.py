@@ -24,7 +24,7 @@ import logging
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from frank.plugins import compat
 
@@ -43,6 +43,13 @@ PATCHES = compat.Patches(
         ),
     ),
 )
+
+
+class IdleReleaseSnapshot(TypedDict):
+    waiting: int
+    released: int
+    dropped_at_bound: int
+    compat: NotRequired[dict[str, Any]]  # frank.plugins.compat.Verdict.to_json
 
 
 class IdleRelease:
@@ -121,15 +128,13 @@ class IdleRelease:
             except Exception:  # never let a release stop the engine core
                 logger.exception("frank idle release: error")
 
-    def snapshot(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "waiting": self.waiting(),
-            "released": self.released,
-            "dropped_at_bound": self.dropped_at_bound,
-        }
+    def snapshot(self) -> IdleReleaseSnapshot:
+        out = IdleReleaseSnapshot(
+            waiting=self.waiting(), released=self.released, dropped_at_bound=self.dropped_at_bound
+        )
         verdict = compat.verdict_of(PATCHES.part)
         if verdict is not None:
-            out["compat"] = verdict.as_dict()
+            out["compat"] = verdict.to_json()
         return out
 
 

@@ -6,9 +6,12 @@ import os
 import random
 import threading
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 from frank.plugins import compat
+
+if TYPE_CHECKING:
+    from frank.plugins.front_end.idle_release import IdleReleaseSnapshot
 
 _ON = ("on", "1", "true", "yes")
 
@@ -27,6 +30,24 @@ def parse_verify(name: str, raw: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{name}={raw!r}: a fraction must be within [0, 1]")
     return value
+
+
+class SwitchSnapshot(TypedDict, total=False):
+    """A part's state as its control endpoint and /metrics give it (GET /frank/parts/NAME)."""
+
+    name: Required[str]
+    enabled: Required[bool]
+    verify: Required[float]
+    counts: Required[dict[str, int]]
+    verify_error: str
+    fault: str
+    compat: dict[str, Any]  # frank.plugins.compat.Verdict.to_json
+    refused: str
+    # the engine-core halves add theirs (block_hash_memo.snapshot, held_prompt.core_snapshot)
+    blocks_held: int
+    max_blocks: int
+    idle_release: IdleReleaseSnapshot
+    held: list[dict[str, Any]]  # the prompts held: client, number, tokens, sha256
 
 
 class PartRefused(RuntimeError):
@@ -75,17 +96,17 @@ class PartSwitch:
         with self._lock:
             self._counts[key] += n
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> SwitchSnapshot:
         with self._lock:
             counts = dict(self._counts)
-        out: dict[str, Any] = {"name": self.name, "enabled": self.enabled, "verify": self.verify, "counts": counts}
+        out = SwitchSnapshot(name=self.name, enabled=self.enabled, verify=self.verify, counts=counts)
         if self.verify_error:
             out["verify_error"] = self.verify_error
         if self.fault:
             out["fault"] = self.fault
         verdict = compat.verdict_of(self.name)
         if verdict is not None:
-            out["compat"] = verdict.as_dict()
+            out["compat"] = verdict.to_json()
         if self.refused:
             out["refused"] = self.refused
         return out

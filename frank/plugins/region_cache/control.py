@@ -23,7 +23,7 @@ class ControlMiddleware(TokenControlMiddleware):
 
     async def answer(self, scope: Scope, receive: Receive, path: str, method: str) -> Reply:
         if path == PREFIX and method == "GET":
-            return 200, runtime.snapshot()
+            return 200, dict(runtime.snapshot())
         if path == PREFIX and method == "POST":
             enabled = await read_enabled(receive)
             if not isinstance(enabled, bool):
@@ -32,10 +32,10 @@ class ControlMiddleware(TokenControlMiddleware):
                 runtime.set_enabled(enabled)
             except runtime.Refused as exc:
                 return 409, {**runtime.snapshot(), "error": str(exc)}
-            return 200, runtime.snapshot()
+            return 200, dict(runtime.snapshot())
         if path == PREFIX + "/clear" and method == "POST":
             runtime.clear()
-            return 200, runtime.snapshot()
+            return 200, dict(runtime.snapshot())
         if path in (PREFIX, PREFIX + "/clear"):
             return 405, {"error": f"method {method} not allowed on {path}"}
         return 404, {"error": f"no such control path {path}"}

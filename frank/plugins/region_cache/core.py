@@ -46,7 +46,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, cast
 
 from frank.plugins.region_cache import composition
 
@@ -345,6 +345,37 @@ def added_tokens_from_config(config: dict[str, Any]) -> list[AddedToken]:
 # -- the cache --------------------------------------------------------------------------------------
 
 
+class RegionCacheStats(TypedDict, total=False):
+    """The region cache's counters and bounds (`RegionCache.stats`), with the switch, the compat verdict and the
+    tokenizers `runtime.snapshot` adds: the one shape of GET /frank/region-cache."""
+
+    requests: float
+    hits: float
+    misses: float
+    hit_tokens: float
+    miss_tokens: float
+    miss_seconds: float
+    seconds_saved: float
+    lookup_seconds: float
+    verified: float
+    mismatches: float
+    errors: float
+    evictions: float
+    checks_skipped: float
+    fallbacks: int
+    fallback_reasons: dict[str, int]
+    entries: int
+    tokens_held: int
+    bytes_held: int
+    max_tokens: int
+    max_bytes: int
+    verify: float
+    enabled: bool
+    compat: dict[str, Any]  # frank.plugins.compat.Verdict.to_json
+    refused: str
+    tokenizers: list[dict[str, str | None]]
+
+
 @dataclass(frozen=True)
 class CacheLimits:
     max_tokens: int = DEFAULT_MAX_TOKENS
@@ -501,11 +532,10 @@ class RegionCache:
                 # Saved = what the hit tokens would have cost at the measured encode rate of misses.
                 c["seconds_saved"] += hit_tokens * c["miss_seconds"] / c["miss_tokens"]
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> RegionCacheStats:
         with self._lock:
-            out: dict[str, Any] = {
-                k: (round(v, 6) if isinstance(v, float) else int(v)) for k, v in self._counters.items()
-            }
+            counters = {k: (round(v, 6) if isinstance(v, float) else int(v)) for k, v in self._counters.items()}
+            out = cast(RegionCacheStats, counters)  # the counters clear_counters names
             out["fallbacks"] = sum(self._fallbacks.values())
             out["fallback_reasons"] = dict(self._fallbacks)
             out["entries"] = len(self._entries)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -36,7 +37,7 @@ GAUGES = {
 
 class RegionCacheCollector:
     def collect(self) -> Iterator[Metric]:
-        stats = runtime.snapshot()
+        stats: Mapping[str, Any] = runtime.snapshot()  # read by name from the tables above
         for key, (name, doc) in COUNTERS.items():
             yield CounterMetricFamily(name, doc, value=float(stats.get(key, 0)))
         for key, (name, doc) in GAUGES.items():

@@ -10,7 +10,7 @@ import os
 import threading
 from typing import Any
 
-from frank.plugins.region_cache.core import CacheLimits, HFAdapter, RegionCache, RegionEncoder
+from frank.plugins.region_cache.core import CacheLimits, HFAdapter, RegionCache, RegionCacheStats, RegionEncoder
 
 logger = logging.getLogger(__name__)
 _lock = threading.RLock()
@@ -81,7 +81,7 @@ def clear() -> None:
     cache().clear()
 
 
-def snapshot() -> dict[str, Any]:
+def snapshot() -> RegionCacheStats:
     """Stats for the control endpoint and /metrics: the cache's counters plus the switch and tokenizers."""
     out = cache().stats()
     out["enabled"] = _enabled
@@ -89,7 +89,7 @@ def snapshot() -> dict[str, Any]:
 
     verdict = compat.verdict_of("region-cache")
     if verdict is not None:
-        out["compat"] = verdict.as_dict()
+        out["compat"] = verdict.to_json()
     if _refused:
         out["refused"] = _refused
     out["tokenizers"] = [
