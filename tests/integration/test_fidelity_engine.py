@@ -7,6 +7,7 @@ Sets are small (two documents of 64 tokens) so the tests cost seconds beyond the
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -64,8 +65,12 @@ def check_bfloat16_is_far_above_the_float32_floor(
     floor's two starts and its third with a knob changed: test_llamacpp_engine.py's, on llama.cpp's engine,
     which starts in a second where vLLM takes a minute.)"""
     path = small_set(tmp_path / "small")
-    [f32] = frank_cli.json("fidelity", "run", "--sets", str(path), home=session_home)["sets"]
+    # the two runs side by side: each computes the set's reference in its own home, on one core
+    f32_run = frank_cli.popen("fidelity", "run", "--sets", str(path), "--json", home=session_home)
     bf16 = frank_cli.json("fidelity", "run", "--sets", str(path), home=bf16_home)
+    out, _ = f32_run.communicate(timeout=600)
+    assert f32_run.returncode == 0, "frank fidelity run on the shared engine failed (its stderr is above)"
+    [f32] = json.loads(out)["sets"]
     [entry] = bf16["sets"]
     assert bf16["knobs"]["dtype"] == "bfloat16" and entry["reference_sha256"] == f32["reference_sha256"]
     assert entry["floor"]["engine"] is None, "no floor of this configuration was measured"
