@@ -189,6 +189,10 @@ wait_compile || { stamp "the extension is still compiling: call again"; exit 0; 
 # a model drawn before its export wrote DeepSeek's own dtypes: given them (idempotent; exllamav3 needs bf16 linears)
 [ -d "$FRANK_MODELS/$MODEL/exl3-3.0bpw" ] || "$MODEL_PY" "$TREE/scripts/exl3_checkpoint_dtypes.py" "$FRANK_MODELS/$MODEL" || exit 1
 convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
+if ! done_ cpu-probe; then  # the CPU split crashed in exllamav3's core-order read on the first run: ask it alone
+    stamp "exllamav3's CPU side alone (scripts/exl3_cpu_probe.py)"
+    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" 2>&1 | tee "$LOG/cpu-probe.txt" && mark cpu-probe
+fi
 if ! done_ served; then
     stamp "serve $MODEL through exl3-gpu-moe"
     frank engine start --profile exl3-gpu-moe --dry-run | tee "$LOG/engine-dry-run.txt"
@@ -212,6 +216,8 @@ c = C(); print(c.status().url, c.client_api_key or "")')
     kill -INT "$TEL_PID"; wait "$TEL_PID"
     frank engine logs -n 2000 >"$LOG/engine.log" 2>&1
     grep -E "moe_cpu prof|split prof|CPU split experts|CPU MoE" "$LOG/engine.log" | tail -20
+    frank_py=("$PY" -m frank.engine.exl3.prof_log "$LOG/engine.log")   # exllamav3's own compute and stall figures
+    "${frank_py[@]}" && "${frank_py[@]}" --json >"$LOG/prof.json"
     frank engine stop --json >/dev/null
     mark served
 fi
