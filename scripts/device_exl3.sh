@@ -216,6 +216,8 @@ c = C(); print(c.status().url, c.client_api_key or "")')
     kill -INT "$TEL_PID"; wait "$TEL_PID"
     frank engine logs -n 2000 >"$LOG/engine.log" 2>&1
     grep -E "moe_cpu prof|split prof|CPU split experts|CPU MoE" "$LOG/engine.log" | tail -20
+    frank_py=("$PY" -m frank.engine.exl3.prof_log "$LOG/engine.log")   # exllamav3's own compute and stall figures
+    "${frank_py[@]}" && "${frank_py[@]}" --json >"$LOG/prof.json"
     frank engine stop --json >/dev/null
     mark served
 fi

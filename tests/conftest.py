@@ -1,7 +1,9 @@
 """Shared fixtures. The whole session runs with FRANK_HOME in a temp dir, so no test touches the user's
 files, and the integration tier shares ONE real embedded engine (a start costs about a minute).
 
-- `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end.
+- `engine`: a session-scoped EngineController whose embedded-cpu engine is ready; stopped at the end. Its start
+  begins in a thread as soon as the run is collected and needs it, so the start overlaps the tests before the
+  first one that uses it (on two cores, the engine's imports run beside the console tests).
 - `fresh_frank_home`: a private FRANK_HOME for a test that must start its own engines (restart, kill -9).
 - `tiny_tokenizer_json`: the tiny model's tokenizer.json text (the model built on first use).
 - `job_kinds`: frank.jobs with the four job kinds registered, as the console and the CLI register them.
@@ -23,6 +25,8 @@ from typing import Any
 
 import psutil
 import pytest
+
+from tests import engine_starts
 
 REPO = Path(__file__).resolve().parent.parent
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="frank-test-home-"))
@@ -48,16 +52,21 @@ def session_home() -> Path:
     return _SESSION_HOME
 
 
+engine_starts.BASE = _SESSION_HOME
+_SHARED = engine_starts.EngineStart("embedded-cpu")
+
+
+def pytest_collection_finish(session):
+    engine_starts.select({item.module.__name__ for item in session.items if getattr(item, "module", None)})
+    if not session.config.option.collectonly and any("engine" in item.fixturenames for item in session.items):
+        _SHARED.begin()
+
+
 @pytest.fixture(scope="session")
 def engine():
     """The shared embedded engine (real vLLM on the CPU). Tests must not stop or restart it."""
-    from frank.engine.controller import EngineController
-
-    controller = EngineController()  # the session home's default state dir, so CLI subprocesses adopt it
-    status = controller.start("embedded-cpu")
-    assert status.state == "ready", status
-    yield controller
-    controller.stop()
+    yield _SHARED.ready()
+    _SHARED.stop()
 
 
 class FrankCli:
@@ -142,6 +151,8 @@ def fresh_frank_home(tmp_path, monkeypatch) -> Path:
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _SHARED.stop()  # begun for tests that did not get to use it (a failure with -x, an interrupt)
+    engine_starts.stop_all()
     # Only this session's tmp dirs: other pytest sessions on the machine have their own engines.
     factory = getattr(session.config, "_tmp_path_factory", None)
     basetemp = str(factory.getbasetemp()) if factory is not None and factory._basetemp is not None else None

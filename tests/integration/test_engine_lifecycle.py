@@ -1,7 +1,10 @@
 """The controller against the real embedded vLLM engine: start, chat, adopt, refuse a second start, flip a
 restart knob, then stop with a long request in flight (the stop escalates; nothing of the group left). Its
-own FRANK_HOME, two engine starts. kill -9 of a server (the controller reports `crashed`, the supervisor
-cleans up the group) is checked on the engine that tests/integration/test_replay.py kills mid-request."""
+own FRANK_HOME, two engine starts. The first starts in bfloat16 (a knob given to `frank engine start`), so
+tests/integration/test_fidelity_engine.py's check that a bfloat16 start is far above the float32 floor runs
+on it, against the shared engine: one vLLM start fewer. kill -9 of a server (the controller reports
+`crashed`, the supervisor cleans up the group) is checked on the console's engine that tests/e2e/test_tmux.py
+kills mid-request."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import pytest
 from frank.engine.controller import EngineController, EngineError, _group_members
 from frank.engine.metrics.names import RUNNING
 from frank.engine.profiles import ProfileError
+from tests.integration.test_fidelity_engine import check_bfloat16_is_far_above_the_float32_floor
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.engine
@@ -36,9 +40,9 @@ def chat(url: str, text: str, max_tokens: int = 16) -> dict:
     return response.json()
 
 
-def test_engine_lifecycle(frank_cli, fresh_frank_home):
+def test_engine_lifecycle(frank_cli, fresh_frank_home, engine, session_home, tmp_path):
     controller = EngineController()
-    started = frank_cli("engine", "start", "--json", timeout=600)
+    started = frank_cli("engine", "start", "--knob", "dtype=bfloat16", "--json", timeout=600)
     assert started.returncode == 0, started.stderr
     status = json.loads(started.stdout)
     assert status["state"] == "ready" and status["profile"] == "embedded-cpu"
@@ -46,7 +50,7 @@ def test_engine_lifecycle(frank_cli, fresh_frank_home):
     assert status["knobs"] == {
         "num_speculative_tokens": 4,
         "region_cache": "off",
-        "dtype": "float32",
+        "dtype": "bfloat16",
         "detok_tail": "off",
         "block_hash_memo": "off",
         "held_prompt": "off",
@@ -58,6 +62,7 @@ def test_engine_lifecycle(frank_cli, fresh_frank_home):
         assert os.stat(controller.files.record).st_mode & 0o777 == 0o600
         reply = chat(status["url"], "def add(a, b):\n    return a + b\n")
         assert reply["usage"]["completion_tokens"] > 0
+        check_bfloat16_is_far_above_the_float32_floor(frank_cli, fresh_frank_home, session_home, tmp_path)
 
         # a second controller (another console) adopts it and refuses to start a second engine
         second = EngineController()

@@ -1,11 +1,13 @@
 """Fidelity against the real embedded engine: the float32 engine sits at the reference's floor; a
-bfloat16 start is clearly above it. (`frank fidelity floor`, which starts a configuration twice, runs on
-llama.cpp in test_llamacpp_engine.py.)
+bfloat16 start is clearly above it (checked on test_engine_lifecycle.py's first engine, which starts in
+bfloat16: one vLLM start fewer than one of its own). (`frank fidelity floor`, which starts a configuration
+twice, runs on llama.cpp in test_llamacpp_engine.py.)
 
 Sets are small (two documents of 64 tokens) so the tests cost seconds beyond their engine starts."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -55,19 +57,20 @@ def test_float32_engine_sits_at_the_reference_floor(frank_cli, engine, tmp_path:
     assert missing.returncode != 0 and "no fidelity set 'no-such-set'" in missing.stderr
 
 
-def test_a_bfloat16_start_is_far_above_the_float32_floor(frank_cli, engine, tmp_path: Path) -> None:
-    """One bfloat16 start of vLLM in a home of its own against the shared float32 engine on the same set. (The
+def check_bfloat16_is_far_above_the_float32_floor(
+    frank_cli, bf16_home: Path, session_home: Path, tmp_path: Path
+) -> None:
+    """A bfloat16 start of vLLM (running in `bf16_home`, a home of its own) against the shared float32 engine
+    (the session's home) on the same set. Called by test_engine_lifecycle.py on its bfloat16 engine. (The
     floor's two starts and its third with a knob changed: test_llamacpp_engine.py's, on llama.cpp's engine,
     which starts in a second where vLLM takes a minute.)"""
     path = small_set(tmp_path / "small")
-    [f32] = frank_cli.json("fidelity", "run", "--sets", str(path))["sets"]
-    home = tmp_path / "bf16-home"
-    start = frank_cli("engine", "start", "--knob", "dtype=bfloat16", "--json", home=home, timeout=600)
-    assert start.returncode == 0, start.stderr[-2000:]
-    try:
-        bf16 = frank_cli.json("fidelity", "run", "--sets", str(path), home=home)
-    finally:
-        assert frank_cli("engine", "stop", home=home).returncode == 0
+    # the two runs side by side: each computes the set's reference in its own home, on one core
+    f32_run = frank_cli.popen("fidelity", "run", "--sets", str(path), "--json", home=session_home)
+    bf16 = frank_cli.json("fidelity", "run", "--sets", str(path), home=bf16_home)
+    out, _ = f32_run.communicate(timeout=600)
+    assert f32_run.returncode == 0, "frank fidelity run on the shared engine failed (its stderr is above)"
+    [f32] = json.loads(out)["sets"]
     [entry] = bf16["sets"]
     assert bf16["knobs"]["dtype"] == "bfloat16" and entry["reference_sha256"] == f32["reference_sha256"]
     assert entry["floor"]["engine"] is None, "no floor of this configuration was measured"

@@ -193,63 +193,6 @@ def test_cli_replay_json_summary_and_a_bad_workload_sends_nothing(engine, mini, 
     assert after == before and not (tmp_path / "badrun").exists()  # not one request reached the engine
 
 
-def test_engine_killed_during_a_request_then_resumed_on_another_engine(
-    frank_cli, engine, mini, tmp_path, fresh_frank_home
-):
-    """A real crash: our own engine's server is SIGKILLed while the first request is prefilling. The
-    controller reports `crashed` with the signal and the log tail, and the supervisor cleans up the rest
-    of the group; the run records the failure and stops; resuming it against the shared engine finishes
-    the draw."""
-    import os
-    import signal
-    import threading
-
-    from frank.engine.controller import EngineController, _group_members
-    from tests.polling import wait_for
-
-    own = EngineController()
-    status = own.start("embedded-cpu")
-    assert status.state == "ready"
-    killed = threading.Event()
-
-    def kill_soon(p):
-        if p.phase == "request" and p.done == 0 and not killed.is_set():
-
-            def kill():
-                os.kill(status.pid, signal.SIGKILL)
-                killed.set()
-
-            threading.Timer(0.5, kill).start()
-
-    try:
-        runner = start_replay(
-            mini, status.url, ReplayOptions(draws=("draw-1",), limit=2), out=tmp_path / "crash", progress=kill_soon
-        )
-        summary = runner.run_sync()
-        assert killed.wait(10)
-        assert wait_for(lambda: own.status().state == "crashed", 30)
-        crashed = own.status()
-        assert crashed.exit is not None and crashed.exit.signal == "SIGKILL" and crashed.log_tail
-        # the supervisor cleaned up the rest of the group (engine-core children)
-        assert wait_for(lambda: not _group_members(status.pgid), 15)
-        reported = json.loads(frank_cli("engine", "status", "--json", timeout=600).stdout)
-        assert reported["state"] == "crashed" and reported["exit"]["signal"] == "SIGKILL"
-    finally:
-        killed.wait(10)
-        own.stop()
-    assert own.status().state == "stopped" and not _group_members(status.pgid)
-    records = read_records(runner.draw_file("draw-1"))
-    assert summary.state == "interrupted"
-    assert len(records) == 1 and records[0]["status"] == "failed"
-    assert records[0]["error"].startswith("engine unreachable")
-
-    resumed = resume_replay(runner.run_dir, base_url=engine.status().url)
-    summary = resumed.run_sync()
-    records = read_records(resumed.draw_file("draw-1"))
-    assert summary.state == "finished" and summary.draws["draw-1"].complete
-    assert [(r["index"], r["attempt"], r["status"]) for r in records] == [(0, 1, "failed"), (0, 2, "ok"), (1, 2, "ok")]
-
-
 def test_w01_big_region_share_with_the_engines_own_tokenizer(engine, mini):
     """The shape holds with the real template and tokenizer: the system region is ~97-99% of each prompt."""
     from frank.workloads.w01 import TOOLS_HEADER

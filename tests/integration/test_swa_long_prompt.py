@@ -1,7 +1,8 @@
 """embedded-cpu-swa serves a full-scale W01 prompt (over 100K tokens) with the region cache: the prompt token
 IDs equal vLLM's own with the cache off, and the repeat is served from vLLM's prefix cache.
 
-Starts its own engine (the session's shared one is embedded-cpu): about a minute and a half in all.
+Starts its own engine (the session's shared one is embedded-cpu): about a minute and a half in all. It is a
+side engine (tests/engine_starts.py): its start runs beside test_smollm2_vllm.py's.
 """
 
 from __future__ import annotations
@@ -13,23 +14,27 @@ import httpx
 import psutil
 import pytest
 
-from frank.engine.controller import EngineController
 from frank.engine.metrics import fetch_metrics, fetch_settled, request_delta
 from frank.engine.models import tiny_model
 from frank.engine.region_cache_client import RegionCacheClient
 from frank.workloads.w01 import generate
+from tests.engine_starts import side_engine
 
 pytestmark = pytest.mark.engine
 
 
+SWA = side_engine(
+    __name__,
+    "embedded-cpu-swa",
+    {"region_cache": "on"},
+    prepare=lambda: tiny_model.build_via_engine_venv(name=tiny_model.SWA_MODEL_NAME),  # no-op when current
+)
+
+
 @pytest.fixture(scope="module")
-def swa_engine(tmp_path_factory: pytest.TempPathFactory):
-    tiny_model.build_via_engine_venv(name=tiny_model.SWA_MODEL_NAME)  # no-op when current
-    controller = EngineController(state_dir=tmp_path_factory.mktemp("swa-state"))
-    status = controller.start("embedded-cpu-swa", {"region_cache": "on"})
-    assert status.state == "ready", status
-    yield controller
-    controller.stop()
+def swa_engine():
+    yield SWA.ready()
+    SWA.stop()
 
 
 def _chat(client: httpx.Client, url: str, body: dict) -> tuple[dict, object]:

@@ -1,17 +1,25 @@
 """Runs in the engine venv (tests/unit/test_front_end_parts.py starts it): vLLM's own detokenizer and block
-hasher driven directly with the tiny model's tokenizer, each front-end part off and on. Prints one JSON object.
+hasher driven directly with the tiny model's tokenizer, each front-end part off and on. Prints one JSON object,
+each WHAT's result under its name.
 
-    .venv-engine/bin/python tests/unit/front_end_engine_check.py MODEL_DIR WHAT
+    .venv-engine/bin/python tests/unit/front_end_engine_check.py MODEL_DIR WHAT [WHAT ...]
 
 WHAT: detok (the part off vs on), detok-verify (on, verifying every request), detok-naive (a wrong cut with
-verify on: caught and corrected), detok-naive-noverify (a wrong cut alone: outputs differ), hashes.
+verify on: caught and corrected), detok-naive-noverify (a wrong cut alone: outputs differ), hashes, held.
+
+vLLM is imported once (most of a check's time) and each WHAT runs in a child forked from that process, so no
+check sees the parts another installed or patched; the children run side by side.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 from typing import Any
 
 
@@ -300,19 +308,64 @@ def check_held(model_dir: str, wrong: bool, verify: bool) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    model_dir, what = sys.argv[1], sys.argv[2]
+def check(model_dir: str, what: str) -> dict[str, Any]:
     if what == "hashes":
-        result = check_hashes(model_dir)
-    elif what == "held":  # right, wrong, wrong with verify: one vLLM import for the three
-        result = {
+        return check_hashes(model_dir)
+    if what == "held":  # right, wrong, wrong with verify: the held-prompt part keeps no state between them
+        return {
             "right": check_held(model_dir, wrong=False, verify=False),
             "wrong": check_held(model_dir, wrong=True, verify=False),
             "wrong_verified": check_held(model_dir, wrong=True, verify=True),
         }
-    else:
-        result = check_detok(model_dir, verify=what in ("detok-verify", "detok-naive"), naive="naive" in what)
-    print(json.dumps(result, default=str))
+    if what in ("detok", "detok-verify", "detok-naive", "detok-naive-noverify"):
+        return check_detok(model_dir, verify=what in ("detok-verify", "detok-naive"), naive="naive" in what)
+    raise SystemExit(f"unknown check {what!r}")
+
+
+def _import_vllm() -> None:
+    """What the checks import from vLLM, imported before they fork (the parts themselves are not installed)."""
+    import msgspec  # noqa: F401
+    import tokenizers.decoders  # noqa: F401
+    import vllm.sampling_params  # noqa: F401
+    import vllm.tokenizers  # noqa: F401
+    import vllm.utils.hashing  # noqa: F401
+    import vllm.v1.core.kv_cache_utils  # noqa: F401
+    import vllm.v1.engine.detokenizer  # noqa: F401
+    import vllm.v1.request  # noqa: F401
+    import vllm.v1.serial_utils  # noqa: F401
+
+
+def main() -> int:
+    model_dir, whats = sys.argv[1], sys.argv[2:]
+    _import_vllm()
+    with tempfile.TemporaryDirectory() as tmp:
+        children = {}
+        for what in whats:
+            out = Path(tmp) / f"{len(children)}.json"
+            pid = os.fork()
+            if pid == 0:  # the child: one check, its result in its own file
+                code = 1
+                try:
+                    out.write_text(json.dumps(check(model_dir, what), default=str))
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(code)
+            children[what] = (pid, out)
+        results, failed = {}, []
+        for what, (pid, out) in children.items():
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) == 0:
+                results[what] = json.loads(out.read_text())
+            else:
+                failed.append(what)
+    if failed:
+        print(f"checks failed: {', '.join(failed)} (tracebacks above)", file=sys.stderr)
+        return 1
+    print(json.dumps(results))
     return 0
 
 

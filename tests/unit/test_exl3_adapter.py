@@ -175,6 +175,23 @@ def test_one_request_gives_frank_its_per_request_values(deepseek):
     assert delta.e2e_s is not None and delta.e2e_s >= delta.ttft_s > 0
 
 
+def test_a_fresh_engines_first_request_has_every_value_as_on_vllm():
+    """On the H200 machine the first request of a W01 replay had no drafted steps while the next four had
+    62 each: the adapter's labelled families had no series before their first use, so the scrape before the
+    first request lacked them. Like vLLM's, every series exists from the start, at zero."""
+    fresh = Running("deepseek_v3")
+    try:
+        before = fetch_metrics(fresh.http, fresh.url, TOKEN)
+        fresh.client.chat.completions.create(
+            model="fake", messages=[{"role": "user", "content": "hi"}], max_tokens=50, temperature=0
+        )
+        delta = request_delta(before, fetch_metrics(fresh.http, fresh.url, TOKEN))
+        assert (delta.drafted_steps, delta.draft_tokens, delta.accepted_tokens) == (5, 15, 9)
+        assert delta.decode_steps == 5 and delta.prefill_s is not None
+    finally:
+        fresh.close()
+
+
 def test_frank_fidelity_reads_prompt_logprobs_from_the_adapter(deepseek):
     documents = [deepseek.fake.encode("abc hello"), deepseek.fake.encode("zz")]
     rows = engine_logprobs(deepseek.http, deepseek.url, "fake", documents, 4, kind="exl3")

@@ -146,9 +146,20 @@ def test_every_part_has_a_knob_in_the_full_scale_profile():
         assert knob.apply == ("env" if part.process == "engine-core" else "live")
 
 
-def _engine_check(model_dir: Path, what: str) -> dict:
+ENGINE_CHECKS = ("detok", "detok-naive-noverify", "detok-naive", "hashes", "held")
+
+
+@pytest.fixture(scope="module")
+def engine_checks(model_dir: Path) -> dict:
+    """Every engine-venv check of this module, from one process: vLLM is imported once (most of a check's
+    time) and each check runs in a child forked from it (tests/unit/front_end_engine_check.py)."""
     proc = subprocess.run(
-        [str(ENGINE_PYTHON), str(REPO / "tests" / "unit" / "front_end_engine_check.py"), str(model_dir), what],
+        [
+            str(ENGINE_PYTHON),
+            str(REPO / "tests" / "unit" / "front_end_engine_check.py"),
+            str(model_dir),
+            *ENGINE_CHECKS,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -159,25 +170,25 @@ def _engine_check(model_dir: Path, what: str) -> dict:
 
 
 @needs_engine_venv
-def test_vllm_detokenizer_outputs_identical_with_the_part_on(model_dir):
-    r = _engine_check(model_dir, "detok")
+def test_vllm_detokenizer_outputs_identical_with_the_part_on(engine_checks):
+    r = engine_checks["detok"]
     assert r["differing"] == 0, r["example"]
     assert r["cases"] > 500 and r["stops_hit"] > 100  # stop strings held back and included, both
     assert r["counts"]["tail"] > 300 and r["counts"]["prompt_tokens_skipped"] > 1_000_000
 
 
 @needs_engine_venv
-def test_vllm_detokenizer_verify_catches_a_wrong_cut(model_dir):
-    wrong = _engine_check(model_dir, "detok-naive-noverify")
+def test_vllm_detokenizer_verify_catches_a_wrong_cut(engine_checks):
+    wrong = engine_checks["detok-naive-noverify"]
     assert wrong["differing"] > 0  # a wrong cut does change vLLM's outputs...
-    caught = _engine_check(model_dir, "detok-naive")
+    caught = engine_checks["detok-naive"]
     assert caught["differing"] == 0  # ...and verify hands out vLLM's own text instead
     assert caught["counts"]["mismatches"] > 0 and caught["counts"]["verified"] > 0
 
 
 @needs_engine_venv
-def test_vllm_block_hashes_identical_through_the_memo(model_dir):
-    r = _engine_check(model_dir, "hashes")
+def test_vllm_block_hashes_identical_through_the_memo(engine_checks):
+    r = engine_checks["hashes"]
     assert r["hooked"] and r["identical"], r
     assert r["hits"] > r["misses"] > 0
     assert r["mismatches_after_corruption"] == 1 and r["verified_identical"] and r["enabled_after_corruption"] is False
@@ -219,8 +230,8 @@ def test_the_engine_core_keeps_every_prompt_the_api_server_may_name():
 
 
 @needs_engine_venv
-def test_vllm_requests_rebuilt_equal_through_the_held_prompt(model_dir):
-    r = _engine_check(model_dir, "held")
+def test_vllm_requests_rebuilt_equal_through_the_held_prompt(engine_checks):
+    r = engine_checks["held"]
     right = r["right"]
     assert right["identical"] == right["requests"] == 49 and not right["errors"], right
     assert right["core"]["rebuilt"] == right["api"]["sent_delta"] >= 40  # deltas, not whole prompts

@@ -1,7 +1,8 @@
 """The tiny model builds deterministically, and its tokenizer carries the DeepSeek-style control tokens.
 
 The build and the tokenizer probes run in the engine venv (tokenizers, torch, transformers live there); the
-assertions run here. About 30 s in all: two real builds plus one probe.
+assertions run here. About 20 s in all: two real builds side by side (each a single-threaded engine-venv
+process), then one probe.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,11 +28,21 @@ needs_engine_venv = pytest.mark.skipif(not ENGINE_PYTHON.exists(), reason=f"no e
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The module's build and a forced second one in a folder of its own, side by side."""
     out = tmp_path_factory.mktemp("models") / "tiny-frank"
-    result = tiny_model.build_via_engine_venv(out)
-    assert result.built is True
-    return out
+    again = tmp_path_factory.mktemp("again") / "tiny-frank"
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(tiny_model.build_via_engine_venv, out)
+        second = pool.submit(tiny_model.build_via_engine_venv, again, True)
+        assert first.result().built is True
+        second.result()
+    return out, again
+
+
+@pytest.fixture(scope="module")
+def built(builds: tuple[Path, Path]) -> Path:
+    return builds[0]
 
 
 @needs_engine_venv
@@ -50,12 +62,11 @@ def test_build_matches_committed_manifest(built: Path) -> None:
 
 
 @needs_engine_venv
-def test_two_builds_are_byte_identical(built: Path, tmp_path: Path) -> None:
-    again = tmp_path / "tiny-frank"
-    tiny_model.build_via_engine_venv(again, force=True)
+def test_two_builds_are_byte_identical(builds: tuple[Path, Path]) -> None:
+    built, again = builds
     for name in tiny_model.read_manifest(built)["files"]:
         assert (again / name).read_bytes() == (built / name).read_bytes(), name
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")], "temp build dir left behind"
+    assert not [p.name for p in again.parent.iterdir() if p.name.startswith(".")], "temp build dir left behind"
 
 
 @needs_engine_venv

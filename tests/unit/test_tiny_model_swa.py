@@ -2,12 +2,13 @@
 
 Same tokenizer (so the front end the region cache acts on is unchanged), same chat template, same weights;
 its config adds `sliding_window` and marks every layer `sliding_attention`. Two real builds in the engine
-venv, about 10 s.
+venv, side by side (each a single-threaded process), about 10 s.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,20 +25,29 @@ needs_engine_venv = pytest.mark.skipif(not paths.engine_venv_python().exists(), 
 
 
 @pytest.fixture(scope="module")
-def built_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The module's build and a forced second one in a folder of its own, side by side."""
     root = tmp_path_factory.mktemp("models")
     swa = root / tiny_model.SWA_MODEL_NAME
-    assert tiny_model.build_via_engine_venv(swa, name=tiny_model.SWA_MODEL_NAME).built is True
-    return swa, root
+    again = tmp_path_factory.mktemp("again") / "again"
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(tiny_model.build_via_engine_venv, swa, name=tiny_model.SWA_MODEL_NAME)
+        second = pool.submit(tiny_model.build_via_engine_venv, again, force=True, name=tiny_model.SWA_MODEL_NAME)
+        assert first.result().built is True
+        second.result()
+    return swa, root, again
+
+
+@pytest.fixture(scope="module")
+def built_pair(builds: tuple[Path, Path, Path]) -> tuple[Path, Path]:
+    return builds[0], builds[1]
 
 
 @needs_engine_venv
-def test_swa_build_is_pinned_and_byte_identical_when_rebuilt(built_pair: tuple[Path, Path], tmp_path: Path) -> None:
-    swa, _ = built_pair
+def test_swa_build_is_pinned_and_byte_identical_when_rebuilt(builds: tuple[Path, Path, Path]) -> None:
+    swa, _, again = builds
     assert tiny_model.check_build(swa, tiny_model.SWA_MODEL_NAME) is None
     assert tiny_model.manifest_digest(swa) == EXPECTED_SWA_MANIFEST_SHA256
-    again = tmp_path / "again"
-    tiny_model.build_via_engine_venv(again, force=True, name=tiny_model.SWA_MODEL_NAME)
     for name in tiny_model.read_manifest(swa)["files"]:
         assert (again / name).read_bytes() == (swa / name).read_bytes(), name
 

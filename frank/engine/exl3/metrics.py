@@ -33,6 +33,7 @@ NAMES = {
 }
 SECONDS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 TOKENS = (1, 8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288)
+FINISH_REASONS = ("stop", "length")  # what the adapter's generations end with
 
 
 class AdapterMetrics:
@@ -66,6 +67,16 @@ class AdapterMetrics:
         self.spec_accepted = count("spec_accepted", "draft tokens accepted")
         self.running = Gauge(NAMES["running"], "requests generating", label, registry=self.registry)
         self.waiting = Gauge(NAMES["waiting"], "requests waiting for the generator", label, registry=self.registry)
+        # Every series exists from the start, at zero, as vLLM's do: a scrape before the first request must hold
+        # what the scrape after it holds, or that request's deltas are unknown (the H200 run's first request).
+        for family in (
+            self.ttft, self.queue, self.prefill, self.decode, self.inference, self.e2e, self.itl, self.req_prompt,
+            self.req_generation, self.prompt_tokens, self.generation_tokens, self.prefix_queries, self.prefix_hits,
+            self.spec_drafts, self.spec_draft_tokens, self.spec_accepted, self.running, self.waiting,
+        ):  # fmt: skip
+            family.labels(self.model)
+        for reason in FINISH_REASONS:
+            self.success.labels(self.model, reason)
 
     def step(self, first: bool, step_s: float, drafted: int) -> None:
         """One engine step of the request in flight."""
