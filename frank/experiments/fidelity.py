@@ -305,21 +305,26 @@ def evaluate(
         if missing
         else f"{treatment} no worse than {control} by more than the floor on all {len(rows)} sets"
     )
-    if relative is not None:
-        notes += relative.notes
-    out = FidelityResult(
+    if relative is None:
+        return FidelityResult(
+            status=status,
+            detail=detail,
+            sets=rows,
+            floor_rule=rule.floor,
+            reference=rule.reference,
+            notes=sorted(set(notes)),
+        )
+    return FidelityResult(  # the keys in the order report --json has always had them
         status=status,
         detail=detail,
         sets=rows,
         floor_rule=rule.floor,
         reference=rule.reference,
-        notes=sorted(set(notes)),
+        reference_start=relative.reference_start,
+        mismatched=mismatched,
+        per_start=relative.per_start,
+        notes=sorted(set(notes + relative.notes)),
     )
-    if relative is not None:
-        out["reference_start"] = relative.reference_start
-        out["mismatched"] = mismatched
-        out["per_start"] = relative.per_start
-    return out
 
 
 def _floor(
