@@ -15,7 +15,7 @@ from statistics import mean
 from typing import Any
 
 from frank.experiments import exact, stopping
-from frank.experiments.decision import Decision, Guard, decide
+from frank.experiments.decision import Decision, Guard, Verdict, decide
 from frank.experiments.design import Criterion, Design
 from frank.experiments.errors import ResultsError
 from frank.experiments.fidelity import FidelityResult
@@ -264,7 +264,7 @@ class ExperimentReport:
 class _RuleOutcome:
     """What a rule's own test said, before the guards and the fidelity rule (`decide`)."""
 
-    verdict: str
+    verdict: Verdict
     reason: str
     tested: Tested | None = None
     mean_effect_pct: float | None = None
@@ -330,8 +330,7 @@ def analyze(
         guards.append(Guard("fidelity", fidelity["status"], fidelity["detail"]))
     tested = outcome.tested
     decision = decide(
-        # the rule helpers say a verdict by construction
-        outcome.verdict,  # type: ignore[arg-type]
+        outcome.verdict,
         outcome.reason,
         guards,
         fidelity,

@@ -1,11 +1,10 @@
 """The decision under a design's frozen rule, as a type: made here, read through its fields.
 
-`decide` takes what the rule itself said (its verdict and why: frank.experiments.report's block, balanced
-and criteria tests), the guards and the fidelity rule, and gives the one `Decision`: a confirmation that a
-guard failed on is not one, and neither is one whose fidelity rule could not be evaluated. The report
-(`frank experiment report`, the HTML page) and the campaign (evidence decided again, adopt, status) read
-a `Decision` by its fields; `Decision.of(report)` is the one place that reads one back from a report's
-JSON, whose keys (`decision`, `decision_reason`, `p_value`, ...) stay as they were.
+`decide` takes what the rule itself said (its verdict and why: frank.experiments.analysis's block,
+balanced and criteria tests), the guards and the fidelity rule, and gives the one `Decision`: a
+confirmation that a guard failed on is not one, and neither is one whose fidelity rule could not be
+evaluated. The report (`analysis.ExperimentReport`) holds it; the text, the HTML page and the campaign
+(evidence decided again, adopt, status) read it by its fields.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 Verdict = Literal["confirmed", "not confirmed", "incomplete"]
-VERDICTS: tuple[str, ...] = ("confirmed", "not confirmed", "incomplete")
 
 
 @dataclass(frozen=True)
@@ -58,34 +56,6 @@ class Decision:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    @classmethod
-    def of(cls, report: Mapping[str, Any]) -> Decision:
-        """The decision a report (analyze's JSON) holds."""
-        verdict = report.get("decision")
-        if verdict not in VERDICTS:
-            raise ValueError(f"a report's decision is one of {', '.join(VERDICTS)}, not {verdict!r}")
-        rv = report.get("revert")
-        return cls(
-            verdict=verdict,
-            reason=str(report.get("decision_reason") or ""),
-            design_sha256=str(report.get("design_sha256") or ""),
-            p_value=report.get("p_value"),
-            p_fraction=report.get("p_fraction"),
-            mean_effect_pct=report.get("mean_effect_pct"),
-            guards=tuple(Guard(g["name"], g["status"], g.get("detail", "")) for g in report.get("guards") or ()),
-            fidelity_status=(report.get("fidelity") or {}).get("status"),
-            revert=_revert_of(rv) if rv else None,
-        )
-
-
-def _revert_of(rv: Mapping[str, Any]) -> Revert:
-    return Revert(
-        outcome=rv["outcome"],
-        description=rv.get("description") or "",
-        triggers=tuple(rv.get("triggers") or ()),
-        unchecked=tuple(rv.get("unchecked") or ()),
-    )
-
 
 def decide(
     rule_verdict: Verdict,
@@ -99,7 +69,7 @@ def decide(
     mean_effect_pct: float | None = None,
 ) -> Decision:
     """The decision: the rule's verdict under the guards and the fidelity rule (part of the decision, not a
-    note beside it). The revert rule is evaluated apart (frank.experiments.report) and read back by `of`."""
+    note beside it). The revert rule is evaluated apart (frank.experiments.guards) and added by the report."""
     guards = tuple(guards)
     failed = [g.name for g in guards if g.status == "fail"]
     verdict, reason = rule_verdict, rule_reason
