@@ -24,9 +24,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypedDict
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -246,15 +246,15 @@ class Adapter:
             "usage": usage(done),
         }
 
-    def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
+    def tokenize(self, body: dict[str, Any]) -> Tokenized:
         self._check_model(body)
         if not isinstance(body.get("prompt"), str):
             raise RequestError(400, "prompt must be a string")
         tokens = self.generator.encode(body["prompt"])
         return {"tokens": tokens, "count": len(tokens), "max_model_len": self.generator.max_model_len}
 
-    def models(self) -> dict[str, Any]:
-        card = {
+    def models(self) -> ModelList:
+        card: ModelCard = {
             "id": self.served_model,
             "object": "model",
             "owned_by": "frank",
@@ -267,7 +267,40 @@ def ranked(row: dict[int, float]) -> list[tuple[int, float]]:
     return sorted(row.items(), key=lambda item: -item[1])
 
 
-def usage(done: Finished) -> dict[str, Any]:
+class CachedDetails(TypedDict):
+    cached_tokens: int
+
+
+class Usage(TypedDict):
+    """OpenAI's usage object, with vLLM's cached-token detail."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: CachedDetails
+
+
+class Tokenized(TypedDict):
+    """vLLM's /tokenize answer (what frank's fidelity reads)."""
+
+    tokens: list[int]
+    count: int
+    max_model_len: int
+
+
+class ModelCard(TypedDict):
+    id: str
+    object: str
+    owned_by: str
+    max_model_len: int
+
+
+class ModelList(TypedDict):
+    object: str
+    data: list[ModelCard]
+
+
+def usage(done: Finished) -> Usage:
     return {
         "prompt_tokens": done.prompt_tokens,
         "completion_tokens": done.completion_tokens,
@@ -289,7 +322,7 @@ def safe_prefix(text: str, marker: str) -> int:
 
 
 def make_handler(adapter: Adapter) -> type[BaseHTTPRequestHandler]:
-    posts: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    posts: dict[str, Callable[[dict[str, Any]], Mapping[str, object]]] = {  # answers: JSON objects
         "/v1/chat/completions": adapter.chat,
         "/v1/completions": adapter.completion,
         "/tokenize": adapter.tokenize,
@@ -309,7 +342,7 @@ def make_handler(adapter: Adapter) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def _json(self, status: int, value: dict[str, Any]) -> None:
+        def _json(self, status: int, value: Mapping[str, object]) -> None:
             self._send(status, json.dumps(value).encode())
 
         def _error(self, status: int, message: str) -> None:
