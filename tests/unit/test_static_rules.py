@@ -187,3 +187,15 @@ def test_tests_run_the_cli_through_the_one_fixture():
             ):
                 found.append(f"{_where(rel, node)}: subprocess.run of the CLI (use the frank_cli fixture)")
     assert found == [], "\n".join(found)
+
+
+def test_no_local_environment_is_committed():
+    """The venvs, the built models and the device folder are each machine's own (made by `make`); a committed
+    link to them made a fresh clone's `make setup` fail (its venv could not be created over the link)."""
+    import subprocess
+
+    if not (REPO / ".git").exists():
+        return  # an unpacked sdist: nothing is tracked
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    local = re.compile(r"^(\.venv[^/]*|\.build|\.device)(/|$)")
+    assert [path for path in tracked.splitlines() if local.match(path)] == []
