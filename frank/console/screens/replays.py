@@ -54,13 +54,14 @@ class ReplaysScreen(FrankScreen):
                     )
                     # Decoding first: it is what the dashboard's verify-step and acceptance lines watch. The
                     # front-end mode (one output token) times the path before the engine and has no verify step.
+                    # Each named as the CLI's --mode and the run strip name it, with what it does beside.
                     yield Select(
-                        [("decode", "full"), ("front end", "engine")],
+                        [("full · decode", "full"), ("engine · front end", "engine")],
                         value="full",
                         allow_blank=False,
                         id="rep-mode",
-                        tooltip="decode: the recorded requests, streamed (verify steps, acceptance); "
-                        "front end: one output token a request (no verify step)",
+                        tooltip="full: the recorded requests decoded, streamed (verify steps, acceptance); "
+                        "engine: one output token a request, timing the front end (no verify step)",
                     )
                 yield Static("[bold]jobs[/]  [$frank-idle]running first · o follows[/]", classes="section")
                 yield DataTable(id="rep-runs", cursor_type="row")
