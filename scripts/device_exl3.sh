@@ -8,7 +8,8 @@
 #      waits on it forever), and llama.cpp's CUDA llama-server built beside it unless carried;
 #   2. frank-moe-exl3 (the DeepSeek-V4 shape at 1.2B, DSpark stage) drawn from the carried kit while the
 #      extension compiles: its GGUFs (llama.cpp) and its DeepSeek-layout checkpoint;
-#   3. SmolLM2-135M: the checkpoint derived from the carried Q4_1 GGUF (in parts over the first calls), quantized to
+#   3. SmolLM2-135M: the checkpoint derived from the carried Q4_1 GGUF (in parts over the first calls), widened to
+#      exllamav3's 128-wide blocks (the same function: frank.engine.models.exl3_widen) and quantized to
 #      EXL3 3.0 bpw by exllamav3's converter, `frank fidelity floor` on it (KL on code/agent/prose against the
 #      float32 reference, beside the reference and engine floors);
 #   4. frank-moe-exl3 quantized to EXL3 3.0 bpw (its DSpark stage with it), `exl3-gpu-moe` started through
@@ -16,8 +17,8 @@
 #      the CPU-expert wait, the engine log's EXL3_MOE_CPU_PROF stall lines;
 #   5. the none / a third / all table for both schedules at 8 and 16 threads, exllamav3 beside llama.cpp
 #      on the same shape (benchmarks/bench_cpu_experts.py).
-# Phases 3 and 5's llama.cpp half are opt-in (FRANK_EXL3_SMOLLM2=1, FRANK_EXL3_LLAMACPP=1): exllamav3 cannot
-# quantize SmolLM2-135M (its padding limit, docs/gpu-run.md) and llama.cpp's rows came back from the first run.
+# Phases 3 and 5's llama.cpp half are opt-in (FRANK_EXL3_SMOLLM2=1, FRANK_EXL3_LLAMACPP=1): SmolLM2's GGUF takes
+# three carries, and llama.cpp's rows came back from the first run.
 # Every phase leaves a stamp in $W/done; a call does what its budget allows and the next goes on. Call it
 # again until it prints "all done". Everything comes back in $OUT (exl3-N.tar.gz, run-N.log).
 #
@@ -165,7 +166,15 @@ if [ -n "$WITH_SMOLLM2" ] && ! done_ smollm2-fidelity; then
             FRANK_SMOLLM2_GGUF=$GGUF frank model build --model smollm2-135m --json >"$LOG/smollm2-build.json" \
                 || { cat "$LOG/smollm2-build.json"; exit 1; }
         fi
-        if wait_compile && convert "$SMOL" "$SMOL/exl3-3.0bpw" 3.0; then
+        # exllamav3's converter cannot take SmolLM2's 576-wide residual: the same function widened to its
+        # 128-wide blocks goes in (frank.engine.models.exl3_widen), the reference stays the checkpoint itself
+        WIDE=$FRANK_MODELS/smollm2-135m-wide
+        if [ ! -f "$WIDE/config.json" ]; then
+            "$MODEL_PY" -m frank.engine.models.exl3_widen widen "$SMOL" "$WIDE.tmp" >"$LOG/smollm2-widen.json" \
+                && "$MODEL_PY" -m frank.engine.models.exl3_widen check "$SMOL" "$WIDE.tmp" | tee "$LOG/smollm2-widen-check.json" \
+                && mv "$WIDE.tmp" "$WIDE" || exit 1
+        fi
+        if wait_compile && convert "$WIDE" "$SMOL/exl3-3.0bpw" 3.0; then
             # exl3-gpu-moe's kind and adapter serving the 135M checkpoint's EXL3 (SmolLM2's tool format)
             mkdir -p "$FRANK_HOME/config/profiles"
             cat >"$FRANK_HOME/config/profiles/exl3-smollm2.toml" <<EOF

@@ -5,7 +5,7 @@
 #            converter (frank-moe-exl3's GGUFs for the llama.cpp side) and the kit of frank-moe-exl3 (state-dict
 #            shapes and tokenizer). That is all the exllamav3 side needs: carry c1 in the first call, nothing later.
 #   With FRANK_EXL3_SMOLLM2=1 (the device script's opt-in SmolLM2 phase): the first part of SmolLM2's Q4_1 GGUF
-#            in c1, the rest in c2, c3 (98 MB in all), carried in the second and third calls.
+#            in c1, the rest in c2 (98 MB in all; c3 and on only if c1 has less room), carried in the second call.
 #   With FRANK_EXL3_LLAMACPP=1 (its opt-in llama.cpp table): llama.cpp's source in c1 (its CUDA llama-server,
 #            built there), or with BIN_PARTS=DIR the llama-bin.part-* an earlier call built, in a last folder
 #            of their own, carried before llama.cpp's table.
