@@ -98,6 +98,13 @@ export FRANK_EXL3_PYTHON=$W/exl3-python
     >"$LOG/env.txt" 2>&1; cat "$LOG/env.txt"
 
 EXT_DIR=$("$PY" -c 'import torch.utils.cpp_extension as c; print(c._get_build_directory("exllamav3_ext", False))' 2>/dev/null)
+# A build of the extension an earlier session exported (below), carried back: exllamav3 imports a module named
+# exllamav3_ext from the path before it compiles anything (ext.py, is_precompiled_extension_available).
+EXT_SO=$W/site/exllamav3_ext.so
+if [ -n "$D" ] && compgen -G "$D/exl3-ext.part-*" >/dev/null && ! done_ compile && [ -z "$DRY" ]; then
+    cat "$D"/exl3-ext.part-* | "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)' \
+        >"$EXT_SO.tmp" && mv "$EXT_SO.tmp" "$EXT_SO" && mark compile && mark ext-export && stamp "exllamav3's extension: carried"
+fi
 compile_alive() { [ -f "$W/compile.pid" ] && kill -0 "$(cat "$W/compile.pid")" 2>/dev/null; }
 if ! done_ compile && ! compile_alive; then
     if [ -n "$EXT_DIR" ] && [ -f "$EXT_DIR/lock" ]; then
@@ -108,12 +115,25 @@ if ! done_ compile && ! compile_alive; then
         mark compile ) &
     echo $! >"$W/compile.pid"
 fi
+export_extension() {  # the built extension, stripped and xz-compressed, in parts into $OUT (at most 56 MB)
+    done_ ext-export && return 0
+    local so=$EXT_DIR/exllamav3_ext.so
+    [ -f "$so" ] || return 0
+    strip --strip-debug -o "$W/ext-stripped.so" "$so" 2>/dev/null || cp "$so" "$W/ext-stripped.so"
+    "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], "rb"), lzma.open(sys.argv[2], "wb", preset=6))' \
+        "$W/ext-stripped.so" "$W/ext.so.xz" || return 0
+    local size; size=$(stat -c %s "$W/ext.so.xz")
+    stamp "exllamav3's extension: $(stat -c %s "$so") bytes built, $size stripped and compressed"
+    if [ "$size" -gt 56000000 ]; then stamp "too big to bring back in one call: not exported"; mark ext-export; return 0; fi
+    split -b 15000000 "$W/ext.so.xz" "$OUT/exl3-ext.part-" && mark ext-export
+}
 wait_compile() {  # true once the extension is built (waits at most until the call's budget allows)
     while ! done_ compile; do
         compile_alive || { stamp "the extension's compile failed:"; tail -25 "$W/compile.log"; return 1; }
         [ "$(left)" -gt 30 ] || return 1
         sleep 5
     done
+    [ -n "$DRY" ] || export_extension
 }
 LLAMA_BIN=$W/build/bin/llama-server
 building() { [ -f "$W/llama-build.pid" ] && kill -0 "$(cat "$W/llama-build.pid")" 2>/dev/null; }

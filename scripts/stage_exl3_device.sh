@@ -9,8 +9,10 @@
 #   With FRANK_EXL3_LLAMACPP=1 (its opt-in llama.cpp table): llama.cpp's source in c1 (its CUDA llama-server,
 #            built there), or with BIN_PARTS=DIR the llama-bin.part-* an earlier call built, in a last folder
 #            of their own, carried before llama.cpp's table.
+#   EXT_PARTS=DIR: the exl3-ext.part-* an earlier session's first call brought back (exllamav3's extension built
+#            for sm_90, stripped, xz): copied into c1, so the machine imports it instead of compiling (5 minutes).
 #
-#   [FRANK_EXL3_SMOLLM2=1] [FRANK_EXL3_LLAMACPP=1 [BIN_PARTS=DIR]] scripts/stage_exl3_device.sh DEST
+#   [EXT_PARTS=DIR] [FRANK_EXL3_SMOLLM2=1] [FRANK_EXL3_LLAMACPP=1 [BIN_PARTS=DIR]] scripts/stage_exl3_device.sh DEST
 #   (from the checkout's root; DEST e.g. .device/i39)
 set -euo pipefail
 
@@ -34,14 +36,17 @@ SRC=.device/src/llama_cpp_python-0.3.36/vendor/llama.cpp
 tar -czf "$C1/llama.cpp-convert.tar.gz" -C "$SRC" convert_hf_to_gguf.py conversion gguf-py
 rm -f "$C1/llama.cpp-src.tar.gz"
 [ -z "$LLAMACPP" ] || [ -n "${BIN_PARTS:-}" ] || cp .device/llama.cpp-src.tar.gz "$C1/"   # with BIN_PARTS: no build there
+rm -f "$C1"/exl3-ext.part-*
+[ -z "${EXT_PARTS:-}" ] || cp "$EXT_PARTS"/exl3-ext.part-* "$C1/"
 KIT=$C1/kit-frank-moe-exl3
 [ -f "$KIT/shapes.json" ] || PYTHONPATH=$PWD "$ENGINE_PY" -m frank.engine.models.moe_model kit --model frank-moe-exl3 --out "$KIT"
 rm -rf "$DEST"/c[2-9] "$C1"/smollm2-gguf.* "$DEST/smollm2-gguf.sha256"
+TREE_B=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
+CARRY=$(( 60 * 1024 * 1024 - TREE_B ))   # what one call carries beside the tree, with a margin
+ROOM=$(( CARRY - $(du -sb "$C1" | cut -f1) ))
+[ "$ROOM" -ge 0 ] || { echo "$C1 is $(( -ROOM )) bytes over one call's carry (the extension's parts?)" >&2; exit 1; }
 if [ -z "$SMOLLM2" ]; then du -sh "$C1"/* "$C1"; exit 0; fi
 # SmolLM2's GGUF in parts: as much as c1 has room for, the rest in c2, c3, ... (each under one carry)
-TREE_B=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
-CARRY=$(( 60 * 1024 * 1024 - TREE_B ))
-ROOM=$(( CARRY - $(du -sb "$C1" | cut -f1) ))
 [ "$ROOM" -gt 1000000 ] || { echo "c1 has no room for the GGUF's first part" >&2; exit 1; }
 SIZE=$(stat -c %s "$GGUF")
 COUNT=$(( 1 + (SIZE - ROOM + CARRY - 1) / CARRY ))
