@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -55,19 +56,33 @@ def test_what_the_widening_cannot_keep_the_same_is_refused_with_its_field(change
         widened_shape({**SMOLLM2, **change})
 
 
-def test_the_widened_smollm2_is_the_same_function_in_float32(tmp_path):
-    src = Path(os.environ["FRANK_MODELS"]) / "smollm2-135m"
-    assert (src / "model.safetensors").is_file(), f"{src}: `make test-model` builds SmolLM2's checkpoint"
-    py, env = str(paths.engine_venv_python()), {**os.environ, "PYTHONPATH": str(REPO)}
-    module = [py, "-m", "frank.engine.models.exl3_widen"]
-    wide = tmp_path / "wide"
-    made = subprocess.run([*module, "widen", str(src), str(wide)], capture_output=True, text=True, env=env)
+SMOLLM2_DIR = Path(os.environ["FRANK_MODELS"]) / "smollm2-135m"
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def widen_module(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    """python -m frank.engine.models.exl3_widen ARGS in the engine venv (torch, transformers)."""
+    py = str(paths.engine_venv_python())
+    return subprocess.run([py, "-m", "frank.engine.models.exl3_widen", *args], capture_output=True, text=True,
+                          env=ENV, **kwargs)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def widened(tmp_path_factory) -> Path:
+    assert (SMOLLM2_DIR / "model.safetensors").is_file(), f"{SMOLLM2_DIR}: `make test-model` builds it"
+    wide = tmp_path_factory.mktemp("smollm2") / "wide"
+    made = widen_module("widen", str(SMOLLM2_DIR), str(wide))
     assert made.returncode == 0, made.stderr
-    config = json.loads((wide / "config.json").read_text())
+    return wide
+
+
+def test_the_widened_smollm2_is_the_same_function_in_float32(widened):
+    config = json.loads((widened / "config.json").read_text())
     assert (config["hidden_size"], config["num_attention_heads"], config["num_key_value_heads"]) == (768, 12, 4)
-    assert config["rms_norm_eps"] == pytest.approx(json.loads((src / "config.json").read_text())["rms_norm_eps"] * 0.75)
-    assert (wide / "tokenizer.json").read_bytes() == (src / "tokenizer.json").read_bytes()
-    checked = subprocess.run([*module, "check", str(src), str(wide)], capture_output=True, text=True, env=env)
+    source_eps = json.loads((SMOLLM2_DIR / "config.json").read_text())["rms_norm_eps"]
+    assert config["rms_norm_eps"] == pytest.approx(source_eps * 576 / 768)
+    assert (widened / "tokenizer.json").read_bytes() == (SMOLLM2_DIR / "tokenizer.json").read_bytes()
+    checked = widen_module("check", str(SMOLLM2_DIR), str(widened))
     assert checked.returncode == 0, checked.stderr
     result = json.loads(checked.stdout)
     assert result["tokens"] > 50 and result["same_argmax"]
@@ -75,17 +90,14 @@ def test_the_widened_smollm2_is_the_same_function_in_float32(tmp_path):
     assert result["max_kl"] < 1e-8, result
 
 
-def test_a_wrong_norm_scale_is_caught_by_the_check(tmp_path):
-    """The check can fail: the widened model with its norms left unscaled is a different function."""
-    src = Path(os.environ["FRANK_MODELS"]) / "smollm2-135m"
-    py, env = str(paths.engine_venv_python()), {**os.environ, "PYTHONPATH": str(REPO)}
-    wide = tmp_path / "wide"
-    unscaled = (
-        "import sys, math; from pathlib import Path; import frank.engine.models.exl3_widen as w;"
-        " w.math = type('m', (), {'sqrt': staticmethod(lambda x: 1.0)});"
-        " w.widen(Path(sys.argv[1]), Path(sys.argv[2]))"
+def test_a_wrong_norm_scale_is_caught_by_the_check(widened, tmp_path):
+    """The check can fail: the widened model with its norms' weights put back unscaled is another function."""
+    wrong = tmp_path / "wrong"
+    shutil.copytree(widened, wrong)
+    unscale = (
+        "import sys; from safetensors.torch import load_file, save_file; f = sys.argv[1]; t = load_file(f);"
+        " save_file({k: v / (576 / 768) ** 0.5 if k.endswith('norm.weight') else v for k, v in t.items()}, f)"
     )
-    subprocess.run([py, "-c", unscaled, str(src), str(wide)], check=True, env=env, capture_output=True)
-    checked = subprocess.run([py, "-m", "frank.engine.models.exl3_widen", "check", str(src), str(wide)],
-                             capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    subprocess.run([str(paths.engine_venv_python()), "-c", unscale, str(wrong / "model.safetensors")], check=True)
+    checked = widen_module("check", str(SMOLLM2_DIR), str(wrong), check=True)
     assert json.loads(checked.stdout)["max_kl"] > 1e-4
