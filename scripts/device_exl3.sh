@@ -221,8 +221,12 @@ fi
 wait_compile || { stamp "the extension is still compiling: call again"; exit 0; }
 if ! done_ cpu-probe; then  # the CPU split crashed in exllamav3's core-order read on the first run: ask it alone
     stamp "exllamav3's CPU side alone (scripts/exl3_cpu_probe.py; a crash runs again under cuda-gdb)"
-    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" --out "$LOG/probe" 2>&1 | tee "$LOG/cpu-probe.txt" && mark cpu-probe
+    # what it says decides how the rest runs, in this call and the next ($W/workarounds.sh: shell lines)
+    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" --timeout 120 --out "$LOG/probe" --workarounds "$W/workarounds.sh" \
+        2>&1 | tee "$LOG/cpu-probe.txt" && mark cpu-probe
 fi
+SCHEDS="1 2"
+if [ -s "$W/workarounds.sh" ]; then stamp "from the probe: $(tr '\n' ' ' <"$W/workarounds.sh")"; . "$W/workarounds.sh"; fi
 # a model drawn before its export wrote DeepSeek's own dtypes: given them (idempotent; exllamav3 needs bf16 linears)
 [ -d "$FRANK_MODELS/$MODEL/exl3-3.0bpw" ] || "$MODEL_PY" "$TREE/scripts/exl3_checkpoint_dtypes.py" "$FRANK_MODELS/$MODEL" || exit 1
 # the converter takes about 220 s on this shape: started with less left, the call's end would cut it off unpacked
@@ -235,8 +239,9 @@ if ! done_ served && [ "$(left)" -lt 200 ]; then  # a start, a replay with CPU e
 fi
 if ! done_ served; then
     stamp "serve $MODEL through exl3-gpu-moe"
-    frank engine start --profile exl3-gpu-moe --dry-run | tee "$LOG/engine-dry-run.txt"
-    frank engine start --profile exl3-gpu-moe --json >"$LOG/engine-start.json" || { frank engine logs -n 80; exit 1; }
+    SCHED=(); [ "$SCHEDS" = "1" ] && SCHED=(--knob cpu_experts_sched=1)
+    frank engine start --profile exl3-gpu-moe "${SCHED[@]}" --dry-run | tee "$LOG/engine-dry-run.txt"
+    frank engine start --profile exl3-gpu-moe "${SCHED[@]}" --json >"$LOG/engine-start.json" || { frank engine logs -n 80; exit 1; }
     cat "$LOG/engine-start.json"
     read -r URL TOKEN < <("$PY" -c 'from frank.engine.controller import EngineController as C
 c = C(); print(c.status().url, c.client_api_key or "")')
@@ -267,8 +272,9 @@ mkdir -p "$W/bench" "$FRANK_HOME/config/profiles"
 # a thread count at a time (6 starts, about 3 minutes), each begun only with the time for it left in the call
 for threads in 8 16; do
     if ! done_ "table-exl3-$threads" && [ "$(left)" -gt 260 ]; then
-        stamp "the CPU-expert table: exllamav3 at $threads threads (none, a third, all; schedules 1, 2)"
-        "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile exl3-gpu-moe --threads "$threads" --requests 2 \
+        stamp "the CPU-expert table: exllamav3 at $threads threads (none, a third, all; schedules $SCHEDS)"
+        # shellcheck disable=SC2086 (SCHEDS is a list of numbers)
+        "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile exl3-gpu-moe --threads "$threads" --scheds $SCHEDS --requests 2 \
             --max-tokens 64 --json "$W/bench/exl3-threads$threads.json" 2>"$LOG/bench-exl3-$threads.err" \
             | tee "$W/bench/exl3-threads$threads.txt" && mark "table-exl3-$threads"
     fi

@@ -24,6 +24,7 @@ extension: with the engine venv's torch and the wheel's source,
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -36,7 +37,10 @@ CALLS = {
     "isa": "print('avx2', e.exl3_moe_cpu_has_avx2(), 'avx512bw', e.exl3_moe_cpu_has_avx512_bw(),"
     " 'vnni', e.exl3_moe_cpu_has_avx512_vnni(), 'vbmi', e.exl3_moe_cpu_has_avx512_vbmi())",
     "core order": "print(e.exl3_moe_cpu_core_order())",
-    "pool stress (4 threads)": "print('anomalies', e.exl3_moe_cpu_pool_stress(4, 200, 0, 0))",
+    # the pool pins its threads by default, and pinning reads the core order in C++ (moe_mul1.cpp)
+    "pool stress (4 threads, pinned)": "print('anomalies', e.exl3_moe_cpu_pool_stress(4, 200, 0, 0))",
+    "pool stress (4 threads, unpinned)": "import os; assert os.environ['EXL3_MOE_CPU_PIN'] == '0';"
+    " print('anomalies', e.exl3_moe_cpu_pool_stress(4, 200, 0, 0))",
     "import moe_cpu_host": "import exllamav3.model.moe_cpu_host as h; print('threads', h.TUNING.threads)",
 }
 # the C++ runtime the process maps once the extension is loaded, and the extension's own file
@@ -83,14 +87,16 @@ def cpu_only_import(source: Path, build: Path) -> str:
     )
 
 
-def run(argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str] | None:
+def run(
+    argv: list[str], timeout_s: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str] | None:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         return None
 
 
-def backtrace(name: str, prog: str, out: Path | None) -> None:
+def backtrace(name: str, prog: str, out: Path | None, env: dict[str, str]) -> None:
     """The crash again under cuda-gdb: the native frames, the faulting instruction and what was loaded."""
     gdb = shutil.which("cuda-gdb") or shutil.which("gdb")
     if gdb is None:
@@ -99,9 +105,9 @@ def backtrace(name: str, prog: str, out: Path | None) -> None:
     argv = [gdb, "-batch", "-nx"]
     for command in GDB_COMMANDS:
         argv += ["-ex", command]
-    done = run([*argv, "--args", sys.executable, "-c", prog], 300)
+    done = run([*argv, "--args", sys.executable, "-c", prog], 150, env)
     if done is None:
-        print(f"    {Path(gdb).name}: no answer in 300 s")
+        print(f"    {Path(gdb).name}: no answer in 150 s")
         return
     text = done.stdout + done.stderr
     if out is not None:
@@ -111,18 +117,38 @@ def backtrace(name: str, prog: str, out: Path | None) -> None:
     print("\n".join("    gdb: " + line[:240] for line in rest[:3] + frames + rest[3:14]))
 
 
-def call(name: str, code: str, timeout_s: float, out: Path | None, load: str = IMPORT) -> None:
+def call(name: str, code: str, timeout_s: float, out: Path | None, load: str = IMPORT) -> int | None:
+    """Run one call in a process of its own; its exit status (negative: the signal that killed it), None if
+    it did not answer."""
     prog = load + code
-    done = run([sys.executable, "-c", prog], timeout_s)
+    # EXL3_MOE_CPU_PIN is read once per process, at the pool's first use: each call gets its own
+    env = {**os.environ, "EXL3_MOE_CPU_PIN": "0" if "unpinned" in name else os.environ.get("EXL3_MOE_CPU_PIN", "1")}
+    done = run([sys.executable, "-c", prog], timeout_s, env)
     if done is None:
         print(f"{name}: no answer in {timeout_s:.0f} s")
-        return
+        return None
     how = "ok" if done.returncode == 0 else f"exit {done.returncode}"
     print(f"{name}: {how}: {done.stdout.strip()}")
     if done.returncode != 0:
         print("\n".join("    " + line for line in done.stderr.strip().splitlines()[-12:]))
     if done.returncode < 0:  # killed by a signal: where, natively
-        backtrace(name, prog, out)
+        backtrace(name, prog, out, env)
+    return done.returncode
+
+
+def workarounds(results: dict[str, int | None]) -> list[str]:
+    """What the device script sets for the rest of the run, from how the calls ended (shell lines):
+    - the core order killed by a signal: the adapter reads the topology in Python (frank.engine.exl3.core_order);
+    - the pinned pool killed and the unpinned pool clean: pinning (the C++ read of the topology) is what
+      crashes, so only schedule 1 (EXL3_MOE_CPU_PIN=0) runs."""
+    lines = []
+    if (results.get("core order") or 0) < 0:
+        lines.append("export FRANK_EXL3_CORE_ORDER=python")
+    if (results.get("pool stress (4 threads, pinned)") or 0) < 0 and results.get(
+        "pool stress (4 threads, unpinned)"
+    ) == 0:
+        lines.append("SCHEDS=1")
+    return lines
 
 
 def linked(extension: str) -> None:
@@ -164,9 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="folder for the debugger's whole output")
     p.add_argument("--timeout", type=float, default=600, help="per call: the first import may compile")
     p.add_argument("--cpu-only", action="store_true", help="build and ask the CPU side alone (no CUDA needed)")
+    p.add_argument("--workarounds", type=Path, help="write what the rest of the run should set here (shell lines)")
     args = p.parse_args(argv)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, int | None] = {}
     if args.cpu_only:
         if args.source is None:
             p.error("--cpu-only needs --source (the wheel's exllamav3/exllamav3_ext)")
@@ -174,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         load = cpu_only_import(args.source, build)
         for name, code in CALLS.items():
             if name != "import moe_cpu_host":  # exllamav3's own module loads the whole extension
-                call(name, code, args.timeout, args.out, load)
+                results[name] = call(name, code, args.timeout, args.out, load)
         harness(args.source)
-        return 0
+        return report_workarounds(results, args.workarounds)
     print(f"g++: {(run(['g++', '-dumpfullversion'], 30) or subprocess.CompletedProcess([], 1, '?')).stdout.strip()}")
     maps = run([sys.executable, "-c", IMPORT + MAPS], args.timeout)
     if maps is not None and maps.returncode == 0:
@@ -184,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         extension = maps.stdout.split()[1]
         linked(extension)
     for name, code in CALLS.items():
-        call(name, code, args.timeout, args.out)
+        results[name] = call(name, code, args.timeout, args.out)
     source = args.source
     if source is None:
         import importlib.util
@@ -193,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
         source = Path(spec.origin).parent / "exllamav3_ext" if spec and spec.origin else None
     if source is not None and source.is_dir():
         harness(source)
+    return report_workarounds(results, args.workarounds)
+
+
+def report_workarounds(results: dict[str, int | None], path: Path | None) -> int:
+    lines = workarounds(results)
+    print("workarounds:", "; ".join(lines) if lines else "none")
+    if path is not None:
+        path.write_text("".join(line + "\n" for line in lines))
     return 0
 
 

@@ -64,3 +64,65 @@ def test_every_checkout_file_the_exl3_device_scripts_run_exists():
         assert used, script
         missing = sorted(path for path in used if not (REPO / path).exists())
         assert not missing, f"{script} runs files the checkout lacks: {missing}"
+
+
+def test_the_python_core_order_reads_this_machine_as_the_wheels_cpp_does(ext_source, capsys):
+    """The stand-in for a crashing exl3_moe_cpu_core_order() answers what the wheel's own C++ answers here."""
+    from frank.engine.exl3.core_order import python_core_order
+
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler")
+    probe.harness(ext_source)
+    found = re.search(r"-O2 -g of the same function\): exit 0: n_phys (\d+): ([\d ]+)", capsys.readouterr().out)
+    assert found, "the harness did not run"
+    order, n_phys = python_core_order()
+    assert (order, n_phys) == ([int(c) for c in found.group(2).split()], int(found.group(1)))
+
+
+def test_the_python_core_order_puts_smt_siblings_last_and_takes_an_unreadable_cpu_as_a_core(tmp_path):
+    from frank.engine.exl3.core_order import python_core_order
+
+    # 2 packages x 2 cores x 2 threads, siblings numbered as Linux does on most machines (cpu n and n + 4)
+    for cpu in range(8):
+        topology = tmp_path / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "core_id").write_text(f"{cpu % 2}\n")
+        (topology / "physical_package_id").write_text(f"{(cpu // 2) % 2}\n")
+    assert python_core_order(8, tmp_path) == ([0, 1, 2, 3, 4, 5, 6, 7], 4)
+    assert python_core_order(9, tmp_path) == ([0, 1, 2, 3, 8, 4, 5, 6, 7], 5)  # cpu8: no topology files
+
+
+def test_the_stand_in_is_installed_only_when_asked(monkeypatch):
+    import types
+
+    from frank.engine.exl3 import core_order
+
+    monkeypatch.delenv(core_order.ENV, raising=False)
+    assert core_order.install_if_asked() is False  # and exllamav3 (absent here) was not imported
+    ext = types.ModuleType("exllamav3_ext")
+    core_order.install(ext)
+    assert ext.exl3_moe_cpu_core_order() == core_order.python_core_order()
+
+
+@pytest.mark.parametrize(
+    ("results", "lines"),
+    [
+        ({"core order": 0, "pool stress (4 threads, pinned)": 0, "pool stress (4 threads, unpinned)": 0}, []),
+        # the C++ topology read crashes, in the call and in the pinned pool: Python's reading, schedule 1 alone
+        (
+            {"core order": -11, "pool stress (4 threads, pinned)": -11, "pool stress (4 threads, unpinned)": 0},
+            ["export FRANK_EXL3_CORE_ORDER=python", "SCHEDS=1"],
+        ),
+        # only the call crashes (its return's conversion, say): both schedules with Python's reading
+        (
+            {"core order": -11, "pool stress (4 threads, pinned)": 0, "pool stress (4 threads, unpinned)": 0},
+            ["export FRANK_EXL3_CORE_ORDER=python"],
+        ),
+        # an error that is not a crash (exit 1), or no answer, changes nothing; neither does a pool that
+        # crashes unpinned as well: no schedule would run
+        ({"core order": 1, "pool stress (4 threads, pinned)": None}, []),
+        ({"pool stress (4 threads, pinned)": -11, "pool stress (4 threads, unpinned)": -11}, []),
+    ],
+)
+def test_what_the_probe_tells_the_device_script_to_set(results, lines):
+    assert probe.workarounds(results) == lines
