@@ -14,11 +14,14 @@ extension's build.
     python scripts/exl3_cpu_probe.py [--source DIR_OF_exllamav3_ext] [--out DIR]   (with the engine's python and
                                                                                     TORCH_CUDA_ARCH_LIST as built)
 
-On a machine without CUDA, `--cpu-only` builds the CPU side alone (moe_mul1.cpp and a binding of the four calls,
-as a torch extension with the extension's -Ofast; a few minutes) and asks it the same, in place of the whole
-extension: with the engine venv's torch and the wheel's source,
+On a machine without CUDA, `--cpu-only` builds the CPU side alone (moe_mul1.cpp and a binding of the calls
+above, as a torch extension with the extension's -Ofast; a few minutes) and asks it the same, in place of the
+whole extension: with the engine venv's torch and the wheel's source,
 
     .venv-engine/bin/python scripts/exl3_cpu_probe.py --cpu-only --source DIR/exllamav3/exllamav3_ext
+
+`--workarounds FILE` writes what the rest of the run should set (shell lines, `workarounds()` says which) for
+scripts/device_exl3.sh to source.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ int main() {
     printf("\\n");
 }
 """
-# --cpu-only: the four calls bound from moe_mul1.cpp alone, built by torch as the extension is (no CUDA)
+# --cpu-only: the calls above bound from moe_mul1.cpp alone, built by torch as the extension is (no CUDA)
 CPU_ONLY_BINDING = """
 #include <torch/extension.h>
 #include <pybind11/stl.h>
