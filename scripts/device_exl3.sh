@@ -18,7 +18,7 @@
 #   5. the none / a third / all table for both schedules at 8 and 16 threads, exllamav3 beside llama.cpp
 #      on the same shape (benchmarks/bench_cpu_experts.py).
 # Phases 3 and 5's llama.cpp half are opt-in (FRANK_EXL3_SMOLLM2=1, FRANK_EXL3_LLAMACPP=1): SmolLM2's GGUF takes
-# three carries, and llama.cpp's rows came back from the first run.
+# two carries, and llama.cpp's rows came back from the first run.
 # Every phase leaves a stamp in $W/done; a call does what its budget allows and the next goes on. Call it
 # again until it prints "all done". Everything comes back in $OUT (exl3-N.tar.gz, run-N.log).
 #
