@@ -22,7 +22,8 @@ Runs in the engine venv (torch, transformers for `check`):
 
     python -m frank.engine.models.exl3_widen widen SRC OUT       the widened checkpoint (tokenizer files copied)
     python -m frank.engine.models.exl3_widen check SRC OUT       both in float32 on one text: the largest
-                                                                 KL and log-probability difference, as JSON
+                                                                 KL and log-probability difference, as JSON;
+                                                                 exit 1 when the KL is over --max-kl (1e-8)
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from typing import Any
 from frank.engine.models import tiny_model
 
 MULTIPLE = 128
+# the widened model must be the same function: float32 rounding of the rescaled norms leaves about 1e-10 on
+# SmolLM2, and quantization's KL is 1e-3 and up
+MAX_KL = 1e-8
 ARCHITECTURES = ("LlamaForCausalLM",)
 # what the converter and the engine read beside the weights
 COPIED = (
@@ -173,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(cmd, help=what)
         p.add_argument("src", type=Path)
         p.add_argument("out", type=Path)
-    p_widen = sub.choices["widen"]
-    p_widen.add_argument("--multiple", type=int, default=MULTIPLE)
+    sub.choices["widen"].add_argument("--multiple", type=int, default=MULTIPLE)
+    sub.choices["check"].add_argument("--max-kl", type=float, default=MAX_KL)
     args = parser.parse_args(argv)
     try:
         result = widen(args.src, args.out, args.multiple) if args.cmd == "widen" else check(args.src, args.out)
@@ -182,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"exl3_widen: {args.src}: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result, sort_keys=True))
+    if args.cmd == "check" and not result["max_kl"] <= args.max_kl:
+        print(f"exl3_widen: {args.out} is not the same function as {args.src}: KL {result['max_kl']:.3g} "
+              f"over {args.max_kl:g}", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 
