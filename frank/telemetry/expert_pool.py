@@ -86,16 +86,6 @@ def is_exl3(cmdline: Sequence[str]) -> bool:
     return EXL3_SERVER in cmdline[:4]
 
 
-def read_environ(pid: int) -> dict[str, str]:
-    """A process's environment as it started ({} when it cannot be read: gone, or another user's)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            pairs = [entry.decode(errors="replace").partition("=") for entry in handle.read().split(b"\0") if entry]
-    except OSError:
-        return {}
-    return {key: value for key, _, value in pairs}
-
-
 def _positive_int(text: str | None) -> int | None:
     try:
         n = int(text) if text is not None else None
@@ -153,7 +143,7 @@ def pool_source(pid: int, cmdline: Sequence[str] | None = None) -> PoolSource | 
         worker = exl3_worker(pid)
         if worker is None:
             return None
-        size, size_from = exl3_pool_size(read_environ(pid))
+        size, size_from = exl3_pool_size(procfs.environ(pid))
         return PoolSource(worker, size, size_from, EXL3_IDENTIFIED_BY, spin_parked=True)
     return None
 

@@ -122,3 +122,13 @@ def memory() -> tuple[int, int] | None:
             if len(found) == 2:
                 return found[b"MemTotal"], found[b"MemAvailable"]
     return None
+
+
+def environ(pid: int) -> dict[str, str]:
+    """A process's environment as it started ({} when it cannot be read: gone, or another user's)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            pairs = [entry.decode(errors="replace").partition("=") for entry in handle.read().split(b"\0") if entry]
+    except OSError:
+        return {}
+    return {key: value for key, _, value in pairs}
