@@ -7,6 +7,7 @@ sets `func`. Headless commands never import textual, so scripts and cron stay fa
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from frank.console.cli import (
@@ -73,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("frank: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`frank ... --json | head`): no traceback, and none at exit for the unflushed
+        # rest (Python's own advice for SIGPIPE)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command a pipe ended
 
 
 if __name__ == "__main__":
