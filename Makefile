@@ -27,7 +27,7 @@ PYTEST_ARGS ?= --durations=25
 # The test tier shares one model cache inside the checkout; `make run` uses the user's data dir.
 TEST_MODELS := $(CURDIR)/.build/models
 
-.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap prometheus smollm2-gguf llamacpp-src llamacpp-quantize exl3-wheel model test-model chromium clean
+.PHONY: run test lint setup console-venv engine-venv agent-venv llamacpp-venv bwrap prometheus smollm2-gguf llamacpp-src llamacpp-quantize exl3-wheel exl3-ext model test-model chromium clean
 
 run: setup model
 	$(VENV)/bin/frank
@@ -122,6 +122,11 @@ exl3-wheel: $(EXL3_WHEEL)
 
 $(EXL3_WHEEL):
 	$(VENV)/bin/pip download -q --no-deps '$(EXL3_PIN)' -d $(dir $@)
+
+# exllamav3's extension built here for the offline GPU machine (its torch 2.11 / CUDA 13.0, sm_90), as the parts
+# its device script imports instead of compiling there: about 40 minutes on 2 cores, not part of `make test`
+exl3-ext: exl3-wheel
+	scripts/build_exl3_ext.sh .device/exl3-ext
 
 model: setup smollm2-gguf llamacpp-src
 	$(VENV)/bin/frank model build

@@ -3,7 +3,7 @@
 # CPU experts"), resumed call by call (a call lasts at most 10 minutes; a warm machine keeps $W):
 #
 #   1. setup: the carried wheels (scripts/device-wheels.txt, scripts/exl3-wheels.txt) into $W/site; exllamav3's C++/CUDA
-#      extension compile STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch
+#      extension unpacked when carried (built here: scripts/build_exl3_ext.sh), else its compile STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch
 #      list starts a second compile; a lock left by a compile that was killed is removed, or every import
 #      waits on it forever), and llama.cpp's CUDA llama-server built beside it unless carried;
 #   2. frank-moe-exl3 (the DeepSeek-V4 shape at 1.2B, DSpark stage) drawn from the carried kit while the
@@ -102,8 +102,8 @@ EXT_DIR=$("$PY" -c 'import torch.utils.cpp_extension as c; print(c._get_build_di
 # exllamav3_ext from the path before it compiles anything (ext.py, is_precompiled_extension_available).
 EXT_SO=$W/site/exllamav3_ext.so
 if [ -n "$D" ] && compgen -G "$D/exl3-ext.part-*" >/dev/null && ! done_ compile && [ -z "$DRY" ]; then
-    cat "$D"/exl3-ext.part-* | "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)' \
-        >"$EXT_SO.tmp" && mv "$EXT_SO.tmp" "$EXT_SO" && mark compile && mark ext-export && stamp "exllamav3's extension: carried"
+    bash "$TREE/scripts/exl3_ext_parts.sh" unpack "$D" "$EXT_SO" "$PY" &&
+        mark compile && mark ext-export && stamp "exllamav3's extension: carried"
 fi
 compile_alive() { [ -f "$W/compile.pid" ] && kill -0 "$(cat "$W/compile.pid")" 2>/dev/null; }
 if ! done_ compile && ! compile_alive; then
@@ -115,17 +115,13 @@ if ! done_ compile && ! compile_alive; then
         mark compile ) &
     echo $! >"$W/compile.pid"
 fi
-export_extension() {  # the built extension, stripped and xz-compressed, in parts into $OUT (at most 56 MB)
+export_extension() {  # the built extension as carried parts into $OUT (scripts/exl3_ext_parts.sh; at most 56 MB)
     done_ ext-export && return 0
-    local so=$EXT_DIR/exllamav3_ext.so
-    [ -f "$so" ] || return 0
-    strip --strip-debug -o "$W/ext-stripped.so" "$so" 2>/dev/null || cp "$so" "$W/ext-stripped.so"
-    "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], "rb"), lzma.open(sys.argv[2], "wb", preset=6))' \
-        "$W/ext-stripped.so" "$W/ext.so.xz" || return 0
-    local size; size=$(stat -c %s "$W/ext.so.xz")
-    stamp "exllamav3's extension: $(stat -c %s "$so") bytes built, $size stripped and compressed"
-    if [ "$size" -gt 56000000 ]; then stamp "too big to bring back in one call: not exported"; mark ext-export; return 0; fi
-    split -b 15000000 "$W/ext.so.xz" "$OUT/exl3-ext.part-" && mark ext-export
+    [ -f "$EXT_DIR/exllamav3_ext.so" ] || return 0
+    local rc=0
+    bash "$TREE/scripts/exl3_ext_parts.sh" pack "$EXT_DIR/exllamav3_ext.so" "$OUT" "$PY" || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || return 0   # 3: too big for a carry, said; not tried again
+    mark ext-export
 }
 wait_compile() {  # true once the extension is built (waits at most until the call's budget allows)
     while ! done_ compile; do

@@ -162,6 +162,10 @@ def linked(extension: str) -> None:
     if ldd is not None:
         wanted = [line.strip() for line in ldd.stdout.splitlines() if re.search(r"stdc\+\+|gcc_s|libc\.|torch", line)]
         print("ldd:", *wanted, sep="\n    ")
+    # the compiler that built it: the machine's own compile, or one carried from elsewhere (scripts/build_exl3_ext.sh)
+    comment = run(["readelf", "-p", ".comment", extension], 30)
+    if comment is not None:
+        print("built by:", *sorted(set(re.findall(r"GCC: \(.*?\) [\d.]+", comment.stdout))) or ["(no .comment)"])
     strings = run(["strings", extension], 60)
     if strings is not None:
         needs = sorted(set(re.findall(r"GLIBCXX_3\.4\.\d+", strings.stdout)), key=lambda v: int(v.rsplit(".", 1)[1]))

@@ -9,8 +9,9 @@
 #   With FRANK_EXL3_LLAMACPP=1 (its opt-in llama.cpp table): llama.cpp's source in c1 (its CUDA llama-server,
 #            built there), or with BIN_PARTS=DIR the llama-bin.part-* an earlier call built, in a last folder
 #            of their own, carried before llama.cpp's table.
-#   EXT_PARTS=DIR: the exl3-ext.part-* an earlier session's first call brought back (exllamav3's extension built
-#            for sm_90, stripped, xz): copied into c1, so the machine imports it instead of compiling (5 minutes).
+#   EXT_PARTS=DIR: the exl3-ext.part-* of exllamav3's extension built for sm_90 (`make exl3-ext` here, or an
+#            earlier session's first call brought them back): copied into c1, so the machine imports it instead of
+#            compiling (5 minutes).
 #
 #   [EXT_PARTS=DIR] [FRANK_EXL3_SMOLLM2=1] [FRANK_EXL3_LLAMACPP=1 [BIN_PARTS=DIR]] scripts/stage_exl3_device.sh DEST
 #   (from the checkout's root; DEST e.g. .device/i39)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def test_a_source_without_the_function_is_said_so(tmp_path, capsys):
 
 
 def test_every_checkout_file_the_exl3_device_scripts_run_exists():
-    for script in ("device_exl3.sh", "stage_exl3_device.sh"):
+    for script in ("device_exl3.sh", "stage_exl3_device.sh", "build_exl3_ext.sh"):
         text = (REPO / "scripts" / script).read_text()
         used = set(re.findall(r"\$TREE/([\w./-]+)", text)) | set(re.findall(r"\bscripts/[\w.-]+\.(?:sh|py|txt)", text))
         assert used, script
@@ -126,3 +127,16 @@ def test_the_stand_in_is_installed_only_when_asked(monkeypatch):
 )
 def test_what_the_probe_tells_the_device_script_to_set(results, lines):
     assert probe.workarounds(results) == lines
+
+
+def test_the_probe_names_the_compiler_that_built_the_extension(tmp_path, capsys):
+    """A build carried from elsewhere (scripts/build_exl3_ext.sh) and the machine's own compile read apart."""
+    if not shutil.which("cc") or not shutil.which("readelf"):
+        pytest.skip("needs cc and readelf")
+    src, so = tmp_path / "ext.c", tmp_path / "exllamav3_ext.so"
+    src.write_text("int f(int x) { return x + 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    version = subprocess.run(["cc", "-dumpfullversion"], capture_output=True, text=True, check=True).stdout.strip()
+    probe.linked(str(so))
+    built_by = [line for line in capsys.readouterr().out.splitlines() if line.startswith("built by:")]
+    assert len(built_by) == 1 and re.fullmatch(rf"built by: GCC: \(.*\) {re.escape(version)}", built_by[0])
