@@ -36,9 +36,10 @@ fi
 mapfile -t PINS < <(grep -v '^#' scripts/exl3-wheels.txt | grep . | grep -v '^exllamav3==')
 "$VPY" -m pip install -q .device/exl3/exllamav3-*.whl "torch==$TORCH" "${PINS[@]}"
 
-# torch's CUDA wheels carry the toolkit's library headers (cusparse.h, cublas_v2.h) that a bare nvcc lacks
+# torch's CUDA wheels carry the toolkit's library headers (cusparse.h, cublas_v2.h) that a bare nvcc lacks; the
+# venv's bin has the ninja torch's JIT build runs
 CU13=$("$VPY" -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13"))')
-export PATH=$CUDA_HOME/bin:$PATH CPATH=$CU13/include${CPATH:+:$CPATH} LIBRARY_PATH=$CU13/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+export PATH=$CUDA_HOME/bin:$B/venv/bin:$PATH CPATH=$CU13/include${CPATH:+:$CPATH} LIBRARY_PATH=$CU13/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
 export TORCH_CUDA_ARCH_LIST=$ARCH MAX_JOBS=${MAX_JOBS:-$(nproc)} TORCH_EXTENSIONS_DIR=$B/ext
 echo "building exllamav3's extension for sm_90 with $MAX_JOBS jobs into $B/ext (torch $TORCH, nvcc $NVCC_RELEASE)"
 "$VPY" -c 'import time; t = time.time(); from exllamav3.ext import exllamav3_ext as e
