@@ -124,7 +124,7 @@ $(EXL3_WHEEL):
 	$(VENV)/bin/pip download -q --no-deps '$(EXL3_PIN)' -d $(dir $@)
 
 # exllamav3's extension built here for the offline GPU machine (its torch 2.11 / CUDA 13.0, sm_90), as the parts
-# its device script imports instead of compiling there: about 40 minutes on 2 cores, not part of `make test`
+# its device script imports instead of compiling there: about 23 minutes on 2 cores, not part of `make test`
 exl3-ext: exl3-wheel
 	scripts/build_exl3_ext.sh .device/exl3-ext
 

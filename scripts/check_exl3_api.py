@@ -20,6 +20,7 @@ import argparse
 import ast
 import sys
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,11 @@ class Wheel:
             self._trees[name] = ast.parse(self.files[name])
         return self._trees[name]
 
+    def nodes(self, name: str) -> Iterator[ast.AST]:
+        """Every node of one of the wheel's files (none when the wheel has no such file)."""
+        tree = self.tree(name)
+        return ast.walk(tree) if tree is not None else iter(())
+
     def function(self, name: str, qualname: str) -> ast.FunctionDef | None:
         tree = self.tree(name)
         if tree is None:
@@ -114,7 +120,7 @@ class Wheel:
         if how == "global":
             return self.module_binds(where.removesuffix(".py").replace("/", "."), name)
         for file in (f for f in self.files if f.startswith(where)):
-            for n in ast.walk(self.tree(file) or ast.Module(body=[], type_ignores=[])):
+            for n in self.nodes(file):
                 if how == "attribute" and isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
                     if n.attr == name:
                         return True
@@ -172,7 +178,7 @@ def check(wheel_path: Path, source: Path = SOURCE) -> list[Finding]:
     add_args = wheel.function("exllamav3/model_init.py", "add_args")
     options = {
         c.value
-        for n in ast.walk(add_args or ast.Module(body=[], type_ignores=[]))
+        for n in (ast.walk(add_args) if add_args is not None else ())
         if isinstance(n, ast.Call) and dotted(n.func).endswith("add_argument")
         for c in n.args
         if isinstance(c, ast.Constant) and isinstance(c.value, str)
@@ -182,13 +188,10 @@ def check(wheel_path: Path, source: Path = SOURCE) -> list[Finding]:
         if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.startswith("--"):
             found.append(Finding(c.value in options, f"model_init flag {c.value} is defined by add_args"))
     # the keys read from the generator's results: written as literals in job.py
-    written = {
-        n.value
-        for n in ast.walk(wheel.tree(RESULT_FILE) or ast.Module(body=[], type_ignores=[]))
-        if isinstance(n, ast.Constant) and isinstance(n.value, str)
-    }
+    written = {n.value for n in wheel.nodes(RESULT_FILE) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    getters = {f"{r}.get" for r in RESULTS}
     for call in calls:
-        if dotted(call.func) in {f"{r}.get" for r in RESULTS} and call.args and isinstance(call.args[0], ast.Constant):
+        if dotted(call.func) in getters and call.args and isinstance(call.args[0], ast.Constant):
             key = call.args[0].value
             found.append(
                 Finding(key in written, f'result key "{key}" (line {call.lineno}) is written in {RESULT_FILE}')

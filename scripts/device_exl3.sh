@@ -3,9 +3,10 @@
 # CPU experts"), resumed call by call (a call lasts at most 10 minutes; a warm machine keeps $W):
 #
 #   1. setup: the carried wheels (scripts/device-wheels.txt, scripts/exl3-wheels.txt) into $W/site; exllamav3's C++/CUDA
-#      extension unpacked when carried (built here: scripts/build_exl3_ext.sh), else its compile STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch
-#      list starts a second compile; a lock left by a compile that was killed is removed, or every import
-#      waits on it forever), and llama.cpp's CUDA llama-server built beside it unless carried;
+#      extension unpacked when carried (scripts/build_exl3_ext.sh builds it without a GPU), else its compile
+#      STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch list starts a second
+#      compile; a lock left by a compile that was killed is removed, or every import waits on it forever), and
+#      llama.cpp's CUDA llama-server built beside it unless carried;
 #   2. frank-moe-exl3 (the DeepSeek-V4 shape at 1.2B, DSpark stage) drawn from the carried kit while the
 #      extension compiles: its GGUFs (llama.cpp) and its DeepSeek-layout checkpoint;
 #   3. SmolLM2-135M: the checkpoint derived from the carried Q4_1 GGUF (in parts over the first calls), widened to
@@ -98,8 +99,8 @@ export FRANK_EXL3_PYTHON=$W/exl3-python
     >"$LOG/env.txt" 2>&1; cat "$LOG/env.txt"
 
 EXT_DIR=$("$PY" -c 'import torch.utils.cpp_extension as c; print(c._get_build_directory("exllamav3_ext", False))' 2>/dev/null)
-# A build of the extension an earlier session exported (below), carried back: exllamav3 imports a module named
-# exllamav3_ext from the path before it compiles anything (ext.py, is_precompiled_extension_available).
+# A build of the extension carried in (scripts/build_exl3_ext.sh, or an earlier call's export below): exllamav3
+# imports a module named exllamav3_ext from the path before it compiles anything (ext.py, is_precompiled_extension_available).
 EXT_SO=$W/site/exllamav3_ext.so
 if [ -n "$D" ] && compgen -G "$D/exl3-ext.part-*" >/dev/null && ! done_ compile && [ -z "$DRY" ]; then
     bash "$TREE/scripts/exl3_ext_parts.sh" unpack "$D" "$EXT_SO" "$PY" &&
