@@ -216,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("wheel", type=Path)
     p.add_argument("--source", type=Path, default=SOURCE)
     args = p.parse_args(argv)
+    for path in (args.wheel, args.source):
+        if not path.is_file():
+            p.error(f"{path}: no such file")
+    if not zipfile.is_zipfile(args.wheel):
+        p.error(f"{args.wheel}: not a wheel (not a zip archive)")
     found = check(args.wheel, args.source)
     for f in found:
         print(f)

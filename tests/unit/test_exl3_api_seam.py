@@ -57,3 +57,13 @@ def test_a_call_the_wheel_does_not_have_is_reported(wheel, tmp_path, old, new, m
     found = check(wheel, drifted)
     assert [f.what for f in found if not f.ok and missing in f.what], [f.what for f in found if not f.ok]
     assert main([str(wheel), "--source", str(drifted)]) == 1
+
+
+def test_a_missing_or_broken_wheel_is_named_and_exits_2(tmp_path, capsys):
+    broken = tmp_path / "exllamav3-1.6.5-py3-none-any.whl"
+    broken.write_text("not a zip")
+    for path, said in ((tmp_path / "absent.whl", "no such file"), (broken, "not a wheel (not a zip archive)")):
+        with pytest.raises(SystemExit) as exit_:
+            main([str(path)])
+        assert exit_.value.code == 2
+        assert f"{path}: {said}" in capsys.readouterr().err
