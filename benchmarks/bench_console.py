@@ -106,7 +106,7 @@ async def keypress_latency(keys: int, replay_limit: int, draws: str = "all") -> 
     from frank.console.screens.logs import LogsScreen
     from frank.console.screens.replays import ReplaysScreen
 
-    app = FrankApp(default_services(None, 1.0), remember_theme=False)
+    app = FrankApp(default_services(None, 1.0), remember_theme=False, offer_start=False)
     async with app.run_test(size=(120, 36)) as pilot:
         for _ in range(100):
             await pilot.pause(0.1)
@@ -263,7 +263,7 @@ async def breakdown(seconds: float) -> list[tuple[str, float, float, float]]:
 
     timed(Timer, "_tick", timer_label)  # every timer's callback (the app's tick, polls, Textual's own)
     timed(Screen, "_compositor_refresh", lambda screen: "  of which the repaint (Screen._compositor_refresh)")
-    app = FrankApp(default_services(None, 1.0), remember_theme=False)
+    app = FrankApp(default_services(None, 1.0), remember_theme=False, offer_start=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause(10)
         costs.clear()

@@ -32,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from frank.engine.exl3 import prof_log  # noqa: E402
 from frank.engine.profiles import load_profile  # noqa: E402
 from frank.workloads.format import write_workload  # noqa: E402
 from frank.workloads.replay import read_records  # noqa: E402
@@ -62,8 +63,12 @@ def run_config(home: Path, profile: str, knobs: dict[str, object], draw: Path, m
     started = frank(home, "engine", "start", "--profile", profile, *flags, "--json")
     if started.returncode != 0:
         return {**knobs, "error": started.stderr.strip()[-400:]}
+    notes = json.loads(started.stdout).get("notes", [])
+    memory = {"at_ready": gpu_memory_used_mib()}
     try:
         out = frank(home, "replay", str(draw), "--mode", "full", "--max-tokens", str(max_tokens), "--json", "--quiet")
+        log = frank(home, "engine", "logs", "-n", "5000").stdout
+        memory["after_replay"] = gpu_memory_used_mib()
     finally:
         frank(home, "engine", "stop", "--json")
     if out.returncode != 0:
@@ -84,7 +89,34 @@ def run_config(home: Path, profile: str, knobs: dict[str, object], draw: Path, m
         "cpu_expert_wait_ms": ms(totals["cpu_expert_wait_step_s"]),
         "cpu_expert_wait_s": totals["cpu_expert_wait_s"],
         "tokens_per_s": round(generated / decode, 1) if decode else None,
+        "notes": notes,  # the thread count "auto" resolved to, a count that starves the host
+        "gpu_memory_used_mib": memory,  # NVML's, through nvidia-smi: the split's resident memory (the fit's check)
+        "exl3_prof": exl3_prof(log),
         "run_dir": summary["run_dir"],
+    }
+
+
+def gpu_memory_used_mib() -> list[int] | None:
+    """Every GPU's used memory now (MiB), None without nvidia-smi."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    query = ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
+    done = subprocess.run(query, capture_output=True, text=True, timeout=30)
+    return [int(v) for v in done.stdout.split()] if done.returncode == 0 else None
+
+
+def exl3_prof(log: str) -> dict | None:
+    """exllamav3's own figures from the start's log (EXL3_MOE_CPU_PROF, EXL3_SPLIT_PROF), beside frank's wait:
+    the pool's compute per job and the GPU stream's stall at collect; None for another engine."""
+    prof = prof_log.parse(log)
+    if not prof.pool and not prof.split:
+        return None
+    wait = [s for s in prof.split if s.kind == "wait"]
+    return {
+        "pool_jobs": prof.pool[-1].jobs if prof.pool else None,
+        "pool_us_per_job": round(sum(prof.pool[-1].us_per_job.values()), 2) if prof.pool else None,
+        "stall_median_ms": wait[-1].median_ms if wait else None,
+        "stall_p90_ms": wait[-1].p90_ms if wait else None,
     }
 
 
@@ -97,9 +129,10 @@ def share_knob(knobs: dict) -> str:
 
 def cross_check(rows: list[dict], share: str) -> None:
     """Add, to each row with experts on the CPU, its differences against the same schedule and threads at 0."""
-    base = {(r["cpu_experts_sched"], r["cpu_threads"]): r for r in rows if r[share] == 0 and "error" not in r}
+    # none on the CPU: the pool idles, so one row a schedule stands for every thread count
+    base = {r["cpu_experts_sched"]: r for r in rows if r[share] == 0 and "error" not in r}
     for r in rows:
-        b = base.get((r["cpu_experts_sched"], r["cpu_threads"]))
+        b = base.get(r["cpu_experts_sched"])
         if b is None or "error" in r or r[share] == 0 or r["verify_step_ms"] is None:
             continue
         r["step_minus_0_ms"] = round(r["verify_step_ms"] - b["verify_step_ms"], 3)
@@ -112,9 +145,10 @@ def cross_check(rows: list[dict], share: str) -> None:
 def table(rows: list[dict], share: str) -> str:
     cols = (share, "cpu_experts_sched", "cpu_threads", "verify_step_ms", "cpu_expert_wait_ms",
             "tokens_per_s", "step_minus_0_ms", "wait_minus_0_ms", "wait_share_of_step_diff",
-            "acceptance_length")  # fmt: skip
+            "acceptance_length", "pool_us_per_job", "stall_median_ms")  # fmt: skip
     out = [" | ".join(cols), " | ".join("---" for _ in cols)]
     for r in rows:
+        r = {**r, **(r.get("exl3_prof") or {})}
         out.append(" | ".join("error: " + r["error"][:60] if c == "verify_step_ms" and "error" in r
                               else str(r.get(c, "")) for c in cols))  # fmt: skip
     return "\n".join(out)
@@ -125,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="llamacpp-cpu-moe")
     p.add_argument("--layers", type=int, nargs="+", help="cpu_moe_layers / cpu_split values (default: the profile's)")
     p.add_argument("--scheds", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--threads", type=int, nargs="+", help="cpu_threads values (default: the profile's)")
+    p.add_argument("--threads", nargs="+", help="cpu_threads values, numbers or auto (default: the profile's)")
     p.add_argument("--requests", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--json", type=Path, help="also write the rows here")
@@ -143,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(prof.source, own / prof.source.name)
     rows = []
     started = time.monotonic()
-    for n, sched, t in itertools.product(layers, args.scheds, threads):
+    product = itertools.product(layers, args.scheds, threads)
+    configs = [(n, sched, t) for n, sched, t in product if n != 0 or t == threads[0]]  # none: one thread count
+    for n, sched, t in configs:
         knobs = {share: n, "cpu_experts_sched": sched, "cpu_threads": t}
         row = run_config(work / "home", args.profile, knobs, draw, args.max_tokens)
         rows.append(row)

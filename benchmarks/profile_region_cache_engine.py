@@ -23,7 +23,7 @@ and reported as milliseconds per request next to the measured front end (TTFT - 
 /metrics). "Busy" is the wall time a thread spent in a step, not waiting: on a loaded machine it includes
 waiting for a core, and py-spy itself takes CPU, so the figures are proportions first. Waits are recognized
 by their leaf frame (py-spy's own idle test misses waits inside C calls here). py-spy must be installed in
-the engine venv (`.venv-engine/bin/pip install py-spy`).
+the engine venv (`.venv-uv/bin/uv pip install --python .venv-engine py-spy`).
 
     .venv/bin/python benchmarks/profile_region_cache_engine.py --arm on [--draws draw-1] [--json]
         [--with detok_tail=on --with block_hash_memo=on]   # the front-end parts too (docs/front-end-parts.md)
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
 
     py_spy = paths.engine_venv_python().parent / "py-spy"
     if args.rate and not py_spy.exists():
-        sys.exit(f"{py_spy} not found: .venv-engine/bin/pip install py-spy")
+        sys.exit(f"{py_spy} not found: .venv-uv/bin/uv pip install --python .venv-engine py-spy")
     tmp = Path(tempfile.mkdtemp(prefix="profile-rc-"))
     workload = resolve_workload(args.workload)
     if args.arm == "empty":

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from frank import readfile
 from frank.errors import FrankError, WriteError
 
 
@@ -61,11 +62,8 @@ def parse(data: bytes, where: Path | str, first_line: int = 1) -> tuple[list[dic
 
 def read(path: Path) -> list[dict[str, Any]]:
     """Every whole record of the file ([] when there is no file)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    return parse(data, path)[0]
+    data = readfile.read_bytes_if(path, readfile.JSONL, JsonlError)  # a regular file, bounded
+    return [] if data is None else parse(data, path)[0]
 
 
 def append(path: Path, record: Mapping[str, Any], **dumps: Any) -> None:
@@ -142,4 +140,6 @@ def _heal(fd: int, path: Path) -> int:
 def _reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"bad JSON: {exc.msg} at column {exc.colno}"
-    return f"bad UTF-8: {exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text: byte {exc.start + 1} of the line is 0x{exc.object[exc.start]:02x} ({exc.reason})"
+    return str(exc)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import platformdirs
 
-from frank.errors import WriteError
+from frank import readfile
+from frank.errors import FrankError, WriteError
 
 APP = "frank"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,9 +43,11 @@ def state_dir(create: bool = True) -> Path:
     return private_dir(path) if create else path
 
 
-def data_dir() -> Path:
+def data_dir(create: bool = True) -> Path:
+    """Runs, models, workloads; `create=False` for a reader (a check creates nothing)."""
     home = _home()
-    return private_dir(home / "data" if home else Path(platformdirs.user_data_dir(APP)))
+    path = home / "data" if home else Path(platformdirs.user_data_dir(APP))
+    return private_dir(path) if create else path
 
 
 def models_dir() -> Path:
@@ -54,9 +57,10 @@ def models_dir() -> Path:
     return path
 
 
-def runs_dir() -> Path:
+def runs_dir(create: bool = True) -> Path:
     """Replay runs and registered experiments."""
-    return private_dir(data_dir() / "runs")
+    path = data_dir(create) / "runs"
+    return private_dir(path) if create else path
 
 
 def workloads_dir() -> Path:
@@ -97,3 +101,17 @@ def write_private(path: Path, text: str) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise WriteError(f"{path}: cannot write: {exc.strerror or exc} (the file as it was is kept)") from None
+
+
+def write_new(path: Path, text: str) -> None:
+    """Write a file (as write_private) only where there is none, or where one holds this very text: a file
+    that is there (a design the user edited, a record kept) is never overwritten; the error names it."""
+    data = text.encode()
+    if os.path.lexists(path):
+        try:
+            same = readfile.read_bytes(path, readfile.Kind("the file", len(data))) == data
+        except FrankError:
+            same = False
+        if not same:
+            raise WriteError(f"{path}: already exists and is not overwritten: remove it, or name another file")
+    write_private(path, text)

@@ -15,6 +15,7 @@ console's config).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
@@ -26,7 +27,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from frank import readfile
 from frank.errors import FrankError
+from frank.readfile import field_name as field_name  # one home for the name of a field, TOML or JSON
 
 SAFE_INT = 2**53  # integers a float holds exactly: every count, bound and knob value of frank fits
 MAX_DEPTH = 8  # tables and arrays inside each other; frank's formats nest four deep at most
@@ -42,18 +45,6 @@ class Strict(BaseModel):
     """A table of a file format: strict types, no unknown field, no NaN or infinity."""
 
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
-
-
-def field_name(path: Path_) -> str:
-    """('parts', 1, 'evidence', 0, 'state') -> 'parts[1].evidence[0].state'."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else f'"{part}"'
-            out += f".{text}" if out else text
-    return out
 
 
 def split_field(name: str) -> Path_:
@@ -139,13 +130,66 @@ def parse(text: str, source: str | Path, error: Err) -> dict[str, Any]:
         raise error(f"{source}:{line}: invalid TOML: {exc}") from None
 
 
-def read_text(path: Path, error: Err) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+def read_text(path: Path | str, error: Err) -> str:
+    """A hand-edited TOML file's text, through the bounded reader (frank.readfile: a regular file of at most
+    4 MiB, UTF-8, each refusal naming the path, and the line and byte of bad UTF-8)."""
+    return readfile.read_text(path, readfile.TOML, error)
+
+
+def toml_value(value: Any) -> str:
+    """A plain value (a string, an integer, a float, a boolean) as TOML writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))  # a JSON string is a TOML basic string
+
+
+def _value_end(rest: str) -> int:
+    """Where the value of `rest` (the text after `=`) ends: at a `#` outside quotes, or the line's end."""
+    quote = ""
+    for i, char in enumerate(rest):
+        if quote:
+            if char == "\\" and quote == '"':
+                continue
+            if char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            return i
+    return len(rest)
+
+
+def with_values(text: str, values: dict[Path_, Any], source: str | Path, error: Err) -> str:
+    """`text` with each field's value replaced where it is written, as `key = value` on a line of its own;
+    every other byte (comments, order, spacing) as it was. So frank changes a hand-edited file in place, never
+    rewriting it. A field written any other way is refused, and so is an edit that would not read back."""
+    lines = text.splitlines(keepends=True)
+    keys = KeyLines(text)
+    for path, value in values.items():
+        n = keys.lines.get(path, 0)
+        line = lines[n - 1] if n else ""
+        key = re.match(r"^(\s*[^=#\[]+?=\s*)", line)
+        if not key or _split_key(key.group(1).rstrip().rstrip("=").strip())[-1:] != [path[-1]]:
+            raise error(f"{where(source, n)}: {field_name(path)}: not written as `key = value` on a line of its own")
+        rest = line[key.end() :]
+        end = _value_end(rest)
+        value_text = rest[:end].rstrip()
+        lines[n - 1] = key.group(1) + toml_value(value) + rest[len(value_text) :]
+    out = "".join(lines)
+    data, expected = tomllib.loads(out), tomllib.loads(text)
+    for path, value in values.items():
+        _put(expected, path, value)
+    if data != expected:
+        raise error(f"{source}: the edit in place would not read back as asked; change it by hand")
+    return out
+
+
+def _put(data: Any, path: Path_, value: Any) -> None:
+    for part in path[:-1]:
+        data = data[part]
+    data[path[-1]] = value
 
 
 def plain_problem(value: Any) -> str | None:
@@ -248,7 +292,7 @@ class Problem:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}"
+        return f"{self.path}:{self.line}: {self.reason}"  # a checker's lines: always FILE:LINE (0: the whole file)
 
 
 def validate(model: type[M], data: Any, source: str | Path, lines: KeyLines | None, error: Err, **context: Any) -> M:

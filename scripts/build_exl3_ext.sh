@@ -20,8 +20,13 @@ ARCH=9.0       # the H200, as scripts/device_exl3.sh builds it (TORCH_CUDA_ARCH_
 B=$(realpath -m "${FRANK_EXL3_BUILD:-.build/exl3-ext}")
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
 
-PY312=${PY312:-$(command -v python3.12 || ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | tail -1 || true)}
-[ -n "$PY312" ] && [ -x "$PY312" ] || { echo "no python3.12 (the H200 machine's Python): set PY312" >&2; exit 1; }
+# the first python3.12 that runs (a pyenv shim is on PATH even where its version is not selected)
+if [ -z "${PY312:-}" ]; then
+    for c in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12.*/bin/python3.12; do
+        [ -x "$c" ] && "$c" -c pass 2>/dev/null && { PY312=$c; break; }
+    done
+fi
+[ -n "${PY312:-}" ] && [ -x "$PY312" ] || { echo "no python3.12 (the H200 machine's Python): set PY312" >&2; exit 1; }
 NVCC_RELEASE=$("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\),.*/\1/p' || true)
 [ "$NVCC_RELEASE" = 13.0 ] || { echo "$CUDA_HOME/bin/nvcc is not CUDA 13.0 (${NVCC_RELEASE:-none}): set CUDA_HOME" >&2; exit 1; }
 

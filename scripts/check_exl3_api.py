@@ -106,8 +106,8 @@ class Wheel:
         tree = self.tree(f"{base}/__init__.py") or self.tree(f"{base}.py")
         if tree is None:
             return False
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+        for node in module_level(tree.body):
+            if isinstance(node, (ast.ImportFrom, ast.Import)) and any((a.asname or a.name) == name for a in node.names):
                 return True
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
                 return True
@@ -127,6 +127,18 @@ class Wheel:
                 if how == "string" and isinstance(n, ast.Constant) and n.value == name:
                     return True
         return False
+
+
+def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """A module's statements, those inside its if/try/with blocks too (ext.py binds its extension under an
+    if), never a function's or a class's."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                yield from module_level(getattr(node, block, []))
+        elif isinstance(node, ast.ExceptHandler):
+            yield from module_level(node.body)
 
 
 def dotted(node: ast.expr) -> str:

@@ -53,7 +53,7 @@ async def shoot(args: argparse.Namespace) -> int:
     from frank.console.app import FrankApp
 
     cols, rows = (int(v) for v in args.size.split("x"))
-    app = FrankApp(services(args), remember_theme=False)
+    app = FrankApp(services(args), remember_theme=False, offer_start=False)
     deadline = time.monotonic() + args.timeout
     async with app.run_test(size=(cols, rows)) as pilot:
         busy_since = None if args.busy_file else time.monotonic()

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# exllamav3 1.6.5's CPU-expert runtime under frank, ON the H200 machine (issue 39; docs/gpu-run.md, "exllamav3's
-# CPU experts"), resumed call by call (a call lasts at most 10 minutes; a warm machine keeps $W):
+# exllamav3 1.6.5's CPU-expert runtime under frank, ON the offline GPU machine (issues 39 and 48; docs/gpu-run.md,
+# "exllamav3's CPU experts"), resumed call by call (a call lasts at most 10 minutes; a warm machine keeps $W):
 #
 #   1. setup: the carried wheels (scripts/device-wheels.txt, scripts/exl3-wheels.txt) into $W/site; exllamav3's C++/CUDA
 #      extension unpacked when carried (scripts/build_exl3_ext.sh builds it without a GPU), else its compile
-#      STARTED FIRST, in the background (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch list starts a second
+#      STARTED FIRST, in the background, with the SYSTEM compiler (the image's CXX under /opt/gcc links libstdc++
+#      in statically, and that extension crashes beside torch: docs/exl3.md, "The crash and its cause") into a
+#      TORCH_EXTENSIONS_DIR of its own (TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16: another arch list starts a second
 #      compile; a lock left by a compile that was killed is removed, or every import waits on it forever), and
 #      llama.cpp's CUDA llama-server built beside it unless carried;
 #   2. frank-moe-exl3 (the DeepSeek-V4 shape at 1.2B, DSpark stage) drawn from the carried kit while the
@@ -13,13 +15,19 @@
 #      exllamav3's 128-wide blocks (the same function: frank.engine.models.exl3_widen) and quantized to
 #      EXL3 3.0 bpw by exllamav3's converter, `frank fidelity floor` on it (KL on code/agent/prose against the
 #      float32 reference, beside the reference and engine floors);
-#   4. frank-moe-exl3 quantized to EXL3 3.0 bpw (its DSpark stage with it), `exl3-gpu-moe` started through
-#      frank: a request, telemetry (the CPU MoE worker's threads), a W01 mini replay with verify steps and
-#      the CPU-expert wait, the engine log's EXL3_MOE_CPU_PROF stall lines;
-#   5. the none / a third / all table for both schedules at 8 and 16 threads, exllamav3 beside llama.cpp
-#      on the same shape (benchmarks/bench_cpu_experts.py).
+#   4. the extension's linkage and CPU side alone (scripts/exl3_cpu_probe.py: a static libstdc++ is refused);
+#      frank-moe-exl3 quantized to EXL3 3.0 bpw (its DSpark stage with it), `exl3-gpu-moe` started through
+#      frank (cpu_threads auto): a request, telemetry (the CPU MoE worker's threads), a W01 mini replay launched
+#      from the console's replays menu with the dashboard's shot mid-replay and keypress-to-paint
+#      (scripts/console_shots.py --replay), its verify steps and CPU-expert wait, the engine log's
+#      EXL3_MOE_CPU_PROF / EXL3_SPLIT_PROF lines;
+#   5. the none / a third / all table for both schedules at 4, 8 and auto threads, exllamav3 beside llama.cpp
+#      on the same shape (benchmarks/bench_cpu_experts.py), exllamav3's own prof figures in every row.
 # Phases 3 and 5's llama.cpp half are opt-in (FRANK_EXL3_SMOLLM2=1, FRANK_EXL3_LLAMACPP=1): SmolLM2's GGUF takes
 # two carries, and llama.cpp's rows came back from the first run.
+# FRANK_EXL3_SETUP_ONLY=1 stops once frank-moe-exl3 is converted and the extension checked (phases 1, 2 and
+# 4's probe and converter), with the stamp `setup`: scripts/device_exl3_campaign.sh calls it so, then sources
+# the environment it leaves in $W/exl3-env.sh (a dry run stamps `setup` where it stops).
 # Every phase leaves a stamp in $W/done; a call does what its budget allows and the next goes on. Call it
 # again until it prints "all done". Everything comes back in $OUT (exl3-N.tar.gz, run-N.log).
 #
@@ -46,6 +54,7 @@ MODEL_PY=$(command -v "${FRANK_EXL3_MODEL_PYTHON:-$BASE_PY}")  # torch and trans
 MODEL=${FRANK_EXL3_MODEL:-frank-moe-exl3}
 WITH_SMOLLM2=${FRANK_EXL3_SMOLLM2:-}
 WITH_LLAMACPP=${FRANK_EXL3_LLAMACPP:-}
+SETUP_ONLY=${FRANK_EXL3_SETUP_ONLY:-}
 mkdir -p "$W/models" "$W/done" "$W/parts" "$OUT"
 N=$(( $(cat "$W/calls" 2>/dev/null || echo 0) + 1 )); echo "$N" >"$W/calls"
 LOG=$W/logs-$N
@@ -55,6 +64,8 @@ export FRANK_HOME=$W/home FRANK_MODELS=$W/models PYTHONUNBUFFERED=1 PYTHONPATH=$
 export FRANK_LLAMACPP_SRC=$W/llama.cpp FRANK_ENGINE_PYTHON=$MODEL_PY
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16
+# every JIT build of exllamav3's extension by the system compiler, into a folder no /opt/gcc build was left in
+export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++ TORCH_EXTENSIONS_DIR=$W/torch-ext
 PY=$BASE_PY
 frank() { "$PY" -m frank.console.cli "$@"; }
 stamp() { echo "== $(date -u +%H:%M:%S) [$SECONDS s] $*"; }
@@ -95,6 +106,12 @@ PYTHONPATH="\${PYTHONPATH:+\$PYTHONPATH:}$W/site" exec "$BASE_PY" "\$@"
 EOF
 chmod +x "$W/exl3-python"
 export FRANK_EXL3_PYTHON=$W/exl3-python
+{   # the environment of every step, for the scripts that run after this one (device_exl3_campaign.sh sources it)
+    for v in FRANK_HOME FRANK_MODELS PYTHONUNBUFFERED PYTHONPATH FRANK_LLAMACPP_SRC FRANK_ENGINE_PYTHON NCCL_NVLS_ENABLE \
+        TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS TORCH_CUDA_ARCH_LIST MAX_JOBS CXX CC CUDAHOSTCXX \
+        TORCH_EXTENSIONS_DIR FRANK_EXL3_PYTHON; do printf 'export %s=%q\n' "$v" "${!v}"; done
+    printf 'PY=%q\nMODEL_PY=%q\nMODEL=%q\n' "$PY" "$MODEL_PY" "$MODEL"
+} >"$W/exl3-env.sh"
 { nproc; nvidia-smi -L; "$PY" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda)'; } \
     >"$LOG/env.txt" 2>&1; cat "$LOG/env.txt"
 
@@ -162,8 +179,12 @@ convert() {  # IN OUT BITS: exllamav3's converter, its bundled calibration text 
     local job=(-i "$in" -o "$out.tmp" -b "$bits" -cr 16 -cc 512) how="new"
     if [ -f "$W/work-$name/args.json" ]; then job=(-r); how="resumed"; fi   # cut off by the end of a call
     stamp "exllamav3: $in -> $out ($bits bpw, $how)"
-    ( time "$W/exl3-python" -m exllamav3.conversion.convert_model -w "$W/work-$name" "${job[@]}" ) \
-        >"$LOG/convert-$name.log" 2>&1 || { tail -30 "$LOG/convert-$name.log"; return 1; }
+    # ended before the call's end if need be (exit 124): the converter resumes from its work folder next call
+    local rc=0
+    ( time timeout "$(( $(left) - 20 ))" "$W/exl3-python" -m exllamav3.conversion.convert_model -w "$W/work-$name" "${job[@]}" ) \
+        >"$LOG/convert-$name.log" 2>&1 || rc=$?
+    [ "$rc" -ne 124 ] || { stamp "the converter reached the call's end: it resumes in the next call"; exit 0; }
+    [ "$rc" -eq 0 ] || { tail -30 "$LOG/convert-$name.log"; return 1; }
     mv "$out.tmp" "$out"; du -sh "$out"
 }
 if [ -n "$WITH_SMOLLM2" ] && ! done_ smollm2-fidelity; then
@@ -214,31 +235,49 @@ EOF
 fi
 
 # ---------------------------------------------------------------- 4. frank-moe-exl3 under frank
-[ -n "$DRY" ] && { stamp "dry run: the phases below need exllamav3 on a GPU"; exit 0; }
+[ -n "$DRY" ] && { [ -z "$SETUP_ONLY" ] || mark setup; stamp "dry run: the phases below need exllamav3 on a GPU"; exit 0; }
 wait_compile || { stamp "the extension is still compiling: call again"; exit 0; }
-if ! done_ cpu-probe; then  # the CPU split crashed in exllamav3's core-order read on the first run: ask it alone
-    stamp "exllamav3's CPU side alone (scripts/exl3_cpu_probe.py; a crash runs again under cuda-gdb)"
-    # what it says decides how the rest runs, in this call and the next ($W/workarounds.sh: shell lines)
-    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" --timeout 120 --out "$LOG/probe" --workarounds "$W/workarounds.sh" \
-        2>&1 | tee "$LOG/cpu-probe.txt" && mark cpu-probe
+if ! done_ cpu-probe; then  # the linkage, then the CPU side alone, a call a process (a crash runs again under cuda-gdb)
+    stamp "exllamav3's extension: linkage and CPU side alone (scripts/exl3_cpu_probe.py)"
+    "$W/exl3-python" "$TREE/scripts/exl3_cpu_probe.py" --timeout 120 --out "$LOG/probe" 2>&1 | tee "$LOG/cpu-probe.txt"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || { stamp "the probe refused the extension or a call crashed (exit $rc): see $LOG/cpu-probe.txt"; exit 1; }
+    mark cpu-probe
 fi
 SCHEDS="1 2"
-if [ -s "$W/workarounds.sh" ]; then stamp "from the probe: $(tr '\n' ' ' <"$W/workarounds.sh")"; . "$W/workarounds.sh"; fi
 # a model drawn before its export wrote DeepSeek's own dtypes: given them (idempotent; exllamav3 needs bf16 linears)
 [ -d "$FRANK_MODELS/$MODEL/exl3-3.0bpw" ] || "$MODEL_PY" "$TREE/scripts/exl3_checkpoint_dtypes.py" "$FRANK_MODELS/$MODEL" || exit 1
-# the converter takes about 220 s on this shape: started with less left, the call's end would cut it off unpacked
-if [ ! -f "$FRANK_MODELS/$MODEL/exl3-3.0bpw/config.json" ] && [ "$(left)" -lt 260 ]; then
-    stamp "$(left) s left, the converter needs about 220: call again"; exit 0
+# the converter takes about 220 s on this shape; cut off at the call's end, it resumes in the next call
+if [ ! -f "$FRANK_MODELS/$MODEL/exl3-3.0bpw/config.json" ] && [ "$(left)" -lt 80 ]; then
+    stamp "$(left) s left: the converter starts in the next call"; exit 0
 fi
 convert "$FRANK_MODELS/$MODEL/deepseek" "$FRANK_MODELS/$MODEL/exl3-3.0bpw" 3.0 || exit 1
-if ! done_ served && [ "$(left)" -lt 200 ]; then  # a start, a replay with CPU experts and the telemetry
-    stamp "$(left) s left, the served run needs about 150: call again"; exit 0
+if ! done_ exl3-headers; then  # the checkpoint's tensor table (names, dtypes, shapes, bytes): the split's fit
+    "$PY" - "$FRANK_MODELS/$MODEL/exl3-3.0bpw" "$W/bench/exl3-checkpoint-headers.json" <<'PYEOF' && mark exl3-headers
+import json, os, struct, sys
+from pathlib import Path
+src, out = Path(sys.argv[1]), Path(sys.argv[2])
+tables = {}
+for f in sorted(src.glob("*.safetensors")):
+    with open(f, "rb") as h:
+        n = struct.unpack("<Q", h.read(8))[0]
+        tables[f.name] = json.loads(h.read(n))
+config = json.loads((src / "config.json").read_text())
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text(json.dumps({"config": config, "files": tables, "bytes": {f.name: f.stat().st_size for f in src.glob("*.safetensors")}}))
+print("checkpoint headers:", out, sum(len(t) for t in tables.values()), "tensors")
+PYEOF
+fi
+if [ -n "$SETUP_ONLY" ]; then mark setup; stamp "setup done: $MODEL converted, the extension checked"; exit 0; fi
+SERVED_NEEDS_S=${FRANK_EXL3_SERVED_NEEDS_S:-200}   # a start, a replay with CPU experts and the telemetry
+REPLAY_LIMIT=${FRANK_EXL3_REPLAY_LIMIT:-5}          # the menu replay's requests of draw-1
+if ! done_ served && [ "$(left)" -lt "$SERVED_NEEDS_S" ]; then
+    stamp "$(left) s left, the served run needs about $SERVED_NEEDS_S: call again"; exit 0
 fi
 if ! done_ served; then
     stamp "serve $MODEL through exl3-gpu-moe"
-    SCHED=(); [ "$SCHEDS" = "1" ] && SCHED=(--knob cpu_experts_sched=1)
-    frank engine start --profile exl3-gpu-moe "${SCHED[@]}" --dry-run | tee "$LOG/engine-dry-run.txt"
-    frank engine start --profile exl3-gpu-moe "${SCHED[@]}" --json >"$LOG/engine-start.json" || { frank engine logs -n 80; exit 1; }
+    frank engine start --profile exl3-gpu-moe --dry-run | tee "$LOG/engine-dry-run.txt"
+    frank engine start --profile exl3-gpu-moe --json >"$LOG/engine-start.json" || { frank engine logs -n 80; exit 1; }
     cat "$LOG/engine-start.json"
     read -r URL TOKEN < <("$PY" -c 'from frank.engine.controller import EngineController as C
 c = C(); print(c.status().url, c.client_api_key or "")')
@@ -247,14 +286,17 @@ c = C(); print(c.status().url, c.client_api_key or "")')
         | tee "$LOG/smoke.json"; echo
     ps -o pid,nlwp,pcpu,args --ppid "$("$PY" -c 'from frank.engine.controller import EngineController as C; print(C().status().pid)')" \
         | tee "$LOG/engine-children.txt"   # the CPU MoE worker: a spawned child process
-    stamp "telemetry (0.5 s) beside a W01 mini replay"
+    stamp "telemetry (0.5 s) beside a W01 mini replay launched from the console's replays menu"
     "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
         "$PY" -m frank.console.cli telemetry --period 0.5 --json >"$LOG/telemetry.json" &
     TEL_PID=$!; sleep 2
-    # 5 x 128 tokens: enough verify steps for EXL3_SPLIT_PROF's first report (every 2048 stall brackets)
-    frank replay w01-mini --draws draw-1 --limit 5 --mode full --max-tokens 128 --json >"$LOG/replay-w01-mini.json" 2>"$LOG/replay-w01-mini.err"
-    echo "replay exit $?"; tail -2 "$LOG/replay-w01-mini.err"
-    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d["draws"]["draw-1"]))' "$LOG/replay-w01-mini.json"
+    # the console itself: replays menu (draw-1, 5 requests, full mode), the shots mid-replay, keypress-to-paint
+    timeout "$(( $(left) - 25 ))" "$PY" "$TREE/scripts/console_shots.py" --out-dir "$LOG/shots" --replay w01-mini \
+        --draw draw-1 --limit "$REPLAY_LIMIT" --records 1 --samples 4 --keys 10 --timeout "$(( $(left) - 40 ))" \
+        >"$LOG/shots.json" 2>"$LOG/shots.err"
+    echo "console shots exit $?"; tail -3 "$LOG/shots.err"
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d.get("summary") or {}
+print(json.dumps({"run": d.get("launched_run"), "draw-1": (s.get("draws") or {}).get("draw-1"), "key_to_paint": d.get("key_to_paint")}))' "$LOG/shots/console.json"
     kill -INT "$TEL_PID"; wait "$TEL_PID"
     frank engine logs -n 2000 >"$LOG/engine.log" 2>&1
     grep -E "moe_cpu prof|split prof|CPU split experts|CPU MoE" "$LOG/engine.log" | tail -20
@@ -266,17 +308,19 @@ fi
 
 # ---------------------------------------------------------------- 5. the table, beside llama.cpp
 mkdir -p "$W/bench" "$FRANK_HOME/config/profiles"
-# a thread count at a time (6 starts, about 3 minutes), each begun only with the time for it left in the call
-for threads in 8 16; do
+# a thread count at a time (5 starts, about 2.5 minutes; none on the CPU runs once a schedule, with the first),
+# each begun only with the time for it left in the call
+for threads in auto 4 8; do
     if ! done_ "table-exl3-$threads" && [ "$(left)" -gt 260 ]; then
         stamp "the CPU-expert table: exllamav3 at $threads threads (none, a third, all; schedules $SCHEDS)"
         # shellcheck disable=SC2086 (SCHEDS is a list of numbers)
-        "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile exl3-gpu-moe --threads "$threads" --scheds $SCHEDS --requests 2 \
+        SPLITS=(); [ "$threads" = auto ] || SPLITS=(--layers 21 63)   # none on the CPU: with auto only
+        "$PY" "$TREE/benchmarks/bench_cpu_experts.py" --profile exl3-gpu-moe --threads "$threads" "${SPLITS[@]}" --scheds $SCHEDS --requests 2 \
             --max-tokens 64 --json "$W/bench/exl3-threads$threads.json" 2>"$LOG/bench-exl3-$threads.err" \
             | tee "$W/bench/exl3-threads$threads.txt" && mark "table-exl3-$threads"
     fi
 done
-done_ table-exl3-8 && done_ table-exl3-16 && mark table-exl3
+done_ table-exl3-auto && done_ table-exl3-4 && done_ table-exl3-8 && mark table-exl3
 if [ -n "$WITH_LLAMACPP" ] && ! done_ table-llamacpp && [ "$(left)" -gt 200 ]; then
     if building; then stamp "llama-server still building: call again"; exit 0; fi
     [ -x "$LLAMA_BIN" ] || { stamp "no llama-server (see $W/llama-build.log)"; tail -20 "$W/llama-build.log"; exit 1; }

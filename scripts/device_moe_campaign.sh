@@ -129,7 +129,7 @@ register() {  # DESIGN -> prints the run id (kept in $W/run-NAME)
     fi
     cat "$W/run-$name"
 }
-status_of() { "$PY" -c 'import json,sys; print(json.load(sys.stdin)["status"])' < <(frank experiment status "$1" --json); }
+. "$TREE/scripts/device_runs.sh"  # status_of, follow_run
 run_until() {  # RUN: run or resume it detached until it stops (finished, or the time limit); 0 if finished
     local run=$1 stop_after
     [ "$(status_of "$run")" = finished ] && return 0
@@ -138,17 +138,7 @@ run_until() {  # RUN: run or resume it detached until it stops (finished, or the
     stamp "run $run (detached; no cell starts after $stop_after s)"
     frank experiment run "$run" --detach --stop-after "$stop_after" --json >"$LOG/detach-$run.json" || return 1
     [ -n "${2:-}" ] && "$2" "$run"
-    while "$PY" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["state"] == "running" else 1)' \
-            < <(frank jobs status "$run" --json 2>/dev/null); do
-        if [ "$(left)" -le 15 ]; then
-            stamp "the call's deadline: cancel the runner (the cell in flight is redone on resume)"
-            frank jobs cancel "$run" >/dev/null 2>&1; sleep 8; break
-        fi
-        sleep 3
-    done
-    grep -h '"event"' "$runs_dir/$run/job.log" | tail -n 30 | cut -c1-240
-    frank experiment status "$run" | tee "$LOG/status-$run.txt"
-    [ "$(status_of "$run")" = finished ]
+    follow_run "$run"
 }
 shots() {  # RUN [DIR]: the console mid-run, once per DIR; telemetry beside the run until it stops
     local dir=${2:-shots}

@@ -56,6 +56,18 @@ engine_starts.BASE = _SESSION_HOME
 _SHARED = engine_starts.EngineStart("embedded-cpu")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/console is marked `console`: `make test` runs those that need no engine in the
+    unit tier's session (scripts/test_tiers.sh), so a console test that uses the engine must say `engine`."""
+    console = REPO / "tests" / "console"
+    for item in items:
+        if console not in item.path.parents:
+            continue
+        item.add_marker(pytest.mark.console)
+        if "engine" in item.fixturenames and item.get_closest_marker("engine") is None:
+            raise pytest.UsageError(f"{item.nodeid} uses the engine fixture: mark it pytest.mark.engine")
+
+
 def pytest_collection_finish(session):
     engine_starts.select({item.module.__name__ for item in session.items if getattr(item, "module", None)})
     if not session.config.option.collectonly and any("engine" in item.fixturenames for item in session.items):

@@ -36,6 +36,7 @@ class RecordedNvml:
     nvmlMemory_v2 = pynvml.nvmlMemory_v2
     NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
     NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
+    NVML_CLOCK_MEM = pynvml.NVML_CLOCK_MEM
 
     def __init__(self, path: Path = H200X2) -> None:
         doc = json.loads(path.read_text())
@@ -84,6 +85,15 @@ class RecordedNvml:
     def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
         return self.static[h]["power_limit_mw"]
 
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, h: int) -> int:
+        return self.static[h].get("power_default_limit_mw", self.static[h]["power_limit_mw"])
+
+    def nvmlDeviceGetMaxClockInfo(self, h: int, clock: int) -> int:  # an H200's (not in the recording)
+        return 3201 if clock == pynvml.NVML_CLOCK_MEM else 1980
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
+        return int(self._now(h).get("clock_event_reasons", 0))
+
     def nvmlDeviceGetCurrPcieLinkGeneration(self, h: int) -> int:
         return self.static[h]["pcie_gen"]
 
@@ -105,6 +115,8 @@ class RecordedNvml:
         return self._now(h)["temp_c"]
 
     def nvmlDeviceGetClockInfo(self, h: int, clock: int) -> int:
+        if clock == pynvml.NVML_CLOCK_MEM:  # not in the recording: the H200's memory clock at load
+            return int(self._now(h).get("mem_mhz", 3201))
         return self._now(h)["sm_mhz"]
 
     def nvmlDeviceGetFieldValues(self, h: int, ids: list[int]) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from frank import paths
+from frank import paths, tomlfile
 from frank.campaign import serving, watch
 from frank.campaign.evidence import check_evidence, confirmed_runs, part_design
 from frank.campaign.exists import check_what_it_names
@@ -29,9 +29,10 @@ from frank.campaign.ledger import (
     open_ledger,
     record_new_parts,
 )
-from frank.campaign.parts import EMPTY, CampaignError, Part, example_path, load_campaign
+from frank.campaign.parts import EMPTY, CampaignError, Evidence, Part, example_path, load_campaign
 from frank.campaign.results import (
     Adopted,
+    AwaitStatus,
     CampaignHistory,
     CampaignStatus,
     FiredCheck,
@@ -77,7 +78,7 @@ def init(path: Path | str | None = None, example: str | None = None) -> Initiali
         created = False
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = example_path(example).read_text() if example else EMPTY
+        text = tomlfile.read_text(example_path(example), CampaignError) if example else EMPTY
         paths.write_private(target, text)
         try:
             campaign = load_campaign(target)
@@ -121,6 +122,12 @@ def part_status(
     """One part's state, evidence, rules and what comes next; `pending`: checks not recorded yet."""
     state = ledger.state(part)
     evidence = [check_evidence(ledger.campaign, part, ev) for ev in part.evidence]
+    awaiting = awaited(ledger, part)
+    for a in awaiting:  # an awaited CSV that is there: decided again, as a test's outcome, never a state
+        if a.there and a.path.endswith(".csv"):
+            entry = check_evidence(ledger.campaign, part, Evidence(state="testing", results=a.file, note=a.what))
+            entry["awaited"] = True
+            evidence.append(entry)
     for e in ledger.events_for(part.name):
         if e["event"] in ("adopt", "serve", "revert"):
             evidence.append(
@@ -155,6 +162,17 @@ def part_status(
         up_next = f"testing: registered run {next(r for r in runs if r.get('decision') == 'incomplete')['run_id']} is not finished"  # noqa: E501
     if state == "adopted" and not part.knobs:
         up_next = f"in place: the part is the profile {part.profile} itself (no knob values to serve)"
+    missing = [a for a in awaiting if not a.there]
+    running = any(r.get("decision") == "incomplete" for r in runs)
+    arrived = [e for e in evidence if e.get("awaited")]
+    if missing and not confirmed and not running and state in ("candidate", "testing"):
+        up_next = "awaits its evidence, not decided: " + "; ".join(f"{a.file}, made by {a.made_by}" for a in missing)
+    elif arrived and not confirmed and not running and state in ("candidate", "testing"):
+        up_next = (
+            f"its awaited evidence is here ({', '.join(str(e.get('results')) for e in arrived)}): the rule decides "
+            f"{arrived[-1].get('decision')}; record it as the part's evidence ([[parts.evidence]] with results = "
+            f"the file and the state it justifies) in a new campaign file"
+        )
     if fired:
         up_next = f"revert: rule {fired[-1]['fired'][0]} fired on {fired[-1]['run_kind']} {fired[-1]['run_id']}"
     return PartStatus(
@@ -176,7 +194,17 @@ def part_status(
         next=part.next,
         notes=part.notes,
         recorded=recorded,
+        awaiting=tuple(awaiting),
     )
+
+
+def awaited(ledger: Ledger, part: Part) -> list[AwaitStatus]:
+    """The files the part awaits, each resolved and whether it is there yet."""
+    out = []
+    for a in part.awaits:
+        path = ledger.campaign.resolve(a.file)
+        out.append(AwaitStatus(a.file, str(path), path.is_file(), a.made_by, a.what))
+    return out
 
 
 def _design_runs(ledger: Ledger, part: Part) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING, Any, Protocol
 
-from frank import jsonl
+from frank import jsonl, readfile
 from frank.errors import FrankError
 
 if TYPE_CHECKING:
@@ -220,8 +220,7 @@ class ReplayAdapter:
         from frank.workloads.replay import RUN_FILE, SUMMARY_FILE, read_records, resolve_run_dir
 
         folder = resolve_run_dir(run_id)
-        meta = json.loads((folder / RUN_FILE).read_text())
-        summary = json.loads((folder / SUMMARY_FILE).read_text())
+        meta, summary = readfile.read_object(folder / RUN_FILE), readfile.read_object(folder / SUMMARY_FILE)
         engine = meta.get("engine") or {}
         records = {d: read_records(folder / f"{d}.jsonl") for d in meta.get("draws", [])}
         m = start_measures(tallies_of(records)).to_json()

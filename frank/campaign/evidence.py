@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from frank import readfile
 from frank.campaign.parts import Campaign, CampaignError, Evidence, Part
 from frank.errors import FrankError
 from frank.experiments.design import Design, load_design
@@ -30,6 +32,15 @@ def part_design(campaign: Campaign, part: Part, ref: str = "") -> tuple[Design, 
         raise CampaignError(f"{campaign.path}:{part.line}: part {part.name}: design {ref}: {exc}") from None
 
 
+class BlockEntry(TypedDict):
+    """One block of a blocks design as the evidence's decision counted it."""
+
+    block: int
+    effect_pct: float | None  # the treatment against the control (None: not complete, or voided)
+    sign: str | None  # "+" the treatment won in the rule's direction, "-" lost, "=" a tie
+    voided: bool
+
+
 class EvidenceEntry(TypedDict, total=False):
     """One evidence entry as `frank campaign status` shows it: from the file (decided again from its results
     or run, or a policy call) or from the history (an adopt, serve or revert)."""
@@ -49,6 +60,9 @@ class EvidenceEntry(TypedDict, total=False):
     p_fraction: str | None
     design_sha256: str | None
     mean_effect_pct: float | None
+    blocks: list[BlockEntry]  # a blocks design's blocks as decided: each effect and its sign
+    stopped: str | None  # the block it stopped at when decided (a design that stops when decided)
+    awaited: bool  # a file the part awaited, decided again now it is there
     ok: bool
     problem: str
     at: float  # history entries: when, by whom, on which fired rule
@@ -59,7 +73,7 @@ class EvidenceEntry(TypedDict, total=False):
 def _summary(report: ExperimentReport) -> EvidenceEntry:
     """What status shows of a decision (the report's `Decision`, read through its fields)."""
     d = report.decision
-    return EvidenceEntry(
+    out = EvidenceEntry(
         decision=d.verdict,
         reason=d.reason,
         p=d.p_value,
@@ -67,6 +81,14 @@ def _summary(report: ExperimentReport) -> EvidenceEntry:
         design_sha256=d.design_sha256,
         mean_effect_pct=d.mean_effect_pct,
     )
+    if report.blocks is not None:  # the blocks that decided it, the ones never run left out
+        out["blocks"] = [
+            BlockEntry(block=b.block, effect_pct=b.effect_pct, sign=b.sign, voided=b.voided)
+            for b in report.blocks.blocks
+            if b.voided or b.sign is not None
+        ]
+        out["stopped"] = report.stopped_when_decided.summary() if report.stopped_when_decided else None
+    return out
 
 
 def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> EvidenceEntry:
@@ -90,7 +112,7 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> EvidenceEntr
             out |= _summary(report)
             # exported from a registered run (`frank experiment report RUN --csv`): its design hash was
             # checked by read_results_csv; the run id says which run's report holds the guards
-            exported = results_provenance(results.read_text()).get("run")
+            exported = results_provenance(readfile.read_text(results, readfile.CSV, CampaignError)).get("run")
             if exported:
                 out["results_run_id"] = exported[1]
         else:
@@ -128,9 +150,23 @@ def check_evidence(campaign: Campaign, part: Part, ev: Evidence) -> EvidenceEntr
     return out
 
 
+def blocks_text(e: EvidenceEntry) -> str:
+    """The blocks that decided an evidence entry, in words: each block's effect and sign, and where the
+    design stopped when decided ("" for an entry with no blocks: a policy call, a balanced design)."""
+    cells = [
+        f"{b['block']} voided" if b["voided"] else f"{b['block']} {b['effect_pct']:+.2f}% {b['sign']}"
+        for b in e.get("blocks") or []
+        if b["voided"] or b["effect_pct"] is not None
+    ]
+    if not cells:
+        return ""
+    return "blocks " + ", ".join(cells) + (f"; {e['stopped']}" if e.get("stopped") else "")
+
+
 SCREEN_REFUSAL = (
-    "a screen picks a setting among many and is biased toward its pick: it is never evidence; register the "
-    "confirmation design it wrote (`frank experiment screen --report RUN --design-out FILE.toml`) and run that"
+    "a screen picks a candidate; only a registered confirmation decides (a screen looks at many settings and "
+    "keeps the best, so it is never evidence: register the confirmation design its report writes, `frank "
+    "experiment screen --report RUN --design-out FILE.toml`, and run that)"
 )
 
 
@@ -142,6 +178,13 @@ def run_report(run_id: str) -> ExperimentReport:
     if run.meta.get("kind") == "screen":
         raise CampaignError(f"run {run.run_id} is a screen: {SCREEN_REFUSAL}")
     return report_for_run(run)
+
+
+def screen_kind(path: Path) -> str | None:
+    """What screen a file is ("a screen file", "a screen's record"), or None when it is none."""
+    if _is_screen_record(path):
+        return "a screen's record"
+    return "a screen file" if _is_screen(path) else None
 
 
 def _is_screen(path: Any) -> bool:
@@ -158,14 +201,11 @@ def _is_screen(path: Any) -> bool:
 
 def _is_screen_record(path: Any) -> bool:
     """The file is a screen's exported record (frank.experiments.screen_report), whatever its key order."""
-    import json
-
-    from frank.experiments.screen_report import RECORD_FORMAT
+    from frank.experiments.screen_report import RECORD_FORMATS
 
     try:
-        text = path.read_text()
-        return text.lstrip().startswith("{") and bool(json.loads(text).get("format") == RECORD_FORMAT)
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return readfile.read_object(path).get("format") in RECORD_FORMATS
+    except FrankError:
         return False
 
 

@@ -7,10 +7,9 @@ names the file, the line and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
-from frank import tomlfile
+from frank import readfile, tomlfile
 from frank.campaign.parts import Campaign, CampaignError, Part
 from frank.errors import FrankError
 
@@ -54,11 +53,26 @@ def _check_part(campaign: Campaign, part: Part, at: str, refuse: Refuse) -> None
                 f"{at}.revert_rules[{j}].measure",
                 f"{rule.measure}: profile {profile.name} is a {kind.label} engine: {lacking}",
             )
+    _refuse_screens(campaign, part, at, refuse)
     for j, ev in enumerate(part.evidence):
-        if ev.results and not campaign.resolve(ev.results).is_file():
+        if ev.results and not campaign.resolve(ev.results).exists():
             raise refuse(f"{at}.evidence[{j}].results", f"no such file {campaign.resolve(ev.results)}")
         if ev.run:
             _check_run(campaign, part, ev.design, ev.run, f"{at}.evidence[{j}]", refuse)
+
+
+def _refuse_screens(campaign: Campaign, part: Part, at: str, refuse: Refuse) -> None:
+    """A screen (its file, its record) named as a part's design or evidence is refused: it is never evidence."""
+    from frank.campaign.evidence import SCREEN_REFUSAL, screen_kind
+
+    refs = [(f"{at}.design", part.design)]
+    refs += [
+        (f"{at}.evidence[{j}].{k}", getattr(ev, k)) for j, ev in enumerate(part.evidence) for k in ("design", "results")
+    ]
+    for field, ref in refs:
+        what = screen_kind(campaign.resolve(ref)) if ref else None
+        if what:
+            raise refuse(field, f"{ref} is {what}: {SCREEN_REFUSAL}")
 
 
 def _check_run(campaign: Campaign, part: Part, design_ref: str, run_id: str, at: str, refuse: Refuse) -> None:
@@ -68,9 +82,13 @@ def _check_run(campaign: Campaign, part: Part, design_ref: str, run_id: str, at:
 
     try:
         folder = resolve_run_id(run_id)
-        meta = json.loads((folder / "run.json").read_text())
-    except (FrankError, OSError, ValueError) as exc:
-        raise refuse(f"{at}.run", f"{run_id!r}: {getattr(exc, 'strerror', None) or exc}") from None
+        meta = readfile.read_object(folder / "run.json")
+    except FrankError as exc:
+        raise refuse(f"{at}.run", f"{run_id!r}: {exc}") from None
+    if meta.get("kind") == "screen":
+        from frank.campaign.evidence import SCREEN_REFUSAL
+
+        raise refuse(f"{at}.run", f"run {run_id} is a screen: {SCREEN_REFUSAL}")
     if not (design_ref or part.design):
         return
     design, _ = part_design(campaign, part, design_ref)

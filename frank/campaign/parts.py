@@ -37,6 +37,7 @@ LOWER_IS_BETTER = {"time_per_verify_step", "front_end_per_draw", "total_replay_t
 HIGHER_IS_BETTER = {"tokens_per_s"}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DESIGNS_DIR = Path(__file__).resolve().parents[1] / "experiments" / "designs"
+SCREENS_DIR = Path(__file__).resolve().parents[1] / "experiments" / "screens"
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
 
@@ -53,6 +54,17 @@ class Evidence:
     run: str = ""  # a registered run of the design
     policy: str = ""  # a policy call (served without adoption), in words
     note: str = ""
+
+
+@dataclass(frozen=True)
+class Awaited:
+    """Evidence a part waits for: a file that is not made yet, and the command that makes it. Status says so
+    (never a decision) until the file is there; then a CSV is decided again by the part's design, as a
+    test's outcome (`testing`), until the file records it as evidence of its own."""
+
+    file: str  # `@designs/NAME`, `@screens/NAME`, or relative to the campaign file
+    made_by: str  # the command (or script) that makes it, in words
+    what: str = ""  # what the file is
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,7 @@ class Part:
     next: str = ""
     notes: str = ""
     line: int = 0  # where its [[parts]] table starts
+    awaits: tuple[Awaited, ...] = ()  # evidence not made yet (a candidate or testing part only)
 
     @property
     def knob_dict(self) -> dict[str, KnobValue]:
@@ -98,6 +111,8 @@ class Part:
             "next": self.next,
             "notes": self.notes,
         }
+        if self.awaits:  # only when there are some: parts recorded before the field keep their hash
+            fields["awaits"] = [a.__dict__ for a in self.awaits]
         return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
     @property
@@ -132,13 +147,16 @@ class Campaign:
         return path
 
 
-OUTSIDE = "resolves outside the campaign file's folder and the shipped designs (@designs/)"
+OUTSIDE = "resolves outside the campaign file's folder, the shipped designs (@designs/) and screens (@screens/)"
 
 
 def resolve_ref(campaign_path: Path, ref: str) -> Path | None:
-    """`@designs/NAME` inside the shipped designs, or a path inside the campaign file's folder; else None."""
+    """`@designs/NAME` inside the shipped designs, `@screens/NAME` inside the shipped screens, or a path inside
+    the campaign file's folder; else None."""
     if ref.startswith("@designs/"):
         return tomlfile.contained(DESIGNS_DIR, ref.removeprefix("@designs/"))
+    if ref.startswith("@screens/"):
+        return tomlfile.contained(SCREENS_DIR, ref.removeprefix("@screens/"))
     return tomlfile.contained(campaign_path.parent, ref)
 
 
@@ -170,6 +188,19 @@ class _EvidenceSchema(tomlfile.Strict):
                 "or policy (a policy call, in words)"
             )
         return self
+
+
+class _AwaitsSchema(tomlfile.Strict):
+    file: str
+    made_by: str
+    what: str = ""
+
+    @field_validator("file", "made_by")
+    @classmethod
+    def _given(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
 
 
 class _RuleSchema(tomlfile.Strict):
@@ -218,6 +249,7 @@ class _PartSchema(tomlfile.Strict):
     design: str = ""
     evidence: list[_EvidenceSchema] = Field(default_factory=list)
     revert_rules: list[_RuleSchema] = Field(default_factory=list)
+    awaits: list[_AwaitsSchema] = Field(default_factory=list)
     next: str = ""
     notes: str = ""
 
@@ -267,6 +299,7 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
             for j, e in enumerate(raw.evidence)
             for k in ("design", "results")
         ]
+        refs += [(("parts", i, "awaits", j, "file"), a.file) for j, a in enumerate(raw.awaits)]
         for field, ref in refs:
             if ref and resolve_ref(path, ref) is None:
                 raise refuse(field, f"{ref!r} {OUTSIDE}")
@@ -282,6 +315,7 @@ def parse_campaign_text(text: str, path: Path) -> Campaign:
             next=raw.next,
             notes=raw.notes,
             line=lines.line(("parts", i)),
+            awaits=tuple(Awaited(**a.model_dump()) for a in raw.awaits),
         )
         problem = _declared_state_problem(part)
         if problem:
@@ -301,6 +335,11 @@ def _declared_state_problem(part: Part) -> tuple[str, str] | None:
     """A declared state beyond `testing` names the evidence that put it there (checked by `status`)."""
     if part.state in ("candidate", "testing"):
         return None
+    if part.awaits:
+        return "awaits", (
+            f"a part that is {part.state} has its evidence: only a candidate or testing part awaits a file "
+            f"(record the file as evidence: [[parts.evidence]] results = ...)"
+        )
     if not any(e.state == part.state for e in part.evidence):
         return "state", (
             f"{part.state!r} needs an evidence entry with state = {part.state!r} (the run, results or "

@@ -137,6 +137,24 @@ class FiredCheck:
 
 
 @dataclass(frozen=True)
+class AwaitStatus:
+    """A file a part awaits (its [[parts.awaits]]): where it goes, whether it is there, what makes it."""
+
+    file: str  # as the campaign file names it
+    path: str  # resolved
+    there: bool
+    made_by: str
+    what: str
+
+    def describe(self) -> str:
+        """In words: the file, what it is, and whether it is here or which command makes it."""
+        what = f" ({self.what})" if self.what else ""
+        if self.there:
+            return f"{self.file}{what}: here"
+        return f"{self.file}{what}: not made yet; made by {self.made_by}"
+
+
+@dataclass(frozen=True)
 class PartStatus:
     """One part as it stands: state, evidence (each entry as frank.campaign.evidence gives it), revert rules
     and what comes next. `to_json` keeps the keys `frank campaign status --json` has always printed."""
@@ -159,9 +177,16 @@ class PartStatus:
     next: str
     notes: str
     recorded: bool  # in the history (a part added to the file since is recorded by the next change)
+    awaiting: tuple[AwaitStatus, ...] = ()  # the files it awaits (none there: no decision yet)
+
+    @property
+    def awaits_evidence(self) -> bool:
+        """Some awaited file is not there yet."""
+        return any(not a.there for a in self.awaiting)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {
+            "awaiting": [asdict(a) for a in self.awaiting],
             "evidence": list(self.evidence),
             "runs": list(self.runs),
             "revert_rules": [asdict(r) for r in self.revert_rules],

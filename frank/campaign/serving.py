@@ -2,19 +2,18 @@
 
 A user profile of the same name replaces the built-in one (frank/engine/profiles.py), so `serve` writes
 `<config>/profiles/<profile>.toml`: the profile as it loads now (the user's own file if there is one, else
-the built-in), with the part's knob defaults changed, validated before it replaces anything. `revert` puts
-the defaults recorded at `serve` back. Which starts see the new defaults is spelled out by `takes_effect`.
+the built-in), with the part's knob defaults changed in place (`default = ...` on its line: every other line
+and comment of a hand-edited profile stays; tomlfile.with_values), validated before it replaces anything.
+`revert` puts the defaults recorded at `serve` back. Which starts see the new defaults is spelled out by
+`takes_effect`.
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from frank import paths
+from frank import paths, tomlfile
 from frank.campaign.parts import CampaignError
 from frank.campaign.results import TakesEffect
 from frank.engine.profiles import BUILTIN_DIR, ProfileError, load_profile, parse_profile, profile_files
@@ -36,20 +35,25 @@ def set_defaults(
     except ProfileError as exc:
         raise CampaignError(f"part {part}: {exc}") from None
     source = profile_files()[profile_name]
-    data = tomllib.loads(source.read_text())
+    original = tomlfile.read_text(source, CampaignError)
+    data = tomlfile.parse(original, source, CampaignError)
     previous = {name: data["knobs"][name]["default"] for name in values}
-    for name, value in values.items():
-        data["knobs"][name]["default"] = profile.knobs[name].parse(value)
+    # the defaults changed where they are written: every other line (and comment) of the file stays
+    fields: dict[tomlfile.Path_, Any] = {("knobs", n, "default"): profile.knobs[n].parse(v) for n, v in values.items()}
+    text = tomlfile.with_values(original, fields, source, CampaignError)
     target = paths.user_profiles_dir() / f"{profile_name}.toml"
     try:
-        parse_profile(data, target)  # never write a profile that would not load
+        parse_profile(tomlfile.parse(text, target, CampaignError), target)  # never write a profile that would not load
     except ProfileError as exc:
         raise CampaignError(f"part {part}: the override would not load: {exc}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = HEADER.format(action=action, part=part, campaign=campaign)
-    if source.parent == BUILTIN_DIR:
-        text += f"# Copied from the built-in {source.name}.\n"
-    paths.write_private(target, text + tomli_w.dumps(data))
+    if source.parent == BUILTIN_DIR:  # a new user profile: the built-in's text, with a note of who wrote it
+        text = (
+            HEADER.format(action=action, part=part, campaign=campaign)
+            + f"# Copied from the built-in {source.name}.\n"
+            + text
+        )
+    paths.write_private(target, text)
     return target, previous
 
 

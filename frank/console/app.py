@@ -33,6 +33,7 @@ from frank.console.actions.campaign import CampaignActions
 from frank.console.actions.engine import EngineActions
 from frank.console.actions.episodes import EpisodeActions
 from frank.console.actions.experiments import ExperimentActions
+from frank.console.actions.fleet import FleetActions
 from frank.console.actions.jobs import JobActions
 from frank.console.actions.logs import LogActions
 from frank.console.commands import FrankCommands
@@ -69,7 +70,7 @@ from frank.console.sources.logs import LogSource
 from frank.console.sources.telemetry import TelemetrySource
 from frank.console.state import CampaignPart, ConsoleState, FollowedJob
 from frank.engine.controller import EngineStatus
-from frank.engine.records import ENGINE_STATES
+from frank.engine.records import ENGINE_STATES, RUNNING_STATES
 from frank.errors import FrankError
 
 __all__ = ["FrankApp", "Services", "default_services", "run_console"]
@@ -90,7 +91,13 @@ MUTATING = {
     "fidelity",
     "set_knob",
     "episodes_launch",
+    "screen_design",
+    "campaign_init",
+    "campaign",
+    "fleet_prometheus",
 }
+# Binding ids renamed since a user may have remapped them under [keymap]: the old id still works.
+RENAMED_BINDINGS = {"frank.plugins.region_cache": "engine.region_cache"}
 SCREENS = Binding.Group("screens", compact=True)
 
 
@@ -120,7 +127,7 @@ class FrankApp(App[None]):
         Binding("s", "engine_start", "start", id="engine.start"),
         Binding("x", "engine_stop", "stop", id="engine.stop"),
         Binding("R", "engine_restart", "restart", id="engine.restart", show=False),
-        Binding("c", "toggle_region_cache", "cache", id="frank.plugins.region_cache"),
+        Binding("c", "toggle_region_cache", "cache", id="engine.region_cache"),
         Binding("k", "knobs", "knobs", id="engine.knobs", show=False),
         Binding("t", "cycle_theme", "theme", id="app.theme", show=False),
         Binding("question_mark,f1", "help", "help", id="app.help"),
@@ -139,6 +146,7 @@ class FrankApp(App[None]):
         remember_theme: bool = True,
         poll_status: bool = True,
         state: ConsoleState | None = None,
+        offer_start: bool = True,
     ) -> None:
         super().__init__()
         job_kinds.install()  # frank.jobs lists, follows and cancels runs of the kinds it is given
@@ -157,6 +165,7 @@ class FrankApp(App[None]):
         self.experiments = ExperimentActions(self, self.jobs)
         self.episodes = EpisodeActions(self)
         self.campaign = CampaignActions(self)
+        self.fleet = FleetActions(self)
         self.logs = LogActions(self)
         # sources: the engine's is left out when a test hands the app a fixed engine status (poll_status=False)
         post = self.post_message
@@ -183,8 +192,11 @@ class FrankApp(App[None]):
         self._render_due = False
         self._seen_engine_state: str | None = None
         self._heap_settled = False
-        if self.settings.keymap:
-            self.set_keymap(self.settings.keymap)
+        self._start_offered = not offer_start  # the first read of a stopped engine offers a start, once
+        self._experiments_seen = False  # (not while an experiment runner owns the engine)
+        self.keymap = {RENAMED_BINDINGS.get(k, k): v for k, v in self.settings.keymap.items()}
+        if self.keymap:
+            self.set_keymap(self.keymap)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver, but on a Unix terminal one whose input thread sleeps while no key comes."""
@@ -293,6 +305,36 @@ class FrankApp(App[None]):
         self.apply(engine=message.view)
         self._update_title()
         self._note_log_path()
+        self._maybe_offer_start()
+
+    def _maybe_offer_start(self) -> None:
+        """Once the first engine and experiments reads are in: a stopped engine, the dashboard still on top
+        (the user has not gone elsewhere) and no experiment runner owning the engine: offer the start."""
+        if self._start_offered or self.state.engine.status is None or not self._experiments_seen:
+            return
+        self._start_offered = True
+        followed = self.state.experiments.followed
+        runner = followed is not None and followed.state is not None and followed.state.status == "running"
+        on_dashboard = isinstance(self.screen, DashboardScreen)
+        if self.state.engine.state == "stopped" and on_dashboard and not (self.read_only or self.state.busy or runner):
+            self.offer_start()
+
+    def offer_start(self) -> None:
+        """A console opened on a stopped engine says what starting it means and offers it (the next step)."""
+        from frank.console.widgets.engine_panel import expected_start
+
+        reading = self.state.engine
+        hint = reading.start
+        what = f" ({hint.description})" if hint is not None and hint.description else ""
+        body = (
+            f"The engine is stopped. Start the profile {reading.profile}{what}?\n"
+            f"{upper_first(expected_start(hint))}.\n\n"
+            "Later: s starts it and x stops it. Quitting this console (q) leaves it running."
+        )
+        self.push_screen(
+            ConfirmDialog("Start the engine?", body, yes="Start", no="Not now", default_yes=True),
+            lambda ok: self.engine.start() if ok else None,
+        )
 
     def _note_log_path(self) -> None:
         status = self.state.engine.status
@@ -317,6 +359,8 @@ class FrankApp(App[None]):
     def on_experiments_read(self, message: ExperimentsRead) -> None:
         old, new = self.state.experiments.followed, message.view.followed
         self.apply(experiments=message.view)
+        self._experiments_seen = True
+        self._maybe_offer_start()
         if new is not None and new.state is None:
             self.notify(f"experiment: {new.error or 'unreadable'}", severity="error")
         elif new is not None and old is None and new.state is not None and new.state.status == "running":
@@ -452,6 +496,33 @@ class FrankApp(App[None]):
     def action_fidelity(self) -> None:
         self.experiments.fidelity()
 
+    def action_experiment_report(self) -> None:
+        self.experiments.report()
+
+    def action_screen_design(self) -> None:
+        self.experiments.screen_design()
+
+    def action_campaign_init(self, example: str | None = None) -> None:
+        self.campaign.init(example)
+
+    def action_campaign(self, call: str) -> None:
+        """The palette's campaign actions: on the selected part of the campaign screen (5)."""
+        from frank.console.screens.campaign import CampaignScreen
+
+        if call == "watch":
+            self.switch_mode("campaign")
+            self.read_campaign()
+            return
+        screen = self.screen
+        if isinstance(screen, CampaignScreen):
+            self.campaign.act(call, screen.selected_part())
+        else:
+            self.switch_mode("campaign")
+            self.notify(f"select a part, then {call} it (A adopt · S serve · V revert)", timeout=6)
+
+    def action_fleet_prometheus(self) -> None:
+        self.fleet.prometheus()
+
     def action_episodes_launch(self) -> None:
         self.switch_mode("episodes")
         self.episodes.launch(None)
@@ -460,17 +531,13 @@ class FrankApp(App[None]):
         self.push_screen(ConfirmDialog(title, body, yes=yes), lambda ok: then() if ok else None)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.key_sections(), str(config.config_path())))
+        self.push_screen(HelpScreen(self.key_sections(), str(config.config_path()), self.get_key_display))
 
     def key_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """(title, [(key, description, binding id)]) for the app and the active screen, from the bindings."""
 
         def rows(bindings: Iterable[Binding]) -> list[tuple[str, str, str]]:
-            out = []
-            for b in bindings:
-                binding = self._keymap_key(b)
-                out.append((binding.replace(",", " "), b.description or b.action, b.id or ""))
-            return out
+            return [(self._keymap_key(b), b.description or b.action, b.id or "") for b in bindings]
 
         sections = [("everywhere", rows([b for b in self.BINDINGS if isinstance(b, Binding)]))]
         screen_bindings = getattr(type(self.screen), "BINDINGS", [])
@@ -484,7 +551,7 @@ class FrankApp(App[None]):
         return sections
 
     def _keymap_key(self, b: Binding) -> str:
-        return self.settings.keymap.get(b.id or "", b.key)
+        return self.keymap.get(b.id or "", b.key)
 
     def action_cycle_theme(self) -> None:
         names = list(themes.THEMES)
@@ -497,16 +564,35 @@ class FrankApp(App[None]):
         self.notify(f"theme {resolved}", timeout=2)
         if self.remember_theme:
             try:
-                self.settings = config.Settings(**{**self.settings.__dict__, "theme": resolved})
-                config.save(self.settings)
+                config.remember_theme(resolved, self.settings)  # its own state file: console.toml is never written
             except OSError as exc:
                 self.notify(f"could not remember the theme: {exc}", severity="warning")
 
     # Textual's own action_quit is a coroutine; a plain method is an action as well (Textual awaits what it
     # returns only when that is awaitable).
     def action_quit(self) -> None:  # type: ignore[override]
-        """Quit; the engine and every job go on (jobs run in their own sessions), so nothing is asked."""
-        self.exit()
+        """Quit; the engine and every job go on (jobs run in their own sessions), so nothing is asked; what
+        goes on is said once the terminal is back."""
+        self.exit(message=quit_message(self.state) or None)
+
+
+def upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def quit_message(state: ConsoleState) -> str:
+    """What keeps running after the console quits, and how to stop it ("" when nothing does)."""
+    lines = []
+    status = state.engine.status
+    if status is not None and status.state in RUNNING_STATES:
+        where = ", ".join(x for x in (status.profile, f"pid {status.pid}" if status.pid else "", status.url) if x)
+        lines.append(
+            f"frank: the engine keeps running ({where}). Stop it with `frank engine stop`, "
+            "or Q in the console (`frank` adopts it)."
+        )
+    for job in state.jobs.running:
+        lines.append(f"frank: {job.kind} {job.run_id} keeps running; `frank jobs cancel {job.run_id}` stops it.")
+    return "\n".join(lines)
 
 
 def settle_heap() -> None:
@@ -528,21 +614,16 @@ def _reason(error: BaseException | None) -> str:
 
 def run_console(args: argparse.Namespace) -> int:
     settings, problems = config.load()
-    theme, theme_problem = config.choose_theme(getattr(args, "theme", None), settings)
+    remember = not os.environ.get("NO_COLOR")
+    theme, theme_problem = config.startup_theme(getattr(args, "theme", None), settings, remember)
     services = default_services(getattr(args, "profile", None), settings.refresh_s)
     app = FrankApp(
         services,
         settings=settings,
         theme=theme,
         read_only=bool(getattr(args, "read_only", False)),
-        remember_theme=not os.environ.get("NO_COLOR"),
+        remember_theme=remember,
     )
     app.startup_notes = [*problems, *([theme_problem] if theme_problem else [])]
-    if getattr(args, "theme", None) and not theme_problem:
-        settings = config.Settings(**{**settings.__dict__, "theme": theme})
-        try:
-            config.save(settings)  # a theme chosen by flag is remembered too
-        except OSError:
-            pass
     app.run()
     return 0

@@ -1,4 +1,4 @@
-"""Console settings: a small TOML file in frank.paths.config_dir(), remembered between runs.
+"""Console settings: a small TOML file in frank.paths.config_dir() that the user writes; frank only reads it.
 
     theme = "frank-dark"          # or light / high-contrast / monochrome
     refresh_s = 1.0               # telemetry refresh (0.25-10 s)
@@ -6,9 +6,12 @@
     [keymap]                      # binding id -> key(s), e.g. engine.start = "ctrl+s"
     "engine.start" = "S"
 
-Precedence: --theme flag > FRANK_THEME > file > default; NO_COLOR picks monochrome unless a theme is
-named explicitly. A bad file (an unknown key too) is reported, each problem with its file, line and field
-(frank.tomlfile), and the defaults are used, never a crash.
+Precedence: --theme flag > FRANK_THEME > the theme last picked (t, or --theme) > file > default; NO_COLOR
+picks monochrome unless a theme is named explicitly. The picked theme is remembered in frank's own state
+file (console-state.json in the state dir), never in console.toml: a hand-edited file is read, never
+rewritten. A pick is remembered over the file's theme as it stood when it was made: once the file's theme
+is edited, the file wins again. A bad file (an unknown key too) is reported, each problem with its file,
+line and field (frank.tomlfile), and the defaults are used, never a crash.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from frank import paths, tomlfile
+from frank import paths, readfile, tomlfile
 from frank.console import themes
 from frank.errors import FrankError
 
@@ -58,7 +61,7 @@ def load() -> tuple[Settings, list[str]]:
     """The settings from the file (defaults where absent), or the defaults and every problem found in it,
     each naming the file, the line and the field (an unknown key included)."""
     path = config_path()
-    if not path.is_file():
+    if not path.exists():
         return Settings(), []
     try:
         text = tomlfile.read_text(path, FrankError)
@@ -73,6 +76,29 @@ def load() -> tuple[Settings, list[str]]:
     return Settings(schema.theme, float(schema.refresh_s), schema.log_tail_lines, dict(schema.keymap)), []
 
 
+STATE_FILE = "console-state.json"  # in the state dir: what the console remembers (frank writes it, not you)
+
+
+def state_path() -> Path:
+    return paths.state_dir(create=False) / STATE_FILE
+
+
+def remembered_theme(settings: Settings) -> str | None:
+    """The theme last picked, while the file's theme is the one it was picked over; None otherwise."""
+    try:
+        state = readfile.read_object(state_path())
+    except FrankError:
+        return None
+    theme = themes.resolve(str(state.get("theme") or ""))
+    return theme if theme and state.get("over") == settings.theme else None
+
+
+def remember_theme(theme: str, settings: Settings) -> None:
+    """Remember a picked theme in the console's state file (console.toml is never written)."""
+    paths.state_dir()  # created private to the user
+    paths.write_private(state_path(), json.dumps({"theme": theme, "over": settings.theme}) + "\n")
+
+
 def choose_theme(flag: str | None, settings: Settings) -> tuple[str, str | None]:
     """The theme to use, and a problem message if the flag or FRANK_THEME named an unknown one."""
     for source, name in (("--theme", flag), ("FRANK_THEME", os.environ.get("FRANK_THEME"))):
@@ -80,23 +106,20 @@ def choose_theme(flag: str | None, settings: Settings) -> tuple[str, str | None]
             resolved = themes.resolve(name)
             if resolved:
                 return resolved, None
-            return settings.theme, f"{source}: unknown theme {name!r} (themes: {', '.join(themes.ALIASES)})"
+            return remembered_theme(settings) or settings.theme, (
+                f"{source}: unknown theme {name!r} (themes: {', '.join(themes.ALIASES)})"
+            )
     if os.environ.get("NO_COLOR"):
         return "frank-monochrome", None
-    return settings.theme, None
+    return remembered_theme(settings) or settings.theme, None
 
 
-def save(settings: Settings) -> None:
-    """Write the settings back (the theme chosen in the console is remembered)."""
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [
-        "# frank console settings (written by the console; edit freely)",
-        f"theme = {json.dumps(settings.theme)}",
-        f"refresh_s = {settings.refresh_s}",
-        f"log_tail_lines = {settings.log_tail_lines}",
-        "",
-        "[keymap]",
-    ]
-    lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(settings.keymap.items())]
-    paths.write_private(path, "\n".join(lines) + "\n")
+def startup_theme(flag: str | None, settings: Settings, remember: bool = True) -> tuple[str, str | None]:
+    """The theme a console starts with (`choose_theme`); a theme named by --theme is remembered too."""
+    theme, problem = choose_theme(flag, settings)
+    if flag and not problem and remember:
+        try:
+            remember_theme(theme, settings)
+        except OSError:
+            pass  # not remembered: this start still uses it
+    return theme, problem

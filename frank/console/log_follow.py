@@ -14,6 +14,27 @@ from pathlib import Path
 FIRST_READ_BYTES = 32768  # how far back the first read (or a re-read after rotation) looks
 MAX_READ_BYTES = 1 << 20  # a burst of more than this is skipped to its last MiB
 POLL_LINE = re.compile(r'"GET /(metrics|health) HTTP')
+# Where a clean stop begins in the log (vLLM 0.32's "[shutdown]" lines on SIGTERM, or uvicorn's own) and
+# where the supervisor says how the server ended (frank.engine.supervisor): what lies between is vLLM's exit
+# chatter (force-killed workers, nanobind's and multiprocessing's leak reports), no error of a clean stop.
+SHUTDOWN_BEGINS = re.compile(r"\[shutdown\]|\bShutting down\b|Waiting for application shutdown")
+SERVER_EXITED = re.compile(r"^\[frank\] .* server exited: ")
+FOLD_SPARE = 60  # lines kept beyond a tail's count, so a folded tail still has its count to show
+
+
+def fold_shutdown(lines: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], int]:
+    """The log tail of a cleanly stopped engine without what follows the shutdown's first line, but for the
+    supervisor's "server exited" line (last: a straggler of the group killed after it is chatter too);
+    returns (lines, how many were left out). A tail without both lines is returned as it is."""
+    lines = tuple(lines)
+    end = next((i for i in range(len(lines) - 1, -1, -1) if SERVER_EXITED.search(lines[i])), None)
+    if end is None:
+        return lines, 0
+    begin = next((i for i in range(end) if SHUTDOWN_BEGINS.search(lines[i])), None)
+    if begin is None:
+        return lines, 0
+    kept = (*lines[: begin + 1], lines[end])
+    return kept, len(lines) - len(kept)
 
 
 class LogFollower:

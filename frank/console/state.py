@@ -24,6 +24,7 @@ from frank.experiments.design import Rule
 from frank.experiments.screen import ScreenResult
 from frank.jobs import JobStatus
 from frank.telemetry.sampler import Snapshot
+from frank.workloads.record import KnobFlip
 
 # -- telemetry -------------------------------------------------------------------------------------------
 
@@ -51,6 +52,17 @@ ReadingState = EngineState | Literal["unknown"]
 
 
 @dataclass(frozen=True)
+class StartHint:
+    """What starting the next profile means: its description, engine kind, its last start-to-ready time
+    here (None: never started here) and how long a start may take at most."""
+
+    description: str = ""
+    kind: str = ""
+    last_ready_s: float | None = None
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
 class EngineReading:
     """The controller's status, the log's last lines and the knobs of the profile it runs (or starts next)."""
 
@@ -58,6 +70,8 @@ class EngineReading:
     log_tail: tuple[str, ...] = ()
     profile: str = ""  # the profile a start uses
     knobs: tuple[Knob, ...] = ()
+    start: StartHint | None = None  # what a start of that profile is and how long it takes (while stopped)
+    folded: int = 0  # log lines after a clean stop left out of the tail (the engine's shutdown noise)
 
     @property
     def state(self) -> ReadingState:
@@ -91,6 +105,11 @@ class JobRecord:
     front_end_s: float | None = None
     prompt_tokens: int | None = None
     timed: bool = False  # the record carries the server's timings
+    live_knobs: tuple[tuple[str, str], ...] = ()  # the engine's live knob values it was sent with
+    flips: tuple[KnobFlip, ...] = ()  # live knobs changed since the draw's request before (or while it ran)
+
+    def knob(self, name: str) -> str | None:
+        return next((value for knob, value in self.live_knobs if knob == name), None)
 
 
 @dataclass(frozen=True)

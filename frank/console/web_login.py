@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 from textual_serve.server import Server
 
-from frank import paths
+from frank import paths, readfile
 from frank.errors import FrankError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -33,9 +33,9 @@ def read_token_file(path: Path) -> str:
     """The token in a file only its owner can read (refused otherwise, naming the file)."""
     try:
         st = path.stat()
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FrankError(f"{path}: cannot read the token: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise FrankError(f"{path}: cannot read the token: {exc.strerror or exc}") from None
+    text = readfile.read_text(path, readfile.TEXT, FrankError).strip()
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise FrankError(f"{path}: the token file is mode {stat.S_IMODE(st.st_mode):o}; make it 0600 (chmod 600)")
     if len(text) < 16 or any(c.isspace() for c in text):
@@ -52,6 +52,8 @@ def new_token() -> tuple[str, Path]:
 
 
 def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
+    for path in (cert, key):  # PEM text of a few KB: OpenSSL itself would read /dev/zero until memory ends
+        readfile.read_text(path, readfile.TEXT, FrankError)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(cert, key)

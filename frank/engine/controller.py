@@ -30,7 +30,7 @@ import httpx
 import psutil
 
 from frank import paths
-from frank.engine.kinds import build_launch, check_launch, kind_of
+from frank.engine.kinds import KINDS, build_launch, check_launch, kind_of
 from frank.engine.profiles import DEFAULT_PROFILE, KnobValue, LaunchSpec, Profile, load_profile
 from frank.engine.records import RUNNING_STATES, EngineRecord, EngineState, ExitRecord, SupervisorSpec
 from frank.engine.state import StateFiles, tail_lines
@@ -65,6 +65,7 @@ class EngineStatus:
     supervisor_pid: int | None = None  # the parent that records the server's exit (frank.engine.supervisor)
     supervisor_alive: bool | None = None  # False: killed; the server runs unsupervised (stop still stops it)
     warning: str | None = None  # what the state alone does not say (a supervisor gone while the server runs)
+    notes: tuple[str, ...] = ()  # what the launch resolved or warns of (LaunchSpec.notes)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -139,6 +140,7 @@ class EngineController:
             ready_s=record.ready_s,
             log_path=record.log_path,
             supervisor_pid=pgid,
+            notes=tuple(record.notes),
         )
         exit_info = self.files.read_exit()
         if pgid is None:  # the record is written before the supervisor is spawned
@@ -158,7 +160,11 @@ class EngineController:
             if exit_info is None:
                 exit_info = ExitRecord(reason=_gone_reason(record, server_pid))
             log_tail = tuple(tail_lines(Path(record.log_path or self.files.log), CRASH_LOG_LINES))
-            return replace(base, state="crashed", exit=exit_info, log_tail=log_tail)
+            from frank.engine.refusal import out_of_gpu_memory
+
+            oom = out_of_gpu_memory(log_tail) if record.ready_s is None else None
+            warning = f"out of GPU memory while loading: {oom}" if oom else None
+            return replace(base, state="crashed", exit=exit_info, log_tail=log_tail, warning=warning)
         warning = None
         if not supervisor_alive:
             warning = (
@@ -204,6 +210,9 @@ class EngineController:
         token = secrets.token_urlsafe(32)
         spec = build_launch(prof, values, port, token)
         check_launch(prof, values, spec.argv)
+        kind = kind_of(prof)
+        # what the machine must hold for it (exl3: the split's fit against the GPU's free memory); refuses here
+        started = kind.check_start(prof, list(spec.argv), dict(spec.env), self.files.root) if kind.check_start else None
         log = self.files.rotate_logs()
         self.files.write_spec(
             SupervisorSpec(
@@ -228,6 +237,7 @@ class EngineController:
             log_path=str(log),
             argv=list(spec.argv),
             env=dict(spec.env),
+            notes=list(spec.notes) + list(started.notes if started else ()),
         )  # pgid: the supervisor's, once spawned (it also writes its pid to engine.run.json first)
         self.files.write_record(record)  # before anything is spawned
         t0 = time.monotonic()
@@ -252,7 +262,17 @@ class EngineController:
         )
         self.files.write_record(record)
         self._wait_ready(prof, record, supervisor, t0, timeout_s or prof.startup_timeout_s, on_progress)
-        self.files.write_record(replace(record, ready_s=round(time.monotonic() - t0, 3)))
+        ready_s = round(time.monotonic() - t0, 3)
+        self.files.write_record(replace(record, ready_s=ready_s))
+        try:
+            self.files.note_ready(prof.name, ready_s)
+        except FrankError:  # a full disk here: the start itself went well
+            pass
+        if started is not None:
+            try:
+                started.at_ready()  # exl3: the floor this start measured (frank.engine.split_fit)
+            except FrankError:
+                pass
         return self.status()
 
     def _wait_ready(
@@ -287,6 +307,11 @@ class EngineController:
                     lines = self.tail_log(1)
                     on_progress(elapsed, lines[-1] if lines else "")
                 time.sleep(0.5)
+
+    def knob_values(self, prof: Profile, overrides: dict[str, Any] | None = None) -> dict[str, KnobValue]:
+        """The values a start would use: the profile's defaults, the values saved while no engine ran, then
+        `overrides`."""
+        return self._knob_values(prof, overrides)
 
     def _knob_values(self, prof: Profile, overrides: dict[str, Any] | None) -> dict[str, KnobValue]:
         saved = self.files.read_json(self.files.saved_knobs_path(prof.name)) or {}
@@ -328,6 +353,7 @@ class EngineController:
         self.files.root.mkdir(parents=True, exist_ok=True)
         self.files.stop_marker.touch(mode=0o600)
         if pgid and self._group_alive(pgid, record.supervisor_create_time):
+            self._before_stop(record)
             _signal_group(pgid, signal.SIGTERM)
             if not _wait_group_gone(pgid, grace_s):
                 _signal_group(pgid, signal.SIGKILL)
@@ -336,6 +362,17 @@ class EngineController:
                     raise EngineError(f"engine process group {pgid} survived SIGKILL (pids {left})")
         self.files.clear_run()
         return EngineStatus(state="stopped", log_path=str(self.files.log))
+
+    def _before_stop(self, record: EngineRecord) -> None:
+        """The kind's measurement as its engine is stopped (exl3: the split's floor after serving); what it
+        cannot read or write never keeps the engine from stopping."""
+        kind = KINDS.get(record.kind)
+        if kind is None or kind.before_stop is None:
+            return
+        try:
+            kind.before_stop(record.profile, record.started_at, record.env, self.files.root)
+        except (FrankError, OSError):
+            pass
 
     # -- knobs and restart -----------------------------------------------------------------------
     def restart(self, knobs: dict[str, Any] | None = None, *, on_progress: ProgressFn | None = None) -> EngineStatus:
@@ -474,13 +511,20 @@ def _port_owner(port: int) -> str:
 def _start_failure(prof: Profile, record: EngineRecord, status: EngineStatus) -> str:
     """The engine's refusal: how it ended, the profile field behind it (where the log points at one), and
     the engine's own last log lines."""
-    from frank.engine.refusal import blame
+    from frank.engine.refusal import blame, out_of_gpu_memory
 
     fields = blame(prof, record.argv, status.log_tail, status.exit)
     own = [line for line in status.log_tail if not line.startswith("[frank]")][-15:]
     how = status.exit.describe() if status.exit is not None else "exit status unknown"
     behind = f"; the profile field behind it: {', '.join(fields)} in {prof.source}" if fields else ""
     lines = "\n".join(own) if own else "(the engine wrote nothing)"
+    oom = out_of_gpu_memory(status.log_tail)
+    if oom:  # never a ready engine, nor a bare crash: what ran out, and what fits
+        hint = kind_of(prof).oom_hint.format(profile=prof.name)
+        return (
+            f"engine {prof.name} ran out of GPU memory while loading ({how}): {oom}{'; ' + hint if hint else ''}"
+            f"{behind}; log {record.log_path}, the engine's last lines:\n{lines}"
+        )
     return (
         f"engine {prof.name} exited during start ({how}){behind}; log {record.log_path}, "
         f"the engine's last lines:\n{lines}"

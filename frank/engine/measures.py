@@ -24,6 +24,10 @@ vLLM 0.32's series, either the deltas of ONE request or sums over many:
   and its last (frank.telemetry.expert_pool reads them): with the pool asleep when idle, the time a verify
   step spends computing CPU-resident experts; per verify step, that over the decode steps.
 
+- a request's step times: the gaps between the streamed events that carried its output, grouped into the
+  server's decode steps (the client's clock: the HTTP path is in them); their median is the `median`
+  aggregate of time per verify step, which a stalled step moves by one rank instead of by its length.
+
 A window average over the dashboard's scrapes has its own name (`window_verify_step_s`): it counts every
 decode step that ended in the window, including steps of requests still running, so it is not the time per
 verify step of any set of finished requests.
@@ -31,6 +35,7 @@ verify step of any set of finished requests.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 
@@ -57,6 +62,58 @@ def time_per_verify_step(decode_s: float | None, decode_steps: float | None) -> 
     """Seconds of decode per verify step: decode time / decode steps (inter-token-latency observations),
     every target-model pass after the first token counted once, drafted or not."""
     return ratio(decode_s, decode_steps)
+
+
+# A gap shorter than this share of the request's mean step (the server's decode time over its decode steps)
+# is no step the client timed: one step's tokens arriving one by one (llama.cpp sends each token as an
+# event), or events an API server that fell behind sent in a burst.
+MIN_STEP_SHARE = 0.2
+# Up to this share of a request's steps may be hidden in the gap after them (their output came with the next
+# step's: a character split over tokens waits for its end, or a burst); with more, its steps are not known.
+HIDDEN_STEPS_SHARE = 0.10
+
+
+def step_times(
+    output_at_s: Sequence[float] | None, decode_steps: float | None, decode_s: float | None = None
+) -> tuple[float, ...] | None:
+    """One request's verify steps as the client saw them, from when each streamed event with output arrived.
+
+    Events the client read at once (the same arrival time) count as one arrival, and with the server's decode
+    time a gap under MIN_STEP_SHARE of the request's mean step is no step (a burst). With the server's count
+    of decode steps D: when the client saw at least D gaps that can be steps after the first token, the D
+    widest are the steps' boundaries and a step runs from the first event of the step before to its own first
+    event. With fewer, some steps' output came with the next step's (llama.cpp and exllamav3 hold back a
+    character split over tokens; an API server or a client that fell behind sends or reads them in a burst),
+    so a gap holds two steps: when at most HIDDEN_STEPS_SHARE of the D steps are hidden so, that many of the
+    longest step times are left out (the ones that can hold two); with more, or no decode step, None: the
+    steps cannot be told apart. Without D every gap is a step."""
+    if not output_at_s or len(output_at_s) < 2:
+        return None
+    arrivals = [t for i, t in enumerate(output_at_s) if i == 0 or t != output_at_s[i - 1]]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    if decode_steps is None:
+        return tuple(gaps) or None
+    steps = int(decode_steps)
+    if steps < 1:
+        return None
+    shortest = MIN_STEP_SHARE * decode_s / steps if decode_s else 0.0
+    candidates = [i for i, g in enumerate(gaps) if g >= shortest and g > 0]
+    hidden = max(0, steps - len(candidates))
+    if hidden > HIDDEN_STEPS_SHARE * steps:
+        return None
+    bounds = sorted(sorted(candidates, key=lambda i: gaps[i], reverse=True)[:steps])  # the widest, in order
+    firsts = [arrivals[0]] + [arrivals[i + 1] for i in bounds]
+    times = [b - a for a, b in zip(firsts, firsts[1:])]
+    if hidden:
+        longest = set(sorted(range(len(times)), key=lambda i: times[i], reverse=True)[:hidden])
+        times = [t for i, t in enumerate(times) if i not in longest]
+    return tuple(times)
+
+
+def median_step_s(steps: Sequence[float] | None) -> float | None:
+    """The median of verify steps' times (the `median` aggregate of time per verify step): a step that
+    stalls (a page fault, a preempted thread) moves it by one rank, where it moves the mean by its length."""
+    return statistics.median(steps) if steps else None
 
 
 def window_verify_step_s(itl_sum_s: float | None, itl_count: float | None) -> float | None:

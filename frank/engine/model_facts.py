@@ -11,12 +11,13 @@ rope_scaling): llama.cpp serves such a context without a word.
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from frank import readfile
 from frank.engine.profiles import Profile, ProfileError
+from frank.errors import FrankError
 
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 ROPE_FLAGS = ("--rope-scaling", "--rope-scale", "--yarn-orig-ctx", "--rope-freq-scale")
@@ -36,8 +37,10 @@ def gguf_block_count(path: Path) -> int | None:
 def gguf_arch_int(path: Path, key_name: str) -> int | None:
     """The integer `ARCH.<key_name>` of a GGUF file's metadata (ARCH its general.architecture), or None."""
     suffix = "." + key_name
+    if not Path(path).is_file():  # a regular file only: a FIFO or a device would block or never end
+        return None
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as f:  # the header only: at most MAX_KEYS keys
             if f.read(4) != b"GGUF":
                 return None
             _version, _tensors, count = struct.unpack("<IQQ", f.read(20))
@@ -87,8 +90,8 @@ def trained_context(model: Path) -> tuple[int, str] | None:
         return (found, "the GGUF's context_length") if found else None
     config = model / "config.json"
     try:
-        value = json.loads(config.read_text()).get("max_position_embeddings")
-    except (OSError, ValueError):
+        value = readfile.read_object(config).get("max_position_embeddings")
+    except FrankError:
         return None
     return (value, "config.json's max_position_embeddings") if isinstance(value, int) and value > 0 else None
 
@@ -121,7 +124,7 @@ def fingerprint(folder: Path) -> str | None:
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"):
         path = folder / name
         if path.is_file():
-            digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+            digest.update(name.encode() + b"\0" + hashlib.sha256(readfile.read_bytes(path, readfile.JSON)).digest())
     for path in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
         digest.update(f"{path.name}\0{path.stat().st_size}\0".encode())
     return digest.hexdigest()

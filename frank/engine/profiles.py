@@ -157,6 +157,9 @@ class LaunchSpec:
     env: dict[str, str]
     host: str
     port: int
+    # what the launch resolved on this machine or warns of, a line each (the dry run, the start and the status
+    # show them): a thread count derived from the cores, a setting measured to be slow
+    notes: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:

@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
+from frank import readfile
+from frank.errors import FrankError
+
 # The controller's states (EngineController.status): the one set the console, the CLI and the sampler read.
 EngineState = Literal["stopped", "starting", "ready", "stopping", "crashed"]
 ENGINE_STATES: tuple[EngineState, ...] = get_args(EngineState)
@@ -42,6 +45,7 @@ class EngineRecord:
     log_path: str | None = None
     argv: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # the launch's (LaunchSpec.notes): shown with the status
 
 
 @dataclass(frozen=True)
@@ -95,10 +99,8 @@ def read(path: Path | str, kind: type[R]) -> R | None:
     """The file's record, or None when it is missing, torn or not this record (a torn state file is not
     trusted). Keys this frank does not know are left out: a newer writer's extra field reads."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
+        data = readfile.read_object(path)
+    except FrankError:
         return None
     known = {f.name for f in fields(kind)}
     try:

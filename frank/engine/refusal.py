@@ -24,6 +24,22 @@ _MODEL = re.compile(
 _PORT = re.compile(r"address already in use|couldn'?t bind|bind failed|failed to bind|errno 98", re.I)
 _FLAG = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 _THREADS = re.compile(r"thread", re.I)
+# An engine out of GPU memory: torch's OutOfMemoryError (vLLM, exllamav3), exllamav3's autosplit giving up
+# (model/model_ls.py:311 in 1.6.5), vLLM's cache with no room, llama.cpp's failed CUDA buffer
+_OOM = re.compile(
+    r"CUDA out of memory|OutOfMemoryError|HIP out of memory|Insufficient VRAM|cudaErrorMemoryAllocation|"
+    r"CUDA error: out of memory|cudaMalloc failed: out of memory|unable to allocate CUDA\d* buffer|"
+    r"No available memory for the cache blocks",
+    re.I,
+)
+
+
+def out_of_gpu_memory(log_tail: Sequence[str]) -> str | None:
+    """The engine's own last line saying it ran out of GPU memory, or None."""
+    for line in reversed(log_tail):
+        if not line.startswith("[frank]") and _OOM.search(line):
+            return line.strip()[:300]
+    return None
 
 
 def blame(profile: Any, argv: Sequence[str], log_tail: Sequence[str], exit_info: ExitRecord | None) -> list[str]:

@@ -10,6 +10,7 @@ with the supervisor):
 - engine.stop       marker: a stop was requested (so the exit is not a crash)
 - knobs-PROFILE.json  knob values chosen while no engine ran, used by the next start
 - knob-changes.jsonl  every knob flip: when, old, new, and whether live or by restart
+- starts.json         each profile's last start-to-ready seconds (what a console offering a start expects)
 - logs/engine.log     the server's output (rotated at each start, 5 kept)
 """
 
@@ -22,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frank import jsonl
+from frank import jsonl, readfile
 from frank.engine import records
 from frank.engine.records import EngineRecord, ExitRecord, RunRecord, SupervisorSpec
-from frank.errors import WriteError
+from frank.errors import FrankError, WriteError
 from frank.paths import private_dir, write_private
 
 LOGS_KEPT = 5
@@ -58,6 +59,10 @@ class StateFiles:
     @property
     def knob_changes(self) -> Path:
         return self.root / "knob-changes.jsonl"
+
+    @property
+    def starts(self) -> Path:
+        return self.root / "starts.json"
 
     @property
     def log_dir(self) -> Path:
@@ -93,10 +98,9 @@ class StateFiles:
     def read_json(path: Path) -> dict[str, Any] | None:
         """The file's object, or None when it is missing or torn (a torn state file is not trusted)."""
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            return readfile.read_object(path)
+        except FrankError:
             return None
-        return data if isinstance(data, dict) else None
 
     @staticmethod
     def write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -107,6 +111,16 @@ class StateFiles:
         """Forget the last engine (record, pids, exit, stop marker): the next status is `stopped`."""
         for path in (self.record, self.run, self.exit, self.stop_marker, self.spec):
             path.unlink(missing_ok=True)
+
+    def note_ready(self, profile: str, seconds: float) -> None:
+        """Keep the profile's last start-to-ready time (its record goes at the stop)."""
+        known = self.read_json(self.starts) or {}
+        self.write_json(self.starts, {**known, profile: seconds})
+
+    def last_ready(self, profile: str) -> float | None:
+        """The profile's last start-to-ready seconds here, or None (never started here)."""
+        value = (self.read_json(self.starts) or {}).get(profile)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def append_knob_change(self, change: dict[str, Any]) -> None:
         private_dir(self.root)

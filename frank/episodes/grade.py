@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frank import readfile
 from frank.episodes import sandbox
 from frank.episodes.suite import Suite, TaskSpec
 from frank.episodes.tasks import answer_path, draw_seed, materialize, run_secret
@@ -118,7 +119,7 @@ def run_as_agent(program: Path, workspace: Path, timeout_s: int, *, ship_bytecod
     done = sandbox.run_once(
         ["python3", "-I", *(["-B"] if ship_bytecode else []), "-"],
         workspace,
-        input=program.read_bytes(),
+        input=readfile.read_bytes(program, readfile.TEXT),
         keep=True,
         keep_bytecode=ship_bytecode,
         wall_s=timeout_s,
@@ -146,10 +147,8 @@ def attempts(task: TaskSpec) -> list[tuple[Path, str]]:
         return []
     out = []
     for path in sorted(task.adversarial.glob("*.py")):
-        expect = next(
-            (line.split(":", 1)[1].strip() for line in path.read_text().splitlines() if line.startswith("# expect:")),
-            "",
-        )
+        lines = readfile.read_text(path, readfile.TEXT).splitlines()
+        expect = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("# expect:")), "")
         out.append((path, expect))
     return out
 

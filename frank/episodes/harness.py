@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from frank.episodes.suite import TaskSpec
 
+from frank import readfile
 from frank.errors import FrankError
 from frank.paths import REPO_ROOT
 
@@ -175,8 +176,7 @@ class HarnessWorker:
                 self.close()
                 return {"error": f"harness: {stopped}"}
             time.sleep(0.02)
-        result: dict[str, Any] = json.loads(result_path.read_text())
-        return result
+        return readfile.read_object(result_path)
 
     def close(self) -> None:
         proc, self.proc = self.proc, None

@@ -35,11 +35,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import httpx
 
-from frank import jsonl
+from frank import jsonl, readfile
 from frank.episodes.grade import run_grader
 from frank.episodes.harness import EpisodeSettings, HarnessWorker, harness_spec
 from frank.episodes.sandbox import check_available, prepare_workspace
@@ -88,7 +88,7 @@ def run_path(run_id: str | Path) -> Path:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(readfile.read_bytes(path, readfile.TOML)).hexdigest()
 
 
 class EpisodeRunMeta(TypedDict):
@@ -145,8 +145,7 @@ def create_run(
 
 
 def read_run(folder: Path) -> EpisodeRunMeta:
-    value: EpisodeRunMeta = json.loads((folder / RUN_FILE).read_text())
-    return value
+    return cast(EpisodeRunMeta, readfile.read_object(folder / RUN_FILE))
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

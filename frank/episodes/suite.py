@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from frank import tomlfile
+from frank import readfile, tomlfile
 from frank.errors import FrankError
 from frank.workloads.format import CheckError, Manifest, check_manifest, format_errors, read_toml
 
@@ -151,9 +151,9 @@ class _Task(_Limits):
     @classmethod
     def _instruction_file(cls, value: str, info: ValidationInfo) -> str:
         try:
-            _inside(value, info, "file").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"cannot read {value!r}: {exc}") from None
+            readfile.read_text(_inside(value, info, "file"), readfile.TEXT)
+        except readfile.ReadError as exc:
+            raise ValueError(f"cannot read {value!r}: {exc.reason}") from None
         return str(_inside(value, info, "file"))
 
     @field_validator("workspace")
@@ -193,7 +193,7 @@ class _Task(_Limits):
 
     def spec(self, defaults: Limits) -> TaskSpec:
         values = self.over(defaults)
-        text = self.instruction or Path(self.instruction_file or "").read_text(encoding="utf-8")
+        text = self.instruction or readfile.read_text(self.instruction_file or "", readfile.TEXT)
         maybe = lambda ref: Path(ref) if ref else None  # noqa: E731
         return TaskSpec(
             self.id,
@@ -241,7 +241,7 @@ class _SuiteManifest(Manifest):
 def check_suite(path: Path | str) -> tuple[Suite | None, list[CheckError]]:
     """Check a suite manifest and everything it names. Returns the suite (None on errors) and every error."""
     mpath = Path(path).expanduser()
-    if not mpath.is_file():
+    if not mpath.exists():
         return None, [CheckError(mpath, 0, "no such suite manifest")]
     manifest, errors = check_manifest(_SuiteManifest, mpath, root=mpath.parent)
     errors += _duplicate_ids(mpath)
@@ -293,7 +293,7 @@ def builtin_suites() -> dict[str, Path]:
 def resolve_suite(spec: str | Path) -> Path:
     """A suite manifest from a path or a built-in name (w01-mini, w01-full)."""
     path = Path(spec).expanduser()
-    if path.is_file():
+    if path.exists() and not path.is_dir():  # a file: the bounded reader says what is wrong with it, if anything
         return path
     if path.is_dir() and (path / "suite.toml").is_file():
         return path / "suite.toml"

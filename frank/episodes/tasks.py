@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from frank import readfile
+
 # bytes of workspace text per task at full scale; mini divides by MINI_DIVISOR
 FULL_BYTES = {
     "fix-failing-test": 420_000,
@@ -596,7 +598,7 @@ def load_secret(path: Path, given: str | None = None) -> str:
     one) if there is none yet."""
     path = Path(path)
     if path.is_file():
-        return path.read_text().strip()
+        return readfile.read_text(path, readfile.TEXT).strip()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     secret = given or secrets.token_hex(16)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

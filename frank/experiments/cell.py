@@ -11,9 +11,16 @@ run folder's cells/slotNN-attemptK/replay/, and the measures are taken from its 
 - total_replay_time:    sum of client time, send to last byte
 - tokens_per_s:         output tokens / client time
 
+With `[measure] aggregate = "median"` the start's value is the median of its measured requests' step times
+(frank.workloads.record.median_step_s) instead of decode seconds / decode steps.
+
 The first `warmup_requests` of each draw are replayed but not measured. A measured request whose server
 values could not be attributed to it makes the attempt fail (the failure rule applies) rather than be
 guessed.
+
+While the replay runs, a rig recorder (frank.telemetry.rig_recorder) samples the machine beside the engine:
+the rig's fixed facts and the conditions of the replay (GPU clocks, temperature, power, throttle reasons,
+PCIe link; the CPU's clock, steal time, the other processes' CPU) go into the cell's `rig`.
 
 A design with [episodes] instead of [workload] runs graded agent episodes in the cell (frank.episodes:
 the suite's draws into cells/slotNN-attemptK/episodes/), measured by frank.episodes.runner
@@ -31,11 +38,12 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from frank import paths
+from frank import paths, readfile
 from frank.engine.controller import EngineController, EngineError
 from frank.engine.profiles import load_profile
 from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError, WriteError
+from frank.experiments.design import MEDIANS
 from frank.experiments.errors import RunError
 from frank.experiments.journal import Attempt, CellResult
 from frank.experiments.randomize import Slot
@@ -107,7 +115,8 @@ class EngineCellExecutor:
             suite = load_suite(record.get("suite") or run.design.episodes.suite)
         except FrankError as exc:
             raise RunError(f"episodes.suite: {exc}") from None
-        if record.get("suite_sha256") and hashlib.sha256(suite.path.read_bytes()).hexdigest() != record["suite_sha256"]:
+        source = readfile.read_bytes(suite.path, readfile.TOML, RunError)
+        if record.get("suite_sha256") and hashlib.sha256(source).hexdigest() != record["suite_sha256"]:
             raise RunError(f"suite {suite.path} changed since registration (manifest hash mismatch)")
         return suite.path
 
@@ -144,6 +153,7 @@ class EngineCellExecutor:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def execute(self, run: Run, slot: Slot, attempt: int, note: Note) -> CellResult:
+        from frank.telemetry.rig_recorder import RigRecorder
         from frank.workloads.replay import ReplayOptions, start_replay
 
         design = run.design
@@ -155,6 +165,7 @@ class EngineCellExecutor:
         workload = self._workload(run)
         st = self._start(arm.profile, knobs, slot, attempt, note)
         replay_dir = run.cell_dir(slot.slot, attempt) / "replay"
+        rig: dict[str, Any] | None = None
         try:
             options = ReplayOptions(
                 mode=design.workload.mode,
@@ -166,7 +177,13 @@ class EngineCellExecutor:
                 api_key=self.controller.client_api_key,  # llama.cpp's /v1 wants its key (vLLM's: none)
             )
             runner = start_replay(workload, st.url or "", options, out=replay_dir)
-            summary = runner.run_sync()
+            recorder = RigRecorder(st.pid).start()
+            try:
+                summary = runner.run_sync()
+            finally:
+                facts, conditions = recorder.stop()
+            if facts is not None and conditions is not None:
+                rig = {"facts": facts.to_json(), "conditions": conditions.to_json()}
             measured = replay_measures(runner, design.workload.warmup_requests)
             m = measured.to_json()  # by the design's measure name
             note(
@@ -193,9 +210,17 @@ class EngineCellExecutor:
             raise CellError(
                 f"{m['unattributed']} measured request(s) had server values that could not be attributed to them"
             )
-        value = m[design.measure]
+        median = design.measure_aggregate == "median"
+        value = m[MEDIANS[design.measure]] if median else m[design.measure]
         if value is None:
-            raise CellError(f"no {design.measure} could be measured (no verify steps or no requests?)")
+            raise CellError(
+                f"no {design.measure} could be measured"
+                + (
+                    " as the median of steps (a measured request's steps could not be told apart on the client)"
+                    if median
+                    else " (no verify steps or no requests?)"
+                )
+            )
         return CellResult(
             value=value,
             measure=design.measure,
@@ -208,6 +233,7 @@ class EngineCellExecutor:
                 k: m[k]
                 for k in (
                     "time_per_verify_step",
+                    "time_per_verify_step_median",
                     "front_end_per_draw",
                     "total_replay_time",
                     "client_time_per_draw",
@@ -220,6 +246,7 @@ class EngineCellExecutor:
             },
             dir=str(replay_dir),
             fidelity=fidelity,
+            rig=rig,
         )
 
     def _start(self, profile: str, knobs: dict[str, Any], slot: Slot, attempt: int, note: Note):

@@ -55,6 +55,9 @@ MEASURES = {
     "cpu_expert_wait_per_step": "seconds per verify step a llama.cpp engine's CPU pool computed (CPU-resident "
     "experts): the start's summed CPU-expert decode wait / the decode steps of the requests that carry one",
 }
+# Measures whose start value can be the median of its steps' times ([measure].aggregate = "median"), and the
+# StartMeasures name that holds it
+MEDIANS = {"time_per_verify_step": "time_per_verify_step_median"}
 # What an engine kind must give for a measure to be taken (frank.engine.kinds' EngineKind.lacks)
 MEASURE_NEEDS = {"front_end_per_draw": "front_end_s"}
 # Measures of an engine start that runs graded agent episodes ([episodes] instead of [workload]).
@@ -159,6 +162,8 @@ class Design:
     # (frank.experiments.stopping); written before the run like the rest of the rule
     stop_when_decided: bool = False
     hosts: tuple[str, ...] = ()  # [design].hosts: blocks dealt to these fleet hosts (frank.experiments.placement)
+    # [measure].aggregate: "mean" (the start's decode seconds / its decode steps) or "median" (of its steps)
+    measure_aggregate: str = "mean"
 
     @property
     def runnable(self) -> bool:
@@ -184,10 +189,7 @@ class Design:
 
 def read_source(path: Path | str) -> str:
     """A design's (or a screen's) text, or the error naming the file."""
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise DesignError(f"{path}: cannot read: {exc.strerror}") from None
+    return tomlfile.read_text(path, DesignError)
 
 
 def load_design(path: Path | str, *, check_profiles: bool = False) -> Design:
@@ -259,6 +261,12 @@ def _design(top: DesignSchema, refusals: Refusals) -> Design:
         add("measure", "missing required field")
     elif kind != "external" and measure not in known:
         add("measure.name", f"{measure!r} is not one of: {', '.join(known)}")
+    aggregate = top.measure.aggregate if top.measure is not None else "mean"
+    if aggregate != "mean" and (measure not in MEDIANS or workload is None):
+        add(
+            "measure.aggregate",
+            f"{aggregate!r} is taken over a replay's steps: only {', '.join(MEDIANS)} of a [workload] has it",
+        )
 
     rule = _rule(top.rule, kind, names, refusals, live_criteria=episodes is not None)
     if kind != "external":
@@ -307,6 +315,7 @@ def _design(top: DesignSchema, refusals: Refusals) -> Design:
         episodes=episodes,
         stop_when_decided=kinds.stop_when_decided,
         hosts=hosts,
+        measure_aggregate=aggregate,
     )
 
 
@@ -542,6 +551,7 @@ class DesignCanonical(TypedDict):
     revert: dict[str, Any] | None
     fidelity: NotRequired[FidelityCanonical]
     episodes: NotRequired[dict[str, Any]]
+    measure_aggregate: NotRequired[str]
 
 
 def canonical_dict(design: Design) -> DesignCanonical:
@@ -613,6 +623,8 @@ def canonical_dict(design: Design) -> DesignCanonical:
         out["revert"]["fidelity_regression"] = True
     if design.stop_when_decided:
         out["design"]["stop_when_decided"] = True
+    if design.measure_aggregate != "mean":  # only when not the default: older designs keep their hashes
+        out["measure_aggregate"] = design.measure_aggregate
     return out
 
 

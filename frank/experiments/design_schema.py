@@ -20,6 +20,9 @@ DIRECTIONS = ("lower", "higher")
 FAILURE_ACTIONS = ("retry", "void_block")
 MODES = ("engine", "full")
 AGGREGATES = ("sum", "mean")
+# [measure].aggregate: how a start's steps become its value (docs/experiments.md, "Measures"): the mean is
+# the start's decode seconds over its decode steps, the median that of its steps' times as the client saw them
+MEASURE_AGGREGATES = ("mean", "median")
 COMPARES = ("lower", "higher", "not_higher", "not_lower")
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What the exact tests, the runner and `frank jobs list` carry (docs/experiments.md, "Bounds"): 100 blocks
@@ -78,6 +81,7 @@ class EpisodesSchema(Strict):
 
 class MeasureSchema(Strict):
     name: str
+    aggregate: Annotated[str, one_of(MEASURE_AGGREGATES)] = "mean"
 
 
 class CriterionSchema(Strict):

@@ -249,3 +249,129 @@ def screen_page(rec: dict[str, Any]) -> str:
         page.paragraph(f"{conf['name']}: {conf['blocks']} blocks, sha256 {conf['design_sha256']}")
         page.paragraph(conf["design_toml"], css="pre")
     return page.render()
+
+
+def noise_page(rep: dict[str, Any]) -> str:
+    """A noise study's report (frank.experiments.noise_report, as JSON) as a page: each level's share, the
+    spread by requests a cell and first requests dropped (plot and table), the rig beside each start."""
+    d = rep.get("decomposition")
+    page = Page(f"{rep['name']}: where the noise comes from", f"run {rep['run_id']}, {rep['measure']}")
+    page.facts(
+        [
+            ("run", rep["run_id"]),
+            ("profile", rep["profile"]),
+            ("measure", f"{rep['measure']} ({rep['aggregate']})"),
+            ("settings", "; ".join(f"{k}: {', '.join(v)}" for k, v in rep["settings"].items())),
+            ("warm-up dropped, requests measured", f"{rep['design_warmup']}, {rep['design_requests'] or 'every one'}"),
+            ("effect planned for", f"{rep['effect_pct']:g}%"),
+        ],
+        element_id="design",
+    )
+    page.heading("The three levels")
+    if d is None:
+        page.paragraph(f"no decomposition: {rep['decomposition_note']}", "note")
+    else:
+        words = {
+            "step": "step within a request",
+            "request": "request within a start",
+            "start": "start within a setting",
+        }
+
+        def pct(v: Any) -> str:
+            return "-" if v is None else f"{100 * v:.1f}%"
+
+        page.table(
+            [
+                "level",
+                "sd, % of the mean",
+                "share of a step",
+                f"share of a cell ({d['requests']} requests)",
+                "df",
+                "note",
+            ],
+            [
+                [
+                    words[name],
+                    "-" if lv["sd_pct"] is None else f"{lv['sd_pct']:.2f}",
+                    pct(lv["share_of_step"]),
+                    pct(lv["share_of_cell"]),
+                    lv["df"],
+                    lv["note"] or "",
+                ]
+                for name, lv in d["levels"].items()
+            ],
+            element_id="levels",
+        )
+        ci = d.get("observed_cell_sd_ci95_pct")
+        page.paragraph(
+            f"{d['starts']} starts, {d['requests']} requests a start"
+            + (f", {d['steps_per_request']:.1f} steps a request" if d.get("steps_per_request") else "")
+            + (
+                f"; the workload's own spread (not noise) {d['workload_sd_pct']:.2f}%"
+                if d.get("workload_sd_pct") is not None
+                else ""
+            )
+            + (f"; start values' sd 95% interval {ci[0]:.2f}-{ci[1]:.2f}%" if ci else "")
+        )
+    page.heading("Spread by requests a cell")
+    if rep["shrink"]:
+        page.figure(
+            plots.spread_by_requests(rep["shrink"], rep.get("model") or []),
+            "the spread `frank experiment plan` takes, by requests measured a draw; one line per number of first "
+            "requests dropped (dashed: the median of steps), dotted: the three-level model",
+            element_id="plot-spread",
+        )
+        page.table(
+            [
+                "aggregate",
+                "dropped",
+                "requests",
+                "starts",
+                "spread %",
+                "from",
+                "start sd %",
+                f"blocks for {rep['effect_pct']:g}% (80%)",
+            ],
+            [
+                [
+                    r["aggregate"] + (" (design)" if r["design"] else ""),
+                    r["dropped"],
+                    r["requests"],
+                    r["starts"],
+                    None if r["spread_pct"] is None else f"{r['spread_pct']:.2f}",
+                    f"{r['spread_from']} ({r['effects']})",
+                    None if r["start_sd_pct"] is None else f"{r['start_sd_pct']:.2f}",
+                    r["blocks_for_80"] if r["blocks_for_80"] is not None else "-",
+                ]
+                for r in rep["shrink"]
+            ],
+            element_id="shrink",
+        )
+    page.heading("The rig beside each start")
+    names = [
+        n
+        for n in ("gpu_sm_clock_mhz", "gpu_temperature_c", "gpu_power_w", "cpu_mhz", "steal_percent", "others_percent")
+    ]
+    page.table(
+        ["start", "arm", "value", *names, "throttle", "link"],
+        [
+            [
+                s["start"],
+                s["arm"],
+                s["value"],
+                *[
+                    None if not s["conditions"] or s["conditions"].get(n) is None else round(s["conditions"][n], 2)
+                    for n in names
+                ],
+                ", ".join(s["throttle"]) or "-",
+                "; ".join(s["link"]) or "-",
+            ]
+            for s in rep["starts"]
+        ],
+        element_id="rig",
+    )
+    for e in rep.get("explained") or ():
+        page.paragraph(f"{e['condition']}: Spearman rho {e['rho']:+.2f} (p {e['p_value']:.3g}, {e['starts']} starts)")
+    for note in rep.get("notes") or ():
+        page.paragraph(f"note: {note}", "note")
+    return page.render()

@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from frank import jobs
-from frank.experiments import registry
+from frank import jobs, readfile
+from frank.errors import FrankError
+from frank.experiments import noise_report, registry
 from frank.experiments.journal import fold, read_events
 from frank.experiments.runner import run_experiment
 from frank.jobs.states import JobEnd
@@ -30,8 +31,8 @@ ENDED: dict[str, JobEnd] = {
 def progress(run_dir: Path) -> jobs.Progress:
     """Cells done over cells planned, from the journal; how the last runner ended."""
     try:
-        order = json.loads((run_dir / "run.json").read_text()).get("order") or {}
-    except (OSError, ValueError):
+        order = readfile.read_object(run_dir / "run.json").get("order") or {}
+    except FrankError:
         order = {}
     planned = len(order.get("slots") or ()) or None
     state = fold(read_events(run_dir / "journal.jsonl"))
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         stop_by=float(stop_by) if stop_by else None,
     )
     print(f"runner stopped: {result.reason} ({result.message}); {result.cells_run} cells run", flush=True)
+    if result.reason == "finished" and noise_report.is_study(run.folder):  # `frank experiment noise DESIGN`
+        print(noise_report.finish_study(run), flush=True)
     return 0 if result.reason == "finished" else 3
 
 

@@ -118,11 +118,14 @@ class CellResult:
     measures: dict[str, Any] | None = None  # every measure of the start, by name (frank.workloads.record)
     dir: str = ""  # the cell's replay or episodes folder
     fidelity: CellFidelity | None = None
+    # the rig while the cell's replay ran (frank.telemetry.rig): {"facts": RigFacts, "conditions": RigConditions}
+    rig: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `cell_done` fields: what was recorded, nothing for what was not (the journal's lines as before)."""
         out: dict[str, Any] = {"value": self.value}
-        for key in ("measure", "failed", "requests", "prompt_hashes", "output_hashes", "checks", "measures", "dir"):
+        kept = ("measure", "failed", "requests", "prompt_hashes", "output_hashes", "checks", "measures", "dir", "rig")
+        for key in kept:
             value = getattr(self, key)
             if value is not None and value != "":
                 out[key] = value
@@ -147,6 +150,7 @@ class CellResult:
             measures=data.get("measures"),
             dir=data.get("dir") or "",
             fidelity=data.get("fidelity"),
+            rig=data.get("rig"),
         )
 
 

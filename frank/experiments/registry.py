@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from frank import paths
+from frank import paths, readfile
 from frank.errors import FrankError
 from frank.experiments import exact
 from frank.experiments.design import Design, load_design, parse_design_text
@@ -70,8 +70,9 @@ def design_files() -> list[Path]:
     return found
 
 
-def experiments_dir() -> Path:
-    return paths.private_dir(paths.runs_dir() / "experiments")
+def experiments_dir(create: bool = True) -> Path:
+    path = paths.runs_dir(create) / "experiments"
+    return paths.private_dir(path) if create else path
 
 
 def _slug(name: str) -> str:
@@ -108,7 +109,7 @@ def freeze(
 ) -> Run:
     """The run folder of a checked design (or a screen's runnable design: kind "screen", its TOML kept as
     screen.toml), the order drawn from `seed`."""
-    source = design_path.read_bytes()
+    source = readfile.read_bytes(design_path, readfile.TOML, RunError)
     now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{_slug(design.name)}-{secrets.token_hex(2)}"
     order: DrawnOrder | None = None
@@ -188,7 +189,10 @@ def _suite_record(design: Design, design_path: Path) -> WorkloadRecord:
     except FrankError as exc:
         raise RunError(f"{design_path}: episodes.suite: {exc}") from None
     return WorkloadRecord(
-        None, None, suite=str(suite.path), suite_sha256=hashlib.sha256(suite.path.read_bytes()).hexdigest()
+        None,
+        None,
+        suite=str(suite.path),
+        suite_sha256=hashlib.sha256(readfile.read_bytes(suite.path, readfile.TOML, RunError)).hexdigest(),
     )
 
 
@@ -209,16 +213,16 @@ def load_run(run_id: str, *, verify: bool = True) -> Run:
     screen = (folder / SCREEN_FILE).exists()
     frozen = folder / (SCREEN_FILE if screen else DESIGN_FILE)
     try:
-        meta = json.loads((folder / "run.json").read_text())
-        source = frozen.read_bytes()
-    except (OSError, ValueError) as exc:
+        meta = readfile.read_object(folder / "run.json")
+        source = readfile.read_bytes(frozen, readfile.TOML)
+    except FrankError as exc:
         raise RunError(f"{folder}: run folder is incomplete or damaged: {exc}") from None
     if screen:
         from frank.experiments.screen import parse_screen_text
 
-        design = parse_screen_text(source.decode(), str(frozen)).design
+        design = parse_screen_text(readfile.decode(source, frozen, RunError), str(frozen)).design
     else:
-        design = parse_design_text(source.decode(), str(frozen))
+        design = parse_design_text(readfile.decode(source, frozen, RunError), str(frozen))
     if verify:
         _verify(folder, meta, source, design)
     slots = tuple(Slot.from_json(s) for s in (meta.get("order") or {}).get("slots", []))
@@ -233,8 +237,9 @@ def _verify(folder: Path, meta: dict[str, Any], source: bytes, design: Design) -
         problems.append(
             f"the design's canonical hash is {design.sha256[:12]}…, registered {str(meta.get('design_sha256'))[:12]}…"
         )
+    canonical_file = readfile.read_bytes_if(folder / "design.canonical.json", readfile.JSON, RunError)
     canonical = (
-        (folder / "design.canonical.json").read_text().strip() if (folder / "design.canonical.json").exists() else ""
+        readfile.decode(canonical_file, folder / "design.canonical.json", RunError).strip() if canonical_file else ""
     )
     if hashlib.sha256(canonical.encode()).hexdigest() != meta.get("design_sha256"):
         problems.append("design.canonical.json was altered (hash mismatch)")
@@ -254,8 +259,7 @@ def list_runs() -> list[dict[str, Any]]:
     out = []
     for folder in sorted(experiments_dir().iterdir()):
         try:
-            meta = json.loads((folder / "run.json").read_text())
-        except (OSError, ValueError):
+            out.append(readfile.read_object(folder / "run.json"))
+        except FrankError:
             continue
-        out.append(meta)
     return out

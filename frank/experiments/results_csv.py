@@ -1,22 +1,31 @@
 """Results as CSV: `frank experiment analyze DESIGN.toml RESULTS.csv` reads them (measures taken elsewhere,
 or a registered run's values exported by `frank experiment report RUN --csv`, which this module writes with
-the run's provenance in `#` comment lines)."""
+the run's provenance in `#` comment lines).
+
+Every value is typed where it is read (frank.experiments.values: finite, of its measure's sign). An exported
+run's rows are sealed (frank.experiments.seal: a `seal` column, the last seal in `# values-seal:`): a value
+edited after export is refused at its line, and where the run is registered here, each value is compared
+with its journal. Measures taken elsewhere carry no provenance and no seal: nothing vouches for them but
+their source."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
 import io
-import math
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from frank import readfile
+from frank.experiments import seal
 from frank.experiments.design import Design
 from frank.experiments.errors import ResultsError
 from frank.experiments.fidelity import FidelityResult
 from frank.experiments.observations import ALL_PROMPTS, Observation
 from frank.experiments.report import report_for_run, run_observations
+from frank.experiments.values import value_problem
 
 if TYPE_CHECKING:
     from frank.experiments.registry import Run
@@ -32,6 +41,7 @@ _COLUMNS = {
     "measure": "measure",
     "failed_requests": "failed_requests",
     "prompt_ids_sha256": "prompt_ids_sha256",
+    "seal": "seal",
 }
 
 
@@ -45,7 +55,14 @@ def prompt_ids_digest(hashes: dict[str, str | None] | None) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-PROVENANCE_KEYS = ("run", "design", "design-sha256")  # `# key: value` comment lines of an exported run
+PROVENANCE_KEYS = ("run", "design", "design-sha256", "values-seal")  # `# key: value` lines of an exported run
+
+
+def _row_text(
+    start: int, block: int | None, arm: str, value: float, measure: str, failed: int | None, digest: str
+) -> str:
+    """A row's values as its seal covers them (parsed, so spacing and number spelling do not matter)."""
+    return json.dumps([start, block, arm, repr(float(value)), measure, failed, digest], separators=(",", ":"))
 
 
 def results_provenance(text: str) -> dict[str, tuple[int, str]]:
@@ -66,10 +83,7 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
     """Rows: start order, block, arm, value (and `measure` for a criteria design). `#` lines are comments;
     a `# design-sha256: HEX` comment (an exported registered run) must name this design."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    text = readfile.read_text(path, readfile.CSV, ResultsError)
     stated = results_provenance(text).get("design-sha256")
     if stated and stated[1] != design.sha256:
         raise ResultsError(
@@ -102,6 +116,7 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
             raise ResultsError(f"{path}:{header_no}: missing column {key if key != 'start' else 'start_order'!r}")
     arms = {a.name for a in design.arms}
     out: list[Observation] = []
+    rows: list[tuple[int, str, str]] = []  # (line, stated seal, the values it covers)
     for number, line in lines[1:]:
         row = next(csv.reader(io.StringIO(line)))
         where = f"{path}:{number}"
@@ -126,9 +141,10 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
             value = float(get("value"))
         except ValueError:
             raise ResultsError(f"{where}: value: {get('value')!r} is not a number") from None
-        if math.isnan(value) or math.isinf(value):
-            raise ResultsError(f"{where}: value: {get('value')!r} is not a finite number")
         measure = get("measure")
+        problem = value_problem(measure or design.measure, value)
+        if problem:
+            raise ResultsError(f"{where}: value: {problem}")
         # a start's KL or a floor (`fidelity:SET`, `fidelity_floor:SET`) is named by its start, not a block
         if design.kind == "blocks" and not measure.startswith(("fidelity:", "fidelity_floor:")):
             if block is None or not 1 <= block <= int(design.blocks or 0):
@@ -141,6 +157,9 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
         digest = get("prompt_ids_sha256")
         if digest and not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise ResultsError(f"{where}: prompt_ids_sha256: {digest[:20]!r} is not a sha256 (64 hex digits)")
+        rows.append(
+            (number, get("seal"), _row_text(start, block, arm, value, measure, int(failed) if failed else None, digest))
+        )
         out.append(
             Observation(
                 start=start,
@@ -161,7 +180,48 @@ def read_results_csv(path: Path | str, design: Design) -> list[Observation]:
             what = f"start {o.start}" + (f", measure {o.measure}" if o.measure else "")
             raise ResultsError(f"{path}: start_order: {what} appears twice")
         seen.add((o.start, o.measure))
+    provenance = results_provenance(text)
+    if any(key in provenance for key in ("run", "design", "design-sha256")):
+        _check_seals(path, design, provenance, rows, header_no)
+        _compare_with_journal(path, design, provenance, out, [n for n, _, _ in rows])
     return out
+
+
+def _check_seals(
+    path: Path, design: Design, provenance: dict[str, tuple[int, str]], rows: list[tuple[int, str, str]], header: int
+) -> None:
+    """An exported run's rows hold the values their seals cover, none cut, added or moved."""
+    if "values-seal" not in provenance or any(not stated for _, stated, _ in rows):
+        missing = next((n for n, stated, _ in rows if not stated), header)
+        raise ResultsError(
+            f"{path}:{missing}: seal: an exported run's rows are sealed and this one is not (exported by an older "
+            f"frank, or the column was removed): export it again with `frank experiment report RUN --csv`"
+        )
+    broken = seal.first_broken(design.sha256, [r for _, _, r in rows], [s for _, s, _ in rows])
+    if broken is not None:
+        raise ResultsError(
+            f"{path}:{rows[broken][0]}: value: this row's values are not the ones its seal covers (edited after "
+            f"export), or a row before it was removed or moved"
+        )
+    line, last = provenance["values-seal"]
+    if rows and last != rows[-1][1]:
+        raise ResultsError(f"{path}:{line}: values-seal: is not the last row's seal: rows were cut or added")
+
+
+def _compare_with_journal(
+    path: Path, design: Design, provenance: dict[str, tuple[int, str]], obs: list[Observation], lines: list[int]
+) -> None:
+    """Where the exported run is registered here, its journal is the source: each start's value must be it."""
+    from frank.experiments import registry
+
+    run_id = provenance.get("run", (0, ""))[1]
+    if not run_id or "/" in run_id or not (registry.experiments_dir(create=False) / run_id / "run.json").exists():
+        return
+    journal = {(o.start, o.measure or design.measure): o.value for o in run_observations(registry.load_run(run_id))[0]}
+    for o, line in zip(obs, lines, strict=True):
+        key = (o.start, o.measure or design.measure)
+        if key in journal and journal[key] != o.value:
+            raise ResultsError(f"{path}:{line}: value: {o.value!r} here, {journal[key]!r} in run {run_id}'s journal")
 
 
 # -- a registered run's values, exported ------------------------------------------------------------
@@ -197,17 +257,25 @@ def results_csv_for_run(run: Run) -> str:
     with_failed = any(o.failed_requests is not None for o in obs)
     with_prompts = design.guards.prompt_token_ids_identical and any(o.prompt_hashes for o in obs)
     extra = (["failed_requests"] if with_failed else []) + (["prompt_ids_sha256"] if with_prompts else [])
-    lines.append(",".join(["start_order", "block", "arm", "value"] + (["measure"] if with_measure else []) + extra))
+    rows: list[tuple[list[str], str]] = []  # (the fields written, the values its seal covers)
     for o in obs:
+        digest = prompt_ids_digest(o.prompt_hashes) if with_prompts else ""
+        failed = o.failed_requests if with_failed else None
+        measure = o.measure if with_measure else ""
         row = [str(o.start), "" if o.block is None else str(o.block), o.arm, repr(float(o.value))]
-        row += [o.measure] if with_measure else []
-        row += [str(o.failed_requests) if o.failed_requests is not None else ""] if with_failed else []
-        row += [prompt_ids_digest(o.prompt_hashes)] if with_prompts else []
-        lines.append(",".join(row))
+        row += [measure] if with_measure else []
+        row += ["" if failed is None else str(failed)] if with_failed else []
+        row += [digest] if with_prompts else []
+        rows.append((row, _row_text(o.start, o.block, o.arm, o.value, measure, failed, digest)))
     blank = [""] * len(extra)
-    lines += [
-        ",".join([start, "", arm, repr(float(value)), measure, *blank]) for start, arm, value, measure in fidelity
-    ]
+    for start, arm, value, measure in fidelity:
+        text = _row_text(int(start or 0), None, arm, float(value), measure, None, "")
+        rows.append(([start, "", arm, repr(float(value)), measure, *blank], text))
+    seals = seal.chain(design.sha256, (text for _, text in rows))
+    lines.append(f"# values-seal: {seals[-1] if seals else ''}")
+    names = ["start_order", "block", "arm", "value"] + (["measure"] if with_measure else []) + extra
+    lines.append(",".join([*names, "seal"]))
+    lines += [",".join([*row, s]) for (row, _), s in zip(rows, seals, strict=True)]
     return "\n".join(lines) + "\n"
 
 

@@ -138,11 +138,10 @@ def load_screen(path: Path | str, *, check_profiles: bool = False) -> Screen:
 
 
 def parse_screen_text(text: str, where: str = "<screen>", *, check_profiles: bool = False) -> Screen:
+    """The screen of a TOML text. Every refusal names the field as the file has it (`control.knobs.X`,
+    `candidates[0].knobs.X`, `grid.X`), never the arms frank derives from them."""
     data, lines = read_checked(text, where)
-    screen = _parse(data, text, where, lines)
-    if check_profiles:
-        check_arm_profiles(screen.design, where, lines)
-    return screen
+    return _parse(data, text, where, lines, check_profiles)
 
 
 def _setting(table: SettingSchema, field: str, base: dict[str, Any], refusals: Refusals) -> Arm:
@@ -152,7 +151,8 @@ def _setting(table: SettingSchema, field: str, base: dict[str, Any], refusals: R
     return Arm(table.name, "", tuple(sorted({**base, **table.knobs}.items())), table.description)
 
 
-def _grid(grid: dict[str, list[Any]], base: dict[str, Any], refusals: Refusals) -> list[Arm]:
+def _grid(grid: dict[str, list[Any]], base: dict[str, Any], refusals: Refusals) -> list[tuple[Arm, str]]:
+    """One candidate per combination of the grid's values, each with the field it comes from (`grid`)."""
     axes = []
     for knob, values in grid.items():
         if not values or any(isinstance(v, (dict, list)) for v in values):
@@ -162,11 +162,39 @@ def _grid(grid: dict[str, list[Any]], base: dict[str, Any], refusals: Refusals) 
     for combo in itertools.product(*axes):
         knobs = dict(combo)
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", "-".join(f"{k}.{v}" for k, v in combo))  # cpu_poll.50
-        arms.append(Arm(name, "", tuple(sorted({**base, **knobs}.items())), ""))
+        field = "grid." + ",".join(f"{k}={v}" for k, v in combo)  # in messages: which combination
+        arms.append((Arm(name, "", tuple(sorted({**base, **knobs}.items())), ""), field))
     return arms
 
 
-def _parse(data: dict[str, Any], text: str, where: str, lines: KeyLines) -> Screen:
+def _check_knobs(top: ScreenSchema, refusals: Refusals) -> None:
+    """Each knob the file states exists in the screen's profile and takes the values given, each refusal at
+    the field as written (`candidates[0].knobs.no_such_knob`, `grid.num_speculative_tokens[1]`)."""
+    from frank.engine.profiles import ProfileError, load_profile
+
+    try:
+        profile = load_profile(top.profile)
+    except ProfileError as exc:
+        refusals.add("profile", str(exc))
+        return
+    stated = [(f"control.knobs.{k}", k, v) for k, v in top.control.knobs.items()]
+    stated += [(f"candidates[{i}].knobs.{k}", k, v) for i, c in enumerate(top.candidates) for k, v in c.knobs.items()]
+    for knob, values in (top.grid or {}).items():
+        if knob not in profile.knobs:
+            stated.append((f"grid.{knob}", knob, None))
+        stated += [(f"grid.{knob}[{j}]", knob, v) for j, v in enumerate(values) if knob in profile.knobs]
+    known = ", ".join(sorted(profile.knobs)) or "none"
+    for field, knob, value in stated:
+        if knob not in profile.knobs:
+            refusals.add(field, f"profile {profile.name} has no knob {knob!r} (knobs: {known})")
+            continue
+        try:
+            profile.knobs[knob].parse(value)
+        except ProfileError as exc:
+            refusals.add(field, str(exc))
+
+
+def _parse(data: dict[str, Any], text: str, where: str, lines: KeyLines, check_profiles: bool = False) -> Screen:
     refusals = Refusals(where, lines)
     top = refusals.validate(ScreenSchema, data)
     refusals.check()
@@ -174,18 +202,26 @@ def _parse(data: dict[str, Any], text: str, where: str, lines: KeyLines) -> Scre
     add = refusals.add
     control = _setting(top.control, "control", {}, refusals)
     base = control.knob_dict
-    candidates = [_setting(item, f"candidates[{i}]", base, refusals) for i, item in enumerate(top.candidates)]
+    # each candidate with the field it comes from: what a refusal names
+    origins = [
+        (_setting(c, f"candidates[{i}]", base, refusals), f"candidates[{i}]") for i, c in enumerate(top.candidates)
+    ]
     if top.grid is not None:
-        candidates += _grid(top.grid, base, refusals)
+        origins += _grid(top.grid, base, refusals)
+    candidates = [arm for arm, _ in origins]
     if not candidates:
         add("candidates", "a screen needs at least one candidate ([[candidates]] or [grid])")
     seen: dict[str, str] = {control.name: "control"}
-    for i, arm in enumerate(candidates):
+    for arm, field in origins:
+        grid = field.startswith("grid")  # a grid's combination is named by its values, at the [grid] table
+        what = f"{arm.name!r} ({field.removeprefix('grid.')})" if grid else f"{arm.name!r}"
         if arm.name in seen:
-            add(f"candidates[{i}].name", f"{arm.name!r} is used twice")
-        seen[arm.name] = arm.name
+            add("grid" if grid else f"{field}.name", f"{what} is used twice (also {seen[arm.name]})")
+        seen.setdefault(arm.name, field)
         if arm.knobs == control.knobs:
-            add(f"candidates[{i}].knobs", f"{arm.name!r} is the control's setting: nothing to screen")
+            add("grid" if grid else f"{field}.knobs", f"{what} is the control's setting: nothing to screen")
+    if check_profiles:
+        _check_knobs(top, refusals)
     if len(candidates) + 1 > MAX_SETTINGS:
         add("candidates", f"{len(candidates) + 1} settings; at most {MAX_SETTINGS} a screen")
     measure, direction = top.measure.name, top.measure.direction
@@ -226,6 +262,8 @@ def _parse(data: dict[str, Any], text: str, where: str, lines: KeyLines) -> Scre
     )
     sha = hashlib.sha256(canonical.encode()).hexdigest()
     design = replace(design, canonical=canonical, sha256=sha)
+    if check_profiles:  # the knobs were checked above at their fields; this adds what the engine kind can measure
+        check_arm_profiles(design, where, lines)
     return Screen(
         top.name,
         design.question,

@@ -2,28 +2,37 @@
 confirmation design it sends forward (the pick against the control, blocks planned on the screen's spread).
 
 The record (`frank experiment screen --report RUN --export FILE.json`) is self-contained: the screen's TOML
-as registered, its order, every cell's value. `--report FILE.json` parses that TOML again, checks its hash,
-and decides the pick again from the values alone, so a committed record is evidence of what the screen
-picked (and only of that: a screen is never evidence for the pick being better).
+as registered, its order, every cell's value, each cell sealed (frank.experiments.seal) and the pick.
+`--report FILE.json` parses that TOML again and checks its hash, types every cell (a value is a finite
+number of the measure's sign: frank.experiments.values), checks every seal, and decides the pick again from
+the values: an edited value, or a stated pick its values do not give, is refused naming its field and line.
+Where the run is registered here, each value is compared with its journal too. A committed record is
+evidence of what the screen picked (and only of that: a screen is never evidence for the pick being better).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tomli_w
 
+from frank import paths, readfile, tomlfile
 from frank.errors import FrankError
+from frank.experiments import seal
 from frank.experiments.journal import fold, read_events
 from frank.experiments.screen import Screen, ScreenResult, analyze_screen, parse_screen_text
+from frank.experiments.values import value_problem
 
 if TYPE_CHECKING:
     from frank.experiments.plan import Plan
 
-RECORD_FORMAT = "frank-screen-record-1"
+RECORD_FORMAT = "frank-screen-record-2"  # 2: each cell sealed, the last seal stated (values_seal)
+RECORD_FORMATS = ("frank-screen-record-1", RECORD_FORMAT)  # what a record names itself (a campaign refuses both)
+CELL_KEYS = ("start", "repeat", "setting", "value", "failed_requests", "attempts")  # what a cell's seal covers
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ class ScreenRecord:
     screen_sha256: str
     screen_toml: str
     order: dict[str, Any]  # seed, method, index, count
-    cells: tuple[dict[str, Any], ...]  # start, repeat, setting, value, failed_requests, attempts
+    cells: tuple[dict[str, Any], ...]  # CELL_KEYS and the cell's seal
     result: ScreenResult
     confirmation: Confirmation | None
 
@@ -73,6 +82,7 @@ class ScreenRecord:
             "screen_toml": self.screen_toml,
             "order": self.order,
             "cells": list(self.cells),
+            "values_seal": self.cells[-1]["seal"] if self.cells else self.screen_sha256[:16],
             "result": self.result.to_json(),
             "confirmation": self.confirmation.to_json() if self.confirmation else None,
         }
@@ -89,6 +99,9 @@ def screen_values(run: Any) -> tuple[dict[tuple[int, str], float], list[dict[str
     cells = []
     for slot in run.slots:
         done = progress.done(slot.slot)
+        problem = value_problem(run.design.measure, done.value) if done is not None else None
+        if problem:
+            raise ScreenRecordError(f"{run.journal_path}: start {slot.slot + 1} ({slot.arm}): value: {problem}")
         value = float(done.value) if done is not None else None
         if value is not None:
             values[(int(slot.block), slot.arm)] = value
@@ -110,7 +123,7 @@ def screen_of(run: Any) -> Screen:
     if run.meta.get("kind") != "screen":
         raise ScreenRecordError(f"{run.run_id} is a registered design, not a screen (see `frank experiment report`)")
     frozen = run.folder / "screen.toml"
-    return parse_screen_text(frozen.read_text(), str(frozen))
+    return parse_screen_text(tomlfile.read_text(frozen, ScreenRecordError), str(frozen))
 
 
 def result_for_run(run: Any) -> ScreenResult:
@@ -124,6 +137,11 @@ def record_for_run(run: Any) -> ScreenRecord:
     return _record(screen, values, cells, run.run_id, run.meta.get("order") or {})
 
 
+def _cell_row(cell: dict[str, Any]) -> str:
+    """A cell's values as its seal covers them (one canonical JSON line)."""
+    return json.dumps({k: cell.get(k) for k in CELL_KEYS}, sort_keys=True, separators=(",", ":"))
+
+
 def _record(
     screen: Screen,
     values: dict[tuple[int, str], float],
@@ -132,6 +150,8 @@ def _record(
     order: dict[str, Any],
 ) -> ScreenRecord:
     result = analyze_screen(screen, values)
+    plain = [{k: cell.get(k) for k in CELL_KEYS} for cell in cells]
+    seals = seal.chain(screen.sha256, (_cell_row(c) for c in plain))
     return ScreenRecord(
         run_id=run_id,
         name=screen.name,
@@ -140,44 +160,134 @@ def _record(
         screen_sha256=screen.sha256,
         screen_toml=screen.source,
         order={k: order.get(k) for k in ("seed", "method", "index", "count")},
-        cells=tuple(cells),
+        cells=tuple({**c, "seal": s} for c, s in zip(plain, seals, strict=True)),
         result=result,
         confirmation=confirmation(screen, result, run_id) if result.pick else None,
     )
 
 
 def read_record(path: Path | str) -> ScreenRecord:
-    """A record file decided again: its TOML re-parsed and hash-checked, the pick made again from its cells."""
+    """A record file decided again (see the module docstring); every refusal names the file, line and field."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ScreenRecordError(f"{path}: not a screen record: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
-        raise ScreenRecordError(f"{path}: format: expected {RECORD_FORMAT!r}, got {data.get('format')!r}")
-    for key in ("screen_toml", "screen_sha256", "cells"):
+    text = readfile.read_text(path, readfile.JSON, ScreenRecordError)
+    data = readfile.loads(text, path, ScreenRecordError)
+    lines = readfile.json_lines(text)
+
+    def refuse(field: tomlfile.Path_, message: str) -> ScreenRecordError:
+        name = tomlfile.field_name(field)
+        where = tomlfile.where(path, readfile.json_line(lines, field))
+        return ScreenRecordError(f"{where}: {name}: {message}" if name else f"{where}: {message}")
+
+    if not isinstance(data, dict):
+        raise refuse((), f"expected a JSON object (a screen record), got a JSON {type(data).__name__}")
+    found = data.get("format")
+    if found == RECORD_FORMATS[0]:
+        raise refuse(
+            ("format",),
+            f"{found!r} was written before a record's values were sealed: export it again from its run "
+            "(`frank experiment screen --report RUN --export FILE.json`)",
+        )
+    if found != RECORD_FORMAT:
+        raise refuse(("format",), f"expected {RECORD_FORMAT!r}, got {found!r}")
+    kinds = {"screen_toml": str, "screen_sha256": str, "cells": list, "values_seal": str, "result": dict}
+    for key, kind in kinds.items():
         if key not in data:
-            raise ScreenRecordError(f"{path}: {key}: missing required field")
+            raise refuse((key,), "missing required field")
+        if not isinstance(data[key], kind):
+            raise refuse((key,), f"expected a JSON {kind.__name__}, got {data[key]!r:.60}")
     screen = parse_screen_text(data["screen_toml"], f"{path}: screen_toml")
     if screen.sha256 != data["screen_sha256"]:
-        raise ScreenRecordError(
-            f"{path}: screen_sha256: the screen in the file hashes to {screen.sha256[:12]}…, "
-            f"the record says {str(data['screen_sha256'])[:12]}…: altered"
+        raise refuse(
+            ("screen_sha256",),
+            f"the screen in the file hashes to {screen.sha256[:12]}…, the record says "
+            f"{str(data['screen_sha256'])[:12]}…: altered",
         )
+    values, cells = _read_cells(data["cells"], screen, refuse)
+    last = cells[-1]["seal"] if cells else screen.sha256[:16]
+    if data["values_seal"] != last:
+        raise refuse(("values_seal",), f"is not the last cell's seal ({last}): cells were cut or added")
+    run_id = str(data.get("run_id") or "")
+    _compare_with_journal(run_id, values, cells, refuse)
+    order = data.get("order")
+    record = _record(screen, values, cells, run_id, order if isinstance(order, dict) else {})
+    stated = data["result"].get("pick")
+    if stated != record.result.pick:
+        raise refuse(
+            ("result", "pick"),
+            f"the record says {stated!r}; its values pick {record.result.pick!r} ({record.result.pick_reason})",
+        )
+    return record
+
+
+Refuse = Callable[[tomlfile.Path_, str], ScreenRecordError]
+
+
+def _read_cells(
+    raw: list[Any], screen: Screen, refuse: Refuse
+) -> tuple[dict[tuple[int, str], float], list[dict[str, Any]]]:
+    """Every cell typed (a value of the screen's measure) and its seal checked, or the first refusal."""
     names = {a.name for a in screen.settings}
+    measure = screen.design.measure
     values: dict[tuple[int, str], float] = {}
-    for i, cell in enumerate(data["cells"]):
-        try:
-            repeat, setting, value = int(cell["repeat"]), str(cell["setting"]), cell["value"]
-        except (KeyError, TypeError, ValueError):
-            raise ScreenRecordError(f"{path}: cells[{i}]: expected repeat, setting and value") from None
-        if setting not in names or not 1 <= repeat <= screen.repeats:
-            raise ScreenRecordError(f"{path}: cells[{i}]: no setting {setting!r} in repeat {repeat} of this screen")
-        if (repeat, setting) in values:
-            raise ScreenRecordError(f"{path}: cells[{i}]: {setting!r} in repeat {repeat} is measured twice")
+    cells: list[dict[str, Any]] = []
+    for i, cell in enumerate(raw):
+        at: tomlfile.Path_ = ("cells", i)
+        if not isinstance(cell, dict):
+            raise refuse(at, f"expected a JSON object, got {cell!r:.60}")
+        for key in (*CELL_KEYS, "seal"):
+            if key not in cell:
+                raise refuse((*at, key), "missing required field")
+        extra = sorted(set(cell) - {*CELL_KEYS, "seal"})
+        if extra:
+            raise refuse((*at, extra[0]), f"unknown field (known: {', '.join(CELL_KEYS)}, seal)")
+        counts = {"start": 1, "repeat": 1, "attempts": 0, "failed_requests": 0}
+        for key, low in counts.items():
+            value = cell[key]
+            if value is None and key == "failed_requests":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise refuse((*at, key), f"expected a whole number of at least {low}, got {value!r:.60}")
+        setting, repeat, value = cell["setting"], cell["repeat"], cell["value"]
+        if not isinstance(setting, str) or setting not in names or repeat > screen.repeats:
+            raise refuse(at, f"no setting {setting!r} in repeat {repeat} of this screen")
+        if (repeat, setting) in values or any(c["repeat"] == repeat and c["setting"] == setting for c in cells):
+            raise refuse(at, f"{setting!r} in repeat {repeat} is measured twice")
         if value is not None:
+            problem = value_problem(measure, value)
+            if problem:
+                raise refuse((*at, "value"), problem)
             values[(repeat, setting)] = float(value)
-    return _record(screen, values, data["cells"], str(data.get("run_id") or ""), data.get("order") or {})
+        cells.append(cell)
+    broken = seal.first_broken(screen.sha256, [_cell_row(c) for c in cells], [str(c["seal"]) for c in cells])
+    if broken is not None:
+        c = cells[broken]
+        raise refuse(
+            ("cells", broken, "value"),
+            f"{c['setting']!r} in repeat {c['repeat']}: its values are not the ones its seal covers "
+            "(edited after export), or a cell before it was removed or moved",
+        )
+    return values, cells
+
+
+def _compare_with_journal(
+    run_id: str, values: dict[tuple[int, str], float], cells: list[dict[str, Any]], refuse: Refuse
+) -> None:
+    """Where the record's run is registered here, its journal is the source: each value the record holds must
+    be its value there (a cell not measured yet when it was exported may have been measured since)."""
+    from frank.experiments import registry
+
+    folder = registry.experiments_dir(create=False) / run_id
+    if not run_id or "/" in run_id or not (folder / "screen.toml").exists():
+        return
+    journal, _ = screen_values(registry.load_run(run_id))
+    for i, cell in enumerate(cells):
+        key = (cell["repeat"], cell["setting"])
+        if key in values and values[key] != journal.get(key):
+            raise refuse(
+                ("cells", i, "value"),
+                f"{cell['setting']!r} in repeat {cell['repeat']}: {values.get(key)!r} in the record, "
+                f"{journal.get(key)!r} in run {run_id}'s journal",
+            )
 
 
 # -- the confirmation design ----------------------------------------------------------------------------
@@ -296,8 +406,6 @@ def format_record(rec: ScreenRecord) -> str:
 
 
 def write_json(path: Path, record: ScreenRecord) -> None:
-    data = record.to_json()
+    """The record file; a file already there is refused, unless it is this very record."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    paths.write_new(path, json.dumps(record.to_json(), indent=1, sort_keys=True) + "\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from frank import readfile
 from frank.errors import FrankError
 from frank.experiments.design import Design
 from frank.experiments.errors import RunError
@@ -41,4 +42,4 @@ def check_draws(design: Design, path: Path) -> None:
 
 
 def manifest_sha256(path: Path) -> str:
-    return hashlib.sha256((path / "workload.toml").read_bytes()).hexdigest()
+    return hashlib.sha256(readfile.read_bytes(path / "workload.toml", readfile.TOML, RunError)).hexdigest()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frank import jobs, jsonl, paths
+from frank import jobs, jsonl, paths, readfile
 from frank.errors import FrankError
 from frank.fidelity.runs import FidelityRun, fidelity_runs_dir, run_fidelity, save_run
 
@@ -54,8 +54,8 @@ def progress(run_dir: Path) -> jobs.Progress:
     detail = jobs.read_job_file(run_dir).error or (steps[-1]["line"] if steps else "")
     if (run_dir / RESULT).is_file():
         try:
-            run = json.loads((run_dir / RESULT).read_text())
-        except (OSError, ValueError):
+            run = readfile.read_object(run_dir / RESULT)
+        except FrankError:
             run = {}
         sets = run.get("sets") or []
         kls = ", ".join(f"{s['name']} {s['kl']:.2e}" for s in sets if s.get("kl") is not None)
@@ -63,7 +63,10 @@ def progress(run_dir: Path) -> jobs.Progress:
             len(sets), len(sets), "finished", run.get("created_at"), f"KL {kls}" if kls else "finished", extra={}
         )
     if (run_dir / CANCELLED).is_file():
-        at = json.loads((run_dir / CANCELLED).read_text()).get("at")
+        try:
+            at = readfile.read_object(run_dir / CANCELLED).get("at")
+        except FrankError:
+            at = None
         return jobs.Progress(0, planned, "cancelled", at, detail or "cancelled")
     return jobs.Progress(0, planned, None, None, detail)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from frank import paths
+from frank import paths, readfile
 from frank.errors import FrankError
 from frank.fidelity.measure import TOP_K
 from frank.fidelity.sets import TextSet
@@ -25,6 +25,7 @@ from frank.fidelity.sets import TextSet
 THREADS = 1  # the reference run
 FLOOR_THREADS = 2  # its twin for the reference floor: same code, another reduction order
 _HASH_WHOLE_BELOW = 64 << 20
+_SMALL = readfile.Kind("a model file hashed whole", _HASH_WHOLE_BELOW)
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,12 @@ def model_fingerprint(model_dir: Path | str) -> str:
         raise FrankError(f"the fidelity reference needs a local model folder; {model_dir} is not one")
     manifest = model_dir / "manifest.json"
     if manifest.is_file():
-        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+        return hashlib.sha256(readfile.read_bytes(manifest, readfile.JSON)).hexdigest()
     digest = hashlib.sha256()
     for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
         size = path.stat().st_size
-        content = hashlib.sha256(path.read_bytes()).hexdigest() if size < _HASH_WHOLE_BELOW else f"size:{size}"
+        small = size < _HASH_WHOLE_BELOW
+        content = hashlib.sha256(readfile.read_bytes(path, _SMALL)).hexdigest() if small else f"size:{size}"
         digest.update(f"{path.relative_to(model_dir)}\0{content}\n".encode())
     return digest.hexdigest()
 
@@ -69,8 +71,8 @@ def model_fingerprint(model_dir: Path | str) -> str:
 def check_positions(text_set: TextSet, model_dir: Path | str) -> None:
     """A set's documents must fit the model's position count (the tiny model has 262,144)."""
     try:
-        config = json.loads((Path(model_dir) / "config.json").read_text())
-    except (OSError, ValueError):
+        config = readfile.read_object(Path(model_dir) / "config.json")
+    except FrankError:
         return
     limit = config.get("max_position_embeddings")
     if isinstance(limit, int) and text_set.max_tokens > limit:

@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import httpx
 import numpy as np
 
-from frank import paths
+from frank import paths, readfile
 from frank.engine.profiles import KnobValue, load_profile
 from frank.engine.records import RUNNING_STATES
 from frank.errors import FrankError
@@ -238,8 +238,8 @@ def list_runs() -> list[FidelityRun]:
     runs = []
     for path in sorted(fidelity_runs_dir().glob("*/run.json")):
         try:
-            runs.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
+            runs.append(cast(FidelityRun, readfile.read_object(path)))
+        except FrankError:
             continue
     return sorted(runs, key=lambda r: r.get("created_at", 0))
 
@@ -250,9 +250,11 @@ def load_run(run_id: str) -> FidelityRun:
         matches = [r for r in list_runs() if r["id"].startswith(run_id)]
         if len(matches) == 1:
             return matches[0]
+        if matches:  # two runs made in the same second share their id up to its random tail
+            ids = ", ".join(r["id"] for r in matches)
+            raise FrankError(f"fidelity run {run_id!r} begins {len(matches)} runs' ids ({ids}): give more of it")
         raise FrankError(f"no fidelity run {run_id!r} (see `frank fidelity list`)")
-    value: FidelityRun = json.loads(path.read_text())
-    return value
+    return cast(FidelityRun, readfile.read_object(path))
 
 
 def known_engine_floor(profile: str, knobs: dict[str, Any], model_sha: str, set_sha: str) -> tuple[float, str] | None:

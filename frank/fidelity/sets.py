@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from frank import paths, tomlfile
+from frank import paths, readfile, tomlfile
 from frank.errors import FrankError
 from frank.workloads.format import (  # one definition
     CheckError,
@@ -32,6 +32,8 @@ from frank.workloads.format import (  # one definition
     format_errors,
     iter_jsonl,
     jsonl_lines,
+    read_checked,
+    read_toml,
     sha256_field,
 )
 
@@ -88,23 +90,25 @@ def check_set(path: Path | str) -> tuple[TextSet | None, list[CheckError]]:
     mpath = path / MANIFEST
     if not path.is_dir():
         return None, [CheckError(path, 0, "not a fidelity set folder (no such directory)")]
-    if not mpath.is_file():
+    if not mpath.exists():
         return None, [CheckError(mpath, 0, f"missing manifest (every set folder has a {MANIFEST})")]
     manifest, errors = check_manifest(_SetManifest, mpath)
     if manifest is None:
         return None, errors
     file, sha, count = manifest.file, manifest.sha256, manifest.documents
-    lines = tomlfile.KeyLines(mpath.read_text(encoding="utf-8", errors="replace"))
+    lines = tomlfile.KeyLines(read_toml(mpath)[0])
 
     def err(key: str, reason: str) -> None:
         errors.append(CheckError(mpath, lines.line(key) or 1, reason))
 
     documents: list[Document] = []
     fpath = path / file
-    if not fpath.is_file():
+    if not fpath.exists():
         err("file", f"file: {file} is missing")
         return None, errors
-    raw = fpath.read_bytes()
+    raw = read_checked(fpath, readfile.JSONL, errors)
+    if raw is None:
+        return None, errors
     digest = hashlib.sha256(raw).hexdigest()
     if digest != sha:
         err("sha256", f"sha256 mismatch: {file} has {digest}, the manifest says {sha}")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
-from frank import tomlfile
+from frank import readfile, tomlfile
 from frank.errors import FrankError
 from frank.tomlfile import Strict
 
@@ -93,18 +93,7 @@ class FidelityTable(Strict):
 
 
 def load_table(path: Path) -> FidelityTable:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TableError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        line = getattr(exc, "lineno", 0)
-        raise TableError(f"{tomlfile.where(path, line)}: not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise TableError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return _validate(data, path)
+    return _validate(readfile.read_object(path, readfile.JSON, TableError), path)
 
 
 def _validate(data: dict[str, Any], path: Path) -> FidelityTable:

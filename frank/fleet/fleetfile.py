@@ -115,7 +115,7 @@ def default_path() -> Path:
 
 def load_fleet(path: Path | str | None = None) -> Fleet:
     path = Path(path) if path is not None else default_path()
-    if not path.is_file():
+    if not path.exists():
         raise FleetError(f"{path}: no fleet file (docs/fleet.md shows one)")
     text = tomlfile.read_text(path, FleetError)
     data = tomlfile.parse(text, path, FleetError)

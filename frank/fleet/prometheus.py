@@ -21,7 +21,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-from frank import paths
+from frank import paths, readfile
+from frank.errors import FrankError
 from frank.fleet.fleetfile import Fleet, FleetError
 
 JOB = "frank"
@@ -84,31 +85,35 @@ class Server:
 def _recorded() -> dict[str, object] | None:
     """The running server's record, if its pid is still a prometheus."""
     try:
-        record = json.loads((paths.state_dir(create=False) / STATE_FILE).read_text())
+        record = readfile.read_object(paths.state_dir(create=False) / STATE_FILE)
         proc = psutil.Process(int(record["pid"]))
         if "prometheus" in proc.name() and proc.status() != psutil.STATUS_ZOMBIE:
             return dict(record)
-    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+    except (FrankError, OSError, ValueError, KeyError, TypeError, psutil.Error):
         pass
     return None
 
 
 def start(fleet: Fleet, ready_timeout_s: float = 60.0) -> Server:
     """Write the scrape config and start the server (or reload the running one's config); wait until it is
-    ready."""
+    ready. A server of this frank home that serves another fleet file or address is refused before anything
+    is written: its config stays its own."""
+    url = fleet.prometheus_url
+    running = _recorded()
+    if running is not None:
+        serves = str(running.get("fleet") or "")
+        if running.get("url") != url or (serves and serves != str(fleet.path.resolve())):
+            raise FleetError(
+                f"a Prometheus of this frank home serves {serves or 'another fleet'} at {running.get('url')}: "
+                f"nothing was written; stop it first (`frank fleet prometheus --stop`) to serve {fleet.path}"
+            )
     root = data_root()
     config, data, log = root / "prometheus.yml", paths.private_dir(root / "data"), root / "prometheus.log"
     paths.write_private(config, scrape_config(fleet))
-    url = fleet.prometheus_url
-    running = _recorded()
-    if running is not None and running.get("url") == url:
+    if running is not None:
         pid = int(str(running["pid"]))
         os.kill(pid, signal.SIGHUP)  # reread prometheus.yml
         return Server(pid, url, config, data, log, already=True)
-    if running is not None:
-        raise FleetError(
-            f"a Prometheus of this frank home runs at {running.get('url')}: `frank fleet prometheus --stop`"
-        )
     command = [
         binary(),
         f"--config.file={config}",
@@ -117,7 +122,8 @@ def start(fleet: Fleet, ready_timeout_s: float = 60.0) -> Server:
     ]
     with open(log, "ab") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
-    paths.write_private(paths.state_dir() / STATE_FILE, json.dumps({"pid": proc.pid, "url": url}))
+    record = {"pid": proc.pid, "url": url, "fleet": str(fleet.path.resolve())}
+    paths.write_private(paths.state_dir() / STATE_FILE, json.dumps(record))
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

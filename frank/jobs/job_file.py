@@ -10,7 +10,8 @@ from typing import Any
 
 import psutil
 
-from frank import paths
+from frank import paths, readfile
+from frank.errors import FrankError
 from frank.jobs.states import JobEnd
 
 JOB_FILE = "job.json"  # who works on the run: kind, pid (+ process start time), launched_at
@@ -67,10 +68,9 @@ def rewrite_job_file(run_dir: Path, job: JobFile) -> None:
 def read_job_file(run_dir: Path) -> JobFile:
     """The run's job file; an empty JobFile when it is missing or unreadable."""
     try:
-        data = json.loads((run_dir / JOB_FILE).read_text())
-    except (OSError, ValueError):
+        return JobFile.from_json(readfile.read_object(run_dir / JOB_FILE))
+    except FrankError:
         return JobFile()
-    return JobFile.from_json(data) if isinstance(data, dict) else JobFile()
 
 
 def launched_and_alive(job: JobFile) -> int | None:

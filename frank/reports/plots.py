@@ -187,3 +187,40 @@ def values_by_setting(settings: list[dict[str, Any]], measure: str, pick: str | 
     ax.set_xlabel(measure or "value")
     ax.set_title("every setting's values per repeat (bar: median)")
     return _svg(fig, plt)
+
+
+def spread_by_requests(rows: list[dict[str, Any]], model: list[dict[str, Any]]) -> str:
+    """A noise study: the spread by requests measured a draw, one line per number of first requests dropped
+    (solid: the mean, dashed: the median of steps), and the three-level model's spread (dotted)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    cmap = plt.get_cmap("viridis")
+    dropped = sorted({r["dropped"] for r in rows})
+    for aggregate, style in (("mean", "-"), ("median", "--")):
+        for k, w in enumerate(dropped):
+            pts = [
+                (r["requests"], r["spread_pct"])
+                for r in rows
+                if r["aggregate"] == aggregate and r["dropped"] == w and r["spread_pct"] is not None
+            ]
+            if pts:
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    style,
+                    marker="o",
+                    markersize=3,
+                    color=cmap(k / max(1, len(dropped) - 1) * 0.85),
+                    label=f"{aggregate}, {w} dropped",
+                )
+        mine = [r for r in rows if r.get("design") and r["spread_pct"] is not None]
+        for r in mine:
+            ax.scatter([r["requests"]], [r["spread_pct"]], s=80, facecolors="none", edgecolors="black", zorder=4)
+    pts = [(m["requests"], m["spread_pct"]) for m in model if m.get("spread_pct") is not None]
+    if pts:
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], ":", color="black", label="model")
+    ax.set_xlabel("requests measured a draw")
+    ax.set_ylabel("spread, %")
+    ax.set_title("between-start spread by requests a cell (circled: the design)")
+    ax.legend(frameon=False, fontsize=7, ncol=2)
+    return _svg(fig, plt)

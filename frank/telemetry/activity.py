@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frank import paths
+from frank import paths, readfile
+from frank.errors import FrankError
 
 FILE = "activity.json"
 LABELS = ("profile", "experiment", "arm", "part")  # every exported series carries these (empty: none)
@@ -21,10 +22,9 @@ def write_activity(**fields: Any) -> None:
 def read_activity() -> dict[str, Any]:
     """The activity file's fields; {} when nothing runs (or the file is unreadable: a torn write)."""
     try:
-        data = json.loads((paths.state_dir(create=False) / FILE).read_text())
-    except (OSError, ValueError):
+        return readfile.read_object(paths.state_dir(create=False) / FILE)
+    except FrankError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def clear_activity() -> None:

@@ -5,7 +5,11 @@ CPU use (percent of one core, so 6400 is 64 busy cores), thread count and busies
 our own deltas of cumulative CPU times between two samples, so one `CpuSampler` must be used by one thread.
 
 What it reads each sample is kept to what can have changed (procfs.py: one /proc read per fact):
-- per core and RAM: /proc/stat and /proc/meminfo (psutil where they cannot be read);
+- per core and RAM: /proc/stat and /proc/meminfo (psutil where they cannot be read); from the same /proc/stat
+  read, the share of the cores' time the hypervisor stole, and the CPU the other processes used (every
+  core's busy time less the engine's tree and this process: for an experiment cell, the runner and its
+  replay client);
+- the cores' clock: every `freq_refresh_s` only (on x86, reading it can interrupt every core);
 - per engine process: its /proc/PID/stat (CPU time, threads, RSS and start time in one read);
 - per thread: only while the tree is busy (at least `busy_percent` of one core since the last sample).
   An idle engine's busiest threads are none, and its 70 or 7000 threads are not read every second; a tree
@@ -28,6 +32,7 @@ from frank.telemetry.expert_pool import ExpertPool, PoolTracker
 
 BUSIEST_THREADS = 5
 BUSY_PERCENT = 10.0  # of one core: below it the tree is idle and its threads are not read
+FREQ_REFRESH_S = 10.0  # the cores' clock is read this often
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,13 @@ class CpuSample:
     engine: EngineProcesses | None
     engine_error: str | None  # why there is no engine data (no pid, process gone, access denied)
     cost_s: float
+    steal_percent: float | None = None  # of all cores' time since the previous sample (None: not readable)
+    # CPU the other processes used since the previous sample, percent of one core: every core's busy time less
+    # the engine's tree and this process (None on the first sample, or without /proc/stat)
+    others_percent: float | None = None
+    self_percent: float | None = None  # this process (a console, or an experiment cell's runner and client)
+    cpu_mhz: float | None = None  # the cores' mean clock (read every FREQ_REFRESH_S)
+    cpu_mhz_source: str = ""  # "cpufreq" | "cpuinfo", or why there is none
 
 
 class CpuSampler:
@@ -68,8 +80,12 @@ class CpuSampler:
         busiest: int = BUSIEST_THREADS,
         busy_percent: float = BUSY_PERCENT,
         tree_refresh_max_s: float = 60.0,
+        freq_refresh_s: float = FREQ_REFRESH_S,
     ) -> None:
         self.tree_refresh_s = tree_refresh_s
+        self.freq_refresh_s = freq_refresh_s
+        self._freq: tuple[float, float | None, str] | None = None  # (read at, MHz, source)
+        self._self_cpu = (time.monotonic(), procfs.self_cpu_s())
         self.tree_refresh_max_s = max(tree_refresh_s, tree_refresh_max_s)
         self.busiest = busiest
         self.busy_percent = busy_percent
@@ -85,16 +101,20 @@ class CpuSampler:
         self._prev_threads: dict[tuple[int, int], float] = {}  # (pid, tid) -> cpu seconds, at the last sample
         self._pool = PoolTracker()
         self._cpu_count = psutil.cpu_count() or 1  # a tree's ceiling
+        self._engine_used: float | None = None  # the engine tree's CPU seconds since the last sample
 
     def sample(self, engine_pid: int | None) -> CpuSample:
         t0 = time.perf_counter()
-        per_core = self._per_core()
+        per_core, steal, host_busy_s = self._per_core()
         mem = procfs.memory()
         if mem is None:
             vm = psutil.virtual_memory()
             mem = (vm.total, vm.available)
         total, available = mem
+        self._engine_used = None
         engine, error = (None, "no engine process") if engine_pid is None else self._engine(engine_pid)
+        others, own = self._others(host_busy_s, engine_pid is not None)
+        mhz, source = self._mhz()
         return CpuSample(
             per_core=per_core,
             total_percent=sum(per_core) / len(per_core) if per_core else 0.0,
@@ -104,24 +124,56 @@ class CpuSampler:
             engine=engine,
             engine_error=error,
             cost_s=time.perf_counter() - t0,
+            steal_percent=steal,
+            others_percent=others,
+            self_percent=own,
+            cpu_mhz=mhz,
+            cpu_mhz_source=source,
         )
+
+    def _mhz(self) -> tuple[float | None, str]:
+        now = time.monotonic()
+        if self._freq is None or now - self._freq[0] >= self.freq_refresh_s:
+            self._freq = (now, *procfs.cpu_mhz())
+        return self._freq[1], self._freq[2]
+
+    def _others(self, host_busy_s: tuple[float, float] | None, watching: bool) -> tuple[float | None, float | None]:
+        """(the other processes', this process's) CPU since the last sample, percent of one core."""
+        now, cpu = time.monotonic(), procfs.self_cpu_s()
+        (t0, c0), self._self_cpu = self._self_cpu, (now, cpu)
+        own = procfs.busy_percent(cpu - c0, now - t0, self._cpu_count) if now > t0 else None
+        if host_busy_s is None or own is None:
+            return None, own
+        busy_s, dt = host_busy_s
+        engine_s = self._engine_used or 0.0
+        if watching and self._engine_used is None:  # the engine's first sample: its share is not known yet
+            return None, own
+        return procfs.busy_percent(busy_s - engine_s - (cpu - c0), dt, self._cpu_count), own
 
     def engine_pids(self) -> tuple[int, ...]:
         """The engine tree as last seen (for the GPU per-process memory)."""
         return self._tree
 
-    def _per_core(self) -> tuple[float, ...]:
+    def _per_core(self) -> tuple[tuple[float, ...], float | None, tuple[float, float] | None]:
+        """Each core's busy percent, the share of all cores' time stolen (percent), and (busy CPU seconds of
+        every core together, the wall seconds they were taken over) since the last sample."""
         now = procfs.core_ticks()
         if now is None:
-            return tuple(psutil.cpu_percent(percpu=True))
+            return tuple(psutil.cpu_percent(percpu=True)), None, None
         before, self._cores = self._cores, now
         if before is None or len(before) != len(now):
-            return tuple(0.0 for _ in now)
+            return tuple(0.0 for _ in now), None, None
         out = []
-        for (b0, t0), (b1, t1) in zip(before, now):
+        for (b0, t0, _), (b1, t1, _) in zip(before, now):
             dt = t1 - t0
             out.append(procfs.busy_percent(b1 - b0, dt) if dt > 0 else 0.0)
-        return tuple(out)
+        ticks = sum(t1 - t0 for (_, t0, _), (_, t1, _) in zip(before, now))
+        if ticks <= 0:
+            return tuple(out), None, None
+        stolen = sum(s1 - s0 for (_, _, s0), (_, _, s1) in zip(before, now))
+        busy = sum(b1 - b0 for (b0, _, _), (b1, _, _) in zip(before, now))
+        wall = ticks / len(now) / procfs.CLOCK_TICKS  # each core's ticks cover the same wall time
+        return tuple(out), 100.0 * stolen / ticks, (busy / procfs.CLOCK_TICKS, wall)
 
     def _refresh_tree(self, pid: int, root: procfs.ProcStat, now: float) -> None:
         if self._root != (pid, root.start_ticks):  # a new engine (or the pid reused): start over
@@ -161,6 +213,7 @@ class CpuSampler:
             # a process first seen now counts from the next sample (its lifetime total is no rate)
             used = sum(v - self._prev_proc[p] for p, v in proc_cpu.items() if p in self._prev_proc)
             cpu_percent = procfs.busy_percent(used, dt, self._cpu_count)
+            self._engine_used = used
         busiest: list[ThreadUse] = []
         pool_threads: dict[int, dict[int, float]] | None = None
         if cpu_percent is None or cpu_percent >= self.busy_percent:

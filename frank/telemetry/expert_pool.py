@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from frank.engine import cpu_pool
 from frank.telemetry import procfs
 
 LLAMACPP_MARKERS = ("llama-server", "xllamacpp_server")
@@ -94,23 +95,13 @@ def _positive_int(text: str | None) -> int | None:
     return n if n is not None and n > 0 else None
 
 
-def physical_cores() -> int:
-    import psutil
-
-    return max(1, psutil.cpu_count(logical=False) or 1)
-
-
 def exl3_pool_size(environ: Mapping[str, str]) -> tuple[int, str]:
     """(n, where it came from) for exllamav3's CPU pool: EXL3_MOE_CPU_THREADS, else its default
-    (moe_cpu_affinity.default_worker_threads): the physical cores less EXL3_MOE_HOST_CORES (default 1)."""
-    threads = _positive_int(environ.get("EXL3_MOE_CPU_THREADS"))
+    (frank.engine.cpu_pool: the physical cores less EXL3_MOE_HOST_CORES)."""
+    threads = _positive_int(environ.get(cpu_pool.THREADS_ENV))
     if threads is not None:
-        return threads, "EXL3_MOE_CPU_THREADS"
-    try:
-        host = max(0, int(environ.get("EXL3_MOE_HOST_CORES", "1")))
-    except ValueError:
-        host = 1
-    return max(1, physical_cores() - host), "physical cores less EXL3_MOE_HOST_CORES"
+        return threads, cpu_pool.THREADS_ENV
+    return cpu_pool.exl3_default_threads(environ)[0], "physical cores less EXL3_MOE_HOST_CORES"
 
 
 def exl3_worker(pid: int) -> int | None:
@@ -168,7 +159,7 @@ def pool_size(cmdline: Sequence[str]) -> tuple[int, str]:
                     continue
                 if n > 0:
                     return n, arg
-    return physical_cores(), "physical cores"
+    return cpu_pool.physical_cores(), "physical cores"
 
 
 def split_pool(

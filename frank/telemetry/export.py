@@ -47,6 +47,7 @@ class SnapshotCollector(Collector):
         yield from self._cpu(snap)
         yield from self._gpus(snap)
         yield from self._engine(snap)
+        yield from self._cpu_decode(snap)
         cost = _g("sample_seconds", "Wall time of the last telemetry sample", ["stage"])  # "part" is the activity label
         for part, value in (
             ("total", snap.cost_s),
@@ -140,6 +141,84 @@ class SnapshotCollector(Collector):
             ("engine_mean_front_end_seconds", "Mean front-end time (ttft - queue - prefill)", rates.mean_front_end_s),
             ("engine_mean_verify_step_seconds", "Mean verify step (inter-token latency)", rates.window_verify_step_s),
             ("engine_mean_acceptance_length", "Mean speculative acceptance length", rates.mean_acceptance_length),
+        ):
+            if value is not None:
+                yield _single(name, doc, float(value))
+
+    @staticmethod
+    def _cpu_decode(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
+        """The CPU-side decode figures (frank.telemetry.cpu_decode), each only where the engine gives it."""
+        dec = snap.cpu_decode
+        if dec is None:
+            return
+        stall = [(q, v) for q, v in (("0.5", dec.stall_median_ms), ("0.9", dec.stall_p90_ms)) if v is not None]
+        if stall:
+            fam = _g("exl3_gpu_stall_bracket_seconds", "exllamav3's collect bracket (EXL3_SPLIT_PROF)", ["quantile"])
+            for q, ms in stall:
+                fam.add_metric([q], ms / 1e3)
+            yield fam
+        for name, doc, value in (
+            (
+                "engine_cpu_expert_wait_seconds",
+                "CPU-expert wait a verify step over the rate window (the pool's threads; exllamav3: upper bound)",
+                dec.cpu_wait_step_s,
+            ),
+            ("exl3_pool_jobs", "exllamav3 CPU worker's jobs since it started (EXL3_MOE_CPU_PROF)", dec.jobs),
+            ("exl3_pool_compute_seconds", "exllamav3 CPU pool's compute since its worker started", dec.compute_s),
+            (
+                "exl3_pool_compute_job_seconds",
+                "exllamav3 CPU pool's mean compute a job since its worker started",
+                None if dec.compute_us_per_job is None else dec.compute_us_per_job / 1e6,
+            ),
+            ("exl3_split_layers", "MoE layers split between the GPU and exllamav3's CPU worker", dec.split_layers),
+            (
+                "exl3_pool_compute_step_seconds",
+                "exllamav3 CPU pool's compute a verify step (at most)",
+                dec.compute_step_s,
+            ),
+            ("exl3_gpu_stall_step_seconds", "GPU time a verify step waiting for the CPU's experts", dec.stall_step_s),
+            (
+                "exl3_gpu_wait_ratio",
+                "Share of a verify step the GPU waits for the CPU's experts (0-1)",
+                dec.gpu_wait_share,
+            ),
+            (
+                "exl3_pool_busy_ratio",
+                "exllamav3 CPU worker's compute over its time, its last 64 jobs (EXL3_MOE_HANDOFF_PROF; 0-1)",
+                dec.pool_busy_share,
+            ),
+            (
+                "exl3_pool_spin_job_seconds",
+                "exllamav3 CPU worker's wait a job for the GPU to publish its inputs, its last 64 jobs",
+                None if dec.pool_spin_ms is None else dec.pool_spin_ms / 1e3,
+            ),
+            (
+                "exl3_pool_gap_job_seconds",
+                "exllamav3 CPU worker's idle gap before a job, its last 64 jobs",
+                None if dec.pool_gap_ms is None else dec.pool_gap_ms / 1e3,
+            ),
+            (
+                "exl3_pool_empty_ratio",
+                "Share of exllamav3's last 64 CPU jobs that selected no CPU-resident expert (0-1)",
+                dec.pool_empty_share,
+            ),
+            ("exl3_placement_swaps_window", "Expert swaps exllamav3 logged in the last rate window", dec.swaps_window),
+            ("exl3_placement_swaps", "Expert swaps exllamav3 logged since the engine started", dec.swaps_total),
+            (
+                "exl3_placement_steps_since_swap",
+                "Decode steps since exllamav3's last logged swap",
+                dec.steps_since_swap,
+            ),
+            (
+                "exl3_placement_settled",
+                "1 if the hot/cold placement has settled, 0 while it settles (frank.telemetry.cpu_decode)",
+                None if dec.settled is None else float(dec.settled),
+            ),
+            (
+                "exl3_prof_lines_refused",
+                "exllamav3 profile lines refused (numbers that are not numbers): they moved no figure",
+                dec.refused if dec.kind == "exl3" else None,
+            ),
         ):
             if value is not None:
                 yield _single(name, doc, float(value))

@@ -6,6 +6,11 @@ nvmlDeviceGetPcieThroughput is never called: it blocks about 20 ms per call and 
 fields (name, UUID, memory total, power limit, PCIe link generation and width) are read once, when the
 sampler opens. Without a driver every call answers "no GPU telemetry (reason)" and nothing raises.
 
+Each sample also reads the SM and memory clocks and why the clocks are held back (NVML's clock event
+reasons, named by `THROTTLE_REASONS`), and every `LINK_REFRESH_S` the PCIe link's current generation and
+width (a link trains down at idle and up under load); the maximum clocks, the default power limit and the
+link's maximum are read once: the rig's fixed facts (frank.telemetry.rig).
+
 Measured on an H200 (driver 580): the two PCIe counters are 32-bit byte counts (valueType unsigned int)
 that wrap every 4 GiB, and they count link bytes (about 8 % over the payload: TLP headers). A 1 s period is
 exact only below 4 GiB/s, so reads are unwrapped into 64-bit totals, and while traffic is heavy the sampler
@@ -22,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from frank.nvml import memory_info
+
 try:
     import pynvml
 except ImportError:  # nvidia-ml-py is a console dependency, but stay usable without it
@@ -30,6 +37,19 @@ except ImportError:  # nvidia-ml-py is a console dependency, but stay usable wit
 PCIE_TX_FIELD = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: bytes the GPU sent over PCIe (device -> host)
 PCIE_RX_FIELD = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES: bytes the GPU received (host -> device)
 COUNTER_WRAP = {1: 1 << 32, 2: 1 << 64, 3: 1 << 64, 5: 1 << 32, 6: 1 << 16}  # by NVML valueType
+LINK_REFRESH_S = 10.0  # how often the PCIe link's current generation and width are read again
+# NVML's clock event ("throttle") reason bits, by name (nvmlClocksEventReason*; the rest are named by value)
+THROTTLE_REASONS = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal"),
+    (0x40, "hw_thermal"),
+    (0x80, "hw_power_brake"),
+    (0x100, "display_clock"),
+)
 # PCIe payload rate per lane in bytes/s by link generation (after 8b/10b or 128b/130b encoding)
 _LANE_BPS = {
     1: 2.5e9 * 0.8 / 8,
@@ -54,6 +74,23 @@ class GpuStatic:
     pcie_width: int | None
     pcie_gen_max: int | None
     pcie_width_max: int | None
+    power_default_limit_w: float | None = None  # the board's default (the enforced limit may be set lower)
+    sm_clock_max_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
+
+
+def throttle_names(mask: int) -> tuple[str, ...]:
+    """NVML's clock event reasons mask as names ("sw_power_cap", ...; an unknown bit as its hex value)."""
+    names = [name for bit, name in THROTTLE_REASONS if mask & bit]
+    known = sum(bit for bit, _ in THROTTLE_REASONS)
+    rest = mask & ~known
+    bit = 1
+    while rest:
+        if rest & bit:
+            names.append(hex(bit))
+            rest &= ~bit
+        bit <<= 1
+    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -83,6 +120,16 @@ class GpuSample:
     processes: tuple[GpuProcess, ...] = ()
     engine_memory: int | None = None  # bytes used by the engine's processes on this GPU
     errors: tuple[str, ...] = ()  # fields NVML refused this time ("power: Not Supported")
+    mem_clock_mhz: float | None = None
+    # why the clocks are held back now (NVML's clock event reasons, `throttle_names`); () none, None unreadable
+    throttle_reasons: tuple[str, ...] | None = None
+    # the fixed facts beside the live values (GpuStatic): the link's maximum, the default power limit, the
+    # maximum clocks; pcie_gen / pcie_width above are the link's current state (read every LINK_REFRESH_S)
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    power_default_limit_w: float | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +165,7 @@ class GpuSampler:
         self._pcie_last_sample: dict[int, tuple[float, float, float]] = {}  # index -> (t, tx total, rx total)
         self._pcie_peak_bps: float = 0.0  # highest rate of the last sample, any GPU and direction
         self._pcie_unsupported: dict[int, str] = {}  # index -> why the counters cannot be read
+        self._link: dict[int, tuple[float, int | None, int | None]] = {}  # index -> (read at, gen, width)
         self._opened = False
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -150,9 +198,12 @@ class GpuSampler:
         return None
 
     def close(self) -> None:
+        """Let NVML go; a later `sample()` opens it again."""
         if self._handles:
             self._handles = []
             self._shutdown()
+        self._opened = False
+        self.error = None
 
     @staticmethod
     def _shutdown() -> None:
@@ -173,6 +224,9 @@ class GpuSampler:
         name = t(pynvml.nvmlDeviceGetName, h)
         mem = t(pynvml.nvmlDeviceGetMemoryInfo, h)
         limit = t(pynvml.nvmlDeviceGetEnforcedPowerLimit, h)
+        default = self._optional("nvmlDeviceGetPowerManagementDefaultLimit", h)
+        sm_max = self._optional("nvmlDeviceGetMaxClockInfo", h, pynvml.NVML_CLOCK_SM)
+        mem_max = self._optional("nvmlDeviceGetMaxClockInfo", h, pynvml.NVML_CLOCK_MEM)
         return GpuStatic(
             index=index,
             name=(name.decode() if isinstance(name, bytes) else name) or f"GPU {index}",
@@ -183,7 +237,43 @@ class GpuSampler:
             pcie_width=t(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
             pcie_gen_max=t(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
             pcie_width_max=t(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+            power_default_limit_w=default / 1000.0 if default is not None else None,
+            sm_clock_max_mhz=float(sm_max) if sm_max is not None else None,
+            mem_clock_max_mhz=float(mem_max) if mem_max is not None else None,
         )
+
+    @classmethod
+    def _optional(cls, name: str, *args: Any) -> Any:
+        """A call an older nvidia-ml-py (or a stand-in) may not have: None when missing or refused."""
+        fn = getattr(pynvml, name, None)
+        return None if fn is None else cls._try(fn, *args)
+
+    def _link_now(self, st: GpuStatic, h: Any) -> tuple[int | None, int | None]:
+        """The link's current generation and width, read again every LINK_REFRESH_S (the static read first)."""
+        now = time.monotonic()
+        seen = self._link.get(st.index)
+        if seen is None:
+            self._link[st.index] = (now, st.pcie_gen, st.pcie_width)
+            return st.pcie_gen, st.pcie_width
+        if now - seen[0] < LINK_REFRESH_S:
+            return seen[1], seen[2]
+        gen = self._try(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h)
+        width = self._try(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h)
+        self._link[st.index] = (now, gen, width)
+        return gen, width
+
+    @staticmethod
+    def _throttle(h: Any, errors: list[str]) -> tuple[str, ...] | None:
+        fn = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        if fn is None:
+            return None
+        try:
+            return throttle_names(int(fn(h)))
+        except pynvml.NVMLError as exc:
+            errors.append(f"clock event reasons: {_nvml_reason(exc)}")
+            return None
 
     # -- sampling --------------------------------------------------------------------------------
     def sample(self, engine_pids: Iterable[int] = ()) -> GpuReading:
@@ -212,6 +302,9 @@ class GpuSampler:
         power = read("power", pynvml.nvmlDeviceGetPowerUsage, h)
         temp = read("temperature", pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)
         sm = read("sm clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
+        mem_clock = read("memory clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)
+        throttle = self._throttle(h, errors)
+        link_gen, link_width = self._link_now(st, h)
         tx_bps, rx_bps, alias = self._pcie_rates(st, h, errors)
         procs = self._processes(h, pids, errors)
         engine_mem = None
@@ -228,23 +321,26 @@ class GpuSampler:
             power_limit_w=st.power_limit_w,
             temperature_c=float(temp) if temp is not None else None,
             sm_clock_mhz=float(sm) if sm is not None else None,
-            pcie_gen=st.pcie_gen,
-            pcie_width=st.pcie_width,
+            pcie_gen=link_gen,
+            pcie_width=link_width,
             pcie_tx_bps=tx_bps,
             pcie_rx_bps=rx_bps,
             pcie_may_alias=alias,
             processes=procs,
             engine_memory=engine_mem,
             errors=tuple(errors),
+            mem_clock_mhz=float(mem_clock) if mem_clock is not None else None,
+            throttle_reasons=throttle,
+            pcie_gen_max=st.pcie_gen_max,
+            pcie_width_max=st.pcie_width_max,
+            power_default_limit_w=st.power_default_limit_w,
+            sm_clock_max_mhz=st.sm_clock_max_mhz,
+            mem_clock_max_mhz=st.mem_clock_max_mhz,
         )
 
     @staticmethod
     def _memory_info(h: Any) -> Any:
-        # v2 reports `used` without the driver's reserved memory, as nvidia-smi does (v1 counts it as used)
-        try:
-            return pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
-        except (pynvml.NVMLError_FunctionNotFound, pynvml.NVMLError_NotSupported, AttributeError):
-            return pynvml.nvmlDeviceGetMemoryInfo(h)
+        return memory_info(h, pynvml)
 
     def _read_pcie(self, index: int, h: Any) -> str | None:
         """Read both counters and fold them into the unwrapped totals. Returns an error, or None."""

@@ -90,9 +90,10 @@ def thread_runtimes(pid: int) -> dict[int, float]:
     return out
 
 
-def core_ticks() -> list[tuple[int, int]] | None:
-    """(busy, total) clock ticks per logical core since boot, from /proc/stat; None without it. Busy is
-    total less idle and iowait, as psutil counts it (guest time is already inside user time)."""
+def core_ticks() -> list[tuple[int, int, int]] | None:
+    """(busy, total, steal) clock ticks per logical core since boot, from /proc/stat; None without it. Busy is
+    total less idle and iowait, as psutil counts it (guest time is already inside user time); steal is the
+    time a hypervisor ran something else while this core's virtual CPU wanted to run (0 on bare metal)."""
     try:
         with open("/proc/stat", "rb") as handle:
             data = handle.read()
@@ -103,8 +104,63 @@ def core_ticks() -> list[tuple[int, int]] | None:
         if line.startswith(b"cpu") and not line.startswith(b"cpu "):
             ticks = [int(x) for x in line.split()[1:9]]  # user nice system idle iowait irq softirq steal
             total = sum(ticks)
-            out.append((total - ticks[3] - ticks[4], total))
+            out.append((total - ticks[3] - ticks[4], total, ticks[7]))
     return out or None
+
+
+def cpu_mhz() -> tuple[float | None, str]:
+    """The cores' mean clock in MHz and where it was read: cpufreq's scaling_cur_freq (sysfs), else the
+    `cpu MHz` lines of /proc/cpuinfo (in a VM often the host's nominal clock), else (None, why not)."""
+    base = "/sys/devices/system/cpu"
+    try:
+        cores = [d for d in os.listdir(base) if d.startswith("cpu") and d[3:].isdigit()]
+    except OSError:
+        cores = []
+    khz = []
+    for core in cores:
+        try:
+            with open(f"{base}/{core}/cpufreq/scaling_cur_freq", "rb") as handle:
+                khz.append(int(handle.read()))
+        except (OSError, ValueError):
+            break
+    if khz and len(khz) == len(cores):
+        return sum(khz) / len(khz) / 1000.0, "cpufreq"
+    try:
+        with open("/proc/cpuinfo", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None, "no cpufreq in sysfs and no /proc/cpuinfo"
+    mhz = [float(line.split(b":", 1)[1]) for line in data.split(b"\n") if line.startswith(b"cpu MHz")]
+    if not mhz:
+        return None, "no cpufreq in sysfs and no cpu MHz in /proc/cpuinfo"
+    return sum(mhz) / len(mhz), "cpuinfo"
+
+
+def host_cpu() -> tuple[str | None, bool | None]:
+    """The CPU's model name and whether it runs under a hypervisor (the `hypervisor` flag: a VM, whose cores
+    another tenant can take: steal time), from /proc/cpuinfo; (None, None) without it."""
+    try:
+        with open("/proc/cpuinfo", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None, None
+    model, flags = None, None
+    for line in data.split(b"\n"):
+        key, _, value = line.partition(b":")
+        key = key.strip()
+        if key == b"model name" and model is None:
+            model = value.strip().decode(errors="replace")
+        elif key == b"flags" and flags is None:
+            flags = value.split()
+        if model is not None and flags is not None:
+            break
+    return model, None if flags is None else b"hypervisor" in flags
+
+
+def self_cpu_s() -> float:
+    """CPU seconds this process has used (every thread of it), user + system."""
+    t = os.times()
+    return t.user + t.system
 
 
 def memory() -> tuple[int, int] | None:

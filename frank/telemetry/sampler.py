@@ -12,7 +12,8 @@ None when no engine runs; `controller_target()` adapts frank.engine.controller.E
 A console idles with the sampler running, so a sample does only the work that can have changed: the
 controller's state is re-read when its files change, /metrics is parsed only when the wanted families
 changed (metrics.py), an idle engine's threads are not read (cpu.py), NVML is given up once when there is
-no GPU (gpu.py). `benchmarks/bench_console.py` measures what that costs beside the peer vllm-htop.
+no GPU (gpu.py), an exllamav3 engine's log is read only for what it gained (one stat a sample:
+cpu_decode.py). `benchmarks/bench_console.py` measures what that costs beside the peer vllm-htop.
 """
 
 from __future__ import annotations
@@ -22,15 +23,18 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from frank.engine import metrics as m
+from frank.engine.measures import window_cpu_expert_wait_s
 from frank.engine.metrics.sample import ScrapeFailure
 from frank.engine.records import RUNNING_STATES, EngineState
 from frank.telemetry.cpu import CpuSample, CpuSampler
+from frank.telemetry.cpu_decode import CpuDecode, Exl3ProfWatch, no_figures_why
 from frank.telemetry.gpu import GpuReading, GpuSampler
+from frank.telemetry.rig import rig_facts
 
 DEFAULT_PERIOD_S = 1.0
 DEFAULT_HISTORY_S = 900.0  # 15 minutes of history at the default period
@@ -44,6 +48,8 @@ class Target:
     api_key: str | None = None
     model_name: str | None = None
     state: EngineState = "ready"  # the controller's view
+    kind: str | None = None  # the engine kind (vllm, llamacpp, exl3): None for a server watched by URL
+    log_path: str | None = None  # the engine's log (exllamav3's profile lines are read from it)
 
 
 TargetSource = Callable[[], "Target | None"]
@@ -84,6 +90,8 @@ class Snapshot:
     cost_gpu_s: float
     cost_cpu_s: float
     cost_metrics_s: float
+    # the CPU-side decode figures (frank.telemetry.cpu_decode): None only in a snapshot made by hand
+    cpu_decode: CpuDecode | None = None
 
 
 def controller_target(controller: Any = None, recheck_s: float = 10.0) -> TargetSource:
@@ -143,7 +151,15 @@ def controller_target(controller: Any = None, recheck_s: float = 10.0) -> Target
         if st.state != "stopped":
             model_name, api_key = profile_bits(st.profile) if st.profile else (None, None)
             api_key = controller.client_api_key or api_key  # the key the engine was started with (llama.cpp's)
-            target = Target(url=st.url, pid=st.pid, api_key=api_key, model_name=model_name, state=st.state)
+            target = Target(
+                url=st.url,
+                pid=st.pid,
+                api_key=api_key,
+                model_name=model_name,
+                state=st.state,
+                kind=st.kind,
+                log_path=st.log_path,
+            )
         last.update(key=key, at=now, target=target, pgid=st.pgid if st.state in RUNNING_STATES else None)
         return target
 
@@ -187,6 +203,7 @@ class Sampler:
         self._metrics_hist: deque[m.MetricsSample] = deque()
         self._idle_base: m.MetricsSample | None = None
         self._last_request: m.RequestDelta | None = None
+        self._exl3: Exl3ProfWatch | None = None  # an exllamav3 engine's profile lines, followed in its log
         self.errors = 0  # subscriber callbacks that raised
 
     # -- public API ------------------------------------------------------------------------------
@@ -196,11 +213,16 @@ class Sampler:
             self._thread.start()
         return self
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0, final: bool = False) -> None:
+        """Stop the thread; with `final`, take one last sample on the calling thread first (a stretch shorter
+        than a period then still has one sample past the first, which only primes the CPU deltas)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+            alive = self._thread.is_alive()
             self._thread = None
+            if final and not alive:
+                self._sample()
         self._close()
 
     def __enter__(self) -> Sampler:
@@ -297,6 +319,7 @@ class Sampler:
         snap = Snapshot(
             self._seq, taken_at, wall, self.period_s, cpu, gpu, engine, t4 - t0, t3 - t2, t2 - t1, t1 - t0 + t4 - t3
         )
+        snap = replace(snap, cpu_decode=self._cpu_decode(target, snap))
         with self._lock:
             self._history.append(snap)
             subscribers = list(self._subscribers)
@@ -306,6 +329,23 @@ class Sampler:
             except Exception:  # a broken subscriber must not stop the telemetry
                 self.errors += 1
         return snap
+
+    def _cpu_decode(self, target: Target | None, snap: Snapshot) -> CpuDecode:
+        """frank's CPU-expert wait a step over the window, and an exllamav3 engine's own figures from its log."""
+        with self._lock:
+            history = [*self._history, snap]
+        wait = window_cpu_expert_wait(snap, history)
+        if target is None or target.kind != "exl3" or not target.log_path:
+            self._exl3 = None
+            why = "no engine running" if target is None else no_figures_why(target.kind, target.log_path)
+            return CpuDecode(why=why, kind=target.kind if target else None, cpu_wait_step_s=wait)
+        if self._exl3 is None:
+            self._exl3 = Exl3ProfWatch(window_s=self.rate_window_s)
+        ms, rates = snap.engine.metrics, snap.engine.rates
+        steps = ms.hist(m.ITL)[1] if ms is not None and ms.ok and ms.has(m.ITL) else None
+        self._exl3.update(target.log_path, target.pid, snap.taken_at, steps)
+        verify = rates.window_verify_step_s if rates is not None and rates.valid else None
+        return self._exl3.figures(steps, verify, wait)
 
     def _scrape(self, target: Target | None) -> m.MetricsSample | None:
         if target is None or not target.url:
@@ -369,7 +409,8 @@ class Sampler:
 
 
 def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
-    """One plain-JSON object per snapshot: keys cpu (with per_core), gpus (+ gpu_error), engine, cost."""
+    """One plain-JSON object per snapshot: keys cpu (with per_core), gpus (+ gpu_error), rig (the fixed facts:
+    null GPUs with the reason where there are none), engine, cpu_decode (frank.telemetry.cpu_decode), cost."""
     from dataclasses import asdict
 
     eng = snap.engine
@@ -389,8 +430,10 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
         "period_s": snap.period_s,
         "cpu": asdict(snap.cpu),
         "expert_pool": asdict(pool) if pool is not None else None,  # also under cpu.engine
+        "cpu_decode": asdict(snap.cpu_decode) if snap.cpu_decode is not None else None,
         "gpus": [asdict(g) for g in snap.gpu.gpus],
         "gpu_error": snap.gpu.error,
+        "rig": rig_facts(snap.gpu, snap.cpu).to_json(),  # the fixed facts (frank.telemetry.rig)
         "engine": engine,
         "cost_ms": {
             "total": snap.cost_s * 1e3,
@@ -399,3 +442,32 @@ def snapshot_to_json(snap: Snapshot) -> dict[str, Any]:
             "metrics": snap.cost_metrics_s * 1e3,
         },
     }
+
+
+def window_cpu_expert_wait(snap: Snapshot | None, history: Sequence[Snapshot] | None = None) -> float | None:
+    """The window's CPU-expert wait per verify step (measures.window_cpu_expert_wait_s): the pool workers'
+    busy share (their mean over the rate window's snapshots when `history` is given, else this snapshot's)
+    over the window's verify-step rate. None without a pool (an engine that is neither llama.cpp nor
+    exllamav3 with CPU experts)."""
+    if snap is None:
+        return None
+    eng, rates = snap.cpu.engine, snap.engine.rates
+    if eng is None or eng.expert_pool is None or rates is None or not rates.valid:
+        return None
+    return _wait_from(eng.expert_pool.workers_busy_pct, snap.taken_at, rates, history)
+
+
+def _wait_from(
+    busy_now: float | None, taken_at: float, rates: m.WindowRates, history: Sequence[Snapshot] | None
+) -> float | None:
+    shares = [busy_now]
+    if history:
+        start, shares = taken_at - rates.window_s, []
+        for s in reversed(history):  # oldest first: only the window's tail is read
+            if s.taken_at <= start:
+                break
+            if s.cpu.engine is not None and s.cpu.engine.expert_pool is not None:
+                shares.append(s.cpu.engine.expert_pool.workers_busy_pct)
+    busy = [b for b in shares if b is not None]
+    mean = sum(busy) / len(busy) if busy else None
+    return window_cpu_expert_wait_s(mean, rates.window_s, rates.decode_steps)

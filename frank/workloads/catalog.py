@@ -7,11 +7,11 @@ replay run folders under the runs dir, newest first.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frank import readfile
 from frank.errors import FrankError
 from frank.paths import workloads_dir
 from frank.workloads.format import MANIFEST, _read_manifest
@@ -23,7 +23,7 @@ def resolve_workload(spec: str | Path) -> Path:
     """A workload folder from a path, a built-in name (w01-mini, w01-full: generated on first use) or the
     name of a folder in the user's workloads dir."""
     path = Path(spec).expanduser()
-    if (path / MANIFEST).is_file():
+    if (path / MANIFEST).exists():  # its manifest, whatever it is: the bounded reader refuses what is not one
         return path
     if str(spec) in BUILTINS:
         return ensure_builtin(str(spec))
@@ -87,8 +87,8 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
         folder = run_file.parent
         try:
             summary_file = folder / SUMMARY_FILE
-            data = json.loads((summary_file if summary_file.is_file() else run_file).read_text())
-        except (OSError, json.JSONDecodeError):
+            data = readfile.read_object(summary_file if summary_file.exists() else run_file)
+        except FrankError:
             continue
         data.setdefault("run_id", folder.name)
         data.setdefault("state", "unknown")

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field, field_validator
 
-from frank import tomlfile
+from frank import readfile, tomlfile
 from frank.errors import FrankError
 from frank.paths import private_dir, write_private
 from frank.tomlfile import Problem
@@ -304,9 +304,22 @@ def record_errors(record: Any) -> list[str]:
     return errors
 
 
+def read_checked(path: Path, kind: readfile.Kind, errors: list[CheckError]) -> bytes | None:
+    """The file's bytes through the bounded reader (frank.readfile), or None with its refusal appended."""
+    try:
+        return readfile.read_bytes(path, kind)
+    except readfile.ReadError as exc:
+        errors.append(CheckError(path, exc.line, exc.reason))
+        return None
+
+
 def read_toml(path: Path) -> tuple[str, dict[str, Any] | None, list[CheckError]]:
-    """A TOML manifest's text and data, or the parse error at its line (also the episode suite format's)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """A TOML manifest's text and data, or the refusal of the bounded reader or the parse error, at its line
+    (also the episode suite format's)."""
+    try:
+        text = readfile.read_text(path, readfile.TOML)
+    except readfile.ReadError as exc:
+        return "", None, [CheckError(path, exc.line, exc.reason)]
     try:
         return text, tomllib.loads(text), []
     except tomllib.TOMLDecodeError as exc:
@@ -318,7 +331,7 @@ def _read_manifest(path: Path) -> tuple[Workload | None, list[CheckError]]:
     mpath = path / MANIFEST
     if not path.is_dir():
         return None, [CheckError(path, 0, "not a workload folder (no such directory)")]
-    if not mpath.is_file():
+    if not mpath.exists():
         return None, [CheckError(mpath, 0, "missing manifest (every workload folder has a workload.toml)")]
     manifest, errors = check_manifest(_WorkloadManifest, mpath)
     if manifest is None:
@@ -345,24 +358,33 @@ def iter_jsonl(fpath: Path, lines: list[bytes], errors: list[CheckError]) -> Ite
         try:
             value = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            errors.append(CheckError(fpath, n, f"bad JSON: {exc}"))
+            errors.append(CheckError(fpath, n, line_problem(exc)))
             continue
         yield n, value
+
+
+def line_problem(exc: ValueError) -> str:
+    """Why one line of a JSON Lines file is not JSON: bad UTF-8 at its byte, or the JSON error."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text: byte {exc.start + 1} of the line is 0x{exc.object[exc.start]:02x} ({exc.reason})"
+    return f"bad JSON: {exc}"
 
 
 def _check_draw(
     workload: Workload, draw: DrawFile, seen_ids: dict[str, str], keep: bool
 ) -> tuple[list[CheckError], list[WorkloadRequest]]:
     mpath = workload.manifest_path
-    keys = tomlfile.KeyLines(mpath.read_text(encoding="utf-8", errors="replace"))
+    keys = tomlfile.KeyLines(read_toml(mpath)[0])
     index = workload.draws.index(draw)
     fpath = workload.path / draw.file
-    if not fpath.is_file():
+    if not fpath.exists():
         return [
             CheckError(mpath, keys.line(("draws", index, "file")), f"draw {draw.name!r}: file {draw.file} is missing")
         ], []
-    data = fpath.read_bytes()
     errors: list[CheckError] = []
+    data = read_checked(fpath, readfile.JSONL, errors)
+    if data is None:
+        return errors, []
     digest = hashlib.sha256(data).hexdigest()
     if digest != draw.sha256:
         errors.append(
@@ -537,7 +559,7 @@ class DrawWriter:
         self.sha = hashlib.sha256()
         self.count = 0
         if path.exists():
-            data = path.read_bytes()
+            data = readfile.read_bytes(path, readfile.JSONL)
             if data and not data.endswith(b"\n"):  # a torn last line: end it so the next record stays whole
                 data += b"\n"
                 with open(path, "ab") as fh:
@@ -625,9 +647,6 @@ def import_jsonl(
     draws: list[tuple[str, list[dict[str, Any]]]] = []
     used: set[str] = set()
     for k, src in enumerate(paths, 1):
-        if not src.is_file():
-            errors.append(CheckError(src, 0, "no such file"))
-            continue
         dname = re.sub(r"[^A-Za-z0-9._-]+", "-", src.stem).strip("-.") or f"draw-{k}"
         while dname in used:
             dname = f"{dname}-{k}"
@@ -636,44 +655,46 @@ def import_jsonl(
         tasks: dict[str, str] = {}
         records: list[dict[str, Any]] = []
         t0: float | None = None
-        with open(src, "rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    errors.append(CheckError(src, n, f"bad JSON: {exc}"))
-                    continue
-                body, when = _unwrap(obj)
-                problems = body_errors(body)
-                if problems:
-                    errors.extend(CheckError(src, n, p) for p in problems)
-                    continue
-                messages = body["messages"]
-                match = next((i for i in range(len(episodes) - 1, -1, -1) if _extends(episodes[i][1], messages)), None)
-                if match is None:
-                    opening = json.dumps(messages[:2], sort_keys=True)
-                    task = tasks.setdefault(opening, f"task-{len(tasks) + 1}")
-                    episodes.append((f"{dname}-ep{len(episodes) + 1}", messages, 1))
-                    match, turn = len(episodes) - 1, 1
-                else:
-                    ep_id, _, last = episodes[match]
-                    turn = last + 1
-                    episodes[match] = (ep_id, messages, turn)
-                    task = next(r["task"] for r in records if r["episode"] == ep_id)
-                if when is not None and t0 is None:
-                    t0 = when
-                records.append(
-                    {
-                        "id": f"{dname}-{len(records) + 1:05d}",
-                        "task": task,
-                        "episode": episodes[match][0],
-                        "turn": turn,
-                        "offset_s": round(max(0.0, when - t0), 3) if when is not None and t0 is not None else 0.0,
-                        "body": body,
-                    }
-                )
+        whole = read_checked(src, readfile.JSONL, errors)
+        if whole is None:
+            continue
+        for n, raw in enumerate(jsonl_lines(whole), 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                errors.append(CheckError(src, n, line_problem(exc)))
+                continue
+            body, when = _unwrap(obj)
+            problems = body_errors(body)
+            if problems:
+                errors.extend(CheckError(src, n, p) for p in problems)
+                continue
+            messages = body["messages"]
+            match = next((i for i in range(len(episodes) - 1, -1, -1) if _extends(episodes[i][1], messages)), None)
+            if match is None:
+                opening = json.dumps(messages[:2], sort_keys=True)
+                task = tasks.setdefault(opening, f"task-{len(tasks) + 1}")
+                episodes.append((f"{dname}-ep{len(episodes) + 1}", messages, 1))
+                match, turn = len(episodes) - 1, 1
+            else:
+                ep_id, _, last = episodes[match]
+                turn = last + 1
+                episodes[match] = (ep_id, messages, turn)
+                task = next(r["task"] for r in records if r["episode"] == ep_id)
+            if when is not None and t0 is None:
+                t0 = when
+            records.append(
+                {
+                    "id": f"{dname}-{len(records) + 1:05d}",
+                    "task": task,
+                    "episode": episodes[match][0],
+                    "turn": turn,
+                    "offset_s": round(max(0.0, when - t0), 3) if when is not None and t0 is not None else 0.0,
+                    "body": body,
+                }
+            )
         if not records and not any(e.path == src for e in errors):
             errors.append(CheckError(src, 1, "no requests in the file"))
         draws.append((dname, records))

@@ -5,10 +5,15 @@
 instead of keys, with `to_json` / `from_json` at the file's seam (the JSON is unchanged).
 
 `DrawTally` folds records into a draw's totals: adding a record is O(1) (the runner updates its summary
-after every request, between timed requests), and `totals()` is O(1) too. Its rule for a value missing
-from a record is one: a sum over requests is the sum of what they carried, and it is absent (None) as soon
-as one request that should carry it does not: never 0. A request's latest record wins (a resumed run
+after every request, between timed requests), and `totals()` is O(1) too, but for the knob flips, found
+again over the draw's requests (tens) after a record that carries live knob values. Its rule for a value
+missing from a record is one: a sum over requests is the sum of what they carried, and it is absent (None)
+as soon as one request that should carry it does not: never 0. A request's latest record wins (a resumed run
 replays failed requests again).
+
+Each record carries the live knob values the request was sent with (`live_knobs`: the region cache's state,
+say) and, when one changed while it ran, those at its end (`live_knobs_end`); `knob_flips` lists where a
+draw's live knobs changed, so a draw that spans a flip says so.
 
 `StartMeasures` is what one engine start's replay measures over its draws (frank.engine.measures'
 definitions), read by experiment cells and by the campaign's revert watch.
@@ -31,12 +36,22 @@ _RENAMED = {"verify_steps": "drafted_steps"}
 
 @dataclass(frozen=True)
 class ClientTimes:
-    """Timed on the client (seconds from the send): first byte, first token, last byte; streamed chunks."""
+    """Timed on the client (seconds from the send): first byte, first token, last byte; streamed chunks; and
+    when each streamed event with output arrived (`output_at_s`: the steps' times come from their gaps,
+    frank.engine.measures.step_times)."""
 
     ttfb_s: float | None = None
     ttft_s: float | None = None
     total_s: float | None = None
     chunks: int | None = None
+    output_at_s: tuple[float, ...] | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClientTimes:
+        kw = {k: v for k, v in data.items() if k in _CLIENT}
+        if isinstance(kw.get("output_at_s"), list):
+            kw["output_at_s"] = tuple(kw["output_at_s"])
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -74,6 +89,53 @@ class ServerValues:
 
 
 @dataclass(frozen=True)
+class KnobFlip:
+    """A live knob that changed within a draw, at request `request` (0-based `index` in the draw): it was sent
+    with `new` after a request that ended with `old`; `during`: the change landed while this request ran (it
+    was sent with `old` and ended with `new`)."""
+
+    name: str
+    old: Any
+    new: Any
+    index: int
+    request: str
+    during: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KnobFlip:
+        return cls(
+            str(data.get("name", "")),
+            data.get("old"),
+            data.get("new"),
+            int(data.get("index") or 0),
+            str(data.get("request", "")),
+            bool(data.get("during")),
+        )
+
+    def describe(self) -> str:
+        """The flip in words: "region_cache off → on at d1-ab-r03" (", during it": while that request ran)."""
+        return f"{self.name} {self.old} → {self.new} at {self.request}" + (", during it" if self.during else "")
+
+
+def knob_flips(previous: ReplayRecord | None, record: ReplayRecord) -> tuple[KnobFlip, ...]:
+    """The live knobs that changed between `previous` (the draw's request before, or None) and `record`, or
+    while `record` ran. A record without live knob values (an engine not this user's) shows no change."""
+    start = record.live_knobs
+    if start is None:
+        return ()
+    flips: list[KnobFlip] = []
+    before = None if previous is None else (previous.live_knobs_end or previous.live_knobs)
+    if before is not None:
+        for name, value in start.items():
+            if name in before and before[name] != value:
+                flips.append(KnobFlip(name, before[name], value, record.index, record.id))
+    for name, value in (record.live_knobs_end or {}).items():
+        if name in start and start[name] != value:
+            flips.append(KnobFlip(name, start[name], value, record.index, record.id, during=True))
+    return tuple(flips)
+
+
+@dataclass(frozen=True)
 class ReplayRecord:
     """One request of a replay: what was sent, how it went, its client and server timings."""
 
@@ -101,6 +163,8 @@ class ReplayRecord:
     finish_reason: str | None = None
     output_sha256: str | None = None
     metrics_scrape_s: tuple[float, ...] | None = None
+    live_knobs: Mapping[str, Any] | None = None  # the engine's live knob values when the request was sent
+    live_knobs_end: Mapping[str, Any] | None = None  # those at its end, only when one changed while it ran
 
     @property
     def ok(self) -> bool:
@@ -110,18 +174,27 @@ class ReplayRecord:
     def attributed(self) -> bool:
         return self.server is not None and self.server.values.attributed
 
+    def step_times(self) -> tuple[float, ...] | None:
+        """Its verify steps' times as the client saw them (frank.engine.measures.step_times over the arrivals
+        of its streamed output and the server's decode steps); None where they cannot be told apart."""
+        v = self.server.values if self.attributed and self.server is not None else None
+        at = self.client.output_at_s if self.client else None
+        return measures.step_times(at, v.decode_steps if v else None, v.decode_s if v else None)
+
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["client"] = None if self.client is None else asdict(self.client)
         out["server"] = None if self.server is None else self.server.to_json()
         out["metrics_scrape_s"] = None if self.metrics_scrape_s is None else list(self.metrics_scrape_s)
+        for name in ("live_knobs", "live_knobs_end"):
+            out[name] = None if out[name] is None else dict(out[name])
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReplayRecord:
         kw = {f.name: data.get(f.name) for f in fields(cls) if f.name in data}
         client, server = data.get("client"), data.get("server")
-        kw["client"] = ClientTimes(**{k: v for k, v in client.items() if k in _CLIENT}) if client else None
+        kw["client"] = ClientTimes.from_json(client) if client else None
         kw["server"] = ServerValues.from_json(server) if isinstance(server, Mapping) else None
         if kw.get("metrics_scrape_s") is not None:
             kw["metrics_scrape_s"] = tuple(kw["metrics_scrape_s"])
@@ -180,6 +253,7 @@ class DrawTotals:
     cold_front_end_s: float | None = 0.0
     prompt_ids_sha256: str | None = None  # over every request's prompt-ID hash, in order (None: some missing)
     outputs_sha256: str | None = None  # over every request's output hash (text and token IDs), likewise
+    knob_flips: tuple[KnobFlip, ...] = ()  # live knobs that changed within the draw (it spans a flip)
 
     @property
     def complete(self) -> bool:
@@ -243,7 +317,11 @@ class ReplaySummary:
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["draws"] = {d: asdict(t) | {"complete": t.complete} for d, t in self.draws.items()}
+        # knob_flips as a list, as summary.json reads back (asdict keeps a tuple)
+        out["draws"] = {
+            d: asdict(t) | {"complete": t.complete, "knob_flips": [asdict(f) for f in t.knob_flips]}
+            for d, t in self.draws.items()
+        }
         out["totals"] = asdict(self.totals)
         return out
 
@@ -283,6 +361,7 @@ class DrawTally:
         self._wait = self._waited = self._wait_steps = 0.0
         self._wait_carried = False
         self._hashes: tuple[str | None, str | None] | None = None
+        self._flips: tuple[KnobFlip, ...] | None = None
 
     def add(self, record: ReplayRecord | Mapping[str, Any]) -> None:
         rec = record if isinstance(record, ReplayRecord) else ReplayRecord.from_json(record)
@@ -297,6 +376,8 @@ class DrawTally:
         else:
             self._fold(rec)
         self._hashes = None
+        if rec.live_knobs is not None or self._flips:
+            self._flips = None  # read again (once per totals) from the latest records in draw order
 
     def add_all(self, records: Iterable[ReplayRecord | Mapping[str, Any]]) -> DrawTally:
         latest = {r.id: r for r in as_records(records)}
@@ -343,6 +424,11 @@ class DrawTally:
                 self._waited += wait
                 self._wait_steps += v.decode_steps
 
+    def measured(self) -> list[ReplayRecord]:
+        """The latest records of the draw's measured requests (ok, past the warm-up), in draw order."""
+        recs = (self.latest.get(rid) for rid in self.planned[self.warmup :])
+        return [r for r in recs if r is not None and r.ok]
+
     def _draw_hashes(self) -> tuple[str | None, str | None]:
         if self._hashes is None:
             recs = [self.latest.get(rid) for rid in self.planned]
@@ -351,6 +437,19 @@ class DrawTally:
                 _hash_all([r.output_sha256 if r and r.ok else None for r in recs]),
             )
         return self._hashes
+
+    def _knob_flips(self) -> tuple[KnobFlip, ...]:
+        if self._flips is None:
+            flips: list[KnobFlip] = []
+            previous: ReplayRecord | None = None
+            for rid in self.planned:
+                rec = self.latest.get(rid)
+                if rec is None or rec.live_knobs is None:
+                    continue
+                flips.extend(knob_flips(previous, rec))
+                previous = rec
+            self._flips = tuple(flips)
+        return self._flips
 
     def totals(self) -> DrawTotals:
         sums = {key: s.value for key, s in self._sums.items()}
@@ -376,6 +475,7 @@ class DrawTally:
             client_total_s=self._client_total,
             prompt_ids_sha256=prompt_hash,
             outputs_sha256=output_hash,
+            knob_flips=self._knob_flips(),
         )
 
 
@@ -400,6 +500,9 @@ class StartMeasures:
     """What one engine start's replay measures (frank.engine.measures' definitions, docs/measures.md)."""
 
     time_per_verify_step: float | None  # decode seconds / decode steps over the start's measured requests
+    # the median of the measured requests' step times (the `median` aggregate; None: a request with decode
+    # steps whose steps the client could not tell apart, or none recorded)
+    time_per_verify_step_median: float | None
     front_end_per_draw: float | None  # front-end seconds per draw, mean over draws (None: not exported)
     total_replay_time: float  # client seconds, send to last byte, over measured requests
     client_time_per_draw: float | None
@@ -444,6 +547,7 @@ def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
             output_hashes[f"{draw}/{rec.id}"] = rec.output_sha256
     return StartMeasures(
         time_per_verify_step=measures.time_per_verify_step(decode, steps),
+        time_per_verify_step_median=median_step_s(tallies.values()),
         front_end_per_draw=_mean_or_none(fronts),
         total_replay_time=client,
         client_time_per_draw=client / len(totals) if totals else None,
@@ -462,6 +566,21 @@ def start_measures(tallies: Mapping[str, DrawTally]) -> StartMeasures:
         prompt_hashes=prompt_hashes,
         output_hashes=output_hashes,
     )
+
+
+def median_step_s(tallies: Iterable[DrawTally]) -> float | None:
+    """The median of every step time of the measured, attributed requests with decode steps; None as soon as
+    one of them has no step times (frank.engine.measures.median_step_s)."""
+    steps: list[float] = []
+    for tally in tallies:
+        for rec in tally.measured():
+            if not rec.attributed or rec.server is None or not rec.server.values.decode_steps:
+                continue
+            times = rec.step_times()
+            if times is None:
+                return None
+            steps.extend(times)
+    return measures.median_step_s(steps)
 
 
 def _sum_or_none(values: list[float | None]) -> float | None:

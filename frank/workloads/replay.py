@@ -30,11 +30,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from frank import jsonl, paths
+from frank import jsonl, paths, readfile
 from frank.engine import measures
 from frank.engine.metrics import (
     afetch_metrics,
@@ -58,6 +58,9 @@ from frank.workloads.record import (
     ReplayTotals,
     ServerValues,
 )
+
+if TYPE_CHECKING:
+    from frank.engine.state import StateFiles
 
 MODES = ("engine", "full")
 SOURCE_POOL = "expert-pool"  # llama.cpp's pool threads' CPU times, read around the request (PoolProbe)
@@ -186,6 +189,7 @@ class _Response:
     finish_reason: str | None = None
     error: str | None = None
     chunks: int = 0
+    output_at_s: list[float] = field(default_factory=list)  # when each streamed event with output arrived
     metrics: dict[str, Any] | None = None  # the response's own timings (--enable-per-request-metrics)
     timings: dict[str, Any] | None = None  # llama.cpp's `timings` object
     text: list[str] = field(default_factory=list)  # generated text, chunk by chunk
@@ -202,7 +206,8 @@ _TOKEN = re.compile(
 )
 
 
-def _has_token(chunk: Mapping[str, Any]) -> bool:
+def _has_token(chunk: Mapping[str, Any], finish: bool = True) -> bool:
+    """Whether a streamed chunk carries output (`finish`: a finish reason alone counts too)."""
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta") or {}
         if (
@@ -213,7 +218,7 @@ def _has_token(chunk: Mapping[str, Any]) -> bool:
             or delta.get("tool_calls")
         ):
             return True
-        if choice.get("finish_reason"):
+        if finish and choice.get("finish_reason"):
             return True
     return False
 
@@ -247,6 +252,7 @@ class ReplayRunner:
         self.run_id = self.run_dir.name
         self.meta: dict[str, Any] = {}
         self._probe = PoolProbe(None)  # the engine's CPU pool, read around each request (set in run())
+        self._live = LiveKnobs(None)  # the engine's live knob values, read around each request (set in run())
 
     # -- set-up -----------------------------------------------------------------------------------
     def _new_run_id(self) -> str:
@@ -265,10 +271,10 @@ class ReplayRunner:
             self.progress(ReplayProgress(run_id=self.run_id, run_dir=str(self.run_dir), **kw))
 
     def _write_run_file(self, model: str) -> None:
-        manifest = self.workload.manifest_path.read_bytes()
+        manifest = readfile.read_bytes(self.workload.manifest_path, readfile.TOML)
         run_file = self.run_dir / RUN_FILE
         if run_file.exists():
-            self.meta = json.loads(run_file.read_text())
+            self.meta = readfile.read_object(run_file)
             if self.meta.get("workload", {}).get("manifest_sha256") != hashlib.sha256(manifest).hexdigest():
                 raise FrankError(
                     f"{self.workload.manifest_path} changed since run {self.run_id} started; "
@@ -380,6 +386,7 @@ class ReplayRunner:
             out = _Response(status=resp.status_code)
             buf = b""
             events: list[bytes] = []  # parsed after the stream: a cheap byte scan finds the first token
+            arrived: list[float] = []  # when each event's last bytes arrived (seconds from the send)
             try:
                 async for chunk in resp.aiter_raw():
                     at = clock() - t0  # when these bytes arrived: parsing them is not in the timings
@@ -391,6 +398,7 @@ class ReplayRunner:
                     while b"\n\n" in buf:
                         event, buf = buf.split(b"\n\n", 1)
                         events.append(event)
+                        arrived.append(at)
                         if out.ttft_s is None and _TOKEN.search(event):
                             out.ttft_s = at
                 out.total_s = clock() - t0
@@ -413,8 +421,9 @@ class ReplayRunner:
             return out
         if streamed:
             events.append(buf)
-            for event in events:
-                self._on_event(event, out)
+            arrived.append(out.total_s)
+            for event, at in zip(events, arrived):
+                self._on_event(event, out, at)
         else:
             out.ttft_s = out.ttfb_s
             try:
@@ -433,7 +442,7 @@ class ReplayRunner:
         if probe is not None and not probe.done():
             await probe
 
-    def _on_event(self, event: bytes, out: _Response) -> None:
+    def _on_event(self, event: bytes, out: _Response, at: float) -> None:
         for line in event.splitlines():
             if not line.startswith(b"data:"):
                 continue
@@ -451,6 +460,8 @@ class ReplayRunner:
                 continue
             if out.ttft_s is None and _has_token(payload):
                 out.ttft_s = out.total_s  # the byte scan missed it: count it at the end, never earlier
+            if _has_token(payload, finish=False):  # a step's output (a finish reason alone is none)
+                out.output_at_s.append(round(at, 6))
             self._on_payload(payload, out)
 
     @staticmethod
@@ -491,6 +502,7 @@ class ReplayRunner:
         body = self._body(req, model, salt)
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")  # encoded before the clock starts
         key, name = self.options.api_key, model
+        live = self._live.read()  # outside the timed part: a small file read
         before = await afetch_metrics(client, self.base_url, key, name)
         sent_at = time.time()
         sent = ReplayRecord(
@@ -506,13 +518,14 @@ class ReplayRunner:
             stream=bool(body["stream"]),
             sent_at=sent_at,
             status="failed",
+            live_knobs=live,
         )
         alive = True
         try:
             resp = await self._send(client, data, bool(body["stream"]))
         except _Unreachable as exc:
             alive = await self._healthy(client)
-            return replace(sent, error=f"engine unreachable: {exc}"), alive
+            return replace(sent, error=f"engine unreachable: {exc}", live_knobs_end=self._live.changed(live)), alive
         ok = resp.error is None
         if ok:
             after = await afetch_settled(
@@ -545,7 +558,7 @@ class ReplayRunner:
             status="ok" if ok else "failed",
             error=resp.error,
             http_status=resp.status,
-            client=ClientTimes(resp.ttfb_s, resp.ttft_s, resp.total_s, resp.chunks),
+            client=ClientTimes(resp.ttfb_s, resp.ttft_s, resp.total_s, resp.chunks, tuple(resp.output_at_s) or None),
             server=server,
             response_metrics=resp.metrics,
             prompt_tokens=resp.prompt_tokens
@@ -557,6 +570,7 @@ class ReplayRunner:
             finish_reason=resp.finish_reason,
             output_sha256=output_sha256("".join(resp.text), resp.output_ids, resp.finish_reason) if ok else None,
             metrics_scrape_s=(before.scrape_s, after.scrape_s),
+            live_knobs_end=self._live.changed(live),
         ), alive
 
     # -- the run ------------------------------------------------------------------------------------
@@ -582,6 +596,7 @@ class ReplayRunner:
             self._write_run_file(model)
             engine = self.engine or engine_at(self.base_url)
             self._probe = PoolProbe(engine.pid if engine else None)
+            self._live = LiveKnobs(engine)
             self._write_summary("running")  # a kill from here on reads as interrupted, never as the last end
             attempt = int(self.meta["attempts"])
             state: ReplayState = "finished"
@@ -700,6 +715,47 @@ class EngineAt:
         return asdict(self)
 
 
+class LiveKnobs:
+    """The live knobs' values (a profile's `apply = "live"` knobs: the region cache, say) of this user's engine,
+    read from the controller's record around each request: `frank engine knob` and the console's `c` write a
+    new value there once the engine took it. Nothing for an engine not this user's, or once the record
+    names another start (the engine was restarted under the run)."""
+
+    def __init__(self, engine: EngineAt | None) -> None:
+        self.defaults: dict[str, Any] = {}
+        self._engine = engine
+        self._files: StateFiles | None = None
+        if engine is None or not engine.profile:
+            return
+        from frank.engine.profiles import load_profile
+
+        try:
+            profile = load_profile(engine.profile)
+        except FrankError:
+            return
+        self.defaults = {name: k.default for name, k in profile.knobs.items() if k.apply == "live"}
+        if self.defaults:
+            from frank.engine.controller import EngineController
+
+            self._files = EngineController().files
+
+    def read(self) -> dict[str, Any] | None:
+        """The live knob values now, or None (no live knobs, or not this user's engine)."""
+        if self._files is None or self._engine is None:
+            return None
+        record = self._files.read_record()  # None when missing or torn (mid-write: never trusted)
+        if record is None or record.started_at != self._engine.started_at:
+            return None
+        return {name: record.knobs.get(name, default) for name, default in self.defaults.items()}
+
+    def changed(self, start: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The values now when they differ from `start` (a knob flipped while the request ran), else None."""
+        if start is None:
+            return None
+        now = self.read()
+        return now if now is not None and now != start else None
+
+
 def engine_at(base_url: str) -> EngineAt | None:
     """The profile and knob values of this user's engine when it is the one at `base_url` (the campaign's
     revert watch reads them from run.json); None for any other server."""
@@ -721,7 +777,7 @@ def resume_replay(
     """Continue a run from its folder: the same workload (unchanged), options and draws. With `restart`,
     unfinished draws are replayed from their first request (earlier records are kept)."""
     run_dir = resolve_run_dir(run)
-    meta = json.loads((run_dir / RUN_FILE).read_text())
+    meta = readfile.read_object(run_dir / RUN_FILE)
     opts = dict(meta.get("options") or {})
     if opts.get("draws") is not None:
         opts["draws"] = tuple(opts["draws"])

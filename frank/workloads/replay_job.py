@@ -9,14 +9,13 @@ an fsync after every request; the per-request records are the draws' JSONL files
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
-from frank import jobs, paths
+from frank import jobs, paths, readfile
 from frank.errors import FrankError
 from frank.jobs.states import JobEnd
 from frank.workloads import catalog
@@ -39,8 +38,8 @@ ENDED: dict[str, JobEnd] = {"finished": "finished", "stopped": "cancelled", "int
 
 def progress(run_dir: Path) -> jobs.Progress:
     try:
-        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
-    except (OSError, ValueError):
+        summary = readfile.read_object(run_dir / SUMMARY_FILE)
+    except FrankError:
         return jobs.Progress()
     parts = {
         d: (int(t.get("requests") or 0), int(t.get("planned") or 0)) for d, t in (summary.get("draws") or {}).items()

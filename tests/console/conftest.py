@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from frank.console.app import FrankApp, Services
-from frank.console.state import ConsoleState, EngineReading
+from frank.console.state import ConsoleState, EngineReading, StartHint
 from frank.engine.controller import EngineController, EngineStatus
 from frank.engine.profiles import load_profile
 from tests.console.recorded import RecordedSampler
@@ -36,7 +36,7 @@ LOG_TAIL = [
 
 @pytest.fixture
 def make_app(tmp_path, monkeypatch):
-    """make_app(read_only=False, sampler=RecordedSampler(), status=None, poll=False) -> FrankApp."""
+    """make_app(read_only=False, sampler=RecordedSampler(), status=None, poll=False, offer=False) -> FrankApp."""
     monkeypatch.setenv("FRANK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("NO_COLOR", raising=False)
 
@@ -48,6 +48,8 @@ def make_app(tmp_path, monkeypatch):
         poll: bool = False,
         theme: str | None = None,
         log_tail: list[str] | None = None,
+        settings=None,
+        offer: bool = False,
     ) -> FrankApp:
         controller = EngineController()
         state = None
@@ -60,6 +62,8 @@ def make_app(tmp_path, monkeypatch):
             poll_status=poll,
             remember_theme=True,
             state=state,
+            settings=settings,
+            offer_start=offer,  # a stopped engine's start offer (a dialog): only where a test is about it
         )
 
     return factory
@@ -68,7 +72,15 @@ def make_app(tmp_path, monkeypatch):
 def fixed_engine(status: EngineStatus, log_tail: list[str] | None = None) -> EngineReading:
     """An engine reading as the engine source would post it: the status, a log tail, the profile's knobs."""
     profile = status.profile or "embedded-cpu"
-    return EngineReading(status, tuple(log_tail or ()), profile, tuple(load_profile(profile).knobs.values()))
+    loaded = load_profile(profile)
+    start = StartHint(loaded.description, loaded.kind, None, loaded.startup_timeout_s)
+    return EngineReading(
+        status,
+        tuple(log_tail or ()),
+        profile,
+        tuple(loaded.knobs.values()),
+        start if status.state == "stopped" else None,
+    )
 
 
 async def wait_until(pilot, predicate, timeout_s: float = 2.0, step_s: float = 0.05) -> bool:

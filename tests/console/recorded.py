@@ -11,6 +11,7 @@ import math
 
 from frank.engine import metrics as m
 from frank.telemetry.cpu import CpuSample, EngineProcesses, ThreadUse
+from frank.telemetry.cpu_decode import CpuDecode, no_figures_why
 from frank.telemetry.gpu import GpuReading, GpuSample
 from frank.telemetry.sampler import EngineView, Snapshot
 
@@ -109,7 +110,9 @@ def snapshot(
         view = EngineView("ready", "http://127.0.0.1:8000", 100, sample, rates, last)
     else:
         view = EngineView("stopped", None, None, None, None, None)
-    return Snapshot(i, float(i), 1.7e9 + i, 1.0, cpu, gpu, view, 0.004, 0.0006, 0.0004, 0.003)
+    # the CPU-side decode row as the sampler makes it for this (vLLM) engine: no figures, and why
+    decode = CpuDecode(why=no_figures_why("vllm", None), kind="vllm") if engine else CpuDecode(why="no engine running")
+    return Snapshot(i, float(i), 1.7e9 + i, 1.0, cpu, gpu, view, 0.004, 0.0006, 0.0004, 0.003, decode)
 
 
 class RecordedSampler:

@@ -27,10 +27,15 @@ def messages(app) -> list[str]:
 
 
 async def test_modes_switch_by_number_keys(make_app):
-    app = make_app(poll=True)
+    app = make_app(poll=True, offer=True)
     async with app.run_test(size=(120, 36)) as pilot:
+        # a stopped engine: the console offers the start first, naming the profile and what it takes
+        assert await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        assert "embedded-cpu" in app.screen.body and "first start here takes a minute" in app.screen.body
+        await pilot.press("n")  # not now
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
+        assert "[bold]s[/] starts it" in app.screen.query_one(EnginePanel).markup_text  # the next step, in sight
         for key, kind in (("2", ReplaysScreen), ("3", ExperimentsScreen), ("4", LogsScreen), ("1", DashboardScreen)):
             await pilot.press(key)
             await pilot.pause()
@@ -115,11 +120,37 @@ async def test_help_lists_keys_with_binding_ids(make_app):
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        text = "\n".join(str(s.content) for s in app.screen.query("Static"))
-        for binding_id in ("engine.start", "engine.stop", "frank.plugins.region_cache", "mode.logs", "app.quit"):
+        text = "\n".join(str(s.render()) for s in app.screen.query("Static"))
+        for binding_id in ("engine.start", "engine.stop", "engine.region_cache", "mode.logs", "mode.fleet", "app.quit"):
             assert binding_id in text
+        assert "under [keymap] in" in text  # the remap hint names its table (not swallowed as markup)
+        assert "? f1" in text and "question_mark" not in text  # help's own key, as the footer shows it
+        from tests.console.test_snapshots import screen_text
+
+        await pilot.press("end")  # the legend, below the keys: its end, then a page up
+        await pilot.pause()
+        shown = " ".join(screen_text(app).split())  # its wrapped rows joined, the borders left in
+        await pilot.press("pageup")
+        await pilot.pause()
+        shown += " ".join(screen_text(app).split())
+        figures = ("verify step", "accept len", "by position", "front end", "prefill", "TTFT", "cpu wait")
+        for figure in (*figures, "cpu compute", "gpu stall", "cpu pool", "placement", "–"):
+            assert f"█ {figure} " in shown, figure  # a row of the legend says what each figure is
+        assert "no draft was" in shown and "engine exports no acceptance" in shown  # why a figure is "–"
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_a_keymap_of_the_old_region_cache_binding_id_still_remaps_it(make_app):
+    from frank.console import config
+
+    app = make_app(settings=config.Settings(keymap={"frank.plugins.region_cache": "C"}))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = "\n".join(str(s.render()) for s in app.screen.query("Static"))
+        row = next(line for line in text.splitlines() if "engine.region_cache" in line)
+        assert " C " in row and "cache" in row  # help shows the remapped key under the new id
 
 
 async def test_stop_asks_first_and_no_keeps_the_engine(make_app):
@@ -176,6 +207,8 @@ VIEW_ONLY = {
     "top",
     "close_search",
     "campaign_watch",  # reads the campaign again; the read-only source runs no check that could revert
+    "menu",  # the replays screen's menu or its followed job (narrow)
+    "experiment_report",  # a run's report, read
 }
 
 
@@ -229,16 +262,17 @@ async def test_theme_cycles_and_is_remembered(make_app):
         await pilot.pause()
         assert app.theme != before and app.theme.startswith("frank-")
         saved, problems = config.load()
-        assert saved.theme == app.theme and problems == []
+        assert problems == [] and config.choose_theme(None, saved)[0] == app.theme  # the next start takes it
+        assert not config.config_path().exists()  # remembered in the console's state file, not in console.toml
 
 
 async def test_start_failure_is_a_notification_not_a_traceback(make_app, monkeypatch, tmp_path):
     # A profile whose python does not exist: the controller refuses with a FrankError naming the field.
     monkeypatch.setenv("FRANK_ENGINE_PYTHON", str(tmp_path / "no-such-python"))
-    app = make_app(poll=True)
+    app = make_app(poll=True, offer=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        assert await wait_until(pilot, lambda: app.engine_status is not None)
-        await pilot.press("s")
+        assert await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog))  # the start offer
+        await pilot.press("y")  # taken: the start fails
         for _ in range(60):
             await pilot.pause(0.05)
             if any("does not exist" in m for m in messages(app)):
@@ -263,15 +297,22 @@ async def test_palette_offers_every_action_and_knob(make_app):
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         titles = [t for t, _, _ in _entries(app)]
-        for title, _, _ in ACTIONS:
+        for title, *_ in ACTIONS:
             assert title in titles
         assert "Knob: region_cache = on (current)" in titles
         assert "Knob: num_speculative_tokens = 8" in titles
         assert "Theme: frank-monochrome" in titles
         # every app action named in the palette exists
-        for _, _, action in ACTIONS:
+        for _, _, action, _ in ACTIONS:
             name = action.split("(")[0]
             assert hasattr(app, f"action_{name}"), name
+
+
+def write_config(text: str) -> None:
+    """console.toml as a user writes it (frank itself never writes it)."""
+    path = config.config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def test_config_errors_name_the_file_and_field(tmp_path, monkeypatch):
@@ -299,12 +340,12 @@ def test_theme_choice_flag_env_and_no_color(tmp_path, monkeypatch):
     monkeypatch.setenv("FRANK_THEME", "hc")
     assert config.choose_theme(None, settings)[0] == "frank-high-contrast"
     saved = dataclasses.replace(settings, theme="frank-light", keymap={"engine.start": "S"})
-    config.save(saved)
+    write_config('theme = "frank-light"\n[keymap]\n"engine.start" = "S"\n')
     assert config.load()[0] == saved
 
 
 async def test_keymap_remaps_a_binding_by_id(make_app, tmp_path):
-    config.save(config.Settings(keymap={"mode.logs": "f4"}))
+    write_config('[keymap]\n"mode.logs" = "f4"\n')
     settings, _ = config.load()
     app = make_app()
     app.settings = settings

@@ -78,7 +78,7 @@ async def see_the_dashboard(tmp_path: Path, url: str) -> None:
         await page.wait_for(f"{sent}.includes('engine metrics') && {sent}.includes('engine log')", 90)
         text = re.sub(r"\x1b\[[0-9;?$]*[A-Za-z]", "", await page.evaluate(sent))  # what the terminal drew
         assert "dashboard — embedded-cpu · stopped · read-only" in text  # the console, read-only, no engine
-        assert "no replay or experiment running" in text and "cpu pool" in text
+        assert "nothing running: launch a replay" in text and "cpu pool" in text
         png = await page.screenshot(tmp_path / "serve.png")
     assert chromium.colours(png) > 10, "the terminal was drawn"
 

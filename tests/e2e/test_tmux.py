@@ -1,20 +1,24 @@
-"""End to end: `frank` in a real terminal (tmux). Start the engine with a key, flip the region cache,
-launch a short replay from the menu (its default mode decodes: the dashboard shows the verify step live),
-read the results from the captured pane; then quit (the engine keeps running) and start the console
-again: it adopts the engine. One real embedded engine (~1-2 min).
+"""End to end: `frank` in a real terminal (tmux) on a fresh FRANK_HOME. The console offers the start, starts
+the engine, launches a short replay from the menu (its default mode decodes: the dashboard shows the verify
+step live), flips the region cache mid-draw and reads the marked rows and the draw's totals from the
+captured pane; then quit (the engine keeps running) and start the console again: it adopts the engine. One
+real embedded engine (~1-2 min).
 
 Then a real crash on that engine, which the console left running (one vLLM start fewer than an engine of its
 own): a replay's server is SIGKILLed mid-request, and the run resumes on the shared engine."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from frank.engine.controller import EngineController, _group_members
@@ -24,6 +28,7 @@ from tests.e2e.tmux import TMUX, Console, kill_server, new_socket
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
+ROW = r"\bd1-\w+-r\d\d +[0-9.]+ (ms|s) "  # a row of the replays screen's request table: id, then TTFT
 
 
 @pytest.fixture(scope="module")
@@ -35,37 +40,48 @@ def console_home(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-def test_console_in_tmux_starts_engine_flips_cache_and_replays(console_home: Path):
+def test_console_in_tmux_offers_the_start_replays_and_marks_a_cache_flip_mid_draw(console_home: Path):
+    """A newcomer's first minutes on a fresh FRANK_HOME: the console offers to start the engine (naming the
+    profile and what a start takes), starts it, launches W01 mini from the menu; `c` flips the region cache
+    mid-draw, and the request table marks the requests served after the flip and the draw's totals say
+    that it spans one."""
     controller = EngineController(state_dir=console_home / "state")
     socket = new_socket()
     pane = Console(socket, {"FRANK_HOME": str(console_home)})
     try:
-        pane.wait_for("● stopped", 30)
-        pane.keys("s")  # start the engine with a key
+        text = pane.wait_for("Start the engine?", 30)  # the offer, on a stopped engine
+        assert "embedded-cpu" in text and "a minute or more" in text, text
+        pane.keys("y")  # accept it
         # ready, and the start action finished (until then the panel says "starting…" and keys wait)
         text = pane.wait_for("● ready", 420, gone="starting…")
         assert "ready in" in text and "embedded-cpu" in text
         pid = controller.status().pid
-
-        pane.keys("c")  # flip the region cache (live knob)
-        pane.wait_for("region_cache = on (live)", 30)
-        assert controller.status().knobs["region_cache"] == "on"
-        assert controller.status().pid == pid  # live: no restart
+        assert controller.files.last_ready("embedded-cpu") is not None  # the next offer names it
 
         pane.keys("2")  # the replays menu
         pane.wait_for("w01-mini", 15)
         pane.keys("Tab", "BSpace", "BSpace", "BSpace", *"draw-1")  # draws: draw-1
-        pane.keys("Tab", "3")  # limit: first 3 requests
+        pane.keys("Tab", "1", "2")  # limit: the first 12 requests (after the first, a fraction of a second each)
         pane.keys("BTab", "BTab")  # back to the workloads table
         pane.keys("Enter")  # launch w01-mini in the menu's default mode: it decodes (verify steps)
         pane.wait_for("started (pid", 60)  # the launch's notification (a key pressed before it lands would
         # take the launch off its screen)
+        pane.wait_for_match(ROW, 240)  # the first request recorded (the slow one: its prompt is not cached)
+        pane.keys("c")  # flip the region cache (live knob) mid-draw
+        pane.wait_for("region_cache: off → on (live)", 30)
+        assert controller.status().knobs["region_cache"] == "on"
+        assert controller.status().pid == pid  # live: no restart
         pane.keys("1")  # what the console is for: the dashboard shows the verify step live, a number
         pane.wait_for_match(r"verify step +[0-9][0-9.]* (µs|ms|s)\b", 120)
         pane.keys("2")
-        text = pane.wait_for("● finished", 300)
-        assert "draw-1 3/3 ok" in text, text  # the draw totals, read from the pane
-        assert "0 failed" in text
+        pane.wait_for("● finished", 300)
+        # the draw totals, read from the pane once the toasts that say it finished are gone
+        text = pane.wait_for("draw-1 12/12 ok · 0 failed · spans a flip", 30)
+        assert "region_cache off → on at d1-" in text, text
+        rows = [line.rstrip() for line in text.splitlines() if re.search(ROW, line)]  # the request table's
+        assert len(rows) == 12 and rows[0].endswith(" off"), rows  # served before the flip
+        assert any(re.search(r"[→⇄]on$", line) for line in rows), rows  # the flip, marked on its row
+        assert rows[-1].endswith("on"), rows  # served after it
 
         pane.keys("q")  # quit: the engine keeps running
         deadline = time.monotonic() + 10
@@ -80,6 +96,7 @@ def test_console_in_tmux_starts_engine_flips_cache_and_replays(console_home: Pat
         # console starting in a pane can show the state line before the rest (a CI run caught one)
         pane.wait_for(f"pid {pid}", 15)
         pane.wait_for("region_cache = on", 15)
+        assert "Start the engine?" not in pane.text()  # a running engine is adopted, not offered
     finally:  # the engine is left running for the crash test below (console_home stops it in the end)
         pane.close()
         kill_server(socket)
@@ -87,9 +104,10 @@ def test_console_in_tmux_starts_engine_flips_cache_and_replays(console_home: Pat
 
 def test_engine_killed_during_a_request_then_resumed_on_another_engine(frank_cli, engine, console_home, tmp_path):
     """A real crash: the console's engine (the test above leaves it running; started here when run alone) has
-    its server SIGKILLed while a replay's first request is prefilling. The controller reports `crashed` with
-    the signal and the log tail, and the supervisor cleans up the rest of the group; the run records the
-    failure and stops; resuming it against the shared engine finishes the draw."""
+    its server SIGKILLed while a replay's first request is in it (the engine's core held still, so that the
+    request cannot finish first). The controller reports `crashed` with the signal and the log tail, and the
+    supervisor cleans up the rest of the group; the run records the failure and stops; resuming it against the
+    shared engine finishes the draw."""
     mini = make_w01(tmp_path / "w01-mini", "mini", seed=1)
     own = EngineController(state_dir=console_home / "state")
     if own.status().state != "ready":
@@ -101,9 +119,17 @@ def test_engine_killed_during_a_request_then_resumed_on_another_engine(frank_cli
 
     def kill_soon(p):
         if p.phase == "request" and p.done == 0 and not killed.is_set():
+            # the engine's core (the server's children) held still: the request waits in the server however
+            # fast this machine prefills (a quiet one finished both requests inside the half second)
+            core = psutil.Process(status.pid).children(recursive=True)
+            for proc in core:
+                proc.suspend()
 
             def kill():
                 os.kill(status.pid, signal.SIGKILL)
+                for proc in core:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        proc.resume()
                 killed.set()
 
             threading.Timer(0.5, kill).start()

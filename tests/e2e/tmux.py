@@ -1,7 +1,8 @@
 """`frank` in a real terminal: one tmux session on a private tmux server (`-L SOCKET`).
 
 tmux sessions inherit the tmux *server's* environment, not the client's, so each test runs its own server
-and the console gets FRANK_HOME, FRANK_MODELS and PYTHONPATH explicitly on its command line."""
+and the console gets FRANK_HOME, FRANK_MODELS and PYTHONPATH explicitly on its command line (and neither
+COLUMNS nor LINES: its pane's size is its terminal's)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ class Console:
         self.name = f"frank-e2e-{uuid.uuid4().hex[:8]}"
         passed = {k: os.environ[k] for k in ("FRANK_HOME", "FRANK_MODELS", "PYTHONPATH") if os.environ.get(k)}
         passed.update(env or {})
-        cmd = "env " + " ".join(f"{k}={v}" for k, v in passed.items()) + f" {FRANK}"
+        # GNU readline, loaded into the test process, exports COLUMNS and LINES (80x24 here) at the C level:
+        # the tmux server inherits them and a console would take them over its pane's size
+        cmd = "env -u COLUMNS -u LINES " + " ".join(f"{k}={v}" for k, v in passed.items()) + f" {FRANK}"
         self.tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), cmd)
         self.pid = int(self.tmux("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
 

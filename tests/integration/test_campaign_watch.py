@@ -121,7 +121,7 @@ async def console_shows_the_fired_rule() -> None:
     from frank.engine.controller import EngineController
     from tests.console.conftest import wait_until
 
-    app = FrankApp(Services(controller=EngineController()), poll_status=False, remember_theme=False)
+    app = FrankApp(Services(controller=EngineController()), poll_status=False, remember_theme=False, offer_start=False)
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.press("5")
         table = app.screen.query_one("#parts-board", DataTable)

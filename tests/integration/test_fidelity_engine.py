@@ -50,7 +50,13 @@ def test_float32_engine_sits_at_the_reference_floor(frank_cli, engine, tmp_path:
     assert again["sets"][0]["kl"] == pytest.approx(entry["kl"], abs=1e-15)
     listed = frank_cli.json("fidelity", "list")
     assert [r["id"] for r in listed["runs"]][-2:] == [run["id"], again["id"]]
-    report = frank_cli("fidelity", "report", run["id"][:20])
+    # a prefix of its id names a run (two runs made in the same second share all but the id's random tail:
+    # the prefix is the shortest no other run's id begins; the shared one's refusal: tests/unit)
+    others = [r["id"] for r in listed["runs"] if r["id"] != run["id"]]
+    unique = next(
+        run["id"][:n] for n in range(16, len(run["id"]) + 1) if not any(o.startswith(run["id"][:n]) for o in others)
+    )
+    report = frank_cli("fidelity", "report", unique)
     assert report.returncode == 0 and "small" in report.stdout and "REF FLOOR" in report.stdout
 
     missing = frank_cli("fidelity", "run", "--sets", "no-such-set")

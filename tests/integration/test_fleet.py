@@ -205,7 +205,8 @@ async def fleet_screen_mid_run(run_id: str, runner: subprocess.Popen[str], shots
 
     from frank.console.app import FrankApp, Services
 
-    app = FrankApp(Services(controller=EngineController(), sampler=None), remember_theme=False)
+    # the coordinator's own engine is stopped: no start offered over the fleet screen this reads
+    app = FrankApp(Services(controller=EngineController(), sampler=None), remember_theme=False, offer_start=False)
     async with app.run_test(size=(160, 30)) as pilot:
         await pilot.press("7")
         table = app.screen.query_one("#fleet-hosts", DataTable)
@@ -364,7 +365,8 @@ async def test_the_fleet_screen_reads_prometheus_and_shows_a_silent_host(
 
     monkeypatch.setenv("FRANK_HOME", str(cluster.coordinator))
     monkeypatch.setenv("FRANK_FLEET", str(cluster.fleet_file))
-    app = FrankApp(Services(controller=EngineController(), sampler=None), remember_theme=False)
+    # the coordinator's own engine is stopped: no start offered over the fleet screen this test reads
+    app = FrankApp(Services(controller=EngineController(), sampler=None), remember_theme=False, offer_start=False)
 
     async def until(predicate: Callable[[], bool], timeout_s: float) -> bool:
         for _ in range(int(timeout_s / 0.1)):

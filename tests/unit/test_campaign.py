@@ -5,6 +5,7 @@ profile override, and the revert rules on arm results."""
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -53,7 +54,8 @@ def test_the_moe_example_decides_its_gpu_runs_again_from_their_files(frank_cli, 
 
 
 def test_a_screen_is_refused_where_evidence_belongs(frank_cli, fresh_frank_home: Path) -> None:
-    """The screen's record named as a part's results: refused with why (a screen picks; it proves nothing)."""
+    """A screen's record as a part's results, its file as the part's design or an evidence's design: `init`
+    refuses each at its line with why (a screen picks; it proves nothing), exit 1, and records no history."""
     from frank.campaign.parts import EXAMPLES_DIR
 
     text = (EXAMPLES_DIR / "moe.toml").read_text()
@@ -61,19 +63,25 @@ def test_a_screen_is_refused_where_evidence_belongs(frank_cli, fresh_frank_home:
     folder = fresh_frank_home / "c"
     folder.mkdir(parents=True)
     (folder / "screen.json").write_text(record.read_text())
-    (folder / "moe.toml").write_text(text.replace('"@designs/cpu-pool-confirm-h200.csv"', '"screen.json"'))
-    init = frank_cli("campaign", "init", "--file", str(folder / "moe.toml"), "--json", home=fresh_frank_home)
-    status = frank_cli("campaign", "status", "--file", str(folder / "moe.toml"), "--json", home=fresh_frank_home)
-    shown = init.stdout + init.stderr + status.stdout + status.stderr
-    assert "this is a screen" in shown and "never evidence" in shown
-    # the screen's file named as the part's design: refused as a screen, not as a design lacking fields
-    screen = record.parent / "cpu-pool.toml"
-    (folder / "screen.toml").write_text(screen.read_text())
-    (folder / "by-design.toml").write_text(text.replace('"@designs/cpu-pool-confirm.toml"', '"screen.toml"'))
-    init = frank_cli("campaign", "init", "--file", str(folder / "by-design.toml"), "--json", home=fresh_frank_home)
-    status = frank_cli("campaign", "status", "--file", str(folder / "by-design.toml"), "--json", home=fresh_frank_home)
-    shown = init.stdout + init.stderr + status.stdout + status.stderr
-    assert "screen.toml: design: this is a screen" in shown and "never evidence" in shown
+    (folder / "screen.toml").write_text((record.parent / "cpu-pool.toml").read_text())
+    cases = {
+        "as-results": ('"@designs/cpu-pool-confirm-h200.csv"', '"screen.json"', r"\.evidence\[0\]\.results", "record"),
+        "as-design": ('"@designs/cpu-pool-confirm.toml"', '"screen.toml"', r"\.design", "file"),
+    }
+    for name, (old, new, field, what) in cases.items():
+        assert old in text
+        path = folder / f"{name}.toml"
+        path.write_text(text.replace(old, new))
+        init = frank_cli("campaign", "init", "--file", str(path), home=fresh_frank_home)
+        line = next(n for n, row in enumerate(path.read_text().splitlines(), 1) if new in row)
+        assert init.returncode == 1, init.stderr
+        assert re.search(
+            rf"{re.escape(str(path))}:{line}: parts\[\d\]{field}: {new.strip(chr(34))} is a screen('s record| file): "
+            r"a screen picks a candidate; only a registered confirmation decides",
+            init.stderr,
+        ), init.stderr
+        assert what in init.stderr and "Traceback" not in init.stderr
+        assert not path.with_name(f"{name}.history.jsonl").exists()  # nothing recorded
 
 
 def test_the_seed_example_lists_its_parts_with_their_evidence(frank_cli, fresh_frank_home: Path) -> None:

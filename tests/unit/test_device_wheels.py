@@ -1,23 +1,19 @@
 """The GPU machine's wheel list cannot miss a dependency again (a GPU run once stopped at `No module named
 'pydantic'`): every distribution `frank` needs at run time is carried (scripts/device-wheels.txt, at the
-console venv's version) or in the GPU image (scripts/gpu-image-packages.txt); and every module the CLI
-loads imports from exactly those, put into an empty target, with no site-packages."""
+console lock's version: `make lock` derives the list from locks/console.txt) or in the GPU image
+(scripts/gpu-image-packages.txt); and every module the CLI loads imports from exactly those, put into an
+empty target, with no site-packages."""
 
 from __future__ import annotations
 
-import importlib.metadata as md
-import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-from packaging.requirements import Requirement
+from scripts.locks import FROM_THE_IMAGE, device_wheels, norm, pins, runtime_closure
 
 REPO = Path(__file__).resolve().parents[2]
-# What the GPU scripts run: the console's dependencies and the HTML reports' (matplotlib, on the image).
-EXTRAS = ("report",)
 # Imported only inside the engine's, exllamav3's, the agent's or the fleet's own environment, never by the CLI;
 # and the `web` extra's (aiohttp, textual-serve: `frank serve`, which the GPU scripts never run).
 OTHER_VENVS = {
@@ -25,10 +21,6 @@ OTHER_VENVS = {
     *("inspect_ai", "openai", "ray"),
 }
 NOT_CARRIED_EXTRAS = {"aiohttp", "textual_serve"}
-
-
-def norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def listed(name: str) -> dict[str, str]:
@@ -41,48 +33,20 @@ def listed(name: str) -> dict[str, str]:
     return out
 
 
-def runtime_closure() -> dict[str, md.Distribution]:
-    """Every distribution frank's dependencies (and the EXTRAS') pull in, as installed in this venv; an image
-    package's own dependencies are the image's (it works as installed there), unless it is carried."""
-    image = set(listed("gpu-image-packages.txt")) - set(listed("device-wheels.txt"))
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    roots = [Requirement(r) for r in project["dependencies"]]
-    roots += [Requirement(r) for extra in EXTRAS for r in project["optional-dependencies"][extra]]
-    seen: dict[str, md.Distribution] = {}
-    visited: set[tuple[str, frozenset[str]]] = set()
-
-    def walk(req: Requirement) -> None:
-        key = norm(req.name)
-        if (key, frozenset(req.extras)) in visited:
-            return
-        visited.add((key, frozenset(req.extras)))
-        seen[key] = dist = md.distribution(req.name)
-        if key in image:
-            return
-        wanted = [{"extra": e} for e in req.extras] + [{"extra": ""}]
-        for raw in dist.requires or []:
-            sub = Requirement(raw)
-            if not sub.marker or any(sub.marker.evaluate(env) for env in wanted):
-                walk(sub)
-
-    for root in roots:
-        walk(root)
-    return seen
-
-
-def test_every_runtime_dependency_is_carried_at_the_venvs_version_or_on_the_image() -> None:
+def test_the_device_list_is_derived_from_the_console_lock() -> None:
+    """A file against a file: every carried wheel at locks/console.txt's version (never at whatever the registry
+    served the day a venv was made), and the list exactly what `make lock` derives from that lock."""
     carried, image = listed("device-wheels.txt"), set(listed("gpu-image-packages.txt"))
+    locked = pins((REPO / "locks" / "console.txt").read_text())
+    drifted = {name: (version, locked.get(name)) for name, version in carried.items() if locked.get(name) != version}
+    assert not drifted, f"carried version != the console lock's (listed, locked); run make lock: {drifted}"
+    assert set(FROM_THE_IMAGE) <= image, "a package taken from the GPU image is not on its list"
     closure = runtime_closure()
-    missing = sorted(name for name in closure if name not in carried and name not in image)
+    missing = sorted(name for name in closure if name not in carried and name not in FROM_THE_IMAGE)
     assert not missing, f"needed by frank at run time, neither in scripts/device-wheels.txt nor on the image: {missing}"
-    drifted = {
-        name: (carried[name], closure[name].version)
-        for name in carried
-        if name in closure and carried[name] != closure[name].version
-    }
-    assert not drifted, f"carried version != the console venv's (listed, installed): {drifted}"
     unused = sorted(set(carried) - set(closure))
     assert not unused, f"carried but needed by nothing: {unused}"
+    assert (REPO / "scripts" / "device-wheels.txt").read_text() == device_wheels(), "run make lock"
 
 
 def test_the_cli_imports_from_exactly_the_carried_wheels_and_the_images_packages(tmp_path: Path) -> None:

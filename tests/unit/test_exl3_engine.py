@@ -14,12 +14,15 @@ import pytest
 from packaging.requirements import Requirement
 
 from frank import paths
+from frank.engine import cpu_pool
 from frank.engine.kinds import build_launch, kind_of
 from frank.engine.profiles import Profile, ProfileError, list_profiles, load_profile
 from scripts.check_exl3_names import check
 
 REPO = Path(__file__).resolve().parents[2]
 WHEEL = REPO / ".device/exl3/exllamav3-1.6.5-py3-none-any.whl"
+# cpu_threads "auto": exllamav3's own default on this machine, the physical cores less EXL3_MOE_HOST_CORES (1)
+AUTO_THREADS = str(max(1, cpu_pool.physical_cores() - 1))
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -55,12 +58,15 @@ def test_exl3_gpu_moe_exact_command_line_and_environment(monkeypatch, tmp_path):
     ]
     assert spec.env == {
         "EXL3_MOE_CPU_SPLIT": "21",  # a third of the 64 routed experts per layer
-        "EXL3_MOE_CPU_THREADS": "16",
+        "EXL3_MOE_CPU_THREADS": AUTO_THREADS,
         "EXL3_MOE_CPU_PIN": "1",  # schedule 2: the pool pinned one thread per core
         "EXL3_MOE_CPU_SWAP": "1",  # dynamic hot/cold placement
+        "EXL3_MOE_CPU_SLOTS": "4",  # exllamav3's own default, written out
         "EXL3_MOE_HOST_CORES": "1",
         "EXL3_MOE_CPU_PROF": "1",
         "EXL3_SPLIT_PROF": "1",
+        "EXL3_MOE_CPU_SWAP_DEBUG": "1",  # the placement's swaps logged (frank.telemetry.cpu_decode)
+        "EXL3_MOE_HANDOFF_PROF": "1",  # the CPU worker's gap, spin and compute every 64 jobs (the same)
         "TORCH_CUDA_ARCH_LIST": "9.0",
         "FRANK_CONTROL_TOKEN": "TOKEN",  # the key every route but /health takes, never in argv
         "PYTHONPATH": str(REPO),
@@ -76,6 +82,7 @@ def test_exl3_gpu_moe_exact_command_line_and_environment(monkeypatch, tmp_path):
         ({"cpu_placement": "static"}, {"EXL3_MOE_CPU_SWAP": "0"}),
         ({"cpu_split": 0, "cpu_threads": 8}, {"EXL3_MOE_CPU_SPLIT": "0", "EXL3_MOE_CPU_THREADS": "8"}),
         ({"cpu_split": 63}, {"EXL3_MOE_CPU_SPLIT": "63"}),
+        ({"cpu_slots": 8, "cpu_threads": 12}, {"EXL3_MOE_CPU_SLOTS": "8", "EXL3_MOE_CPU_THREADS": "12"}),
     ],
 )
 def test_exl3_knobs_set_exllamav3s_own_variables(monkeypatch, knobs, expected):
@@ -109,14 +116,36 @@ def test_dry_run_prints_the_servers_command_line_and_exl3_environment(frank_cli,
     assert out["argv"][:3] == ["/opt/exl3/bin/python3", "-m", "frank.engine.exl3.server"]
     assert {k: v for k, v in out["env"].items() if k.startswith("EXL3_")} == {
         "EXL3_MOE_CPU_SPLIT": "21",
-        "EXL3_MOE_CPU_THREADS": "16",
+        "EXL3_MOE_CPU_THREADS": AUTO_THREADS,
         "EXL3_MOE_CPU_PIN": "0",
         "EXL3_MOE_CPU_SWAP": "1",
+        "EXL3_MOE_CPU_SLOTS": "4",
         "EXL3_MOE_HOST_CORES": "1",
         "EXL3_MOE_CPU_PROF": "1",
         "EXL3_SPLIT_PROF": "1",
+        "EXL3_MOE_CPU_SWAP_DEBUG": "1",  # the placement's swaps logged (frank.telemetry.cpu_decode)
+        "EXL3_MOE_HANDOFF_PROF": "1",  # the CPU worker's gap, spin and compute every 64 jobs (the same)
     }
     assert out["env"]["FRANK_CONTROL_TOKEN"] == "<generated at start>"
+    # the thread count resolved here, and how
+    cores = cpu_pool.physical_cores()
+    assert out["notes"][0] == f"cpu_threads auto = {AUTO_THREADS}: {cores} physical cores less EXL3_MOE_HOST_CORES (1)"
+
+
+def test_a_thread_count_that_leaves_the_host_no_core_is_named(monkeypatch):
+    monkeypatch.setenv("FRANK_EXL3_PYTHON", "/opt/exl3/bin/python3")
+    prof = load_profile("exl3-gpu-moe")
+    monkeypatch.setattr(cpu_pool, "physical_cores", lambda: 16)  # the GPU machine's
+    starved = build_launch(prof, prof.resolve_knobs({"cpu_threads": 16}), 8093, "T").notes
+    assert starved == (
+        "EXL3_MOE_CPU_THREADS=16 leaves the host process no core (16 physical cores): on the 16-vCPU GPU machine "
+        '16 threads decoded about 9x slower than 8 (docs/exl3.md, "Threads")',
+    )
+    assert build_launch(prof, prof.resolve_knobs({"cpu_threads": 8}), 8093, "T").notes == ()
+    auto = build_launch(prof, prof.resolve_knobs({}), 8093, "T")
+    assert auto.env["EXL3_MOE_CPU_THREADS"] == "15" and auto.notes == (
+        "cpu_threads auto = 15: 16 physical cores less EXL3_MOE_HOST_CORES (1)",
+    )
 
 
 def test_every_exl3_name_of_every_shipped_profile_is_read_by_the_wheel(wheel):
@@ -124,9 +153,23 @@ def test_every_exl3_name_of_every_shipped_profile_is_read_by_the_wheel(wheel):
     lines, ok = check(wheel, profiles)
     assert ok, "\n".join(lines)
     exl3 = [ln for ln in lines if "exl3-gpu-moe" in ln]
-    assert len(exl3) == 7 and all(ln.startswith("ok ") for ln in exl3), exl3
+    names = {ln.split(": ", 1)[1].split()[0] for ln in exl3}
+    assert names == {  # every EXL3_* name the profile sets, each proven once
+        "EXL3_MOE_HOST_CORES",
+        "EXL3_MOE_CPU_PROF",
+        "EXL3_SPLIT_PROF",
+        "EXL3_MOE_CPU_SPLIT",
+        "EXL3_MOE_CPU_THREADS",
+        "EXL3_MOE_CPU_PIN",
+        "EXL3_MOE_CPU_SWAP",
+        "EXL3_MOE_CPU_SLOTS",
+        "EXL3_MOE_CPU_SWAP_DEBUG",
+        "EXL3_MOE_HANDOFF_PROF",
+    }, exl3
+    assert len(exl3) == len(names) and all(ln.startswith("ok ") for ln in exl3), exl3
     # the C++ pool's pinning switch is found in the sources the wheel compiles, not in its Python
     assert any("EXL3_MOE_CPU_PIN" in ln and "moe_mul1.cpp" in ln for ln in exl3)
+    assert any("EXL3_MOE_CPU_SLOTS (knobs.cpu_slots)" in ln and "moe_cpu_host.py" in ln for ln in exl3)
     # the seed's own schedule variable is exllamav3's nowhere, and said so
     assert any(ln.startswith("elsewhere frankenstein: EXL3_CPU_EXPERTS_SCHED") for ln in lines)
 
@@ -173,9 +216,9 @@ def test_the_carried_wheels_cover_exllamav3s_requirements(wheel):
         if pinned:
             assert req.specifier.contains(pinned), f"carried {name}=={pinned} is outside {req}"
     assert not carried.keys() & (console.keys() | image.keys()), "a package carried twice"
-    # SmolLM2's checkpoint is derived there too: the GGUF reader at the Makefile's pin (accelerate: the image's)
-    pins = re.search(r"^GGUF_PINS := (.*)$", (REPO / "Makefile").read_text(), re.M).group(1).split()
-    assert f"gguf=={carried['gguf']}" in pins and "accelerate" in image
+    # SmolLM2's checkpoint is derived there too: the GGUF reader at the engine lock's pin (accelerate: the image's)
+    engine = (REPO / "locks" / "engine.txt").read_text()
+    assert re.search(rf"^gguf=={re.escape(carried['gguf'])} ", engine, re.M) and "accelerate" in image
 
 
 def test_the_exl3_model_fits_exllamav3_and_the_profiles_third():

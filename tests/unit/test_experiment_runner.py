@@ -4,6 +4,7 @@ are covered by tests/integration/test_experiment_e2e.py)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -427,9 +428,9 @@ def test_the_exported_csv_carries_what_the_prompt_guard_compares_and_a_forged_on
     assert main(["experiment", "report", run.run_id, "--csv", str(csv_path)]) == 0
     lines = csv_path.read_text().splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("start_order"))
-    assert lines[header] == "start_order,block,arm,value,failed_requests,prompt_ids_sha256"
+    assert lines[header] == "start_order,block,arm,value,failed_requests,prompt_ids_sha256,seal"
     digest = prompt_ids_digest({"d1/r1": "h1", "d1/r2": "h2"})
-    assert all(line.endswith(f",0,{digest}") for line in lines[header + 1 :])
+    assert all(re.search(f",0,{digest},[0-9a-f]{{16}}$", line) for line in lines[header + 1 :])
     design = load_design(tmp_path / "design.toml")
 
     def analyzed(text: str) -> dict:
@@ -444,8 +445,16 @@ def test_the_exported_csv_carries_what_the_prompt_guard_compares_and_a_forged_on
     means = report.comparison.arm_means
     assert report.comparison.ratio_of_means == pytest.approx(means["off"] / means["on"])
 
+    other = prompt_ids_digest({"d1/r1": "h1", "d1/r2": "other"})
     forged = list(lines)
-    forged[header + 3] = forged[header + 3].replace(digest, prompt_ids_digest({"d1/r1": "h1", "d1/r2": "other"}))
+    forged[header + 3] = forged[header + 3].replace(digest, other)
+    with pytest.raises(ResultsError, match=rf"edited\.csv:{header + 4}: value: this row's values are not the ones"):
+        analyzed("\n".join(forged) + "\n")  # the exported rows are sealed (docs/files.md)
+    # the same values as measures taken elsewhere (no provenance, no seal): the guards decide from the file
+    lines = [line.rsplit(",", 1)[0] for line in lines[header:]]
+    header = 0
+    forged = list(lines)
+    forged[header + 3] = forged[header + 3].replace(digest, other)
     report = analyzed("\n".join(forged) + "\n")
     assert {g.name: g.status for g in report.guards}["prompt_token_ids_identical"] == "fail"
     assert report.verdict == "not confirmed"

@@ -184,15 +184,15 @@ def test_the_record_is_decided_again_from_the_file_and_refuses_forgeries(tmp_pat
     path = tmp_path / "rec.json"
     write_json(path, rec)
     assert read_record(path).result == rec.result
-    # a cell's value changed: decided again, the pick follows the file, never the stored result
+    # a cell's value changed, its seal kept: refused at that cell (tests/unit/test_sealed_records.py has more)
     forged = json.loads(path.read_text())
-    for cell in forged["cells"]:
-        if cell["setting"] == "cpu_poll.50":
-            cell["value"] = 0.5
-    forged["result"]["pick"] = "cpu_poll.100"
-    path.write_text(json.dumps(forged))
-    assert read_record(path).result.pick == "cpu_poll.50"
+    first = next(i for i, cell in enumerate(forged["cells"]) if cell["setting"] == "cpu_poll.50")
+    forged["cells"][first]["value"] = 0.5
+    path.write_text(json.dumps(forged, indent=1))
+    with pytest.raises(ScreenRecordError, match=rf"cells\[{first}\]\.value: 'cpu_poll.50' in repeat \d: its values"):
+        read_record(path)
     # the screen's rule altered: its hash no longer matches
+    forged = json.loads(json.dumps(rec.to_json()))
     forged["screen_toml"] = forged["screen_toml"].replace("min_wins = 2", "min_wins = 1")
     path.write_text(json.dumps(forged))
     with pytest.raises(ScreenRecordError, match="screen_sha256: .* altered"):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from frank.engine import measures
+from frank.engine import cpu_pool, measures
 from frank.telemetry import expert_pool as ep
 from frank.telemetry import procfs
 
@@ -156,7 +156,7 @@ def test_exllamav3s_pool_is_its_spawned_workers_busiest_threads_sized_by_its_env
         point = probe.read()
         assert point is not None and set(point[1]) == set(procfs.thread_runtimes(worker))
         without = ep.exl3_pool_size({"EXL3_MOE_HOST_CORES": "1"})
-        assert without == (max(1, ep.physical_cores() - 1), "physical cores less EXL3_MOE_HOST_CORES")
+        assert without == (max(1, cpu_pool.physical_cores() - 1), "physical cores less EXL3_MOE_HOST_CORES")
     finally:
         if worker is not None:
             os.kill(worker, 9)  # a killed parent does not take its spawned child with it

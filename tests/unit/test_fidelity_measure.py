@@ -79,3 +79,20 @@ def test_an_engines_own_top_k_drops_vllms_extra_actual_token_so_it_counts_as_a_m
     row = {5: -0.1, 7: -1.0, 9: -9.0}  # 9: the actual next token, ranked 3rd
     assert own_top_k(row, 2) == {5: -0.1, 7: -1.0} and own_top_k(row, 3) == row
     assert position_kl([5, 9], [-0.2, -2.0], own_top_k(row, 2)).misses == 1
+
+
+def test_a_run_is_named_by_a_prefix_of_its_id_and_a_prefix_two_share_is_refused_as_such(fresh_frank_home):
+    import json
+
+    from frank.errors import FrankError
+    from frank.fidelity.runs import fidelity_runs_dir, load_run
+
+    for n, run_id in enumerate(("20261207-152523-run-a1b2", "20261207-152523-run-c3d4")):  # the same second
+        folder = fidelity_runs_dir() / run_id
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps({"id": run_id, "created_at": n}))
+    assert load_run("20261207-152523-run-c")["id"] == "20261207-152523-run-c3d4"
+    with pytest.raises(FrankError, match=r"'20261207-152523-run-' begins 2 runs' ids \(20261207-152523-run-a1b2, "):
+        load_run("20261207-152523-run-")
+    with pytest.raises(FrankError, match=r"^no fidelity run '2025' \(see `frank fidelity list`\)$"):
+        load_run("2025")

@@ -244,15 +244,18 @@ def test_fuzz_console_config(tmp_path, monkeypatch):
     monkeypatch.setenv("FRANK_HOME", str(tmp_path))
     source = config.config_path()
     source.parent.mkdir(parents=True)
-    config.save(config.Settings(keymap={"engine.start": "S"}))
+    source.write_text('theme = "frank-dark"\nrefresh_s = 1.0\nlog_tail_lines = 12\n[keymap]\n"engine.start" = "S"\n')
     base = _data(source)
 
     @FUZZ
     @given(mutation(base))
     def run(case):
         data, path, never = case
-        source.write_text(as_toml(data))
+        written = as_toml(data)
+        source.write_text(written)
         settings, problems = config.load()  # never raises: the defaults and every problem
+        config.choose_theme(None, settings)
+        assert source.read_text() == written and not config.state_path().exists()  # read, never written
         for problem in problems:
             assert re.match(rf"{re.escape(str(source))}:\d+: [^\s:]+", problem), problem
         if problems:
@@ -274,6 +277,116 @@ def test_fuzz_campaign(tmp_path, home_unchanged):
 
     run()
     assert list(tmp_path.iterdir()) == []  # read from text: not even the file is written
+
+
+SCREEN_SRC = REPO / "frank" / "experiments" / "screens" / "cpu-pool-local.toml"
+RECORD_SRC = REPO / "frank" / "experiments" / "screens" / "cpu-pool-h200.json"
+FLEET = """[prometheus]
+listen = "127.0.0.1:9090"
+scrape_interval_s = 2
+
+[hosts.a]
+exporter = "127.0.0.1:9464"
+resource = "host-a"
+
+[hosts.b]
+exporter = "127.0.0.1:9465"
+resource = "host-b"
+"""
+
+
+def test_fuzz_screen(tmp_path, home_unchanged):
+    """A screen, its profile's knobs checked too: loads, or refused at its file and field."""
+    from frank.experiments.screen import load_screen
+
+    base = _data(SCREEN_SRC)
+    source = tmp_path / "screen.toml"
+
+    @FUZZ
+    @given(mutation(base))
+    def run(case):
+        loads_or_refuses(lambda text: (source.write_text(text), load_screen(source, check_profiles=True)), source, case)
+
+    run()
+    assert [p.name for p in tmp_path.iterdir()] == ["screen.toml"]
+
+
+def test_fuzz_fleet_file(tmp_path, home_unchanged):
+    import tomllib
+
+    from frank.fleet.fleetfile import load_fleet
+
+    base = tomllib.loads(FLEET)
+    source = tmp_path / "fleet.toml"
+
+    @FUZZ
+    @given(mutation(base))
+    def run(case):
+        loads_or_refuses(lambda text: (source.write_text(text), load_fleet(source)), source, case)
+
+    run()
+    assert [p.name for p in tmp_path.iterdir()] == ["fleet.toml"]
+
+
+json_hostile = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_infinity=True, allow_nan=True),
+    st.text(max_size=12),
+    st.sampled_from(["fast", "", "frank-screen-record-1", "0" * 16, "NaN"]),
+    st.lists(st.integers(min_value=-2, max_value=2), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+# what a record's seal, hash or decision covers: a change to any of it is refused, never read
+SEALED = (("cells",), ("screen_toml",), ("screen_sha256",), ("values_seal",), ("format",), ("result", "pick"))
+
+
+@st.composite
+def record_mutation(draw, data: dict[str, Any]):
+    """(mutated record, the path changed, whether it changed what a seal or hash covers)."""
+    copy = json.loads(json.dumps(data))
+    path = draw(st.sampled_from(leaves(data)))
+    how = draw(st.sampled_from(["value", "drop", "unknown"]))
+    parent = copy
+    for part in path[:-1]:
+        parent = parent[part]
+    before = json.dumps(parent[path[-1]], sort_keys=True)
+    if how == "drop":
+        drop(copy, path)
+        changed = True
+    elif how == "unknown" and isinstance(parent, dict):
+        parent["zz_unknown"] = 1
+        path, changed = (*path[:-1], "zz_unknown"), len(path) > 1  # top level: an extra field is allowed
+    else:
+        put(copy, path, draw(json_hostile))
+        changed = json.dumps(parent[path[-1]], sort_keys=True) != before
+    return copy, path, changed and any(path[: len(s)] == s for s in SEALED)
+
+
+def test_fuzz_screen_record(tmp_path, home_unchanged):
+    """An exported screen record with one field changed: read, or refused naming the file and a line (JSON
+    errors at their line); never another exception; a change to a sealed value, the screen, its hash or the
+    stated pick is never read."""
+    from frank.experiments.screen_report import ScreenRecordError, read_record
+
+    base = json.loads(RECORD_SRC.read_text())
+    source = tmp_path / "rec.json"
+
+    @FUZZ
+    @given(record_mutation(base))
+    def run(case):
+        data, path, sealed = case
+        source.write_text(json.dumps(data, indent=1, sort_keys=True))
+        try:
+            read_record(source)
+        except ScreenRecordError as exc:
+            assert re.match(rf"{re.escape(str(source))}(:\d+)?: \S", str(exc)), str(exc)
+        else:
+            assert not sealed, (path, "a sealed field was changed and the record was read")
+
+    run()
+    assert [p.name for p in tmp_path.iterdir()] == ["rec.json"]
 
 
 # -- the tool-call answer reader ---------------------------------------------------------------------

@@ -28,6 +28,8 @@ FLOORS = [
     "paths",
     "jsonl",
     "tomlfile",
+    "readfile",
+    "nvml",
     "errors",
     "plugins",
 ]

@@ -48,7 +48,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path, tail: bytes) -> None:
     ("line", "why"),
     [
         (b'{"id": "x", "ev', r"bad JSON: .* at column"),
-        (b'{"a": "\xc3\x28"}', "bad UTF-8"),
+        (b'{"a": "\xc3\x28"}', "not UTF-8 text"),
         (b"[1, 2]", "JSON list, not an object"),
         (b"42", "JSON int, not an object"),
     ],

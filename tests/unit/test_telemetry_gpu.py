@@ -26,6 +26,8 @@ class NvmlDevice:
         self.field_return = pynvml.NVML_SUCCESS
         self.field_calls = 0
         self.procs = [SimpleNamespace(pid=111, usedGpuMemory=300 * MIB), SimpleNamespace(pid=222, usedGpuMemory=None)]
+        self.throttle = 0  # NVML's clock event reasons mask
+        self.link = (5, 16)  # the PCIe link's current generation and width
 
 
 @pytest.fixture
@@ -63,14 +65,17 @@ def nvml(monkeypatch):
     fn("nvmlDeviceGetUUID", "GPU-0000")
     fn("nvmlDeviceGetMemoryInfo", memory)
     fn("nvmlDeviceGetEnforcedPowerLimit", 600_000)
-    fn("nvmlDeviceGetCurrPcieLinkGeneration", 5)
-    fn("nvmlDeviceGetCurrPcieLinkWidth", 16)
+    fn("nvmlDeviceGetPowerManagementDefaultLimit", 700_000)
+    fn("nvmlDeviceGetCurrPcieLinkGeneration", lambda h: dev.link[0])
+    fn("nvmlDeviceGetCurrPcieLinkWidth", lambda h: dev.link[1])
     fn("nvmlDeviceGetMaxPcieLinkGeneration", 5)
     fn("nvmlDeviceGetMaxPcieLinkWidth", 16)
     fn("nvmlDeviceGetUtilizationRates", SimpleNamespace(gpu=42, memory=7))
     fn("nvmlDeviceGetPowerUsage", 123_456)
     fn("nvmlDeviceGetTemperature", 55)
-    fn("nvmlDeviceGetClockInfo", 1980)
+    fn("nvmlDeviceGetClockInfo", lambda h, clock: {pynvml.NVML_CLOCK_SM: 1980, pynvml.NVML_CLOCK_MEM: 2619}[clock])
+    fn("nvmlDeviceGetMaxClockInfo", lambda h, clock: {pynvml.NVML_CLOCK_SM: 1980, pynvml.NVML_CLOCK_MEM: 3201}[clock])
+    fn("nvmlDeviceGetCurrentClocksEventReasons", lambda h: dev.throttle)
     fn("nvmlDeviceGetFieldValues", field_values)
     fn("nvmlDeviceGetComputeRunningProcesses", lambda h: dev.procs)
     fn("nvmlDeviceGetGraphicsRunningProcesses", lambda h: [])
@@ -124,6 +129,25 @@ def test_all_fields(nvml):
     assert x.pcie_tx_bps is None and x.errors == ()  # the first read only primes the counters
     assert [p.pid for p in x.processes if p.engine] == [111] and x.engine_memory == 300 * MIB
     assert s.static[0].uuid == "GPU-0000"
+    assert (x.mem_clock_mhz, x.throttle_reasons) == (2619.0, ())
+    assert (x.pcie_gen_max, x.pcie_width_max, x.power_default_limit_w) == (5, 16, 700.0)
+    assert (x.sm_clock_max_mhz, x.mem_clock_max_mhz) == (1980.0, 3201.0)
+
+
+def test_throttle_reasons_are_named_and_the_link_read_again(nvml):
+    """The clock event reasons by name (an unknown bit by its value); a link that trains down under the sampler
+    shows once LINK_REFRESH_S has passed, its maximum stays the card's."""
+    s = g.GpuSampler()
+    nvml.dev.throttle = 0x4 | 0x40 | 0x1000
+    x = s.sample().gpus[0]
+    assert x.throttle_reasons == ("sw_power_cap", "hw_thermal", "0x1000")
+    nvml.dev.link = (1, 8)
+    nvml.clock["t"] += g.LINK_REFRESH_S / 2
+    assert (s.sample().gpus[0].pcie_gen, s.sample().gpus[0].pcie_width) == (5, 16)  # not read again yet
+    nvml.clock["t"] += g.LINK_REFRESH_S
+    y = s.sample().gpus[0]
+    assert (y.pcie_gen, y.pcie_width, y.pcie_gen_max, y.pcie_width_max) == (1, 8, 5, 16)
+    assert g.throttle_names(0) == ()
 
 
 def test_pcie_rates_from_field_counters_across_a_32bit_wrap(nvml):
@@ -222,13 +246,15 @@ def test_gpu_lost_mid_run_is_reported_per_field(nvml):
         "nvmlDeviceGetPowerUsage",
         "nvmlDeviceGetTemperature",
         "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetCurrentClocksEventReasons",
         "nvmlDeviceGetFieldValues",
         "nvmlDeviceGetComputeRunningProcesses",
         "nvmlDeviceGetGraphicsRunningProcesses",
     ):
         nvml.errors[name] = pynvml.NVML_ERROR_GPU_IS_LOST
     x = s.sample().gpus[0]
-    assert len(x.errors) == 8 and all("GPU is lost" in e for e in x.errors)
+    # utilization, memory, power, temperature, the SM and memory clocks, the clock event reasons, PCIe, processes x2
+    assert len(x.errors) == 10 and all("GPU is lost" in e for e in x.errors)
     assert x.util_gpu is None and x.memory_used is None and x.memory_total == 80 * 1024 * MIB
 
 

@@ -214,3 +214,50 @@ def test_resume_with_restart_starts_unfinished_draws_over_and_keeps_the_old_reco
     resume_replay(run_dir, restart=True)
     assert read_records(runner.draw_file("d")) == []  # the draw starts over ...
     assert [r["id"] for r in read_records(runner.draw_file("d"), current=False)] == ["r0"]  # ... nothing lost
+
+
+def test_a_draw_that_spans_a_live_knob_flip_says_where():
+    off, on = {"region_cache": "off"}, {"region_cache": "on"}
+    records = [
+        {**_rec("a", turn=1), "index": 0, "live_knobs": off},
+        {**_rec("b"), "index": 1, "live_knobs": off, "live_knobs_end": on},  # flipped while it ran
+        {**_rec("c"), "index": 2, "live_knobs": on},
+        {**_rec("d"), "index": 3, "live_knobs": off},  # flipped back between two requests
+    ]
+    t = draw_totals("d", ["a", "b", "c", "d"], records)
+    assert [(f.name, f.old, f.new, f.request, f.during) for f in t.knob_flips] == [
+        ("region_cache", "off", "on", "b", True),
+        ("region_cache", "on", "off", "d", False),
+    ]
+    assert t.knob_flips[0].describe() == "region_cache off → on at b, during it"
+    steady = draw_totals("d", ["a", "c"], [records[0], {**records[2], "live_knobs": off}])
+    assert steady.knob_flips == ()
+    unknown = draw_totals("d", ["a", "b"], [_rec("a"), _rec("b")])  # records of an engine not this user's
+    assert unknown.knob_flips == ()
+    # the summary's JSON holds them, and the console reads them back
+    from dataclasses import asdict
+
+    from frank.workloads.record import KnobFlip
+
+    assert KnobFlip.from_json(json.loads(json.dumps(asdict(t)))["knob_flips"][1]) == t.knob_flips[1]
+
+
+def test_live_knobs_are_read_from_this_users_engine_record(fresh_frank_home):
+    from dataclasses import replace
+
+    from frank.engine.controller import EngineController
+    from frank.engine.records import EngineRecord
+    from frank.workloads.replay import EngineAt, LiveKnobs
+
+    files = EngineController().files
+    record = EngineRecord(profile="embedded-cpu", knobs={"region_cache": "off"}, started_at=100.0)
+    files.write_record(record)
+    live = LiveKnobs(EngineAt("embedded-cpu", dict(record.knobs), 42, 100.0))
+    start = live.read()
+    assert start == {"region_cache": "off", "detok_tail": "off", "held_prompt": "off"}  # the profile's live knobs
+    assert live.changed(start) is None
+    files.write_record(replace(record, knobs={"region_cache": "on"}))  # `c` in the console
+    assert live.changed(start) == {**start, "region_cache": "on"}
+    files.write_record(replace(record, started_at=200.0))  # another start: not the engine the run began on
+    assert live.read() is None
+    assert LiveKnobs(None).read() is None  # not this user's engine

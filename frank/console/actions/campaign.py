@@ -23,6 +23,32 @@ class CampaignActions(Actions):
         super().__init__(host)
         self.path = path
 
+    def init(self, example: str | None) -> None:
+        """`frank campaign init [--example NAME]`: a new campaign file (empty or a shipped example)."""
+        if not self.host.guard("campaign init"):
+            return
+        path = self.path
+
+        def run() -> str:
+            from frank.campaign import actions
+
+            out = actions.init(path, example)  # an existing file: recorded, or (with an example) refused
+            verb = "created" if out.created else "recorded"
+            return f"{verb} {out.file}: {len(out.parts)} parts ({', '.join(out.parts) or 'none yet'})"
+
+        def done(message: str) -> None:
+            self.host.notify(message, title="campaign init", timeout=10)
+            self.host.switch_mode("campaign")
+            self.host.read_campaign()
+
+        what = f"a copy of the shipped example {example!r}" if example else "an empty campaign"
+        self.host.confirm(
+            "Create the campaign?",
+            f"Writes {what} to the campaign file (campaign.toml in frank's config dir) and starts its history.",
+            lambda: self.in_thread("campaign-action", run, done),
+            "Create",
+        )
+
     def act(self, call: str, part: CampaignPart | None) -> None:
         if part is None or not self.host.guard(f"{call} a part"):
             return

@@ -42,6 +42,40 @@ class ExperimentActions(Actions):
             "Register",
         )
 
+    # -- reports (the CLI's `experiment report` and `experiment screen --report [--design-out]`) ----------
+    def _followed(self) -> str | None:
+        screen = self._screen()
+        followed = self.host.state.experiments.followed
+        run_id = (screen.selected_run() if screen else None) or (followed.run_id if followed else None)
+        if run_id is None:
+            self.host.notify("select a registered run first (experiments screen, 3)", severity="warning")
+        return run_id
+
+    def report(self) -> None:
+        """The followed run's report as the CLI prints it: a design's decision, or a screen's pick."""
+        run_id = self._followed()
+        if run_id is not None:
+            self.in_thread("report", lambda: (run_id, report_text(run_id)), self._show_report)
+
+    def _show_report(self, shown: tuple[str, str]) -> None:
+        from frank.console.screens.text import TextScreen
+
+        run_id, text = shown
+        self.host.push_screen(TextScreen(f"report of {run_id}", text))
+
+    def screen_design(self) -> None:
+        """Write the followed screen run's confirmation design into the user's designs (it is listed next to
+        the shipped ones, ready to register: g)."""
+        if not self.host.guard("write the confirmation design"):
+            return
+        run_id = self._followed()
+        if run_id is not None:
+            self.in_thread("screen", lambda: write_confirmation(run_id), self._wrote)
+
+    def _wrote(self, path: str) -> None:
+        self.host.notify(f"wrote {path}: listed with the designs, g registers it", timeout=10)
+        self.host.reload_experiments()
+
     def _registered(self, registered: tuple[str, str]) -> None:
         run_id, sha = registered
         self.host.notify(f"registered {run_id} (sha256 {sha[:12]}…)", timeout=8)
@@ -141,13 +175,48 @@ class ExperimentActions(Actions):
         self.in_thread("fidelity", launch, done)
 
 
+def report_text(run_id: str) -> str:
+    from frank.experiments import registry
+
+    run = registry.load_run(run_id, verify=False)
+    if run.meta.get("kind") == "screen":
+        from frank.experiments import screen_report
+
+        return screen_report.format_record(screen_report.record_for_run(run))
+    from frank.experiments.report import report_for_run
+    from frank.experiments.report_text import format_report
+
+    return format_report(report_for_run(run))
+
+
+def write_confirmation(run_id: str) -> str:
+    """`frank experiment screen --report RUN --design-out F` with F in the user's designs folder."""
+    from frank import paths
+    from frank.errors import FrankError
+    from frank.experiments import registry, screen_report
+
+    run = registry.load_run(run_id, verify=False)
+    if run.meta.get("kind") != "screen":
+        raise FrankError(f"{run_id} is not a screen run: only a screen's pick has a confirmation design")
+    rec = screen_report.record_for_run(run)
+    if not rec.confirmation:
+        raise FrankError(f"{run_id}: no pick ({rec.result.pick_reason}): no confirmation design")
+    out = paths.config_dir() / "designs" / f"{run.design.name}-confirm.toml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths.write_private(out, rec.confirmation.design_toml)
+    return str(out)
+
+
 def preview_registration(path: str) -> tuple[str, str, str, int]:
     """Draw the order now with a fresh seed and describe it; registering with that seed gives this order."""
     from frank.console.power_preview import power_lines
+    from frank.console.sources.experiments import is_screen
     from frank.experiments import exact
     from frank.experiments.design import load_design
     from frank.experiments.randomize import draw_order, new_seed
 
+    if is_screen(path):
+        return preview_screen(path)
     design = load_design(path, check_profiles=True)
     exact.check_reachable(design, path)
     seed = new_seed()
@@ -167,9 +236,34 @@ def preview_registration(path: str) -> tuple[str, str, str, int]:
     return path, design.name, "\n".join(lines), seed
 
 
+def preview_screen(path: str) -> tuple[str, str, str, int]:
+    """A screen's drawn order (its runnable form: one arm a setting, one block a repeat), as registering it
+    with that seed freezes it (`frank experiment screen FILE --register-only`)."""
+    from frank.experiments.randomize import draw_order, new_seed
+    from frank.experiments.screen import load_screen
+
+    screen = load_screen(path, check_profiles=True)
+    seed = new_seed()
+    order = draw_order(screen.design, seed)
+    text = " ".join(f"{s.arm}(r{s.block})" if s.block else s.arm for s in order.slots)
+    lines = [
+        f"screen   {screen.name}: {len(screen.settings)} settings × {screen.repeats} repeats",
+        f"question {screen.question}",
+        f"sha256   {screen.sha256}",
+        f"order    #{order.index} of {order.count}: {text}",
+        "A screen picks one setting; it is never evidence: its confirmation design (from its report) is.",
+        "Registering freezes the screen and this order; r runs it.",
+    ]
+    return path, screen.name, "\n".join(lines), seed
+
+
 def _register(path: str, seed: int) -> tuple[str, str]:
     from frank.campaign.actions import part_of_design
+    from frank.console.sources.experiments import is_screen
     from frank.experiments import registry
 
-    run = registry.register(path, seed=seed, part=part_of_design(path))
+    if is_screen(path):
+        run = registry.register_screen(path, seed=seed)
+    else:
+        run = registry.register(path, seed=seed, part=part_of_design(path))
     return run.run_id, run.meta["design_sha256"]

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         return p
 
     init = add("init", "a new campaign (or a copy of a shipped example), or record an existing file", cmd_init)
-    init.add_argument("--example", default=None, help="copy a shipped example (seed)")
+    init.add_argument("--example", default=None, help="copy a shipped example (seed, smollm2, moe, exl3)")
     add("status", "every part: state, evidence, revert rules and their last check, what is next", cmd_status)
     adopt = add("adopt", "adopt a part: needs a confirmed registered run of its design", cmd_adopt)
     adopt.add_argument("part")
@@ -73,6 +73,8 @@ def _history_step(e: EvidenceEntry) -> str:
 
 
 def _human_status(s: CampaignStatus) -> str:
+    from frank.campaign.evidence import blocks_text
+
     lines = [f"campaign {s.name}  ({s.file})", *s.alerts]
     for p in s.parts:
         knobs = " ".join(f"{k}={v}" for k, v in p.knobs.items()) or "no knobs"
@@ -90,14 +92,24 @@ def _human_status(s: CampaignStatus) -> str:
                 + (f", exported from run {e['results_run_id']}" if e.get("results_run_id") else "")
             )
             mark = "" if e.get("ok") else f"  [PROBLEM: {e.get('problem')}]"
-            lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}{mark}")
+            source = f"{e.get('source')}{' (awaited, here now)' if e.get('awaited') else ''}"
+            lines.append(f"  {e['state']:<9} {e.get('date') or '':<10} {source}: {what}{mark}")
+            if e.get("state") == "rejected" or e.get("awaited"):  # the blocks that decided it
+                blocks = blocks_text(e)
+                if blocks:
+                    lines.append(f"  {'':<9} {'':<10} {blocks}")
+        for a in p.awaiting:
+            lines.append(f"  awaits    {a.describe()}")
+        if p.awaits_evidence and not p.evidence:
+            lines.append("  no evidence yet: not decided")
         if p.served_defaults and not p.served_defaults.ok:
             lines.append(f"  PROBLEM: served, but {p.served_defaults.detail}")
         for r in p.revert_rules:
             last = r.last_check
             seen = f"{last.outcome} on {last.run_kind} {last.run_id}: {last.detail}" if last else "not checked yet"
             lines.append(f"  rule {r.name} ({r.kind}): {seen}")
-        lines.append(f"  next: {p.up_next}" + (f"; {p.next}" if p.next else ""))
+        up_next = "awaits its evidence (above), not decided" if p.awaits_evidence and not p.evidence else p.up_next
+        lines.append(f"  next: {up_next}" + (f"; {p.next}" if p.next else ""))
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""`frank engine start|status|stop|restart|logs|knob` and `frank profiles`: the controller's CLI twins."""
+"""`frank engine start|status|stop|restart|logs|knob` and `frank profiles`: the controller's CLI twins; `frank
+engine fit|floors`: the split's fit and the floors it uses (frank.engine.split_fit)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import time
 from typing import IO, Any
 
 from frank.console.cli.common import emit, emit_record, parse_key_values
+from frank.engine import split_fit
 from frank.engine.controller import EngineController, EngineStatus
 from frank.engine.profiles import DEFAULT_PROFILE, ProfileError, list_profiles, load_profile
+
+FIT_PROFILE = "exl3-gpu-moe"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,6 +54,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     knob.add_argument("--json", action="store_true")
     knob.set_defaults(func=cmd_knob)
 
+    fit = esub.add_parser(
+        "fit",
+        help="the smallest cpu_split whose GPU memory fits a budget (exllamav3: the checkpoint and a measured floor)",
+    )
+    fit.add_argument("--profile", default=FIT_PROFILE, help=f"an exl3 profile (default {FIT_PROFILE})")
+    fit.add_argument("--knob", action="append", metavar="NAME=VALUE", help="knob value (repeatable)")
+    fit.add_argument("--budget-mib", type=float, default=None, help="plan for this much GPU memory (default: free now)")
+    fit.add_argument("--context", type=int, default=None, help="the context served (default: the profile's)")
+    fit.add_argument(
+        "--checkpoint", default=None, help="an EXL3 checkpoint folder or headers JSON (default: the model)"
+    )
+    fit.add_argument("--exl3-version", default=None, help="exllamav3's version (default: the profile's python's)")
+    fit.add_argument("--floor-mib", type=float, default=None, help="a floor given by hand instead of a measured one")
+    fit.add_argument("--json", action="store_true")
+    fit.set_defaults(func=cmd_fit)
+
+    floors = esub.add_parser("floors", help="the GPU memory floors measured when exl3 engines became ready")
+    floors.add_argument("--json", action="store_true")
+    floors.set_defaults(func=cmd_floors)
+
     profiles = sub.add_parser("profiles", help="list engine profiles and their knobs")
     profiles.add_argument("--json", action="store_true")
     profiles.set_defaults(func=cmd_profiles)
@@ -74,6 +98,7 @@ def _human_status(st: EngineStatus) -> str:
         lines += ["last log lines:"] + [f"  {line}" for line in st.log_tail]
     if st.warning:
         lines.append(f"warning  {st.warning}")
+    lines += [f"note     {note}" for note in st.notes]
     lines.append(f"log      {st.log_path}")
     return "\n".join(lines)
 
@@ -101,12 +126,14 @@ def cmd_start(args: argparse.Namespace) -> int:
             "port": spec.port,
             "profile": args.profile or DEFAULT_PROFILE,
             "kind": load_profile(args.profile or DEFAULT_PROFILE).kind,
+            "notes": list(spec.notes),
         }
         emit(
             args.json,
             payload,
             lambda p: (
-                "env:\n"
+                "".join(f"note: {n}\n" for n in p["notes"])
+                + "env:\n"
                 + "".join(f"  {k}={v}\n" for k, v in sorted(p["env"].items()))
                 + "argv:\n  "
                 + " \\\n    ".join(_argv_lines(p["argv"]))
@@ -188,6 +215,83 @@ def _inode(handle: IO[bytes]) -> int:
     import os
 
     return os.fstat(handle.fileno()).st_ino
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    prof = load_profile(args.profile)
+    if prof.kind != "exl3":
+        raise ProfileError(f"{prof.source}: kind: {prof.kind}; the split's fit is exllamav3's (an exl3 profile)")
+    controller = EngineController()
+    result = split_fit.fit_profile(
+        prof,
+        controller.knob_values(prof, parse_key_values(args.knob)),
+        controller.files.root,
+        checkpoint=args.checkpoint,
+        context=args.context,
+        budget_mib=args.budget_mib,
+        version=args.exl3_version,
+        floor_mib=args.floor_mib,
+    )
+    emit_record(args.json, result, _human_fit)
+    return 0 if result.split is not None else 1
+
+
+def _human_fit(fit: split_fit.Fit) -> str:
+    key = fit.key
+    lines = [
+        f"{fit.profile}: {fit.checkpoint} (tensor table {fit.fingerprint}): {fit.layers} MoE layers"
+        + (f" + {fit.draft_layers} of the draft" if fit.draft_layers else "")
+        + f", {fit.experts_per_layer} routed experts each, {fit.expert_mib:.2f} MiB an expert on the GPU",
+        f"context {key.context if key else '?'}, draft {key.draft if key else '?'}, exllamav3 "
+        f"{key.exllamav3 if key else 'unknown'}",
+        f"budget {fit.budget_mib:,.0f} MiB ({fit.budget_from})",
+    ]
+    if fit.split is not None:
+        lines.append(f"fit: cpu_split {fit.split}, predicted {fit.predicted_mib:,.1f} MiB")
+    elif fit.needs:
+        lines.append(f"no fit: {fit.needs}")
+    else:
+        lines.append("no fit: no split fits the budget")
+    if fit.floor is not None:
+        lines.append(f"  floor: {fit.floor.describe()}")
+    width = max(len(name) for name in fit.parts)
+    lines.append(f"at cpu_split {fit.parts_split}:")
+    lines += [f"  {name:<{width}}  {mib:>10,.1f} MiB" for name, mib in fit.parts.items()]
+    if fit.rows:
+        extra = " and the fit" if fit.split is not None and fit.split not in fit.profile_values else ""
+        lines.append(f"the profile's {fit.knob or 'split'} values{extra}:")
+        for row in fit.rows:
+            said = "" if row.applied == row.split else f" (exllamav3 applies {row.applied})"
+            if row.predicted_mib is None:
+                lines.append(f"  {row.split:>3}{said}: routed experts {row.experts_gpu_mib:,.0f} MiB on the GPU")
+            else:
+                verdict = "fits" if row.fits else "does not fit"
+                lines.append(f"  {row.split:>3}{said}: predicted {row.predicted_mib:,.0f} MiB, {verdict}")
+        if fit.profile_values and fit.predicted_mib is not None and fit.split not in fit.profile_values:
+            pick = fit.profile_split
+            lines.append(
+                f"  (the knob takes {', '.join(map(str, fit.profile_values))}: "
+                + (f"the smallest that fits is {pick})" if pick is not None else "none fits)")
+            )
+    lines += [f"note: {note}" for note in fit.notes]
+    return "\n".join(lines)
+
+
+def cmd_floors(args: argparse.Namespace) -> int:
+    root = EngineController().files.root
+    floors, path = split_fit.read_floors(root), split_fit.floors_path(root)
+
+    def human(payload: dict[str, Any]) -> str:
+        if not floors:
+            return f"no floors measured yet ({path}): each exl3 start records one when it is ready"
+        out = []
+        for floor in floors:
+            out.append(f"{floor.key.describe()}, split {floor.split}:")
+            out.append(f"  {floor.describe()}")
+        return "\n".join(out)
+
+    emit(args.json, {"file": str(path), "floors": [f.to_json() for f in floors]}, human)
+    return 0
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""`frank experiment register|run|status|report|analyze|plan|screen|list`: registered experiments from the shell.
+"""`frank experiment register|run|status|report|analyze|plan|screen|noise|list`: registered experiments from the shell.
 
 `run` works in the foreground, or with `--detach` as its own session (stdin from /dev/null, output to the
 run folder's job.log, through frank.jobs), which is how the console launches it: an SSH drop then touches nothing, and
@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from frank import paths
 from frank.console.cli.common import emit, emit_record
 from frank.errors import FrankError
 from frank.experiments import exact, registry
@@ -133,6 +134,37 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     scr.add_argument("--stop-after", type=float, default=None, metavar="S", help="start no cell after S seconds")
     scr.add_argument("--json", action="store_true")
     scr.set_defaults(func=cmd_screen)
+
+    study = esub.add_parser(
+        "noise",
+        help="a noise study: how much of a measure's spread is step to step, request to request, start to start "
+        "(registered, drawn order, runs as a job); its report shows how the spread shrinks with requests a cell",
+        description=NOISE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    study.add_argument("design", nargs="?", help="design file (an A/A design, say): register it and run it")
+    study.add_argument("--report", metavar="RUN", help="the noise study of a run (any run that replayed a workload)")
+    study.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="with --report: write the report as one HTML page with its plot (default: noise.html in the run folder)",
+    )
+    study.add_argument(
+        "--effect-pct",
+        type=float,
+        default=None,
+        metavar="X",
+        help="the effect the report plans blocks for, %% (default: the study's, else 3)",
+    )
+    study.add_argument("--seed", type=int, default=None, help="draw the order from this seed (default: a random one)")
+    study.add_argument("--register-only", action="store_true", help="register it; run it later with `experiment run`")
+    study.add_argument("--detach", action="store_true", help="run as a detached job; it writes the report when done")
+    study.add_argument("--stop-after", type=float, default=None, metavar="S", help="start no cell after S seconds")
+    study.add_argument("--json", action="store_true")
+    study.set_defaults(func=cmd_noise, fleet=None)
 
     lst = esub.add_parser("list", help="registered runs")
     lst.add_argument("--json", action="store_true")
@@ -412,18 +444,18 @@ def cmd_screen(args: argparse.Namespace) -> int:
 
     if args.report:
         ref = Path(args.report)
-        if ref.suffix == ".json" and ref.is_file():
+        if ref.suffix == ".json":  # a record file (the bounded reader refuses what is not one)
             rec = screen_report.read_record(ref)
         else:
             rec = screen_report.record_for_run(registry.load_run(args.report))
+        if args.design_out and not rec.confirmation:
+            raise FrankError(f"{args.report}: no pick ({rec.result.pick_reason}): no confirmation design")
         if args.export:
-            screen_report.write_json(Path(args.export), rec)
-        if args.design_out:
-            if not rec.confirmation:
-                raise FrankError(f"{args.report}: no pick ({rec.result.pick_reason}): no confirmation design")
+            screen_report.write_json(Path(args.export), rec)  # a file that is there is never overwritten
+        if args.design_out and rec.confirmation:
             out = Path(args.design_out)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(rec.confirmation.design_toml)
+            paths.write_new(out, rec.confirmation.design_toml)  # nor a design the user may have edited
         if args.html:
             from frank.experiments.html import screen_page
             from frank.reports.page import write_page
@@ -444,6 +476,87 @@ def cmd_screen(args: argparse.Namespace) -> int:
         return 0
     args.run_id = run.run_id
     return cmd_run(args)
+
+
+NOISE_HELP = """\
+Where a measure's start-to-start spread comes from (docs/experiments.md, "The noise study").
+
+  frank experiment noise DESIGN.toml [--detach] [--stop-after S] [--effect-pct X]   register, then run
+  frank experiment noise --report RUN [--html [PATH]] [--effect-pct X] [--json]      the study of any run
+
+A design's run (an A/A design: both arms the same settings) is decomposed into step to step within a
+request, request to request within a start and start to start within a setting, with each level's share of
+a step and of a start's value; the report shows how the between-start spread, the one `frank experiment plan`
+takes, shrinks with the requests measured a cell and with the first requests dropped (the mean and, for time
+per verify step, the median of steps), the blocks the plan then asks for X%, and the rig beside each start.
+A detached study writes noise.json, noise.txt and noise.html into its run folder when it finishes.
+"""
+
+
+def cmd_noise(args: argparse.Namespace) -> int:
+    from frank.experiments import noise_report as nr
+
+    if args.effect_pct is not None and not args.effect_pct > 0:
+        raise FrankError(f"--effect-pct {args.effect_pct:g}: expected a positive percent")
+    if args.report:
+        run = registry.load_run(args.report, verify=False)
+        report = nr.noise_report(run, args.effect_pct)
+        if args.html is not None:
+            from frank.experiments.html import noise_page
+            from frank.reports.page import write_page
+
+            path = Path(args.html) if args.html else run.folder / "noise.html"
+            write_page(path, noise_page(report.to_json()))
+            if not args.json:
+                print(f"wrote {path}")
+        emit_record(args.json, report, nr.format_noise)
+        return 0
+    if not args.design:
+        raise FrankError("frank experiment noise: give a design file to run, or --report RUN")
+    if args.html is not None:
+        raise FrankError("--html goes with --report RUN (a detached study writes noise.html into its run folder)")
+    run = registry.register(args.design, seed=args.seed)
+    nr.mark_study(run, args.effect_pct if args.effect_pct is not None else nr.DEFAULT_EFFECT_PCT)
+    if args.register_only:
+        order = run.meta.get("order") or {}
+        emit(
+            args.json,
+            {"run_id": run.run_id, "design_sha256": run.design.sha256, "order": order.get("slots", [])},
+            lambda p: (
+                f"registered noise study {p['run_id']}\n  order {_order_text(p['order'])}\n"
+                f"  run it         frank experiment run {p['run_id']} --detach"
+            ),
+        )
+        return 0
+    if args.stop_after is not None and args.stop_after <= 0:
+        raise FrankError(f"--stop-after: expected seconds > 0, got {args.stop_after:g}")
+    stop_by = time.time() + args.stop_after if args.stop_after is not None else None
+    if args.detach:
+        return _detach(run, args.json, stop_by)
+    from frank.experiments.placement import executor_for
+    from frank.experiments.runner import run_experiment
+
+    def show(event: dict[str, Any]) -> None:
+        if not args.json:
+            try:
+                print(_event_line(event), flush=True)
+            except OSError:
+                pass
+
+    result = run_experiment(run, executor_for(run), on_event=show, handle_signals=True, stop_by=stop_by)
+    if result.reason != "finished":
+        emit(
+            args.json,
+            {"run_id": run.run_id, "reason": result.reason, "message": result.message, "cells_run": result.cells_run},
+            lambda p: f"runner stopped: {p['reason']} ({p['message']}); resume: frank experiment run {p['run_id']}",
+        )
+        return 3
+    report = nr.noise_report(run)
+    files = nr.write_files(run, report)
+    if not args.json:
+        print(f"wrote {files['text']}, {files['json']} and {files['html']}")
+    emit_record(args.json, report, nr.format_noise)
+    return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

@@ -157,6 +157,32 @@ def _line(p: dict[str, Any]) -> str:
     )
 
 
+def _rig_lines(p: dict[str, Any]) -> list[str]:
+    """The rig's fixed facts (frank.telemetry.rig) and the host's steal, clock and other processes' CPU."""
+    rig, cpu = p.get("rig") or {}, p["cpu"]
+    host = rig.get("host") or {}
+    vm = {True: "a VM", False: "not a VM", None: "VM or not: unknown"}[host.get("hypervisor")]
+    clock = (
+        f"{cpu['cpu_mhz']:.0f} MHz ({cpu['cpu_mhz_source']})"
+        if cpu.get("cpu_mhz") is not None
+        else cpu.get("cpu_mhz_source") or "-"
+    )
+    lines = [
+        f"host  {host.get('cpu_model') or 'CPU'}, {host.get('logical_cores')} logical cores, {vm}; clock {clock}; "
+        f"steal {_num(cpu.get('steal_percent'), '{:.1f}')}%, "
+        f"other processes {_num(cpu.get('others_percent'), '{:.0f}')}% of a core"
+    ]
+    for g in rig.get("gpus") or ():
+        lines.append(
+            f"rig   GPU{g['index']}: PCIe gen{g['pcie_gen']} x{g['pcie_width']} of gen{g['pcie_gen_max']} "
+            f"x{g['pcie_width_max']}{' (below its maximum)' if g['link_below_max'] else ''}; power limit "
+            f"{_num(g['power_limit_w'], '{:.0f}')} W of {_num(g['power_default_limit_w'], '{:.0f}')} W default"
+            f"{' (lowered)' if g['power_below_default'] else ''}; clocks up to SM "
+            f"{_num(g['sm_clock_max_mhz'], '{:.0f}')} / memory {_num(g['mem_clock_max_mhz'], '{:.0f}')} MHz"
+        )
+    return lines  # no GPU: the reason is the gpu_error line
+
+
 def _human(p: dict[str, Any]) -> str:
     cpu = p["cpu"]
     lines = [
@@ -171,6 +197,7 @@ def _human(p: dict[str, Any]) -> str:
             f"{eng_cpu['num_threads']} threads, RSS {_fmt_bytes(eng_cpu['rss_bytes'])}, busiest: "
             + (", ".join(f"{t['name']}({t['tid']}) {t['cpu_percent']:.0f}%" for t in eng_cpu["busiest"]) or "-")
         )
+    lines += _rig_lines(p)
     if p["gpu_error"]:
         lines.append(p["gpu_error"])
     for g in p["gpus"]:
@@ -221,5 +248,27 @@ def _human(p: dict[str, Any]) -> str:
                 )
             )
         )
+    decode = _cpu_decode_line(p.get("cpu_decode") or {})
+    if decode:
+        lines.append(decode)
     lines.append(f"sample cost {p['cost_ms']['total']:.2f} ms")
     return "\n".join(lines)
+
+
+def _cpu_decode_line(dec: dict[str, Any]) -> str | None:
+    """The CPU-side decode figures of an exllamav3 engine (frank.telemetry.cpu_decode), or None for another."""
+    if dec.get("kind") != "exl3":
+        return None
+    share = dec.get("gpu_wait_share")
+    compute = f"{_num(dec.get('compute_step_s'))} s a step" if dec.get("compute_step_s") is not None else dec["why"]
+    stall = f"{_num(dec.get('stall_step_s'))} s a step" if dec.get("stall_step_s") is not None else dec["stall_why"]
+    verdict = {True: "settled", False: "settling", None: "no verdict"}[dec.get("settled")]
+    busy, spin = dec.get("pool_busy_share"), dec.get("pool_spin_ms")
+    pool = "" if busy is None else f"; pool busy {busy * 100:.0f}%"
+    if pool and spin is not None:
+        pool += f" (waits on the GPU {_num(spin / 1e3)} s a job)"
+    return (
+        f"  exllamav3 CPU pool: compute {compute}; GPU stall {stall}"
+        + (f" ({share * 100:.1f}% of the verify step)" if share is not None else "")
+        + f"{pool}; placement {verdict} ({dec.get('settled_why')})"
+    )

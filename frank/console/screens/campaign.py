@@ -90,27 +90,32 @@ class CampaignScreen(FrankScreen):
                 table.add_row(*cells.values(), key=p.name)
         self._show_detail()
 
-    def _selected(self) -> CampaignPart | None:
+    def selected_part(self) -> CampaignPart | None:
         if self.view is None or not self.view.parts:
             return None
         table = self.query_one("#parts-board", DataTable)
         return self.view.parts[min(max(table.cursor_row, 0), len(self.view.parts) - 1)]
 
     def _show_detail(self) -> None:
-        part = self._selected()
-        self.query_one("#part-text", Static).update(part.detail if part else "no parts yet")
+        part = self.selected_part()
+        self.query_one("#part-text", Static).update(
+            part.detail
+            if part
+            else "no parts yet: add one to the campaign file (docs/campaign.md), or ctrl+p: Campaign: init from "
+            "an example"
+        )
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
 
     def action_campaign_adopt(self) -> None:
-        self.host.campaign_action("adopt", self._selected())
+        self.host.campaign_action("adopt", self.selected_part())
 
     def action_campaign_serve(self) -> None:
-        self.host.campaign_action("serve", self._selected())
+        self.host.campaign_action("serve", self.selected_part())
 
     def action_campaign_revert(self) -> None:
-        self.host.campaign_action("revert", self._selected())
+        self.host.campaign_action("revert", self.selected_part())
 
     def action_campaign_watch(self) -> None:
         self.host.read_campaign()

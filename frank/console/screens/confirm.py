@@ -1,4 +1,5 @@
-"""A yes/no dialog before anything that kills in-flight work. Escape or n answers no."""
+"""A yes/no dialog before anything that kills in-flight work (or an offer: start the engine). Escape or n
+answers no."""
 
 from __future__ import annotations
 
@@ -25,9 +26,12 @@ class ConfirmDialog(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "no", id="confirm.no"),
     ]
 
-    def __init__(self, title: str, body: str = "", yes: str = "Yes", no: str = "Cancel") -> None:
+    def __init__(
+        self, title: str, body: str = "", yes: str = "Yes", no: str = "Cancel", *, default_yes: bool = False
+    ) -> None:
         super().__init__()
         self.title_text, self.body, self.yes, self.no = title, body, yes, no
+        self.default_yes = default_yes  # an offer (start the engine) rather than a warning
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -39,7 +43,8 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()  # the safe answer is the default
+        # the safe answer is the default, but for an offer that kills nothing
+        self.query_one("#yes" if self.default_yes else "#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

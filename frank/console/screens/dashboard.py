@@ -23,9 +23,9 @@ from frank.console.state import ConsoleState
 from frank.console.widgets.cpu_panel import CpuPanel, CpuView
 from frank.console.widgets.engine_panel import EnginePanel
 from frank.console.widgets.footer import FrankFooter
-from frank.console.widgets.gpu_panel import GpuPanel, GpuView
+from frank.console.widgets.gpu_panel import GpuPanel, GpuView, rig_facts_text
 from frank.console.widgets.log_tail import LogTail
-from frank.console.widgets.metrics_panel import MetricsPanel, MetricsView, RequestRow
+from frank.console.widgets.metrics_panel import CpuDecodeView, MetricsPanel, MetricsView, RequestRow
 from frank.console.widgets.progress import RunProgress
 
 if TYPE_CHECKING:
@@ -119,12 +119,20 @@ class DashboardScreen(FrankScreen):
         cpu, progress = cpu_view(snap, history), run_progress(state)
         log_path = engine.status.log_path if engine.status else None
         views: dict[type, object] = {
-            EnginePanel: (engine.status, engine.knobs, state.busy, self.host.read_only, narrow, engine.profile),
+            EnginePanel: (
+                engine.status,
+                engine.knobs,
+                state.busy,
+                self.host.read_only,
+                narrow,
+                engine.profile,
+                engine.start,
+            ),
             MetricsPanel: (metrics, table),
             GpuPanel: (gpus, gpu_error),
             CpuPanel: cpu,
             RunProgress: progress,
-            LogTail: (engine.log_tail, log_path),
+            LogTail: (engine.log_tail, log_path, engine.folded),
         }
         # A new size redraws every panel: their text is cut and scaled to their width.
         drawn = getattr(self, "_drawn", {}) if self.size == getattr(self, "_drawn_size", None) else {}
@@ -138,6 +146,7 @@ class DashboardScreen(FrankScreen):
                 read_only=self.host.read_only,
                 compact=narrow,
                 next_profile=engine.profile,
+                start=engine.start,
             )
         if MetricsPanel in changed:
             self.query_one(MetricsPanel).show(metrics, table=table)
@@ -148,7 +157,7 @@ class DashboardScreen(FrankScreen):
         if RunProgress in changed:
             self.query_one(RunProgress).show(*progress)
         if LogTail in changed:
-            self.query_one(LogTail).show(list(engine.log_tail), log_path)
+            self.query_one(LogTail).show(list(engine.log_tail), log_path, engine.folded)
 
 
 def run_progress(state: ConsoleState) -> Progress:
@@ -192,24 +201,37 @@ def request_rows(state: ConsoleState) -> tuple[RequestRow, ...]:
 
 
 def cpu_expert_wait(snap: Snapshot | None, history: list[Snapshot] | None = None) -> float | None:
-    """The window's CPU-expert wait per verify step (measures.window_cpu_expert_wait_s): the pool workers'
-    busy share (their mean over the rate window's snapshots when `history` is given, else this snapshot's)
-    over the window's verify-step rate. None without a pool (an engine that is not llama.cpp)."""
-    from frank.engine import measures
+    """The window's CPU-expert wait per verify step (frank.telemetry.sampler.window_cpu_expert_wait, the
+    figure the Prometheus export serves from the sampler's own history)."""
+    from frank.telemetry.sampler import window_cpu_expert_wait
 
-    if snap is None:
+    return window_cpu_expert_wait(snap, history)
+
+
+def cpu_decode_view(snap: Snapshot) -> CpuDecodeView | None:
+    """The CPU-side decode row beside the verify step (frank.telemetry.cpu_decode): exllamav3's own figures,
+    or "–" with why this engine has none. None (no row) for a snapshot made without them (the sampler always
+    makes them)."""
+    dec = snap.cpu_decode
+    if dec is None:
         return None
-    eng, rates = snap.cpu.engine, snap.engine.rates
-    if eng is None or eng.expert_pool is None or rates is None or not rates.valid:
-        return None
-    shares = [eng.expert_pool.workers_busy_pct]
-    if history:
-        start = snap.taken_at - rates.window_s
-        pools = (s.cpu.engine.expert_pool for s in history if s.taken_at > start and s.cpu.engine is not None)
-        shares = [p.workers_busy_pct for p in pools if p is not None]
-    busy = [b for b in shares if b is not None]
-    mean = sum(busy) / len(busy) if busy else None
-    return measures.window_cpu_expert_wait_s(mean, rates.window_s, rates.decode_steps)
+    return CpuDecodeView(
+        why=dec.why,
+        exl3=dec.kind == "exl3",
+        compute_step_s=dec.compute_step_s,
+        compute_job_s=None if dec.compute_us_per_job is None else dec.compute_us_per_job / 1e6,
+        stall_step_s=dec.stall_step_s,
+        stall_bracket_s=None if dec.stall_median_ms is None else dec.stall_median_ms / 1e3,
+        stall_why=dec.stall_why,
+        gpu_wait_share=dec.gpu_wait_share,
+        pool_busy_share=dec.pool_busy_share,
+        pool_spin_s=None if dec.pool_spin_ms is None else dec.pool_spin_ms / 1e3,
+        pool_why=dec.pool_why,
+        settled=dec.settled,
+        settled_why=dec.settled_why,
+        swaps_window=dec.swaps_window,
+        window_s=snap.engine.rates.window_s if snap.engine.rates is not None else None,
+    )
 
 
 def metrics_view(snap: Snapshot | None, history: list[Snapshot], rows: tuple[RequestRow, ...]) -> MetricsView:
@@ -247,6 +269,7 @@ def metrics_view(snap: Snapshot | None, history: list[Snapshot], rows: tuple[Req
         tokens_hist=series(lambda r: r.generation_tokens_per_s),
         cpu_wait=cpu_expert_wait(snap, history),
         cpu_wait_hist=tuple(cpu_expert_wait(s) for s in history),
+        cpu_decode=cpu_decode_view(snap),
         requests=rows,
         not_available=tuple(
             (name, why)
@@ -255,7 +278,30 @@ def metrics_view(snap: Snapshot | None, history: list[Snapshot], rows: tuple[Req
         ),  # of the measures shown here, those this engine kind does not export (llama.cpp), with the reason
         refused_plugins=eng.refused_plugins,
         plugins_vllm=ms.plugins_vllm(),
+        verify_why=verify_why(ms),
+        acceptance_why=acceptance_why(ms),
     )
+
+
+def acceptance_why(ms: Any) -> str:
+    """Why the acceptance length reads "–" (it shows only then): what the engine's counters say."""
+    from frank.engine import metrics as m
+
+    drafts = ms.counter(m.SPEC_DRAFTS)
+    if drafts is None:
+        return "the engine exports no acceptance (no speculative decoding?)"
+    if drafts == 0:
+        return "no draft proposed yet (ngram drafts only where the text repeats)"
+    return "no draft in the last minutes"
+
+
+def verify_why(ms: Any) -> str:
+    """Why the verify step reads "–"."""
+    from frank.engine import metrics as m
+
+    if not ms.has(m.ITL) and ms.kind != "llamacpp":
+        return "the engine exports no step times"
+    return "no decode step yet (a front-end replay decodes nothing)"
 
 
 def gpu_views(snap: Snapshot | None, history: list[Snapshot]) -> tuple[list[GpuView], str | None]:
@@ -273,6 +319,9 @@ def gpu_views(snap: Snapshot | None, history: list[Snapshot]) -> tuple[list[GpuV
             return tuple(vals)
 
         link = f"gen{g.pcie_gen} x{g.pcie_width}" if g.pcie_gen else ""
+        facts, off = rig_facts_text(
+            g.pcie_gen, g.pcie_width, g.pcie_gen_max, g.pcie_width_max, g.power_limit_w, g.power_default_limit_w
+        )
         out.append(
             GpuView(
                 g.index,
@@ -288,6 +337,8 @@ def gpu_views(snap: Snapshot | None, history: list[Snapshot]) -> tuple[list[GpuV
                 hist("util_gpu"),
                 hist("pcie_tx_bps"),
                 hist("pcie_rx_bps"),
+                facts,
+                off,
             )
         )
     return out, reading.error

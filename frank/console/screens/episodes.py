@@ -23,6 +23,7 @@ from frank.console.widgets.base import update_text
 from frank.console.widgets.footer import FrankFooter
 from frank.episodes.runner import EpisodesState
 
+RUN_COLUMNS = (("status", "state"), ("done", "done"), ("total_s", "total"), ("passed", "passed"), ("run", "run"))
 OUTCOME_STYLE = {"pass": "bold green", "error": "bold red", "running": "bold"}  # table cells: plain Rich styles
 
 
@@ -30,9 +31,15 @@ class EpisodesScreen(FrankScreen):
     TITLE = "episodes"
     DEFAULT_CSS = """
     #ep-body { height: 1fr; }
-    #ep-left { width: 2fr; }
-    #ep-right { width: 3fr; }
+    #ep-left { width: 1fr; }
+    #ep-right { width: 1fr; padding: 0 1; }
+    #ep-left .section { height: 1; padding: 0 1; margin-top: 1; }
     #ep-suites, #ep-runs { height: auto; max-height: 12; }
+    #ep-head { height: auto; }
+    EpisodesScreen.-narrow #ep-body { layout: vertical; }
+    EpisodesScreen.-narrow #ep-left, EpisodesScreen.-narrow #ep-right { width: 1fr; height: 1fr; }
+    EpisodesScreen.-narrow #ep-left .section { margin-top: 0; }
+    EpisodesScreen.-narrow #ep-suites, EpisodesScreen.-narrow #ep-runs { max-height: 4; }
     """
     BINDINGS = [
         Binding("L", "launch", "launch", id="episodes.launch"),
@@ -72,8 +79,8 @@ class EpisodesScreen(FrankScreen):
         s.add_column("tasks", key="tasks")
         s.add_column("manifest", key="path")
         r = self.query_one("#ep-runs", DataTable)
-        for key in ("run", "status", "done", "total_s", "passed"):
-            r.add_column(key, key=key)
+        for key, label in RUN_COLUMNS:  # the figures first: a narrow pane cuts the run id, never them
+            r.add_column(label, key=key)
         e = self.query_one("#ep-episodes", DataTable)
         for key in ("draw", "task", "turn", "last_tool", "elapsed", "outcome"):
             e.add_column(key.replace("_", " "), key=key)
@@ -91,10 +98,10 @@ class EpisodesScreen(FrankScreen):
                 s.add_row(suite.name, str(suite.tasks), suite.file, key=suite.name)
         r = self.query_one("#ep-runs", DataTable)
         for run in reversed(view.runs):  # newest first
-            cells = (run.run_id, run.status, f"{run.done}/{run.planned}", f"{run.total_s:.2f}", str(run.passed))
+            cells = (run.status, f"{run.done}/{run.planned}", f"{run.total_s:.1f} s", str(run.passed), run.run_id)
             if run.run_id in r.rows:
-                for key, value in zip(("run", "status", "done", "total_s", "passed"), cells):
-                    r.update_cell(run.run_id, key, value)
+                for (key, _), value in zip(RUN_COLUMNS, cells, strict=True):
+                    r.update_cell(run.run_id, key, value, update_width=True)
             else:
                 r.add_row(*cells, key=run.run_id)
         if view.followed is not None:
@@ -144,10 +151,10 @@ class EpisodesScreen(FrankScreen):
             }
             if key in table.rows:
                 for column, value in cells.items():
-                    table.update_cell(key, column, value)
+                    table.update_cell(key, column, value, update_width=True)
             else:
                 table.add_row(*cells.values(), key=key)
         totals = "  ".join(
-            f"draw {d['draw']}: {d['total_s']:.2f} s, {d['passed']}/{d['episodes']} passed" for d in state.draws
+            f"draw {d['draw']}: total {d['total_s']:.2f} s, {d['passed']}/{d['episodes']} passed" for d in state.draws
         )
         update_text(self.query_one("#ep-totals", Static), totals)

@@ -247,8 +247,8 @@ class ExperimentsScreen(FrankScreen):
         if self._board_kind != f"{s.run_id}:screen":
             board.clear(columns=True)
             width = max(len(r.name) for r in screen.settings) + 7  # room for " ◀ pick"
-            for col in columns:
-                board.add_column(col, key=col, width=width if col == "setting" else 8)
+            for col in columns:  # a value is 0.04121 or -22.39%: each column as wide as its widest
+                board.add_column(col, key=col, width=width if col == "setting" else max(7, len(col)))
             self._board_kind = f"{s.run_id}:screen"
         for r in screen.settings:
             effects = [e for e in r.effects_pct if e is not None]

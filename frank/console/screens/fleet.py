@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.widgets import DataTable, Header, Static
@@ -24,7 +25,7 @@ BARS = "▁▂▃▄▅▆▇█"
 COLUMNS = (
     ("host", 10),
     ("engine", 13),
-    ("runs", 36),
+    ("runs", 24),
     ("cpu %", 5),
     ("gpu %", 5),
     ("gpu mem", 12),
@@ -34,6 +35,22 @@ COLUMNS = (
     ("tok/s", 7),
     ("tok/s trend", 20),
 )
+
+
+# Which columns stay when the screen is too narrow for all of them: a column goes whole, never cut mid-figure.
+KEEP_FIRST = ("host", "engine", "tok/s", "step ms", "gpu %", "cpu %", "gpu mem", "runs", "pool", "PCIe", "tok/s trend")
+
+
+def fitting(width: int) -> tuple[str, ...]:
+    """The columns (in their order) that fit `width` cells whole, the first of KEEP_FIRST first."""
+    widths = dict(COLUMNS)
+    kept: list[str] = []
+    used = 2  # the vertical scrollbar
+    for label in KEEP_FIRST:
+        if used + widths[label] + 2 <= width:  # a cell's padding: one each side
+            kept.append(label)
+            used += widths[label] + 2
+    return tuple(label for label, _ in COLUMNS if label in kept)
 
 
 def sparkline(values: list[float], width: int = 20) -> str:
@@ -95,22 +112,46 @@ class FleetScreen(FrankScreen):
         yield FrankFooter()
 
     def on_mount(self) -> None:
+        self._columns: tuple[str, ...] = ()
+        self._fit(self.size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        super().on_resize(event)
+        if self.is_mounted:
+            self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        """Only the columns that fit whole (a narrow terminal drops the least needed ones)."""
+        columns = fitting(width or 120)
+        if columns == self._columns:
+            return
+        self._columns = columns
         table = self.query_one("#fleet-hosts", DataTable)
-        for label, width in COLUMNS:
-            table.add_column(label, key=label, width=width)
+        table.clear(columns=True)
+        for label, cells in COLUMNS:
+            if label in columns:
+                table.add_column(label, key=label, width=cells)
+        self._shown = None  # draw the rows again under the new columns
+        self.render_state(self.host.state)
 
     def render_state(self, state: ConsoleState) -> None:
         view = state.fleet
-        if view == self._shown:
-            return
+        if view == self._shown or not view.fleet_file:
+            return  # nothing read yet
         self._shown = view
-        head = self.query_one("#fleet-head", Static)
+        kept = [i for i, (label, _) in enumerate(COLUMNS) if label in self._columns]
+        hidden = len(COLUMNS) - len(kept)
         if view.error:
-            update_text(head, f"[b]fleet[/]  [$error]{escape(view.error)}[/]")
+            then = "  [$frank-idle]then ctrl+p: Fleet: start its Prometheus[/]" if "no fleet file" in view.error else ""
+            text = f"[b]fleet[/]  [$error]{escape(view.error)}[/]{then}"
         else:
             up = sum(1 for h in view.hosts if h.up)
-            update_text(head, f"[b]fleet[/]  {up} of {len(view.hosts)} hosts answering  via {escape(view.prometheus)}")
+            text = f"[b]fleet[/]  {up} of {len(view.hosts)} hosts answering  via {escape(view.prometheus)}"
+            if hidden:
+                text += f"  [$frank-idle]({hidden} more columns in a wider terminal)[/]"
+        update_text(self.query_one("#fleet-head", Static), text)
         table = self.query_one("#fleet-hosts", DataTable)
         table.clear()
         for h in view.hosts:
-            table.add_row(*host_cells(h), key=h.host)
+            cells = host_cells(h)
+            table.add_row(*(cells[i] for i in kept), key=h.host)

@@ -36,7 +36,7 @@ class LogsScreen(FrankScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="≡")
-        yield Static("", id="log-status")
+        yield Static("[$frank-idle]no log yet: the engine writes it once started (s)[/]", id="log-status")
         yield LogView(id="logview")
         yield Input(placeholder="search (regex, case-insensitive) — enter finds, escape closes", id="log-search")
         yield FrankFooter()

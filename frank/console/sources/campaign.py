@@ -44,7 +44,8 @@ class CampaignSource(Source[CampaignView]):
         if not path.exists():
             return CampaignView(
                 file=str(path),
-                problem=f"no campaign at {path}: create one with `frank campaign init` (or `--example seed`)",
+                problem=f"no campaign at {path}: create one with ctrl+p: Campaign: init (or `frank campaign init`, "
+                "`--example seed`)",
             )
         if not self.wanted and last.parts:  # nobody looks at the board: only the watch
             fired = self._fired(sweep_file(path, record=not self.read_only))
@@ -96,6 +97,9 @@ def _evidence_cell(p: PartStatus) -> str:
     """The newest decided evidence (decision, p, design hash), and whether a policy call came after it."""
     decided = [e for e in p.evidence if e.get("source") != "policy"]
     policy = bool(p.evidence) and p.evidence[-1].get("source") == "policy"
+    if not decided and p.awaits_evidence:
+        missing = sum(1 for a in p.awaiting if not a.there)
+        return f"awaited: {missing} file{'s' if missing > 1 else ''} not made yet, not decided"
     if not decided:
         return "policy call" if policy else "none"
     e = decided[-1]
@@ -123,6 +127,8 @@ def _rules_cell(p: PartStatus) -> str:
 
 
 def _detail(p: PartStatus) -> str:
+    from frank.campaign.evidence import blocks_text
+
     knobs = " ".join(f"{k}={v}" for k, v in p.knobs.items()) or "no knob values (the profile itself)"
     lines = [
         f"{p.name} — {p.title}",
@@ -142,10 +148,19 @@ def _detail(p: PartStatus) -> str:
                 + (f" — {e['reason']}" if e.get("reason") else "")
             )
         )
+        source = f"{e.get('source')}{' (awaited, here now)' if e.get('awaited') else ''}"
         lines.append(
-            f"  {e['state']:<9} {e.get('date') or '':<10} {e.get('source')}: {what}"
+            f"  {e['state']:<9} {e.get('date') or '':<10} {source}: {what}"
             + ("" if e.get("ok", True) else f"  PROBLEM: {e.get('problem')}")
         )
+        blocks = blocks_text(e) if e.get("state") == "rejected" or e.get("awaited") else ""
+        if blocks:  # the blocks that decided it
+            lines.append(f"  {'':<9} {'':<10} {blocks}")
+    if not p.evidence:
+        lines.append("  none yet: not decided" if p.awaits_evidence else "  none")
+    if p.awaiting:
+        lines += ["", "awaits:"]
+        lines += [f"  {a.describe()}" for a in p.awaiting]
     lines += ["", "revert rules:"]
     for r in p.revert_rules:
         last = r.last_check

@@ -6,11 +6,12 @@ asks for a read at once (the app calls poll_now)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
-from frank.console.log_follow import LogFollower
+from frank.console.log_follow import FOLD_SPARE, LogFollower, fold_shutdown
 from frank.console.messages import EngineRead
 from frank.console.sources.base import Post, Source
-from frank.console.state import EngineReading
+from frank.console.state import EngineReading, StartHint
 from frank.engine.controller import EngineController
 from frank.engine.profiles import Knob
 from frank.errors import FrankError
@@ -38,9 +39,10 @@ class EngineSource(Source[EngineReading]):
         self.profile = profile  # --profile: the profile a start uses when no engine runs
         self.refresh_s = refresh_s
         self.telemetry = telemetry  # without a sampler nothing else notices a change: never slow down
-        self._follower = LogFollower(tail_lines) if tail_lines else None
+        self.tail_lines = tail_lines
+        self._follower = LogFollower(tail_lines + FOLD_SPARE) if tail_lines else None
         self._last_health = -1e9
-        self._knobs: tuple[str, float, tuple[Knob, ...]] | None = None
+        self._knobs: tuple[str, float, tuple[Knob, ...], StartHint | None] | None = None
 
     def message(self, view: EngineReading) -> EngineRead:
         return EngineRead(view)
@@ -60,10 +62,17 @@ class EngineSource(Source[EngineReading]):
             self._last_health = now
         log_path = status.log_path or str(self.controller.log_path())
         tail: tuple[str, ...] = ()
+        folded = 0
         if self._follower is not None:
             tail = tuple(self._follower.lines(log_path))
+            if status.state == "stopped":  # a clean stop: vLLM's exit chatter is no error (the log keeps it)
+                tail, folded = fold_shutdown(tail)
+            tail = tail[-self.tail_lines :]
         profile = self.start_profile(status.profile)
-        return EngineReading(status, tail, profile, self.knobs_of(profile))
+        knobs, hint = self.profile_of(profile)
+        if status.state == "stopped" and hint is not None:
+            hint = replace(hint, last_ready_s=self.controller.files.last_ready(profile))
+        return EngineReading(status, tail, profile, knobs, hint if status.state == "stopped" else None, folded)
 
     def start_profile(self, running: str | None) -> str:
         from frank.engine.profiles import DEFAULT_PROFILE
@@ -71,14 +80,22 @@ class EngineSource(Source[EngineReading]):
         return self.profile or running or DEFAULT_PROFILE
 
     def knobs_of(self, profile: str) -> tuple[Knob, ...]:
+        return self.profile_of(profile)[0]
+
+    def profile_of(self, profile: str) -> tuple[tuple[Knob, ...], StartHint | None]:
+        """The profile's knobs and what a start of it is (None: the profile does not load)."""
         from frank.engine.profiles import load_profile
 
         cached = self._knobs
         if cached is not None and cached[0] == profile and time.monotonic() - cached[1] < KNOBS_EVERY_S:
-            return cached[2]
+            return cached[2], cached[3]
         try:
-            knobs = tuple(load_profile(profile).knobs.values())
+            loaded = load_profile(profile)
         except FrankError:
-            knobs = ()
-        self._knobs = (profile, time.monotonic(), knobs)
-        return knobs
+            knobs: tuple[Knob, ...] = ()
+            hint = None
+        else:
+            knobs = tuple(loaded.knobs.values())
+            hint = StartHint(loaded.description, loaded.kind, None, loaded.startup_timeout_s)
+        self._knobs = (profile, time.monotonic(), knobs, hint)
+        return knobs, hint

@@ -6,6 +6,7 @@ saved run and the newest fidelity job. A console started while a runner is alive
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from frank.console.messages import ExperimentsRead
@@ -27,28 +28,59 @@ IDLE_S = 5.0  # the experiments screen is up, or a run is followed
 UNWANTED_S = 30.0  # nobody looks and nothing is followed: only a fidelity job started elsewhere shows, late
 
 
+def screen_files() -> list[Path]:
+    """Shipped screens, then the user's (config dir screens/): `frank experiment screen FILE`'s files."""
+    from frank import paths
+    from frank.experiments import screen
+
+    found = sorted((Path(screen.__file__).resolve().parent / "screens").glob("*.toml"))
+    user = paths.config_dir() / "screens"
+    if user.is_dir():
+        found += sorted(user.glob("*.toml"))
+    return found
+
+
+def is_screen(path: str | Path) -> bool:
+    return Path(path) in screen_files()
+
+
 def design_rows() -> tuple[DesignRow, ...]:
+    rows = []
+    for path in screen_files():  # first: a campaign's first step (a screen picks, its confirmation decides)
+        try:
+            rows.append(screen_row(path))
+        except Exception as exc:  # noqa: BLE001 -- listed with its error, never hides the others
+            rows.append(DesignRow(str(path), path.stem, "error", str(exc)))
+    return (*rows, *(design_row(path) for path in design_files()))
+
+
+def design_row(path: Path) -> DesignRow:
+    """A design as the designs table lists it; a broken one with its error, never hiding the others."""
     from frank.experiments import exact
     from frank.experiments.design import load_design
 
-    rows = []
-    for path in design_files():
-        try:
-            d = load_design(path)
-            shape = (
-                f"{d.blocks} blocks of one start per arm"
-                if d.kind == "blocks"
-                else f"{d.starts_per_arm}+{d.starts_per_arm} starts in one balanced order"
-                if d.kind == "balanced"
-                else "measures taken elsewhere (frank experiment analyze)"
-            )
-            arms = tuple((a.name, _arm_settings(a, d.profile)) for a in d.arms)
-            rows.append(
-                DesignRow(str(path), d.name, d.kind, d.question, arms, shape, d.measure, d.profile, exact.smallest_p(d))
-            )
-        except Exception as exc:  # noqa: BLE001 -- a broken design is listed with its error, never hides the others
-            rows.append(DesignRow(str(path), path.stem, "error", str(exc)))
-    return tuple(rows)
+    try:
+        d = load_design(path)
+    except Exception as exc:  # noqa: BLE001 -- a broken design is listed with its error
+        return DesignRow(str(path), path.stem, "error", str(exc))
+    shape = (
+        f"{d.blocks} blocks of one start per arm"
+        if d.kind == "blocks"
+        else f"{d.starts_per_arm}+{d.starts_per_arm} starts in one balanced order"
+        if d.kind == "balanced"
+        else "measures taken elsewhere (frank experiment analyze)"
+    )
+    arms = tuple((a.name, _arm_settings(a, d.profile)) for a in d.arms)
+    return DesignRow(str(path), d.name, d.kind, d.question, arms, shape, d.measure, d.profile, exact.smallest_p(d))
+
+
+def screen_row(path: Path) -> DesignRow:
+    from frank.experiments.screen import load_screen
+
+    sc = load_screen(path)
+    settings = tuple((a.name, _arm_settings(a, sc.profile)) for a in sc.settings)
+    shape = f"{len(sc.settings)} settings × {sc.repeats} repeats: it picks one, its confirmation decides"
+    return DesignRow(str(path), sc.name, "screen", sc.question, settings, shape, sc.design.measure, sc.profile)
 
 
 def _arm_settings(arm: Any, profile: str) -> str:

@@ -14,7 +14,7 @@ from frank.console.messages import JobsRead
 from frank.console.sources.base import Post, Source
 from frank.console.state import FollowedJob, JobRecord, JobsView, WorkloadRow
 from frank.jobs import JobStatus
-from frank.workloads.record import ReplayRecord
+from frank.workloads.record import ReplayRecord, knob_flips
 
 JOBS_IDLE_S = 5.0
 FOLLOW_S = 1.0
@@ -37,11 +37,9 @@ def workload_rows() -> tuple[WorkloadRow, ...]:
     return tuple(rows)
 
 
-def job_record(rec: dict[str, Any]) -> JobRecord | None:
-    """A replay's request record, or None for another kind's journal line."""
-    if "draw" not in rec or "status" not in rec:
-        return None
-    r = ReplayRecord.from_json(rec)
+def job_row(r: ReplayRecord, previous: ReplayRecord | None = None) -> JobRecord:
+    """A replay's request record as the screens show it; `previous`: the draw's record before it (a live
+    knob's flip is between the two, or within this one)."""
     server = r.server.values if r.server is not None else None
     return JobRecord(
         draw=r.draw,
@@ -53,6 +51,8 @@ def job_record(rec: dict[str, Any]) -> JobRecord | None:
         front_end_s=server.front_end_s if server else None,
         prompt_tokens=r.prompt_tokens if isinstance(r.prompt_tokens, int) else None,
         timed=server is not None,
+        live_knobs=tuple((k, str(v)) for k, v in (r.live_knobs_end or r.live_knobs or {}).items()),
+        flips=knob_flips(previous, r),
     )
 
 
@@ -71,6 +71,7 @@ class JobsSource(Source[JobsView]):
         self._relist = True
         self._all: tuple[JobStatus, ...] = ()
         self._workloads: tuple[WorkloadRow, ...] | None = None
+        self._previous: dict[str, ReplayRecord] = {}  # the followed run's last record of each draw
 
     def follow(self, run_id: str) -> None:
         with self._lock:
@@ -121,6 +122,11 @@ class JobsSource(Source[JobsView]):
                 if adopt is not None:
                     self._follow, self._adopted = adopt.run_id, True
         self._poll_followed()
+        followed = self._followed
+        if followed is not None and followed.status is not None:  # its row says what its own status says
+            own = followed.status
+            listed = any(j.run_id == own.run_id for j in self._all)
+            self._all = tuple(own if j.run_id == own.run_id else j for j in self._all) if listed else self._all
         return JobsView(self._all, self._workloads or (), self._followed)
 
     def _poll_followed(self) -> None:
@@ -132,11 +138,18 @@ class JobsSource(Source[JobsView]):
             self._follower = jobs.Follower(asked)
             self._followed = FollowedJob(asked, adopted=self._adopted)
             self._adopted = False
+            self._previous = {}
         if self._follower is None or self._followed is None:
             return
         old = self._followed
         status, records = self._follower.poll()
-        rows = tuple(r for r in (job_record(x) for x in records) if r is not None)
+        rows = []
+        for x in records:
+            if "draw" not in x or "status" not in x:
+                continue  # another kind's journal line
+            rec = ReplayRecord.from_json(x)
+            rows.append(job_row(rec, self._previous.get(rec.draw)))
+            self._previous[rec.draw] = rec
         if status == old.status and not rows:
             return
         self._followed = FollowedJob(

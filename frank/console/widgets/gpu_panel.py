@@ -29,10 +29,56 @@ class GpuView:
     util_hist: tuple[float | None, ...] = ()
     tx_hist: tuple[float | None, ...] = ()
     rx_hist: tuple[float | None, ...] = ()
+    facts: str = ""  # the rig's fixed facts: "PCIe gen5 x16 of gen5 x16 · limit 700 of 700 W" (`rig_facts_text`)
+    facts_off: bool = False  # the link below its maximum or the power limit below the default
+
+
+def rig_facts_text(
+    gen: int | None,
+    width: int | None,
+    gen_max: int | None,
+    width_max: int | None,
+    limit_w: float | None,
+    default_w: float | None,
+) -> tuple[str, bool]:
+    """The rig's fixed facts of one card as the panel shows them, and whether one is below the card's own
+    (a link trained down, a power limit lowered): ("PCIe gen4 x16 of gen5 x16 · limit 600 of 700 W", True)."""
+    parts, off = [], False
+    if gen is not None and width is not None:
+        link = f"PCIe gen{gen} x{width}"
+        if gen_max is not None and width_max is not None:
+            link += f" of gen{gen_max} x{width_max}"
+            off = off or gen < gen_max or width < width_max
+        parts.append(link)
+    if limit_w is not None:
+        power = f"limit {limit_w:.0f}"
+        if default_w is not None:
+            power += f" of {default_w:.0f}"
+            off = off or limit_w < default_w
+        parts.append(power + " W")
+    return " · ".join(parts), off
 
 
 LABEL = 9  # "PCIe tx  "
 VALUE = 12  # "12.3 GiB/s "
+
+
+# NVML's reason (frank.telemetry.gpu) -> what it means for the person at the console
+NVML_WORDS = (
+    ("NVML Shared Library Not Found", "no NVIDIA driver on this machine"),
+    ("nvidia-ml-py is not installed", "no NVIDIA driver library (nvidia-ml-py) in frank's venv"),
+    ("Driver Not Loaded", "the NVIDIA driver is installed but not loaded"),
+    ("NVML sees no GPU", "no NVIDIA GPU on this machine"),
+)
+
+
+def no_gpu_words(error: str | None) -> str:
+    """Why there is no GPU to show, in words: "no NVIDIA driver on this machine (no GPU telemetry)"."""
+    reason = error or "no GPU telemetry (no NVIDIA device)"
+    for found, words in NVML_WORDS:
+        if found in reason:
+            return f"{words}: no GPU telemetry"
+    return reason if reason.startswith("no GPU telemetry") else f"no GPU telemetry ({reason})"
 
 
 class GpuPanel(Panel):
@@ -41,10 +87,7 @@ class GpuPanel(Panel):
 
     def show(self, gpus: list[GpuView], error: str | None = None) -> None:
         if not gpus:
-            reason = error or "no GPU telemetry (no NVIDIA device)"
-            if not reason.startswith("no GPU telemetry"):
-                reason = f"no GPU telemetry ({reason})"
-            self.set_markup(f"[$frank-idle]{escape(reason)}[/]")
+            self.set_markup(f"[$frank-idle]{escape(no_gpu_words(error))}[/]")
             return
         width = max(8, min(60, (self.content_size.width or 50) - LABEL - VALUE - 2))
         lines: list[str] = []
@@ -60,6 +103,8 @@ class GpuPanel(Panel):
             hot = "$frank-bad" if (g.util or 0) >= 95 else "$frank-ok"
             peak = max([v for v in (*g.tx_hist, *g.rx_hist) if v is not None] or [1.0])
             lines.append(f"[bold]{g.index} {escape(name)}[/]  {mem}  {power}  {temp}")
+            if g.facts:
+                lines.append(f"  [{'$frank-bad' if g.facts_off else '$frank-idle'}]{escape(g.facts)}[/]")
             lines.append(
                 f"  [$frank-idle]{'util':<{LABEL - 2}}[/][{hot}]{pct(g.util):>{VALUE - 1}}[/] "
                 f"[$frank-spark]{spark(g.util_hist, width, 0, 100)}[/]"

@@ -55,6 +55,11 @@ class LogView(ScrollView, can_focus=True):
         # a following view short of the end.
         self._to_end()
 
+    def watch_show_horizontal_scrollbar(self, shown: bool) -> None:
+        # a horizontal scrollbar that comes (long lines) takes a line from the view, after the move to the end
+        if self.follow:
+            self.call_after_refresh(self._to_end)
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         self.follow = new >= self.max_scroll_y

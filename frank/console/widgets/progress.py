@@ -11,6 +11,8 @@ from textual.widgets import ProgressBar, Static
 
 from frank.console.widgets.base import update_text
 
+IDLE = "[$frank-idle]nothing running: launch a replay (2) or an experiment (3)[/]"
+
 
 class RunProgress(Vertical):
     DEFAULT_CSS = """
@@ -27,7 +29,7 @@ class RunProgress(Vertical):
         self._bar: ProgressBar | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("[$frank-idle]no replay or experiment running[/]", id="run-label")
+        yield Static(IDLE, id="run-label")
         # No bar while nothing runs: a ProgressBar redraws its ETA every second even when hidden.
         yield Static("", id="run-totals")
 
@@ -40,7 +42,7 @@ class RunProgress(Vertical):
         self._state = key
         label = self.query_one("#run-label", Static)
         if title is None:
-            update_text(label, "[$frank-idle]no replay or experiment running[/]")
+            update_text(label, IDLE)
             if self._bar is not None:
                 self._bar.remove()
                 self._bar = None

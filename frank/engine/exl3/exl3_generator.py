@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from frank.engine.exl3.ext_check import refuse_static_libstdcxx
 from frank.engine.exl3.generator import Event, Finished, Piece, Sampling
 
 
@@ -30,6 +31,11 @@ def exl3_argv(args: argparse.Namespace, extra: list[str]) -> list[str]:
 
 class Exl3Generator:
     def __init__(self, args: argparse.Namespace, extra: list[str]) -> None:
+        # The extension first (its first import compiles it), checked before anything of the CPU pool runs: one
+        # with libstdc++ linked in statically crashes there (ext_check.py says why)
+        from exllamav3.ext import exllamav3_ext
+
+        refuse_static_libstdcxx(exllamav3_ext.__file__)
         if args.expert_stats_dir:
             # A fresh routing profile per start: exllamav3 saves the hot/cold ranking of each model under
             # ~/.cache and the next load starts from it, which would carry one start's placement into the next.

@@ -30,18 +30,13 @@ from typing import Any, TypedDict
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from frank.engine.exl3 import core_order
+from frank.engine.exl3.ext_check import ExtensionCheckError
 from frank.engine.exl3.generator import Event, Finished, Generator, Piece, Sampling
 from frank.engine.exl3.metrics import AdapterMetrics
 from frank.engine.exl3.tools import FORMATS, call_start, split_tool_calls
 
 TOKEN_ENV = "FRANK_CONTROL_TOKEN"
 MAX_BODY = 64 << 20
-
-
-# exllamav3's CPU MoE worker is spawned and imports this module as __mp_main__ before exllamav3's moe_cpu_host:
-# a core-order stand-in asked for (FRANK_EXL3_CORE_ORDER=python, core_order.py) goes in here, in both processes
-core_order.install_if_asked()
 
 
 class RequestError(Exception):
@@ -449,6 +444,8 @@ def main(argv: list[str]) -> int:
         generator = Exl3Generator(args, extra)
     except ImportError as exc:
         raise SystemExit(f"[exl3_server] exllamav3 cannot be imported by {sys.executable}: {exc}") from None
+    except ExtensionCheckError as exc:
+        raise SystemExit(f"[exl3_server] refused: {exc}") from None
     server = serve(generator, args, token)
     drafts = f"{generator.num_draft_tokens} draft tokens a step" if generator.num_draft_tokens else "no draft model"
     print(

@@ -8,9 +8,17 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from frank.engine.profiles import LaunchSpec, Profile, ProfileError
+
+
+class StartCheck(Protocol):
+    """What a kind's check before a start keeps until the engine is ready."""
+
+    notes: tuple[str, ...]  # for the record: what the check found (the split's prediction, or why none)
+
+    def at_ready(self) -> object: ...  # called once the engine answers /health (exl3: records the floor)
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,15 @@ class EngineKind:
     fresh_cache: str = "cache_salt"
     # What this kind's server does not report, for an experiment's measures and guards -> why
     lacks: Mapping[str, str] = field(default_factory=dict)
+    # Before a start, with the launch built (profile, argv, env, the state dir): what the machine must hold for
+    # it (exl3: the split's fit against the GPU's free memory, frank.engine.split_fit). Raises ProfileError to
+    # refuse; what it returns gives notes for the record and is called back when the engine is ready.
+    check_start: Callable[[Profile, list[str], dict[str, str], Path], StartCheck] | None = None
+    # As the engine is stopped, before its processes are signalled (its profile's name, its start's wall clock,
+    # its environment, the state dir): exl3 measures the split's floor again, after serving.
+    before_stop: Callable[[str, float | None, Mapping[str, str], Path], object] | None = None
+    # Said after a start that ran out of GPU memory while loading ({profile}: the profile's name), or ""
+    oom_hint: str = ""
 
 
 def check_model(profile: Profile) -> None:

@@ -9,12 +9,14 @@ route but /health takes is the control token, passed in FRANK_CONTROL_TOKEN (nev
 
 from __future__ import annotations
 
+import os
+import subprocess
 from typing import Any
 
 from frank import paths
-from frank.engine import multi_gpu
+from frank.engine import cpu_pool, multi_gpu, split_fit
 from frank.engine.kinds.base import EngineKind, check_model, check_python_module
-from frank.engine.profiles import LaunchSpec, Profile, knob_settings, with_flags
+from frank.engine.profiles import LaunchSpec, Profile, ProfileError, knob_settings, with_flags
 
 SERVER_MODULE = "frank.engine.exl3.server"
 TOKEN_ENV = "FRANK_CONTROL_TOKEN"
@@ -44,12 +46,51 @@ def build_launch(profile: Profile, knobs: dict[str, Any], port: int, control_tok
         TOKEN_ENV: profile.api_key or control_token,
         "PYTHONPATH": str(paths.REPO_ROOT),
     }
-    return LaunchSpec(argv=argv, env={**env, **multi_gpu.MULTICAST_OFF_ENV}, host=profile.host, port=port)
+    env, notes = resolve_threads(env)
+    return LaunchSpec(argv=argv, env={**env, **multi_gpu.MULTICAST_OFF_ENV}, host=profile.host, port=port, notes=notes)
+
+
+def resolve_threads(env: dict[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """EXL3_MOE_CPU_THREADS=auto resolved here, on the machine that starts the engine, to exllamav3's own
+    default (frank.engine.cpu_pool), written out so the record and the dry run show the number; a count that
+    leaves the host process no core is named."""
+    value = env.get(cpu_pool.THREADS_ENV)
+    if value is None:
+        return env, ()
+    notes: list[str] = []
+    if value == cpu_pool.AUTO:
+        threads, how = cpu_pool.exl3_default_threads(env)
+        env = {**env, cpu_pool.THREADS_ENV: str(threads)}
+        notes.append(f"cpu_threads auto = {threads}: {how}")
+    elif value.isdigit():
+        threads = int(value)
+    else:
+        return env, ()
+    starved = cpu_pool.leaves_host_no_core(threads)
+    return env, tuple(notes + ([starved] if starved else []))
 
 
 def preflight(profile: Profile) -> None:
     check_model(profile)
     check_python_module(profile, "exllamav3", "exllamav3 (scripts/device_exl3.sh installs it on the GPU machine)")
+    check_extension(profile)
+
+
+def check_extension(profile: Profile) -> None:
+    """exllamav3's built extension, checked in the profile's python before the start: one with libstdc++ linked
+    in statically crashes in the CPU pool (frank.engine.exl3.ext_check). Not built yet: the server checks it
+    after its first import compiles it."""
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT), **profile.env}
+    done = subprocess.run(
+        [str(profile.python_path()), "-m", "frank.engine.exl3.ext_check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    if done.returncode != 0:
+        why = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+        raise ProfileError(f"{profile.source}: python: {why}")
 
 
 EXL3 = EngineKind(
@@ -63,4 +104,9 @@ EXL3 = EngineKind(
     lacks={
         "front_end_s": "the adapter's prefill time starts when the generator takes the job: no separate front end",
     },
+    # the split's fit: a split predicted not to fit the free GPU memory is refused, and each ready start records
+    # the floor it measured, again as it is stopped (frank.engine.split_fit, docs/exl3.md "The split's fit")
+    check_start=split_fit.check_start,
+    before_stop=split_fit.floor_at_stop,
+    oom_hint="`frank engine fit --profile {profile}` gives the smallest cpu_split that fits the GPU's free memory",
 )

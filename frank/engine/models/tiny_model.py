@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 BUILD_VERSION = "tiny-frank-2"
 MODEL_NAME = "tiny-frank"
@@ -216,10 +216,12 @@ class ModelManifest(TypedDict):
 
 
 def read_manifest(model_dir: Path) -> ModelManifest | None:
+    from frank import readfile  # stdlib only (and frank.errors): import-safe wherever this module is
+    from frank.errors import FrankError
+
     try:
-        value: ModelManifest | None = json.loads((model_dir / MANIFEST).read_text())
-        return value
-    except (OSError, ValueError):
+        return cast(ModelManifest, readfile.read_object(model_dir / MANIFEST))
+    except FrankError:
         return None
 
 
@@ -232,9 +234,13 @@ def check_build_version(model_dir: Path, version: str) -> str | None:
     """None if `model_dir` holds a complete build of builder version `version` (every model frank builds)."""
     if not model_dir.exists():
         return f"{model_dir}: not built yet"
-    manifest = read_manifest(model_dir)
-    if manifest is None:
-        return f"{model_dir / MANIFEST}: missing or unreadable"
+    from frank import readfile
+    from frank.errors import FrankError
+
+    try:
+        manifest = cast(ModelManifest, readfile.read_object(model_dir / MANIFEST))
+    except FrankError as exc:
+        return str(exc)  # the file and why: missing, not a regular file, not JSON, ...
     if manifest.get("builder_version") != version:
         return f"{model_dir / MANIFEST}: builder_version {manifest.get('builder_version')!r} != {version!r}"
     for name, entry in sorted(manifest.get("files", {}).items()):
