@@ -545,7 +545,9 @@ class ReplayRunner:
             )
         )
         if fallback is None and not delta.attributed and ok:  # llama.cpp: its response's timings
-            fallback = timings_values(resp.timings, resp.ttft_s, spec_drafts_delta(before, after))
+            scrapes = (("before", before), ("after", after))
+            unknown = "; ".join(f"/metrics {at}: {m.error}" for at, m in scrapes if m.error)
+            fallback = timings_values(resp.timings, resp.ttft_s, spec_drafts_delta(before, after), unknown)
         if fallback is not None:  # more than one request finished between the scrapes: the response's own
             values, sources = fallback
         wait = measures.cpu_expert_wait_s(self._probe.decode_window(resp.pool_timeline, values.decode_s))

@@ -361,3 +361,34 @@ def test_scraper_keeps_one_connection_and_reopens_one_the_server_closed():
         scraper.close()
     finally:
         server.close()
+
+
+def test_a_kept_alive_connection_closed_as_the_scrape_goes_out_is_tried_again_once():
+    """llama.cpp's server closes a connection idle for 5 s; a replay's scrape that crosses the close got
+    "Server disconnected" and recorded no drafted steps. One more try, on a new connection, reads the
+    counters; a server that drops every reused connection still gives a sample, never an exception."""
+    server = FaultyMetricsServer(text("after.txt"), keep_alive_s=5)
+    try:
+        with httpx.Client(timeout=2) as c:
+            assert m.fetch_metrics(c, server.url).ok
+            server.drop_reused = 1
+            again = m.fetch_metrics(c, server.url)
+            assert again.ok, again.error
+            assert again.counter(m.PROMPT_TOKENS) == sample("after.txt").counter(m.PROMPT_TOKENS)
+            assert server.drop_reused == 0 and len(set(server.connections)) == 2  # dropped, then a new one
+
+        async def scrape_twice() -> tuple[m.MetricsSample, m.MetricsSample]:
+            async with httpx.AsyncClient(timeout=2) as c:
+                first = await m.afetch_metrics(c, server.url)
+                server.drop_reused = 1
+                return first, await m.afetch_metrics(c, server.url)
+
+        first, second = asyncio.run(scrape_twice())
+        assert first.ok and second.ok and server.drop_reused == 0, second.error
+
+        server.drop_reused = 2  # the try again is dropped too (it reused no connection: a new one answers)
+        with httpx.Client(timeout=2) as c:
+            assert m.fetch_metrics(c, server.url).ok
+            assert m.fetch_metrics(c, server.url).ok and server.drop_reused == 1
+    finally:
+        server.close()

@@ -154,7 +154,10 @@ def spec_drafts_delta(before: MetricsSample, after: MetricsSample) -> float | No
 
 
 def timings_values(
-    timings: Mapping[str, Any] | None, client_ttft_s: float | None, drafted_steps: float | None = None
+    timings: Mapping[str, Any] | None,
+    client_ttft_s: float | None,
+    drafted_steps: float | None = None,
+    drafted_unknown: str = "",
 ) -> tuple[RequestDelta, dict[str, str]] | None:
     """A request's server values from the `timings` object llama.cpp puts in its response (the last chunk
     when streamed): prompt_n tokens computed in prompt_ms, cache_n reused from the cache, predicted_n tokens
@@ -162,7 +165,7 @@ def timings_values(
     tokens. Decode steps are derived as for vLLM's response (generated - 1 - accepted). llama.cpp reports no
     queue time, so front-end time (TTFT - queue - prefill) is not available; the drafted-step count is not
     in the timings either: `drafted_steps` (the change of llamacpp:spec_decode_num_drafts_total around a
-    request that ran alone, `spec_drafts_delta`) supplies it."""
+    request that ran alone, `spec_drafts_delta`) supplies it, and `drafted_unknown` says why it is None."""
     if not timings or timings.get("prompt_ms") is None:
         return None
     prefill = float(timings["prompt_ms"]) / 1000.0
@@ -173,7 +176,8 @@ def timings_values(
     cached = timings.get("cache_n")
     values = RequestDelta(
         attributed=True,
-        reason="from llama.cpp's response timings",
+        reason="from llama.cpp's response timings"
+        + (f"; drafted steps unknown: {drafted_unknown}" if drafted_steps is None and drafted_unknown else ""),
         ttft_s=client_ttft_s,
         prefill_s=prefill,
         decode_s=decode,

@@ -23,6 +23,18 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return headers
 
 
+# A GET on a kept-alive connection that the server closed while it was idle (llama.cpp's HTTP server closes
+# one after 5 s) fails with one of these when the close and the GET cross; the connection pool then opens a
+# new connection, so one more try tells a dropped connection from a server that is down.
+_DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+def _failed(exc: httpx.HTTPError, t0: float) -> MetricsSample:
+    return unreachable(
+        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, scrape_s=time.monotonic() - t0
+    )
+
+
 def _from_response(resp: httpx.Response, model_name: str | None, t0: float, wall: float) -> MetricsSample:
     if resp.status_code != 200:
         return unreachable(f"HTTP {resp.status_code} from /metrics", state="error", scrape_s=time.monotonic() - t0)
@@ -43,12 +55,14 @@ def fetch_metrics(
 ) -> MetricsSample:
     """GET {base_url}/metrics and parse it. Never raises for a down or broken server."""
     t0, wall = time.monotonic(), time.time()
+    url = base_url.rstrip("/") + "/metrics"
     try:
-        resp = client.get(base_url.rstrip("/") + "/metrics", headers=_headers(api_key))
+        try:
+            resp = client.get(url, headers=_headers(api_key))
+        except _DROPPED:  # a kept-alive connection the server closed as the GET went out: one new try
+            resp = client.get(url, headers=_headers(api_key))
     except httpx.HTTPError as exc:
-        return unreachable(
-            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, scrape_s=time.monotonic() - t0
-        )
+        return _failed(exc, t0)
     return _from_response(resp, model_name, t0, wall)
 
 
@@ -106,12 +120,14 @@ async def afetch_metrics(
     client: httpx.AsyncClient, base_url: str, api_key: str | None = None, model_name: str | None = None
 ) -> MetricsSample:
     t0, wall = time.monotonic(), time.time()
+    url = base_url.rstrip("/") + "/metrics"
     try:
-        resp = await client.get(base_url.rstrip("/") + "/metrics", headers=_headers(api_key))
+        try:
+            resp = await client.get(url, headers=_headers(api_key))
+        except _DROPPED:  # as in fetch_metrics
+            resp = await client.get(url, headers=_headers(api_key))
     except httpx.HTTPError as exc:
-        return unreachable(
-            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, scrape_s=time.monotonic() - t0
-        )
+        return _failed(exc, t0)
     return _from_response(resp, model_name, t0, wall)
 
 
