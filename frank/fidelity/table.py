@@ -146,26 +146,29 @@ def table_json(table: FidelityTable) -> str:
 def format_table(table: FidelityTable) -> str:
     """The table for a terminal: one line per engine, KL per set, then the floors."""
     width = max([len(r.label) for r in table.engines] + [len(r.label) for r in table.seed] + [6]) + 2
-    head = f"{'':<{width}}{'ENGINE':<11}" + "".join(f"{name:>11}" for name in table.sets)
+    engine = max([len(r.engine) for r in table.engines] + [len("ENGINE")]) + 2  # "exllamav3 1.6.5" is 15 wide
+    head = f"{'':<{width}}{'ENGINE':<{engine}}" + "".join(f"{name:>11}" for name in table.sets)
     lines = [f"{table.title} (top-{table.top_k} KL against {table.reference})", head]
     for row in table.engines:
-        lines.append(f"{row.label:<{width}}{row.engine:<11}" + "".join(f"{row.kl(n) or 0:>11.4f}" for n in table.sets))
+        kls = "".join(f"{row.kl(n) or 0:>11.4f}" for n in table.sets)
+        lines.append(f"{row.label:<{width}}{row.engine:<{engine}}" + kls)
     for row in table.engines:
         floors = {s.name: s for s in row.sets}
         lines.append(
-            f"{'  floor, ' + row.label:<{width + 11}}"
+            f"{'  floor, ' + row.label:<{width + engine}}"
             + "".join(f"{_floor(floors[n].engine_floor):>11}" for n in table.sets)
             + "   (two starts)"
         )
     if table.engines:
         first = {s.name: s for s in table.engines[0].sets}
         lines.append(
-            f"{'  floor, reference':<{width + 11}}"
+            f"{'  floor, reference':<{width + engine}}"
             + "".join(f"{_floor(first[n].reference_floor):>11}" for n in table.sets)
             + "   (reference against itself)"
         )
     for seed in table.seed:
-        lines.append(f"{seed.label:<{width}}{'seed':<11}" + "".join(f"{seed.kl.get(n, 0):>11.3f}" for n in table.sets))
+        kls = "".join(f"{seed.kl.get(n, 0):>11.3f}" for n in table.sets)
+        lines.append(f"{seed.label:<{width}}{'seed':<{engine}}" + kls)
     lines.extend(table.notes)
     return "\n".join(lines)
 
