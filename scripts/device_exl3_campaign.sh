@@ -40,7 +40,7 @@
 set -uo pipefail
 
 TREE=$(cd "$(dirname "$0")/.." && pwd)
-. "$TREE/scripts/device_runs.sh"  # status_of, follow_run, restore_work
+. "$TREE/scripts/device_runs.sh"  # status_of, follow_run, restore_work, register
 OUT=${OUT:-/tmp/frank-exl3-out}
 W=${FRANK_EXL3_WORK:-/tmp/frank-exl3}      # device_exl3.sh's work folder: its wheels, extension and model
 BUDGET_S=${FRANK_EXL3_BUDGET_S:-560}
@@ -98,14 +98,6 @@ if [ -z "$DRY" ] && [ ! -f "$W/designs/fit.json" ]; then   # the split's fit on 
     stamp "the fit: $(head -c 600 "$W/designs/fit.json") $(tail -c 300 "$LOG/fit.err"); the screen runs at cpu_split ${SPLIT:-21}"
 fi
 
-register() {  # DESIGN -> prints the run id (kept in $W/run-NAME)
-    local name; name=$(basename "$1" .toml)
-    if [ ! -f "$W/run-$name" ]; then
-        frank experiment register "$1" --json >"$LOG/register-$name.json" || exit 1
-        "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$LOG/register-$name.json" >"$W/run-$name"
-    fi
-    cat "$W/run-$name"
-}
 run_until() {  # RUN: run or resume it detached until it stops (finished, or the call's time); 0 if finished
     local run=$1 stop_after
     [ "$(status_of "$run")" = finished ] && return 0

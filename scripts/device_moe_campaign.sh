@@ -121,15 +121,7 @@ localize() {  # SRC DEST [BLOCKS]: on the GPU machine the designs as shipped, wi
     if [ -n "${FRANK_SCHED_REQUESTS:-}" ]; then sed -i "s/^requests = [0-9]*/requests = $FRANK_SCHED_REQUESTS/" "$2"; fi
     if [ -n "${3:-}" ]; then sed -i "s/^blocks = [0-9]*/blocks = $3/" "$2"; fi
 }
-register() {  # DESIGN -> prints the run id (kept in $W/run-NAME)
-    local name; name=$(basename "$1" .toml)
-    if [ ! -f "$W/run-$name" ]; then
-        frank experiment register "$1" --json >"$LOG/register-$name.json" || exit 1
-        "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$LOG/register-$name.json" >"$W/run-$name"
-    fi
-    cat "$W/run-$name"
-}
-. "$TREE/scripts/device_runs.sh"  # status_of, follow_run
+. "$TREE/scripts/device_runs.sh"  # status_of, follow_run, register
 run_until() {  # RUN: run or resume it detached until it stops (finished, or the time limit); 0 if finished
     local run=$1 stop_after
     [ "$(status_of "$run")" = finished ] && return 0

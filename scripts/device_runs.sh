@@ -1,6 +1,16 @@
 # Sourced by the GPU machine's campaign scripts (device_exl3_campaign.sh, device_moe_campaign.sh,
 # device_noise.sh): one way to follow a registered run that was started detached (`frank experiment run RUN
-# --detach --stop-after S`). The caller defines PY, LOG, runs_dir, stamp and left (seconds the call has left).
+# --detach --stop-after S`), and one way to register a design once across calls. The caller defines PY, W, LOG,
+# runs_dir, frank, stamp and left (seconds the call has left).
+
+register() {  # DESIGN -> prints the run id (kept in $W/run-NAME: a later call reuses it)
+    local name; name=$(basename "$1" .toml)
+    if [ ! -f "$W/run-$name" ]; then
+        frank experiment register "$1" --json >"$LOG/register-$name.json" || exit 1
+        "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$LOG/register-$name.json" >"$W/run-$name"
+    fi
+    cat "$W/run-$name"
+}
 
 status_of() {  # RUN: its status (registered, running, finished, ...)
     "$PY" -c 'import json,sys; print(json.load(sys.stdin)["status"])' < <(frank experiment status "$1" --json)

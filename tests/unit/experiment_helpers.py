@@ -1,4 +1,4 @@
-"""Shared design text for the experiment unit tests (not a test module)."""
+"""Shared design and fleet text for the experiment and fleet unit tests (not a test module)."""
 
 from __future__ import annotations
 
@@ -70,4 +70,18 @@ alpha = 0.05
 
 [guards]
 prompt_token_ids_identical = true
+"""
+
+# two hosts on loopback, each with its exporter: the fleet file of the fleet and fuzz tests
+FLEET = """[prometheus]
+listen = "127.0.0.1:9090"
+scrape_interval_s = 2
+
+[hosts.a]
+exporter = "127.0.0.1:9464"
+resource = "host-a"
+
+[hosts.b]
+exporter = "127.0.0.1:9465"
+resource = "host-b"
 """

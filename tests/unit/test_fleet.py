@@ -17,20 +17,7 @@ from frank.experiments.randomize import Slot, hosts_by_slot
 from frank.fleet.fleetfile import FleetError, load_fleet
 from frank.fleet.prometheus import scrape_config
 from frank.paths import REPO_ROOT
-from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN
-
-FLEET = """[prometheus]
-listen = "127.0.0.1:9090"
-scrape_interval_s = 2
-
-[hosts.a]
-exporter = "127.0.0.1:9464"
-resource = "host-a"
-
-[hosts.b]
-exporter = "127.0.0.1:9465"
-resource = "host-b"
-"""
+from tests.unit.experiment_helpers import BALANCED_DESIGN, BLOCKS_DESIGN, FLEET
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -31,6 +31,7 @@ from frank.episodes.schema_calls import RefusedAnswer, ToolSpec, read_answer
 from frank.episodes.suite import check_suite
 from frank.errors import FrankError
 from frank.experiments.design import parse_design_text
+from tests.unit.experiment_helpers import FLEET
 
 REPO = Path(__file__).resolve().parents[2]
 # CI (CI=true) runs one fixed set of 500 examples per format, so a red run is the code's, repeatable; a
@@ -281,18 +282,6 @@ def test_fuzz_campaign(tmp_path, home_unchanged):
 
 SCREEN_SRC = REPO / "frank" / "experiments" / "screens" / "cpu-pool-local.toml"
 RECORD_SRC = REPO / "frank" / "experiments" / "screens" / "cpu-pool-h200.json"
-FLEET = """[prometheus]
-listen = "127.0.0.1:9090"
-scrape_interval_s = 2
-
-[hosts.a]
-exporter = "127.0.0.1:9464"
-resource = "host-a"
-
-[hosts.b]
-exporter = "127.0.0.1:9465"
-resource = "host-b"
-"""
 
 
 def test_fuzz_screen(tmp_path, home_unchanged):
